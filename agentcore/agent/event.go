@@ -1,0 +1,89 @@
+// Normalized events emitted by providers.
+
+package agent
+
+import "encoding/json"
+
+// EventType is the normalized type of an Event.
+type EventType string
+
+// Event types.
+const (
+	EventSessionUpdated       EventType = "session.updated"
+	EventAssistantDelta       EventType = "assistant.delta"
+	EventReasoningDelta       EventType = "reasoning.delta"
+	EventToolStarted          EventType = "tool.started"
+	EventToolOutput           EventType = "tool.output"
+	EventToolCompleted        EventType = "tool.completed"
+	EventUsageUpdated         EventType = "usage.updated"
+	EventInteractionRequested EventType = "interaction.requested"
+	EventInteractionResolved  EventType = "interaction.resolved"
+	EventSystem               EventType = "system"
+	EventRunStarted           EventType = "run.started"
+	EventRunCompleted         EventType = "run.completed"
+	EventRunFailed            EventType = "run.failed"
+	EventRunInterrupted       EventType = "run.interrupted"
+	EventProviderNative       EventType = "provider.native"
+)
+
+// Terminal reports whether t ends a run.
+func (t EventType) Terminal() bool {
+	return t == EventRunCompleted || t == EventRunFailed || t == EventRunInterrupted
+}
+
+// Event is one normalized provider event. Only the fields that belong to Type are
+// set; the JSON form is flat so that it can be persisted and printed as is.
+type Event struct {
+	Type EventType `json:"type"`
+	// Text is the delta on assistant/reasoning deltas, the output chunk on
+	// tool.output, the final answer on run.completed (when the CLI reports one)
+	// and the human-readable message on system and run.failed.
+	Text string `json:"text,omitempty"`
+	// Subtype refines system events ("init", "api_retry", "session_recovered", ...).
+	Subtype string `json:"subtype,omitempty"`
+	// SessionID is the native session on session.updated.
+	SessionID string `json:"session_id,omitempty"`
+	Model     string `json:"model,omitempty"`
+
+	Tool        *Tool        `json:"tool,omitempty"`
+	Usage       *Usage       `json:"usage,omitempty"`
+	Interaction *Interaction `json:"interaction,omitempty"`
+	Resolution  *Resolution  `json:"resolution,omitempty"`
+
+	// Native keeps the correlation ids and a bounded safe payload of the
+	// native record this event came from.
+	Native *Native `json:"native,omitempty"`
+}
+
+// Tool describes a tool call on tool.started / tool.output / tool.completed.
+type Tool struct {
+	ID    string          `json:"id"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+	// Summary is a short human line ("Bash: ls -la").
+	Summary string `json:"summary,omitempty"`
+	Output  string `json:"output,omitempty"`
+	IsError bool   `json:"is_error,omitempty"`
+}
+
+// Usage is token and cost accounting, cumulative for the run.
+type Usage struct {
+	InputTokens         int64   `json:"input_tokens,omitempty"`
+	OutputTokens        int64   `json:"output_tokens,omitempty"`
+	CacheReadTokens     int64   `json:"cache_read_tokens,omitempty"`
+	CacheCreationTokens int64   `json:"cache_creation_tokens,omitempty"`
+	CostUSD             float64 `json:"cost_usd,omitempty"`
+	DurationMS          int64   `json:"duration_ms,omitempty"`
+	NumTurns            int     `json:"num_turns,omitempty"`
+}
+
+// Native is the envelope of the native record behind an event.
+type Native struct {
+	Provider ProviderID `json:"provider"`
+	// Kind is the native record type or JSON-RPC method.
+	Kind string `json:"kind,omitempty"`
+	// ID is a native request or item id, kept byte-exact as JSON (7 and "7" differ).
+	ID json.RawMessage `json:"id,omitempty"`
+	// Payload is a bounded, secret-free copy of the record.
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
