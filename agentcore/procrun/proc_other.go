@@ -1,0 +1,16 @@
+//go:build !unix
+
+// Process handling where process groups are not available.
+
+package procrun
+
+import (
+	"os"
+	"os/exec"
+)
+
+func setProcAttr(*exec.Cmd) {}
+
+func killTree(cmd *exec.Cmd) error { return cmd.Process.Kill() }
+
+var interruptSignal = os.Interrupt

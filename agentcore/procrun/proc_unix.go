@@ -1,0 +1,28 @@
+//go:build unix
+
+// Process-group handling on Unix.
+
+package procrun
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+// setProcAttr puts the child in its own process group so that Kill reaches the
+// tools it spawned as well.
+func setProcAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
+
+// killTree kills the child's process group, falling back to the child alone.
+func killTree(cmd *exec.Cmd) error {
+	pid := cmd.Process.Pid
+	if err := syscall.Kill(-pid, syscall.SIGKILL); err == nil {
+		return nil
+	}
+	return cmd.Process.Kill()
+}
+
+// interruptSignal asks a child to stop gracefully.
+var interruptSignal = syscall.SIGINT

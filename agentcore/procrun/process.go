@@ -1,0 +1,393 @@
+// Package procrun runs agent CLIs as child processes that speak line protocols.
+//
+// A Process is started from an argument array (never a shell) with an explicit,
+// filtered environment (see Environ). Its lifetime is not tied to a context:
+// stopping an agent is the provider's job (native interrupt with a deadline,
+// then Kill). The caller reads stdout with Each, writes stdin with WriteLine and
+// finally calls Wait. Run wraps this for simple one-way line protocols.
+//
+// Limits: a stdout line may be up to MaxLineBytes (16 MiB); a longer line is
+// logged, discarded up to its newline and reading continues. stderr is kept in
+// a buffer holding its last MaxStderrBytes (64 KiB) and every stderr line is
+// logged at debug level.
+package procrun
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// Default limits.
+const (
+	// MaxLineBytes is the longest stdout line handed to a handler.
+	MaxLineBytes = 16 << 20
+	// MaxStderrBytes is how much of stderr (its tail) is kept.
+	MaxStderrBytes = 64 << 10
+	// maxStderrLine bounds one logged stderr line.
+	maxStderrLine = 1 << 20
+	// excerptBytes bounds line excerpts in logs.
+	excerptBytes = 256
+	// waitDelay bounds how long Wait waits for I/O after the child exited.
+	waitDelay = 5 * time.Second
+)
+
+// ErrStdinClosed is returned by WriteLine after CloseStdin or without Spec.Stdin.
+var ErrStdinClosed = errors.New("procrun: stdin closed")
+
+// Spec describes a child process. Args never pass through a shell.
+type Spec struct {
+	// Bin is the executable: a name looked up in PATH or a path.
+	Bin  string
+	Args []string
+	// Dir is the working directory; empty means the current one.
+	Dir string
+	// Env is the complete KEY=VALUE environment, already filtered (see Environ).
+	// A nil Env gives the child an empty environment, never the host's.
+	Env []string
+	// Stdin opens a pipe to the child's stdin for WriteLine; otherwise stdin is
+	// /dev/null.
+	Stdin bool
+}
+
+// ProcessError is a child that exited unsuccessfully.
+type ProcessError struct {
+	// ExitCode is the exit status, or -1 when the child was killed by a signal.
+	ExitCode int
+	// Stderr is the captured stderr tail.
+	Stderr string
+	Err    error
+}
+
+// Error includes the exit status and a trimmed stderr tail.
+func (e *ProcessError) Error() string {
+	msg := fmt.Sprintf("exit status %d", e.ExitCode)
+	if e.Err != nil {
+		msg = e.Err.Error()
+	}
+	if tail := StderrTail(e.Stderr, 512); tail != "" {
+		msg += ": " + tail
+	}
+	return msg
+}
+
+// Unwrap returns the underlying error.
+func (e *ProcessError) Unwrap() error { return e.Err }
+
+// StderrTail returns the last max bytes of s, trimmed, with line breaks folded
+// into " | " so it fits in one log or chat line.
+func StderrTail(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > max {
+		s = "…" + strings.TrimLeft(s[len(s)-max:], "\n")
+	}
+	lines := strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' })
+	for i := range lines {
+		lines[i] = strings.TrimSpace(lines[i])
+	}
+	return strings.Join(lines, " | ")
+}
+
+// LookPath resolves bin like exec.LookPath. A missing executable is reported as
+// an error wrapping agent.ErrNotInstalled that names bin.
+func LookPath(bin string) (string, error) {
+	if bin == "" {
+		return "", fmt.Errorf("%w: empty executable name", agent.ErrNotInstalled)
+	}
+	p, err := exec.LookPath(bin)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", agent.ErrNotInstalled, bin, err)
+	}
+	return p, nil
+}
+
+// Process is a running child. WriteLine, CloseStdin, Signal, Kill and Stderr
+// are safe for concurrent use; Each and Wait are called by one goroutine, Each
+// first.
+type Process struct {
+	logger *slog.Logger
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr *tailBuffer
+
+	stdinMu sync.Mutex
+	stdin   io.WriteCloser // nil once closed
+
+	waitOnce sync.Once
+	waitErr  error
+}
+
+// Start launches the child described by spec. ctx only scopes the start itself:
+// the child outlives it and is stopped with Signal or Kill. A missing
+// executable returns an error wrapping agent.ErrNotInstalled.
+func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	path, err := LookPath(spec.Bin)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(path, spec.Args...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	setProcAttr(cmd)
+	cmd.WaitDelay = waitDelay
+	p := &Process{
+		logger: logger.With("bin", spec.Bin),
+		cmd:    cmd,
+	}
+	p.stderr = &tailBuffer{max: MaxStderrBytes, logger: p.logger}
+	cmd.Stderr = p.stderr
+	if spec.Stdin {
+		w, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, fmt.Errorf("stdin pipe: %w", err)
+		}
+		p.stdin = w
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	p.stdout = out
+	if err := cmd.Start(); err != nil {
+		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: %s: %w", agent.ErrNotInstalled, spec.Bin, err)
+		}
+		return nil, fmt.Errorf("start %s: %w", spec.Bin, err)
+	}
+	p.logger = p.logger.With("pid", cmd.Process.Pid)
+	p.logger.Debug("process started", "args", len(spec.Args), "dir", spec.Dir)
+	return p, nil
+}
+
+// Pid is the child's process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// WriteLine writes line plus a newline (unless it already ends in one) to the
+// child's stdin. Writes are serialized.
+func (p *Process) WriteLine(line []byte) error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return ErrStdinClosed
+	}
+	if len(line) == 0 || line[len(line)-1] != '\n' {
+		buf := make([]byte, 0, len(line)+1)
+		line = append(append(buf, line...), '\n')
+	}
+	if _, err := p.stdin.Write(line); err != nil {
+		return fmt.Errorf("write stdin: %w", err)
+	}
+	return nil
+}
+
+// CloseStdin closes the child's stdin (EOF for the child). It is idempotent.
+func (p *Process) CloseStdin() error {
+	p.stdinMu.Lock()
+	defer p.stdinMu.Unlock()
+	if p.stdin == nil {
+		return nil
+	}
+	err := p.stdin.Close()
+	p.stdin = nil
+	return err
+}
+
+// Signal sends sig to the child.
+func (p *Process) Signal(sig os.Signal) error {
+	return p.cmd.Process.Signal(sig)
+}
+
+// Kill kills the child and, where supported, its process group.
+func (p *Process) Kill() error {
+	return killTree(p.cmd)
+}
+
+// Stderr returns the captured stderr tail so far.
+func (p *Process) Stderr() string { return p.stderr.String() }
+
+// Each reads stdout line by line until EOF and calls handle for every
+// non-empty line (without its line ending). The slice is only valid during
+// the call. A handler error is logged with a bounded excerpt and the line is
+// skipped. A line longer than MaxLineBytes is logged and discarded up to its
+// newline. Each returns nil at EOF and the read error otherwise.
+func (p *Process) Each(handle func(line []byte) error) error {
+	r := bufio.NewReaderSize(p.stdout, 64<<10)
+	return eachLine(r, MaxLineBytes, p.logger, handle)
+}
+
+// eachLine is Each over any reader, for tests of the limits.
+func eachLine(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error) error {
+	var (
+		buf       []byte
+		discard   bool
+		discarded int
+	)
+	for {
+		chunk, err := r.ReadSlice('\n')
+		complete := err == nil
+		if err != nil && !errors.Is(err, bufio.ErrBufferFull) && !errors.Is(err, io.EOF) {
+			return err
+		}
+		if discard {
+			discarded += len(chunk)
+		} else if contentLen(buf, chunk, complete) > max {
+			discard, discarded = true, len(buf)+len(chunk)
+			buf = buf[:0]
+		} else if complete && len(buf) == 0 {
+			// Fast path: the whole line is in the reader's buffer.
+			handleLine(chunk, logger, handle)
+			continue
+		} else {
+			buf = append(buf, chunk...)
+		}
+		if complete || errors.Is(err, io.EOF) {
+			if discard {
+				logger.Warn("stdout line too long, discarded", "bytes", discarded, "max", max)
+				discard, discarded = false, 0
+			} else if len(buf) > 0 {
+				handleLine(buf, logger, handle)
+			}
+			buf = buf[:0]
+			if cap(buf) > 1<<20 {
+				buf = nil // do not keep a huge buffer around
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+	}
+}
+
+// contentLen is the length of buf+chunk without its line ending (\n, \r\n, or
+// a trailing \r that may still be followed by \n).
+func contentLen(buf, chunk []byte, complete bool) int {
+	n := len(buf) + len(chunk)
+	at := func(i int) byte { // i-th byte from the end, 1-based
+		if i <= len(chunk) {
+			return chunk[len(chunk)-i]
+		}
+		return buf[len(buf)-(i-len(chunk))]
+	}
+	if complete {
+		n--
+		if n > 0 && at(2) == '\r' {
+			n--
+		}
+	} else if n > 0 && at(1) == '\r' {
+		n--
+	}
+	return n
+}
+
+func handleLine(line []byte, logger *slog.Logger, handle func([]byte) error) {
+	line = bytes.TrimRight(line, "\r\n")
+	if len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if err := handle(line); err != nil {
+		logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", Excerpt(line, excerptBytes))
+	}
+}
+
+// Excerpt returns at most max bytes of b as a string, marking a cut.
+func Excerpt(b []byte, max int) string {
+	if len(b) <= max {
+		return string(b)
+	}
+	return string(b[:max]) + "…"
+}
+
+// Wait waits for the child to exit, after Each returned. It returns nil on
+// exit status 0 and a *ProcessError otherwise. It is idempotent.
+func (p *Process) Wait() error {
+	p.waitOnce.Do(func() {
+		err := p.cmd.Wait()
+		_ = p.CloseStdin()
+		p.stderr.flush()
+		if err == nil {
+			p.logger.Debug("process exited")
+			return
+		}
+		code := -1
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		p.logger.Debug("process exited", "exit_code", code, "err", err)
+		p.waitErr = &ProcessError{ExitCode: code, Stderr: p.stderr.String(), Err: err}
+	})
+	return p.waitErr
+}
+
+// tailBuffer keeps the last max bytes written and logs each complete line.
+type tailBuffer struct {
+	mu     sync.Mutex
+	max    int
+	buf    []byte
+	line   []byte
+	logger *slog.Logger
+}
+
+func (t *tailBuffer) Write(b []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, b...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	rest := b
+	for len(rest) > 0 {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			if room := maxStderrLine - len(t.line); room > 0 {
+				t.line = append(t.line, rest[:min(room, len(rest))]...)
+			}
+			break
+		}
+		if room := maxStderrLine - len(t.line); room > 0 {
+			t.line = append(t.line, rest[:min(room, i)]...)
+		}
+		t.logLine()
+		rest = rest[i+1:]
+	}
+	return len(b), nil
+}
+
+func (t *tailBuffer) logLine() {
+	if l := bytes.TrimSpace(t.line); len(l) > 0 {
+		t.logger.Debug("stderr", "line", Excerpt(l, 4096))
+	}
+	t.line = t.line[:0]
+}
+
+func (t *tailBuffer) flush() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.logLine()
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}
