@@ -1,0 +1,234 @@
+// The run goroutine: provider call, event projection, session recovery, release.
+
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+)
+
+// TranscriptLimit bounds the visible history prepended when there is no native session.
+const TranscriptLimit = 24000
+
+// Run statuses.
+const (
+	StatusCompleted   = "completed"
+	StatusFailed      = "failed"
+	StatusInterrupted = "interrupted"
+)
+
+// attempt collects what one provider call produced.
+type attempt struct {
+	terminal agent.EventType
+	usage    *agent.Usage
+	// held are run.failed events withheld while a resume may still be recovered.
+	held []agent.Event
+}
+
+func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, prov agent.Provider, chat Chat, req agent.RunRequest, transcript string) {
+	persistCtx := context.WithoutCancel(ctx)
+	prompt := req.Prompt
+	pid := string(prov.ID())
+	req.ResumeID = chat.Sessions[pid]
+	req.Fork = chat.ForkPending && req.ResumeID != ""
+
+	var (
+		a   *attempt
+		err error
+	)
+	for try := 0; ; try++ {
+		req.Prompt = prompt
+		if req.ResumeID == "" {
+			req.Prompt = withHistory(transcript, prompt)
+		}
+		a = &attempt{}
+		err = prov.Run(ctx, req, s.emitter(persistCtx, run, pid, req.ResumeID != "", a))
+		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
+			s.log.InfoContext(ctx, "stale session, retrying without it", "chat", run.ChatID, "agent", run.Agent, "session", req.ResumeID)
+			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
+				s.log.ErrorContext(ctx, "clear session", "chat", run.ChatID, "err", serr)
+			}
+			s.appendEvent(persistCtx, run, agent.Event{
+				Type: agent.EventSystem, Subtype: SubtypeSessionRecovered,
+				Text: fmt.Sprintf("The saved %s session %s no longer exists; continuing in a new session with the visible history of this chat.", run.Agent, req.ResumeID),
+			})
+			if transcript, err = s.transcript(persistCtx, run.ChatID, run.ID); err != nil {
+				s.log.WarnContext(ctx, "read transcript", "chat", run.ChatID, "err", err)
+			}
+			req.ResumeID, req.Fork = "", false
+			continue
+		}
+		break
+	}
+	for _, ev := range a.held {
+		s.appendEvent(persistCtx, run, ev)
+	}
+
+	status, errText := StatusCompleted, ""
+	switch {
+	case ctx.Err() != nil:
+		// A cancel is not an error, whatever the dying process said.
+		status = StatusInterrupted
+		if a.terminal != agent.EventRunInterrupted {
+			s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunInterrupted, Text: "Stopped."})
+		}
+	case err == nil && a.terminal == agent.EventRunCompleted:
+	case err == nil && a.terminal == agent.EventRunInterrupted:
+		status = StatusInterrupted
+	case errors.Is(err, agent.ErrRunFailed):
+		status, errText = StatusFailed, err.Error()
+		if a.terminal != agent.EventRunFailed {
+			s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s exit: %v", run.Agent, err)})
+		}
+	case err != nil:
+		status, errText = StatusFailed, fmt.Sprintf("%s exit: %v", run.Agent, err)
+		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
+	default:
+		status, errText = StatusFailed, fmt.Sprintf("%s exit: the agent ended without reporting a result", run.Agent)
+		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
+	}
+	var usage json.RawMessage
+	if a.usage != nil {
+		usage, _ = json.Marshal(a.usage)
+	}
+	if rerr := lease.Release(persistCtx, status, usage, errText); rerr != nil {
+		s.log.ErrorContext(persistCtx, "release run", "chat", run.ChatID, "run", run.ID, "err", rerr)
+	}
+	s.mu.Lock()
+	if s.active[run.ChatID] == run {
+		delete(s.active, run.ChatID)
+	}
+	s.mu.Unlock()
+	run.mu.Lock()
+	run.status = status
+	if errText != "" {
+		run.err = errors.New(errText)
+	}
+	run.mu.Unlock()
+	run.cancel()
+	close(run.done)
+}
+
+// emitter projects provider events into persisted chat events.
+func (s *Service) emitter(ctx context.Context, run *Run, provider string, resuming bool, a *attempt) func(agent.Event) {
+	return func(ev agent.Event) {
+		switch ev.Type {
+		case agent.EventSessionUpdated:
+			if ev.SessionID != "" {
+				if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
+					s.log.ErrorContext(ctx, "save session", "chat", run.ChatID, "err", err)
+				}
+			}
+		case agent.EventUsageUpdated:
+			a.usage = ev.Usage
+		case agent.EventInteractionRequested:
+			if ev.Interaction != nil {
+				run.mu.Lock()
+				run.pending[ev.Interaction.ID] = true
+				run.mu.Unlock()
+			}
+		case agent.EventInteractionResolved:
+			if ev.Resolution != nil {
+				run.mu.Lock()
+				delete(run.pending, ev.Resolution.InteractionID)
+				run.mu.Unlock()
+			}
+		}
+		if ev.Type.Terminal() {
+			a.terminal = ev.Type
+		}
+		if ev.Type == agent.EventRunFailed && resuming {
+			// Held back until Run returns: a stale session is recovered, not reported.
+			a.held = append(a.held, ev)
+			return
+		}
+		s.appendEvent(ctx, run, ev)
+	}
+}
+
+func (s *Service) appendEvent(ctx context.Context, run *Run, ev agent.Event) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		s.log.ErrorContext(ctx, "encode event", "type", ev.Type, "err", err)
+		return
+	}
+	if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
+		s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+	}
+}
+
+// transcript returns the chat's visible history (user prompts and assistant text,
+// no tool output or reasoning), bounded to the last TranscriptLimit bytes. Events
+// of the run excludeRun are left out.
+func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...string) (string, error) {
+	var (
+		b       strings.Builder
+		last    string // "user" or "assistant"
+		after   int64
+		skipRun string
+	)
+	if len(excludeRun) > 0 {
+		skipRun = excludeRun[0]
+	}
+	for {
+		evs, err := s.history.EventsAfter(ctx, chatID, after, 1000)
+		if err != nil {
+			return "", err
+		}
+		for _, ev := range evs {
+			after = ev.Seq
+			if skipRun != "" && ev.RunID == skipRun {
+				continue
+			}
+			switch ev.Type {
+			case EventUserMessage:
+				var m userMessage
+				if json.Unmarshal(ev.Payload, &m) == nil {
+					b.WriteString("\n\nUser: ")
+					b.WriteString(m.Text)
+					last = "user"
+				}
+			case string(agent.EventAssistantDelta):
+				var e agent.Event
+				if json.Unmarshal(ev.Payload, &e) == nil {
+					if last != "assistant" {
+						b.WriteString("\n\nAssistant: ")
+						last = "assistant"
+					}
+					b.WriteString(e.Text)
+				}
+			}
+		}
+		if len(evs) < 1000 {
+			break
+		}
+	}
+	return tail(strings.TrimSpace(b.String()), TranscriptLimit), nil
+}
+
+// tail returns the last n bytes of s, cut at a rune boundary.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[len(s)-n:]
+	for len(s) > 0 && !utf8.RuneStart(s[0]) {
+		s = s[1:]
+	}
+	return s
+}
+
+func withHistory(transcript, prompt string) string {
+	if transcript == "" {
+		return prompt
+	}
+	return "Earlier conversation in this chat, for context:\n<history>\n" + transcript +
+		"\n</history>\n\nNew message:\n" + prompt
+}

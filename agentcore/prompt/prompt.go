@@ -1,0 +1,296 @@
+// Package prompt is the prompt service: it starts and cancels runs, builds the
+// provider-neutral RunRequest, projects provider events into persisted chat events
+// through the run hub, keeps native sessions per provider and recovers from stale
+// ones.
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+)
+
+// Chat event types the service persists besides the agent's own event types.
+const (
+	EventUserMessage = "user.message"
+)
+
+// System event subtypes the service persists.
+const (
+	SubtypeSessionRecovered = "session_recovered"
+)
+
+// Chat is the part of a chat the service needs.
+type Chat struct {
+	ID      string
+	Agent   string
+	Model   string
+	Effort  string
+	Mode    agent.Mode
+	Project string
+	Cwd     string
+	// Sessions maps a provider id to its native session id.
+	Sessions    map[string]string
+	ForkPending bool
+}
+
+// Chats reads chats and records their native sessions.
+type Chats interface {
+	Chat(ctx context.Context, id string) (Chat, error)
+	// SetSession records the provider's native session; empty clears it.
+	SetSession(ctx context.Context, chatID, provider, sessionID string) error
+}
+
+// History reads a chat's persisted events.
+type History interface {
+	EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]runhub.Event, error)
+}
+
+// AgentConfig is the operator's configuration of one agent id.
+type AgentConfig struct {
+	// Provider is the provider implementing the agent (the id itself for built-ins).
+	Provider agent.ProviderID
+	Bin      string
+	Args     []string
+	Env      map[string]string
+	Model    string
+}
+
+// Options configure a Service.
+type Options struct {
+	// Agents maps an agent id to its configuration. An id without an entry uses
+	// the provider of the same id with no overrides.
+	Agents map[string]AgentConfig
+	// Approval applies to runs started without an interactive front-end.
+	Approval agent.ApprovalPolicy
+	// Owner names this replica in run rows.
+	Owner string
+}
+
+// Service starts, cancels and answers runs.
+type Service struct {
+	hub       *runhub.Hub
+	chats     Chats
+	history   History
+	providers map[agent.ProviderID]agent.Provider
+	opts      Options
+	log       *slog.Logger
+
+	mu     sync.Mutex
+	active map[string]*Run // by chat id
+}
+
+// New returns a Service.
+func New(hub *runhub.Hub, chats Chats, history History, providers []agent.Provider, logger *slog.Logger, opts Options) *Service {
+	m := make(map[agent.ProviderID]agent.Provider, len(providers))
+	for _, p := range providers {
+		m[p.ID()] = p
+	}
+	if opts.Approval == "" {
+		opts.Approval = agent.ApprovalAsk
+	}
+	return &Service{
+		hub: hub, chats: chats, history: history, providers: m, opts: opts,
+		log: logger, active: map[string]*Run{},
+	}
+}
+
+// StartRequest is one prompt from a user.
+type StartRequest struct {
+	ChatID string
+	Prompt string
+	Images []agent.Image
+	// By names the user ("console", "slack:U123").
+	By string
+	// Interactive says a front-end can answer interactions; otherwise the
+	// service's approval policy applies.
+	Interactive bool
+}
+
+// Run is a started run.
+type Run struct {
+	ID     string
+	ChatID string
+	Agent  string
+
+	cancel    context.CancelFunc
+	responses chan agent.InteractionResponse
+	done      chan struct{}
+	mu        sync.Mutex
+	status    string
+	err       error
+	pending   map[string]bool
+}
+
+// Done is closed when the run has ended and its lease is released.
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Status is the final status ("completed", "failed", "interrupted") once Done.
+func (r *Run) Status() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.status
+}
+
+// Err is the run's error once Done (nil for completed and interrupted runs).
+func (r *Run) Err() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Provider returns the provider that runs the agent id, and its configuration.
+func (s *Service) Provider(agentID string) (agent.Provider, AgentConfig, error) {
+	cfg, ok := s.opts.Agents[agentID]
+	if !ok || cfg.Provider == "" {
+		cfg.Provider = agent.ProviderID(agentID)
+	}
+	p, ok := s.providers[cfg.Provider]
+	if !ok {
+		return nil, cfg, fmt.Errorf("unknown agent %q", agentID)
+	}
+	return p, cfg, nil
+}
+
+// Active returns the chat's running run, if any.
+func (s *Service) Active(chatID string) (*Run, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.active[chatID]
+	return r, ok
+}
+
+// Start takes the chat's run lock, persists the prompt and runs the agent in the
+// background. A busy chat returns an error wrapping agent.ErrPromptAlreadyRunning
+// and persists nothing.
+func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
+	chat, err := s.chats.Chat(ctx, req.ChatID)
+	if err != nil {
+		return nil, fmt.Errorf("load chat %s: %w", req.ChatID, err)
+	}
+	prov, cfg, err := s.Provider(chat.Agent)
+	if err != nil {
+		return nil, err
+	}
+	model := chat.Model
+	if model == "" {
+		model = cfg.Model
+	}
+	run := &Run{
+		ID: uuid.NewString(), ChatID: chat.ID, Agent: chat.Agent,
+		responses: make(chan agent.InteractionResponse, 8),
+		done:      make(chan struct{}),
+		pending:   map[string]bool{},
+	}
+	lease, err := s.hub.Acquire(ctx, runhub.RunRecord{
+		ID: run.ID, ChatID: chat.ID, Agent: chat.Agent, Model: model,
+		Owner: s.opts.Owner, StartedBy: req.By, StartedAt: time.Now().UTC(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	// History is read before this prompt is appended so that it is not repeated.
+	transcript := ""
+	if chat.Sessions[string(prov.ID())] == "" {
+		if transcript, err = s.transcript(ctx, chat.ID); err != nil {
+			s.log.WarnContext(ctx, "read transcript", "chat", chat.ID, "err", err)
+		}
+	}
+	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, userMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
+		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
+		return nil, fmt.Errorf("persist prompt: %w", err)
+	}
+	if _, err := s.appendJSON(ctx, chat.ID, run.ID, string(agent.EventRunStarted), runStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
+		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
+		return nil, fmt.Errorf("persist run start: %w", err)
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	run.cancel = cancel
+	s.mu.Lock()
+	s.active[chat.ID] = run
+	s.mu.Unlock()
+
+	areq := agent.RunRequest{
+		ChatID: chat.ID, RunID: run.ID,
+		Prompt: req.Prompt, Images: req.Images,
+		Model: model, Effort: chat.Effort, Mode: chat.Mode,
+		Cwd: chat.Cwd, Project: chat.Project,
+		Bin: cfg.Bin, Args: cfg.Args, Env: cfg.Env,
+		Approval: s.opts.Approval,
+	}
+	if req.Interactive {
+		areq.Approval = agent.ApprovalAsk
+		areq.Responses = run.responses
+	} else if areq.Approval == agent.ApprovalAsk {
+		areq.Approval = agent.ApprovalDeny
+	}
+	go s.execute(runCtx, run, lease, prov, chat, areq, transcript)
+	return run, nil
+}
+
+// Cancel stops the chat's running run. It reports whether a run was active.
+func (s *Service) Cancel(chatID string) bool {
+	r, ok := s.Active(chatID)
+	if ok {
+		r.cancel()
+	}
+	return ok
+}
+
+// ErrUnknownInteraction is returned for an answer that matches no pending request.
+var ErrUnknownInteraction = errors.New("no such pending interaction")
+
+// RespondInteraction routes a user's answer to the run that asked.
+func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
+	r, ok := s.Active(chatID)
+	if !ok || r.ID != runID {
+		return fmt.Errorf("%w: run %s of chat %s is not active", ErrUnknownInteraction, runID, chatID)
+	}
+	r.mu.Lock()
+	pending := r.pending[resp.InteractionID]
+	if pending {
+		delete(r.pending, resp.InteractionID)
+	}
+	r.mu.Unlock()
+	if !pending {
+		return fmt.Errorf("%w: %s", ErrUnknownInteraction, resp.InteractionID)
+	}
+	select {
+	case r.responses <- resp:
+		return nil
+	case <-r.done:
+		return fmt.Errorf("%w: run %s ended", ErrUnknownInteraction, runID)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+type userMessage struct {
+	Text   string `json:"text"`
+	By     string `json:"by,omitempty"`
+	Images int    `json:"images,omitempty"`
+}
+
+type runStarted struct {
+	Type  agent.EventType `json:"type"`
+	Agent string          `json:"agent"`
+	Model string          `json:"model,omitempty"`
+	By    string          `json:"by,omitempty"`
+}
+
+func (s *Service) appendJSON(ctx context.Context, chatID, runID, typ string, v any) (runhub.Event, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return runhub.Event{}, err
+	}
+	return s.hub.Append(ctx, chatID, runID, typ, b)
+}

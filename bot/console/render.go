@@ -1,0 +1,166 @@
+// Rendering chat events as terminal text.
+
+package console
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+// renderer prints a chat's events to a terminal as they arrive. It is used from
+// one goroutine.
+type renderer struct {
+	w io.Writer
+	// midLine is true when the last text written did not end a line.
+	midLine bool
+	started map[string]time.Time
+	usage   map[string]*agent.Usage
+}
+
+func newRenderer(w io.Writer) *renderer {
+	return &renderer{w: w, started: map[string]time.Time{}, usage: map[string]*agent.Usage{}}
+}
+
+// render prints one event and returns the decoded agent event.
+func (r *renderer) render(ev chatops.Event) agent.Event {
+	var e agent.Event
+	if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		r.line(fmt.Sprintf("[unreadable %s event %d: %v]", ev.Type, ev.Seq, err))
+		return e
+	}
+	if e.Type == "" {
+		e.Type = agent.EventType(ev.Type)
+	}
+	switch e.Type {
+	case agent.EventRunStarted:
+		r.started[ev.RunID] = ev.At
+	case agent.EventAssistantDelta:
+		r.text(e.Text)
+	case agent.EventUsageUpdated:
+		r.usage[ev.RunID] = e.Usage
+	case agent.EventToolStarted:
+		if e.Tool != nil {
+			r.line("  ⏺ " + oneLine(toolSummary(e.Tool), 160))
+		}
+	case agent.EventToolCompleted:
+		if e.Tool != nil && e.Tool.IsError {
+			r.line("  ✗ " + oneLine(e.Tool.Output, 160))
+		}
+	case agent.EventSystem:
+		if e.Text != "" {
+			r.line("[" + e.Text + "]")
+		}
+	case agent.EventInteractionRequested:
+		if e.Interaction != nil {
+			r.line(interactionText(e.Interaction))
+		}
+	case agent.EventInteractionResolved:
+		if e.Resolution != nil {
+			r.line(fmt.Sprintf("  → %s", e.Resolution.Status))
+		}
+	case agent.EventRunCompleted:
+		r.line(r.footer(ev))
+	case agent.EventRunFailed:
+		r.line("error: " + e.Text)
+	case agent.EventRunInterrupted:
+		r.line("[stopped]")
+	}
+	return e
+}
+
+// footer summarizes a completed run: duration, tokens and cost.
+func (r *renderer) footer(ev chatops.Event) string {
+	parts := []string{"done"}
+	if t, ok := r.started[ev.RunID]; ok && !t.IsZero() && !ev.At.IsZero() {
+		parts = append(parts, ev.At.Sub(t).Round(100*time.Millisecond).String())
+	}
+	if u := r.usage[ev.RunID]; u != nil {
+		parts = append(parts, fmt.Sprintf("%d in / %d out tokens", u.InputTokens+u.CacheReadTokens+u.CacheCreationTokens, u.OutputTokens))
+		if u.CostUSD > 0 {
+			parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
+		}
+	}
+	delete(r.started, ev.RunID)
+	delete(r.usage, ev.RunID)
+	return "— " + strings.Join(parts, " · ")
+}
+
+// text writes streamed text as is.
+func (r *renderer) text(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(r.w, s)
+	r.midLine = !strings.HasSuffix(s, "\n")
+}
+
+// line writes s on a line of its own.
+func (r *renderer) line(s string) {
+	if r.midLine {
+		io.WriteString(r.w, "\n")
+	}
+	io.WriteString(r.w, s+"\n")
+	r.midLine = false
+}
+
+func toolSummary(t *agent.Tool) string {
+	if t.Summary != "" {
+		return t.Summary
+	}
+	return t.Name
+}
+
+func interactionText(in *agent.Interaction) string {
+	var sb strings.Builder
+	title := in.Title
+	if title == "" {
+		title = string(in.Kind)
+	}
+	fmt.Fprintf(&sb, "? %s", title)
+	if in.Command != "" {
+		fmt.Fprintf(&sb, "\n    $ %s", in.Command)
+	}
+	if in.Reason != "" {
+		fmt.Fprintf(&sb, "\n    %s", in.Reason)
+	}
+	if in.Diff != "" {
+		fmt.Fprintf(&sb, "\n%s", indent(in.Diff, "    "))
+	}
+	for _, q := range in.Questions {
+		fmt.Fprintf(&sb, "\n    %s", q.Text)
+		for i, o := range q.Options {
+			fmt.Fprintf(&sb, "\n      %d. %s", i+1, o)
+		}
+	}
+	if in.Kind == agent.KindQuestion {
+		sb.WriteString("\n  answer with an option number or text, or 'n' to decline")
+	} else {
+		sb.WriteString("\n  [y] approve · [a] approve for this session · [n] decline · [s] stop")
+	}
+	return sb.String()
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = pre + l
+	}
+	return strings.Join(lines, "\n")
+}
+
+func oneLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

@@ -1,0 +1,277 @@
+// Package chatops is the platform-neutral bot logic shared by every front-end
+// (terminal, Slack, Matrix): chats and their settings, commands typed in a thread,
+// starting and stopping runs, answering interactions and following a chat's events.
+package chatops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+)
+
+// Event is a persisted chat event as front-ends see it.
+type Event = runhub.Event
+
+// Chat is a chat's settings.
+type Chat struct {
+	ID      string
+	Title   string
+	Agent   string
+	Model   string
+	Effort  string
+	Mode    string
+	Project string
+	Cwd     string
+}
+
+// ChatStore creates, reads and updates chats.
+type ChatStore interface {
+	CreateChat(ctx context.Context, c Chat) (Chat, error)
+	GetChat(ctx context.Context, id string) (Chat, error)
+	UpdateChat(ctx context.Context, c Chat) error
+}
+
+// Runner starts and stops runs (prompt.Service).
+type Runner interface {
+	Start(ctx context.Context, req prompt.StartRequest) (*prompt.Run, error)
+	Cancel(chatID string) bool
+	Active(chatID string) (*prompt.Run, bool)
+	RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error
+}
+
+// Feed reads a chat's events: persisted ones after a seq, then live ones.
+type Feed interface {
+	Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event
+	LastSeq(ctx context.Context, chatID string) (int64, error)
+}
+
+// AgentInfo describes an agent id a chat can use.
+type AgentInfo struct {
+	ID          string
+	Installed   bool
+	Version     string
+	Models      []string
+	InstallHint string
+	Problem     string
+}
+
+// Agents lists the configured agents and whether they can run here.
+type Agents interface {
+	Agents(ctx context.Context) []AgentInfo
+}
+
+// Bot is the platform-neutral bot.
+type Bot struct {
+	chats  ChatStore
+	runner Runner
+	feed   Feed
+	agents Agents
+	log    *slog.Logger
+}
+
+// New returns a Bot.
+func New(chats ChatStore, runner Runner, feed Feed, agents Agents, logger *slog.Logger) *Bot {
+	return &Bot{chats: chats, runner: runner, feed: feed, agents: agents, log: logger}
+}
+
+// ErrBusy is returned when a prompt arrives while the chat's run is active.
+var ErrBusy = agent.ErrPromptAlreadyRunning
+
+// NewChat creates a chat with the given settings.
+func (b *Bot) NewChat(ctx context.Context, c Chat) (Chat, error) {
+	if c.Agent == "" {
+		return Chat{}, errors.New("no agent chosen for the new chat")
+	}
+	if c.Mode == "" {
+		c.Mode = string(agent.ModeDefault)
+	}
+	return b.chats.CreateChat(ctx, c)
+}
+
+// Chat returns a chat's settings.
+func (b *Bot) Chat(ctx context.Context, id string) (Chat, error) { return b.chats.GetChat(ctx, id) }
+
+// Subscribe follows a chat's events after a seq.
+func (b *Bot) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
+	return b.feed.Subscribe(ctx, chatID, afterSeq)
+}
+
+// LastSeq is the seq of the chat's newest persisted event.
+func (b *Bot) LastSeq(ctx context.Context, chatID string) (int64, error) {
+	return b.feed.LastSeq(ctx, chatID)
+}
+
+// Prompt is a user's message to a chat.
+type Prompt struct {
+	ChatID      string
+	Text        string
+	Images      []agent.Image
+	By          string
+	Interactive bool
+}
+
+// Send starts a run for the prompt. A busy chat returns an error wrapping ErrBusy.
+func (b *Bot) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
+	return b.runner.Start(ctx, prompt.StartRequest{
+		ChatID: p.ChatID, Prompt: p.Text, Images: p.Images, By: p.By, Interactive: p.Interactive,
+	})
+}
+
+// Stop cancels the chat's run and reports whether one was active.
+func (b *Bot) Stop(chatID string) bool { return b.runner.Cancel(chatID) }
+
+// Active returns the chat's running run.
+func (b *Bot) Active(chatID string) (*prompt.Run, bool) { return b.runner.Active(chatID) }
+
+// Respond answers a pending interaction.
+func (b *Bot) Respond(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
+	return b.runner.RespondInteraction(ctx, chatID, runID, resp)
+}
+
+// Command is a parsed chat command.
+type Command struct {
+	Name string
+	Arg  string
+}
+
+// ParseCommand recognizes "/name arg" (or "!name arg"). ok is false for plain prompts.
+func ParseCommand(text string) (Command, bool) {
+	t := strings.TrimSpace(text)
+	if len(t) < 2 || (t[0] != '/' && t[0] != '!') {
+		return Command{}, false
+	}
+	name, arg, _ := strings.Cut(t[1:], " ")
+	name = strings.ToLower(name)
+	if _, known := commands[name]; !known {
+		return Command{}, false
+	}
+	return Command{Name: name, Arg: strings.TrimSpace(arg)}, true
+}
+
+var commands = map[string]string{
+	"new":    "start a new chat (same settings)",
+	"stop":   "stop the running turn",
+	"status": "show this chat's agent, model, session and run",
+	"agent":  "agent <id>: switch this chat's agent",
+	"model":  "model <name>: set the model (empty: the agent's default)",
+	"effort": "effort <level>: set the reasoning effort",
+	"mode":   "mode plan|default: plan only, or act",
+	"agents": "list the agents and whether they are installed",
+	"help":   "show the commands",
+}
+
+// Result is what a command produced for the user.
+type Result struct {
+	Text string
+	// Chat is set when the command switched the front-end to another chat (new).
+	Chat *Chat
+}
+
+// Execute runs a command against a chat.
+func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, error) {
+	switch cmd.Name {
+	case "help":
+		names := make([]string, 0, len(commands))
+		for n := range commands {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		var sb strings.Builder
+		sb.WriteString("Commands:\n")
+		for _, n := range names {
+			fmt.Fprintf(&sb, "  /%-7s %s\n", n, commands[n])
+		}
+		sb.WriteString("Anything else is sent to the agent.")
+		return Result{Text: sb.String()}, nil
+	case "stop":
+		if b.Stop(chatID) {
+			return Result{Text: "Stopping the running turn."}, nil
+		}
+		return Result{Text: "Nothing is running."}, nil
+	case "agents":
+		return Result{Text: b.agentsTable(ctx)}, nil
+	}
+	c, err := b.chats.GetChat(ctx, chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch cmd.Name {
+	case "new":
+		n, err := b.NewChat(ctx, Chat{Agent: c.Agent, Model: c.Model, Effort: c.Effort, Mode: c.Mode, Project: c.Project, Cwd: c.Cwd})
+		if err != nil {
+			return Result{}, err
+		}
+		return Result{Text: "New chat " + n.ID + ".", Chat: &n}, nil
+	case "status":
+		s := fmt.Sprintf("chat %s · agent %s · model %s · mode %s · cwd %s", c.ID, c.Agent, orDefault(c.Model), c.Mode, c.Cwd)
+		if r, ok := b.Active(chatID); ok {
+			s += " · running " + r.ID
+		} else {
+			s += " · idle"
+		}
+		return Result{Text: s}, nil
+	case "agent":
+		if cmd.Arg == "" {
+			return Result{Text: "Usage: /agent <id> (see /agents)."}, nil
+		}
+		if _, ok := b.Active(chatID); ok {
+			return Result{Text: "Stop the running turn before switching agents."}, nil
+		}
+		c.Agent, c.Model = cmd.Arg, ""
+	case "model":
+		c.Model = cmd.Arg
+	case "effort":
+		c.Effort = cmd.Arg
+	case "mode":
+		switch agent.Mode(cmd.Arg) {
+		case agent.ModePlan, agent.ModeDefault:
+			c.Mode = cmd.Arg
+		default:
+			return Result{Text: "Usage: /mode plan|default."}, nil
+		}
+	}
+	if err := b.chats.UpdateChat(ctx, c); err != nil {
+		return Result{}, err
+	}
+	return Result{Text: fmt.Sprintf("%s set to %s for this chat.", cmd.Name, orDefault(cmd.Arg))}, nil
+}
+
+func (b *Bot) agentsTable(ctx context.Context) string {
+	if b.agents == nil {
+		return "No agents are configured."
+	}
+	var sb strings.Builder
+	for _, a := range b.agents.Agents(ctx) {
+		switch {
+		case a.Installed:
+			fmt.Fprintf(&sb, "  %-10s %s", a.ID, a.Version)
+			if len(a.Models) > 0 {
+				fmt.Fprintf(&sb, "  models: %s", strings.Join(a.Models, ", "))
+			}
+		default:
+			fmt.Fprintf(&sb, "  %-10s not installed", a.ID)
+			if a.InstallHint != "" {
+				fmt.Fprintf(&sb, " (install: %s)", a.InstallHint)
+			}
+		}
+		if a.Problem != "" {
+			fmt.Fprintf(&sb, "  %s", a.Problem)
+		}
+		sb.WriteString("\n")
+	}
+	return strings.TrimRight(sb.String(), "\n")
+}
+
+func orDefault(s string) string {
+	if s == "" {
+		return "(default)"
+	}
+	return s
+}

@@ -1,0 +1,151 @@
+// Command threadline is the chat-ops bot: a terminal chat, one-shot runs and
+// migrations (serve, for Slack and Matrix, arrives with those front-ends).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+)
+
+// version is set with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `threadline: a chat-ops bot for coding-agent CLIs
+
+Usage:
+  threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--config F]
+  threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--interactions deny|accept]
+                 [--config F] [--events jsonl] "prompt"
+  threadline migrate [--config F]
+  threadline version
+
+Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
+Without a config the store is SQLite under $XDG_DATA_HOME/threadline/.
+`
+
+func main() {
+	code, err := mainImpl(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "threadline:", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// exitError carries a specific exit status.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2, nil
+	}
+	ctx := context.Background()
+	var err error
+	switch args[0] {
+	case "chat":
+		err = cmdChat(ctx, args[1:], stdin, stdout, stderr)
+	case "run":
+		err = cmdRun(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		err = cmdMigrate(ctx, args[1:], stdout, stderr)
+	case "version", "--version", "-v":
+		fmt.Fprintln(stdout, versionString())
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+	default:
+		fmt.Fprintf(stderr, "unknown command %q\n\n%s", args[0], usage)
+		return 2, nil
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, ee.err
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0, nil
+	}
+	if err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+func versionString() string {
+	s := "threadline " + version
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		var rev, dirty string
+		for _, kv := range bi.Settings {
+			switch kv.Key {
+			case "vcs.revision":
+				rev = kv.Value
+			case "vcs.modified":
+				if kv.Value == "true" {
+					dirty = "+dirty"
+				}
+			}
+		}
+		if version == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			s = "threadline " + bi.Main.Version
+		}
+		if len(rev) > 12 {
+			rev = rev[:12]
+		}
+		if rev != "" {
+			s += " (" + rev + dirty + ")"
+		}
+		s += " " + bi.GoVersion
+	}
+	return s
+}
+
+// newLogger logs to w at the level from THREADLINE_LOG (debug, info, warn, error).
+func newLogger(w io.Writer, def slog.Level) *slog.Logger {
+	level := def
+	if v := os.Getenv("THREADLINE_LOG"); v != "" {
+		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// interrupts turns SIGINT/SIGTERM into a channel of presses. SIGTERM also cancels ctx.
+func interrupts(ctx context.Context) (<-chan struct{}, context.Context, func()) {
+	sig := make(chan os.Signal, 4)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan struct{}, 4)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case s := <-sig:
+				if s == syscall.SIGTERM {
+					cancel()
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			}
+		}
+	}()
+	return out, ctx, func() { signal.Stop(sig); cancel() }
+}

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (the pinned agent CLIs), makes
+# sure Postgres answers, then runs gofmt, go vet and go test -race on everything.
+# Real parts only: the store and run hub tests need Postgres (TEST_DATABASE_URL)
+# and fail, not skip, when it is unreachable; the Claude end-to-end tests need the
+# real CLI (THREADLINE_E2E=1 makes its absence a failure) and root for `unshare -n`.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+export TEST_DATABASE_URL="${TEST_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test?sslmode=disable}"
+export THREADLINE_REQUIRE_POSTGRES=1
+
+pg_ready() { psql "${TEST_DATABASE_URL%%\?*}" -tAc 'select 1' >/dev/null 2>&1; }
+if ! pg_ready && [[ -d /etc/postgresql ]] && command -v pg_ctlcluster >/dev/null; then
+	echo "test: starting PostgreSQL"
+	pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+	for _ in $(seq 1 30); do pg_ready && break; sleep 1; done
+fi
+if ! pg_ready; then
+	echo "test: PostgreSQL is unreachable at ${TEST_DATABASE_URL%%\?*}; set TEST_DATABASE_URL" >&2
+	exit 1
+fi
+
+# Agent CLIs at pinned versions; in CI their absence fails the end-to-end tests.
+if [[ "${CI:-}" == "true" || "${THREADLINE_E2E:-}" == "1" ]]; then
+	scripts/install-agents.sh
+	export THREADLINE_E2E=1
+elif [[ ! -x node_modules/.bin/claude ]]; then
+	echo "test: the Claude Code CLI is not installed (scripts/install-agents.sh); its end-to-end tests will skip"
+fi
+
+unformatted="$(gofmt -l $(git ls-files '*.go'))"
+if [[ -n "$unformatted" ]]; then
+	echo "test: gofmt would change:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+go vet ./...
+go test -race -count=1 "$@" ./...
