@@ -1,0 +1,151 @@
+// events.go: the chat_events log, the persistence behind runhub.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+)
+
+// Event is a stored chat event (the run hub's type).
+type Event = runhub.Event
+
+// RunRecord is what StartRun records (the run hub's type).
+type RunRecord = runhub.RunRecord
+
+const (
+	eventColumns   = `chat_id, seq, run_id, type, payload, created_at`
+	eventParams    = 6
+	maxEventsChunk = 1000 // 6,000 parameters: far below Postgres' 65,535 and SQLite's 32,766.
+
+	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
+WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
+)
+
+type eventRow struct {
+	ChatID    string         `db:"chat_id"`
+	Seq       int64          `db:"seq"`
+	RunID     sql.NullString `db:"run_id"`
+	Type      string         `db:"type"`
+	Payload   sql.NullString `db:"payload"`
+	CreatedAt time.Time      `db:"created_at"`
+}
+
+// insertQueries caches the multi-row INSERT text per row count.
+var insertQueries sync.Map // int -> string
+
+func insertEventsQuery(n int) string {
+	if q, ok := insertQueries.Load(n); ok {
+		return q.(string)
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT INTO chat_events (` + eventColumns + `) VALUES `)
+	p := 1
+	for i := range n {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte('(')
+		for j := range eventParams {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteByte('$')
+			b.WriteString(strconv.Itoa(p))
+			p++
+		}
+		b.WriteByte(')')
+	}
+	q := b.String()
+	insertQueries.Store(n, q)
+	return q
+}
+
+func eventArgs(events []Event, t time.Time) []any {
+	args := make([]any, 0, len(events)*eventParams)
+	for _, e := range events {
+		var runID, payload sql.NullString
+		if e.RunID != "" {
+			runID = sql.NullString{String: e.RunID, Valid: true}
+		}
+		if len(e.Payload) > 0 {
+			payload = sql.NullString{String: string(e.Payload), Valid: true}
+		}
+		at := e.At.UTC()
+		if e.At.IsZero() {
+			at = t
+		}
+		args = append(args, e.ChatID, e.Seq, runID, e.Type, payload, at)
+	}
+	return args
+}
+
+// AppendEvents stores events all-or-nothing with multi-row INSERTs in one
+// transaction. A (chat, seq) that already exists, or appears twice in events, is
+// ErrConflict and nothing of the batch is stored; a missing chat is ErrNotFound.
+func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
+	if len(events) == 0 {
+		return nil
+	}
+	t := now()
+	var err error
+	if len(events) <= maxEventsChunk {
+		// One statement is atomic on its own: no BEGIN/COMMIT round trips.
+		_, err = s.db.ExecContext(ctx, insertEventsQuery(len(events)), eventArgs(events, t)...)
+	} else {
+		err = s.InTx(ctx, func(tx *sqlx.Tx) error {
+			for start := 0; start < len(events); start += maxEventsChunk {
+				chunk := events[start:min(start+maxEventsChunk, len(events))]
+				if _, err := tx.ExecContext(ctx, insertEventsQuery(len(chunk)), eventArgs(chunk, t)...); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err != nil {
+		if isFKViolation(err) {
+			return fmt.Errorf("store: append %d events: chat: %w", len(events), ErrNotFound)
+		}
+		return fmt.Errorf("store: append %d events: %w", len(events), translate(err))
+	}
+	return nil
+}
+
+// EventsAfter returns up to limit events of the chat with seq > afterSeq, by seq.
+func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	var rows []eventRow
+	if err := s.db.SelectContext(ctx, &rows, queryEventsAfter, chatID, afterSeq, limit); err != nil {
+		return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, afterSeq, translate(err))
+	}
+	out := make([]Event, len(rows))
+	for i, r := range rows {
+		out[i] = Event{ChatID: r.ChatID, Seq: r.Seq, RunID: r.RunID.String, Type: r.Type, At: r.CreatedAt.UTC()}
+		if r.Payload.Valid {
+			out[i].Payload = json.RawMessage(r.Payload.String)
+		}
+	}
+	return out, nil
+}
+
+// LastSeq returns the chat's highest stored seq, 0 when it has no events.
+func (s *Store) LastSeq(ctx context.Context, chatID string) (int64, error) {
+	var seq int64
+	if err := s.db.GetContext(ctx, &seq, queryLastSeq, chatID); err != nil {
+		return 0, fmt.Errorf("store: last seq of chat %s: %w", chatID, translate(err))
+	}
+	return seq, nil
+}
