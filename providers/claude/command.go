@@ -1,0 +1,115 @@
+// Command line, environment and stdin prompt for one Claude Code run.
+
+package claude
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// DefaultEnv is added to every child's environment unless the run's env sets
+// the same key: no telemetry, error reporting, update checks or other
+// non-essential traffic.
+var DefaultEnv = map[string]string{
+	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+	"DISABLE_AUTOUPDATER":                      "1",
+}
+
+// Args returns the CLI arguments for req (without the executable).
+//
+// The prompt is not an argument: it is written to stdin as a stream-json user
+// message (see PromptLine). Approval handling:
+//   - ask with a Responses channel: --permission-prompt-tool stdio, every
+//     permission prompt becomes an interaction;
+//   - accept: --permission-mode bypassPermissions (unless plan mode);
+//   - deny, or ask without Responses: no prompt tool, so the CLI denies
+//     whatever would need a prompt by itself.
+func Args(req agent.RunRequest) []string {
+	args := []string{
+		"-p",
+		"--input-format", "stream-json",
+		"--output-format", "stream-json",
+		"--verbose",
+		"--include-partial-messages",
+	}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.Effort != "" {
+		args = append(args, "--effort", req.Effort)
+	}
+	if req.ResumeID != "" {
+		args = append(args, "--resume", req.ResumeID)
+		if req.Fork {
+			args = append(args, "--fork-session")
+		}
+	}
+	switch {
+	case req.Mode == agent.ModePlan:
+		args = append(args, "--permission-mode", "plan")
+	case req.Approval == agent.ApprovalAccept:
+		args = append(args, "--permission-mode", "bypassPermissions")
+	}
+	if asks(req) {
+		args = append(args, "--permission-prompt-tool", "stdio")
+	}
+	return append(args, req.Args...)
+}
+
+// asks reports whether permission prompts are routed to the chat.
+func asks(req agent.RunRequest) bool {
+	return req.Responses != nil && (req.Approval == agent.ApprovalAsk || req.Approval == "")
+}
+
+// PromptLine is the stream-json user message carrying req.Prompt and its
+// images (base64 image blocks).
+func PromptLine(req agent.RunRequest) ([]byte, error) {
+	msg := userLine{Type: "user", Message: userMessage{Role: "user", Content: req.Prompt}}
+	if len(req.Images) > 0 {
+		blocks := make([]inputBlock, 0, len(req.Images)+1)
+		for _, img := range req.Images {
+			if img.MediaType == "" || len(img.Data) == 0 {
+				return nil, fmt.Errorf("image %q: missing media type or data", img.Name)
+			}
+			blocks = append(blocks, inputBlock{Type: "image", Source: &imageSource{
+				Type: "base64", MediaType: img.MediaType, Data: base64.StdEncoding.EncodeToString(img.Data),
+			}})
+		}
+		if req.Prompt != "" {
+			blocks = append(blocks, inputBlock{Type: "text", Text: req.Prompt})
+		}
+		msg.Message.Content = blocks
+	}
+	return json.Marshal(msg)
+}
+
+// interruptLine is the control request that stops the current turn.
+func interruptLine(n int) []byte {
+	var r controlRequest
+	r.Type, r.RequestID, r.Request.Subtype = "control_request", fmt.Sprintf("int-%d", n), "interrupt"
+	b, _ := json.Marshal(r)
+	return b
+}
+
+// childEnv merges DefaultEnv, the provider's env and the run's env (later wins).
+func childEnv(maps ...map[string]string) map[string]string {
+	out := make(map[string]string, len(DefaultEnv))
+	for k, v := range DefaultEnv {
+		out[k] = v
+	}
+	for _, m := range maps {
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			out[k] = m[k]
+		}
+	}
+	return out
+}
