@@ -1,0 +1,488 @@
+// Package runhub keeps one run per chat and fans chat events out to subscribers.
+//
+// Persist, then broadcast: Append hands the event to a single writer goroutine that
+// assigns the chat's next seq, commits whatever is queued (group commit, one
+// Store.AppendEvents per batch), and only then broadcasts the batch in seq order
+// and completes the waiting Appends. A failed commit fails every Append of the
+// batch, broadcasts nothing and reloads the seqs, so the next append reuses them.
+//
+// Subscribe replays stored events from a seq and then follows live ones without
+// gaps or duplicates. A slow subscriber never blocks the writer: when its bounded
+// buffer is full it falls back to reading the store from its last delivered seq
+// and rejoins the live stream afterwards.
+//
+// The run lock is taken in memory first and then in the store (StartRun), whose
+// unique index decides between replicas sharing one database.
+//
+// The package is provider-neutral and imports only the standard library and
+// agentcore/agent.
+package runhub
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// ErrClosed is returned by Append after Close.
+var ErrClosed = errors.New("runhub: hub closed")
+
+// Defaults for Options.
+const (
+	DefaultMaxBatch         = 512
+	DefaultSubscriberBuffer = 256
+
+	commitTimeout = 30 * time.Second
+	replayPage    = 500
+)
+
+// Options tune a Hub. Zero values pick the defaults.
+type Options struct {
+	// MaxBatch caps the events of one commit (default 512).
+	MaxBatch int
+	// MaxDelay, when positive, lets the writer wait up to this long for more
+	// events before committing a batch that is not full. Zero commits whatever is
+	// queued as soon as the previous commit finished.
+	MaxDelay time.Duration
+	// SubscriberBuffer is the live buffer of each subscriber (default 256). A
+	// subscriber that falls further behind catches up from the store.
+	SubscriberBuffer int
+	// Owner is the replica id recorded on runs whose RunRecord has none.
+	Owner string
+}
+
+// Hub owns the run locks and the event stream of all chats of one replica.
+type Hub struct {
+	st     Store
+	logger *slog.Logger
+	opts   Options
+
+	mu      sync.Mutex
+	running map[string]string // chat id -> run id
+
+	closeMu    sync.RWMutex
+	closed     bool
+	reqs       chan *appendReq
+	writerDone chan struct{}
+	seqs       map[string]int64 // last committed seq per chat; owned by the writer
+
+	subMu sync.RWMutex
+	subs  map[string]map[*subscriber]struct{}
+
+	baseCtx    context.Context // cancelled by Close; ends subscriptions
+	baseCancel context.CancelFunc
+	subWG      sync.WaitGroup
+}
+
+type appendReq struct {
+	ev   Event
+	done chan error
+}
+
+type subscriber struct {
+	buf    chan Event
+	wake   chan struct{}
+	lagged atomic.Bool
+}
+
+// New returns a Hub over st and starts its writer goroutine. Call Close to stop it.
+func New(st Store, logger *slog.Logger, opts Options) *Hub {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxBatch <= 0 {
+		opts.MaxBatch = DefaultMaxBatch
+	}
+	if opts.SubscriberBuffer <= 0 {
+		opts.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &Hub{
+		st:         st,
+		logger:     logger,
+		opts:       opts,
+		running:    map[string]string{},
+		reqs:       make(chan *appendReq, 2*opts.MaxBatch),
+		writerDone: make(chan struct{}),
+		seqs:       map[string]int64{},
+		subs:       map[string]map[*subscriber]struct{}{},
+		baseCtx:    ctx,
+		baseCancel: cancel,
+	}
+	go h.writer()
+	return h
+}
+
+// Close commits the appends already queued, stops the writer and ends all
+// subscriptions. It is safe to call more than once.
+func (h *Hub) Close() error {
+	h.closeMu.Lock()
+	if h.closed {
+		h.closeMu.Unlock()
+		<-h.writerDone
+		return nil
+	}
+	h.closed = true
+	close(h.reqs)
+	h.closeMu.Unlock()
+	<-h.writerDone
+	h.baseCancel()
+	h.subWG.Wait()
+	return nil
+}
+
+// Lease is a held run lock. Release it exactly once the run ended; further calls
+// do nothing.
+type Lease struct {
+	hub  *Hub
+	run  RunRecord
+	once sync.Once
+}
+
+// Run returns the record the lease was acquired with.
+func (l *Lease) Run() RunRecord { return l.run }
+
+// Acquire takes the chat's run lock, in memory and then in the store. A busy chat
+// (in this hub, or in the database for another replica) is an error wrapping
+// agent.ErrPromptAlreadyRunning. When the store fails, the memory lock is released.
+func (h *Hub) Acquire(ctx context.Context, run RunRecord) (*Lease, error) {
+	if run.ID == "" || run.ChatID == "" {
+		return nil, errors.New("runhub: acquire: run id and chat id are required")
+	}
+	if run.Owner == "" {
+		run.Owner = h.opts.Owner
+	}
+	if run.StartedAt.IsZero() {
+		run.StartedAt = time.Now().UTC()
+	}
+	h.mu.Lock()
+	if cur, busy := h.running[run.ChatID]; busy {
+		h.mu.Unlock()
+		return nil, fmt.Errorf("runhub: chat %s has run %s: %w", run.ChatID, cur, agent.ErrPromptAlreadyRunning)
+	}
+	h.running[run.ChatID] = run.ID
+	h.mu.Unlock()
+	if err := h.st.StartRun(ctx, run); err != nil {
+		h.unlock(run.ChatID, run.ID)
+		return nil, fmt.Errorf("runhub: start run %s: %w", run.ID, err)
+	}
+	return &Lease{hub: h, run: run}, nil
+}
+
+func (h *Hub) unlock(chatID, runID string) {
+	h.mu.Lock()
+	if h.running[chatID] == runID {
+		delete(h.running, chatID)
+	}
+	h.mu.Unlock()
+}
+
+// Running reports the run holding the chat's lock in this hub.
+func (h *Hub) Running(chatID string) (runID string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	runID, ok = h.running[chatID]
+	return runID, ok
+}
+
+// Release records the run's terminal status (FinishRun) and then frees the chat.
+// The memory lock is freed even when FinishRun fails; that error is returned.
+// Only the first call does anything.
+func (l *Lease) Release(ctx context.Context, status string, usage json.RawMessage, errText string) error {
+	var err error
+	l.once.Do(func() {
+		defer l.hub.unlock(l.run.ChatID, l.run.ID)
+		if ferr := l.hub.st.FinishRun(ctx, l.run.ID, status, usage, errText); ferr != nil {
+			err = fmt.Errorf("runhub: finish run %s: %w", l.run.ID, ferr)
+		}
+	})
+	return err
+}
+
+// Append stores one event of the chat with the chat's next seq and returns it once
+// it is committed and broadcast. If ctx ends while the commit is pending, Append
+// returns ctx's error; the event may still be stored and broadcast.
+func (h *Hub) Append(ctx context.Context, chatID, runID, typ string, payload json.RawMessage) (Event, error) {
+	if chatID == "" || typ == "" {
+		return Event{}, errors.New("runhub: append: chat id and type are required")
+	}
+	if len(payload) == 0 {
+		payload = nil
+	}
+	r := &appendReq{
+		// Microseconds: what Postgres keeps, so live and replayed events are equal.
+		ev:   Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)},
+		done: make(chan error, 1),
+	}
+	h.closeMu.RLock()
+	if h.closed {
+		h.closeMu.RUnlock()
+		return Event{}, ErrClosed
+	}
+	select {
+	case h.reqs <- r:
+	case <-ctx.Done():
+		h.closeMu.RUnlock()
+		return Event{}, fmt.Errorf("runhub: append to chat %s: %w", chatID, ctx.Err())
+	}
+	h.closeMu.RUnlock()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			return Event{}, fmt.Errorf("runhub: append to chat %s: %w", chatID, err)
+		}
+		return r.ev, nil
+	case <-ctx.Done():
+		return Event{}, fmt.Errorf("runhub: append to chat %s: %w", chatID, ctx.Err())
+	}
+}
+
+// writer is the single goroutine that assigns seqs and commits.
+func (h *Hub) writer() {
+	defer close(h.writerDone)
+	batch := make([]*appendReq, 0, h.opts.MaxBatch)
+	for {
+		r, ok := <-h.reqs
+		if !ok {
+			return
+		}
+		batch = h.fill(append(batch[:0], r))
+		h.commit(batch)
+		clear(batch) // drop references for the GC
+	}
+}
+
+// fill adds what is queued to batch, up to MaxBatch, waiting up to MaxDelay for
+// more when it is positive.
+func (h *Hub) fill(batch []*appendReq) []*appendReq {
+	var deadline <-chan time.Time
+	for len(batch) < h.opts.MaxBatch {
+		select {
+		case r, ok := <-h.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+			continue
+		default:
+		}
+		if h.opts.MaxDelay <= 0 {
+			return batch
+		}
+		if deadline == nil {
+			t := time.NewTimer(h.opts.MaxDelay)
+			defer t.Stop()
+			deadline = t.C
+		}
+		select {
+		case r, ok := <-h.reqs:
+			if !ok {
+				return batch
+			}
+			batch = append(batch, r)
+		case <-deadline:
+			return batch
+		}
+	}
+	return batch
+}
+
+func (h *Hub) commit(batch []*appendReq) {
+	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+	defer cancel()
+	events := make([]Event, 0, len(batch))
+	ready := batch[:0:0]
+	for _, r := range batch {
+		seq, ok := h.seqs[r.ev.ChatID]
+		if !ok {
+			last, err := h.st.LastSeq(ctx, r.ev.ChatID)
+			if err != nil {
+				r.done <- fmt.Errorf("last seq: %w", err)
+				continue
+			}
+			seq = last
+		}
+		seq++
+		h.seqs[r.ev.ChatID] = seq
+		r.ev.Seq = seq
+		events = append(events, r.ev)
+		ready = append(ready, r)
+	}
+	if len(events) == 0 {
+		return
+	}
+	if err := h.st.AppendEvents(ctx, events); err != nil {
+		h.logger.Warn("runhub commit failed", "events", len(events), "err", err)
+		for _, e := range events {
+			delete(h.seqs, e.ChatID) // reload from the store on the next append
+		}
+		for _, r := range ready {
+			r.done <- err
+		}
+		return
+	}
+	h.broadcast(events)
+	for _, r := range ready {
+		r.done <- nil
+	}
+}
+
+// broadcast offers committed events, in seq order, to the chats' subscribers
+// without ever blocking.
+func (h *Hub) broadcast(events []Event) {
+	h.subMu.RLock()
+	defer h.subMu.RUnlock()
+	if len(h.subs) == 0 {
+		return
+	}
+	for _, e := range events {
+		for s := range h.subs[e.ChatID] {
+			s.offer(e)
+		}
+	}
+}
+
+func (s *subscriber) offer(e Event) {
+	if s.lagged.Load() {
+		return // it will read this event from the store
+	}
+	select {
+	case s.buf <- e:
+	default:
+		s.lagged.Store(true)
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Subscribe returns the chat's events with seq > afterSeq: first the stored ones,
+// then live ones as they are committed, in seq order, each exactly once. The
+// channel is closed when ctx ends or the hub is closed. A reader that stops
+// reading never blocks appends; it catches up from the store when it resumes.
+func (h *Hub) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
+	out := make(chan Event)
+	h.closeMu.RLock()
+	if h.closed {
+		h.closeMu.RUnlock()
+		close(out)
+		return out
+	}
+	h.subWG.Add(1)
+	h.closeMu.RUnlock()
+
+	s := &subscriber{buf: make(chan Event, h.opts.SubscriberBuffer), wake: make(chan struct{}, 1)}
+	// Register before the replay reads the store: every event committed after this
+	// point reaches s.buf (or marks s lagged), every earlier one is in the store.
+	h.subMu.Lock()
+	set := h.subs[chatID]
+	if set == nil {
+		set = map[*subscriber]struct{}{}
+		h.subs[chatID] = set
+	}
+	set[s] = struct{}{}
+	h.subMu.Unlock()
+
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(h.baseCtx, cancel)
+	go func() {
+		defer h.subWG.Done()
+		defer cancel()
+		defer stop()
+		defer close(out)
+		defer h.unsubscribe(chatID, s)
+		h.pump(ctx, chatID, afterSeq, s, out)
+	}()
+	return out
+}
+
+func (h *Hub) unsubscribe(chatID string, s *subscriber) {
+	h.subMu.Lock()
+	defer h.subMu.Unlock()
+	set := h.subs[chatID]
+	delete(set, s)
+	if len(set) == 0 {
+		delete(h.subs, chatID)
+	}
+}
+
+// pump delivers one subscription until ctx ends.
+func (h *Hub) pump(ctx context.Context, chatID string, last int64, s *subscriber, out chan<- Event) {
+	send := func(e Event) bool {
+		select {
+		case out <- e:
+			last = e.Seq
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	}
+	// catchUp reads the store from last until it is exhausted.
+	catchUp := func() bool {
+		backoff := 50 * time.Millisecond
+		for {
+			evs, err := h.st.EventsAfter(ctx, chatID, last, replayPage)
+			if err != nil {
+				if ctx.Err() != nil {
+					return false
+				}
+				h.logger.Warn("runhub replay failed", "chat_id", chatID, "after_seq", last, "err", err)
+				select {
+				case <-time.After(backoff):
+					backoff = min(2*backoff, 5*time.Second)
+					continue
+				case <-ctx.Done():
+					return false
+				}
+			}
+			for _, e := range evs {
+				if e.Seq <= last {
+					continue
+				}
+				if !send(e) {
+					return false
+				}
+			}
+			if len(evs) < replayPage {
+				return true
+			}
+		}
+	}
+	if !catchUp() {
+		return
+	}
+	for {
+		select {
+		case e := <-s.buf:
+			switch {
+			case e.Seq <= last:
+				continue // already delivered by a catch-up
+			case e.Seq > last+1:
+				// Events were dropped while lagging; they are committed, so the
+				// store has them (and e).
+				if !catchUp() {
+					return
+				}
+				continue
+			}
+			if !send(e) {
+				return
+			}
+		case <-s.wake:
+			s.lagged.Store(false) // before reading the store, see Subscribe
+			if !catchUp() {
+				return
+			}
+		case <-ctx.Done():
+			return
+		}
+	}
+}
