@@ -1,0 +1,514 @@
+// Provider tests: the test binary re-executed as a fake claude that replays
+// real transcripts over stdin/stdout.
+
+package claude
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// Fake CLI environment.
+const (
+	envTranscript = "CLAUDE_FAKE_TRANSCRIPT" // replayed file (raw or drive)
+	envRecord     = "CLAUDE_FAKE_RECORD"     // argv and every stdin line are appended here
+	envExit       = "CLAUDE_FAKE_EXIT"       // exit code for raw transcripts
+	envStopAfter  = "CLAUDE_FAKE_STOP_AFTER" // stop after N stdout lines...
+	envHang       = "CLAUDE_FAKE_HANG"       // ...and hang ignoring stdin and SIGINT (else exit 2)
+	envNoise      = "CLAUDE_FAKE_NOISE"      // print malformed and 20 MiB lines first
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envTranscript) != "" || slices.Contains(os.Args[1:], "--version") && os.Getenv("CLAUDE_FAKE") != "" {
+		os.Exit(fakeClaude())
+	}
+	os.Exit(m.Run())
+}
+
+func fakeClaude() int {
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("2.1.328 (Claude Code)")
+		return 0
+	}
+	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 98
+	}
+	defer rec.Close()
+	argv, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ()})
+	rec.Write(append(argv, '\n'))
+
+	path := os.Getenv(envTranscript)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 98
+	}
+	in := bufio.NewReader(os.Stdin)
+	readHost := func() bool {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			rec.Write(line)
+		}
+		return err == nil
+	}
+	out := bufio.NewWriter(os.Stdout)
+	if os.Getenv(envNoise) != "" {
+		out.WriteString("this is not json\n{\"type\":\n")
+		out.WriteString(`{"type":"assistant","pad":"`)
+		out.Write(bytes.Repeat([]byte("x"), 20<<20))
+		out.WriteString("\"}\n")
+	}
+	exit, _ := strconv.Atoi(os.Getenv(envExit))
+	stopAfter, _ := strconv.Atoi(os.Getenv(envStopAfter))
+	written := 0
+	drive := strings.HasSuffix(path, ".drive.jsonl")
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		dir, msg := "cli->host", json.RawMessage(l)
+		if drive {
+			var r struct {
+				Dir string          `json:"dir"`
+				Msg json.RawMessage `json:"msg"`
+			}
+			_ = json.Unmarshal(l, &r)
+			dir, msg = r.Dir, r.Msg
+		}
+		switch dir {
+		case "cli->host":
+			if bytes.Contains(msg, []byte(`"request_id":"init-1"`)) {
+				continue // we never send initialize
+			}
+			out.Write(append(msg, '\n'))
+			out.Flush()
+			written++
+			if stopAfter > 0 && written == stopAfter {
+				if os.Getenv(envHang) != "" {
+					signal.Ignore(syscall.SIGINT)
+					go io.Copy(rec, in) // record, never answer
+					time.Sleep(time.Minute)
+				}
+				fmt.Fprintln(os.Stderr, "fatal: something broke")
+				return 2
+			}
+		case "host->cli":
+			if bytes.Contains(msg, []byte(`"subtype":"initialize"`)) {
+				continue
+			}
+			if !readHost() {
+				fmt.Fprintln(os.Stderr, "stdin closed early")
+				return 97
+			}
+		case "meta":
+			var m struct {
+				ExitCode *int `json:"exit_code"`
+			}
+			if json.Unmarshal(msg, &m) == nil && m.ExitCode != nil {
+				exit = *m.ExitCode
+			}
+		}
+	}
+	out.Flush()
+	// Stream-json mode: the real CLI exits once stdin is closed.
+	for readHost() {
+	}
+	return exit
+}
+
+// fakeRun is one provider run against the fake.
+type fakeRun struct {
+	events []agent.Event
+	err    error
+	argv   []string
+	env    []string
+	stdin  []json.RawMessage
+}
+
+func (f *fakeRun) types() []agent.EventType {
+	var out []agent.EventType
+	for _, ev := range f.events {
+		out = append(out, ev.Type)
+	}
+	return out
+}
+
+func (f *fakeRun) last() agent.Event { return f.events[len(f.events)-1] }
+
+func (f *fakeRun) find(t agent.EventType) *agent.Event {
+	for i := range f.events {
+		if f.events[i].Type == t {
+			return &f.events[i]
+		}
+	}
+	return nil
+}
+
+func (f *fakeRun) text() string {
+	var b strings.Builder
+	for _, ev := range f.events {
+		if ev.Type == agent.EventAssistantDelta {
+			b.WriteString(ev.Text)
+		}
+	}
+	return b.String()
+}
+
+// stdinOf returns the stdin lines whose "type" is typ.
+func (f *fakeRun) stdinOf(typ string) []json.RawMessage {
+	var out []json.RawMessage
+	for _, l := range f.stdin {
+		var v struct{ Type string }
+		if json.Unmarshal(l, &v) == nil && v.Type == typ {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// runFake runs the provider against transcript; onEvent may react to events
+// (answer interactions, cancel the context).
+func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[string]string, onEvent func(ctx context.Context, cancel context.CancelFunc, ev agent.Event)) *fakeRun {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	recPath := filepath.Join(t.TempDir(), "record.jsonl")
+	req.Bin = exe
+	req.Env = map[string]string{envTranscript: filepath.Join(mustAbs(t, "testdata"), transcript), envRecord: recPath}
+	for k, v := range env {
+		req.Env[k] = v
+	}
+	p := New(nil, Options{Bin: "claude-not-used", InterruptTimeout: 2 * time.Second,
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", "SLACK_BOT_TOKEN=xoxb-secret", "HOME=" + t.TempDir()} }})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	f := &fakeRun{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.err = p.Run(ctx, req, func(ev agent.Event) {
+			f.events = append(f.events, ev)
+			if onEvent != nil {
+				onEvent(ctx, cancel, ev)
+			}
+		})
+	}()
+	select {
+	case <-done:
+	case <-time.After(40 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	data, err := os.ReadFile(recPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		if i == 0 {
+			var v struct {
+				Argv []string
+				Env  []string
+			}
+			if err := json.Unmarshal(l, &v); err != nil {
+				t.Fatal(err)
+			}
+			f.argv, f.env = v.Argv, v.Env
+			continue
+		}
+		f.stdin = append(f.stdin, json.RawMessage(l))
+	}
+	return f
+}
+
+func mustAbs(t *testing.T, p string) string {
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestRunBasic(t *testing.T) {
+	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "make out.txt", Model: "opus", Approval: agent.ApprovalDeny}, nil, nil)
+	if f.err != nil {
+		t.Fatal(f.err)
+	}
+	if f.last().Type != agent.EventRunCompleted || f.text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
+		t.Fatalf("events: %v, text %q", f.types(), f.text())
+	}
+	if s := f.find(agent.EventSessionUpdated); s == nil || s.SessionID != "d42c6bf8-6b22-455e-aaba-f4b82658199f" {
+		t.Errorf("session.updated = %+v", s)
+	}
+	if u := f.find(agent.EventUsageUpdated); u == nil || u.Usage.NumTurns != 2 || u.Usage.CostUSD == 0 {
+		t.Errorf("usage = %+v", u)
+	}
+	wantArgs := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", "opus"}
+	if !slices.Equal(f.argv, wantArgs) {
+		t.Errorf("argv = %q, want %q", f.argv, wantArgs)
+	}
+	users := f.stdinOf("user")
+	if len(users) != 1 || string(users[0]) != `{"type":"user","message":{"role":"user","content":"make out.txt"},"parent_tool_use_id":null,"session_id":""}` {
+		t.Errorf("prompt line = %s", users)
+	}
+	for _, kv := range f.env {
+		if strings.HasPrefix(kv, "SLACK_") {
+			t.Errorf("bot secret reached the child: %s", kv)
+		}
+	}
+	for _, want := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "PATH=/usr/bin:/bin"} {
+		if !slices.Contains(f.env, want) {
+			t.Errorf("child env lacks %s: %q", want, f.env)
+		}
+	}
+}
+
+func TestRunMalformedAndHugeLines(t *testing.T) {
+	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envNoise: "1"}, nil)
+	if f.err != nil || f.last().Type != agent.EventRunCompleted {
+		t.Fatalf("err %v, events %v", f.err, f.types())
+	}
+	if f.types()[0] != agent.EventSessionUpdated {
+		t.Errorf("noise produced events: %v", f.types()[:3])
+	}
+}
+
+func TestRunExitWithoutResult(t *testing.T) {
+	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envStopAfter: "10"}, nil)
+	if !errors.Is(f.err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v, want ErrRunFailed", f.err)
+	}
+	last := f.last()
+	if last.Type != agent.EventRunFailed || last.Text != "claude exited without a result: fatal: something broke" {
+		t.Fatalf("last = %+v", last)
+	}
+	if n := len(f.events); f.find(agent.EventRunCompleted) != nil || n < 2 {
+		t.Fatalf("events = %v", f.types())
+	}
+}
+
+func TestRunResumeUnknown(t *testing.T) {
+	f := runFake(t, "resume-unknown.jsonl", agent.RunRequest{Prompt: "x", ResumeID: "6bc61bc3-84be-4d9a-9e80-341723eeb890", Fork: true}, map[string]string{envExit: "1"}, nil)
+	if !errors.Is(f.err, agent.ErrSessionNotFound) {
+		t.Fatalf("err = %v, want ErrSessionNotFound", f.err)
+	}
+	if slices.ContainsFunc(f.events, func(ev agent.Event) bool { return ev.Type.Terminal() }) {
+		t.Errorf("a terminal event was emitted: %v", f.types())
+	}
+	if !slices.Equal(f.argv[len(f.argv)-3:], []string{"--resume", "6bc61bc3-84be-4d9a-9e80-341723eeb890", "--fork-session"}) {
+		t.Errorf("argv = %q", f.argv)
+	}
+}
+
+func TestRunAPIError(t *testing.T) {
+	f := runFake(t, "api-error-400.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envExit: "1"}, nil)
+	if !errors.Is(f.err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", f.err)
+	}
+	if last := f.last(); last.Type != agent.EventRunFailed || last.Text != "API Error: 400 fake: scripted failure" {
+		t.Fatalf("last = %+v", last)
+	}
+	if f.text() != "" {
+		t.Errorf("API error text emitted as assistant text: %q", f.text())
+	}
+}
+
+// referenceResponse returns the host's control_response in a drive transcript.
+func referenceResponse(t *testing.T, transcript string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", transcript))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range bytes.Split(data, []byte("\n")) {
+		var r struct {
+			Dir string
+			Msg map[string]any
+		}
+		if json.Unmarshal(l, &r) == nil && r.Dir == "host->cli" && r.Msg["type"] == "control_response" {
+			return r.Msg
+		}
+	}
+	t.Fatalf("%s has no control_response", transcript)
+	return nil
+}
+
+func decode(t *testing.T, raw json.RawMessage) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func answerWith(resp agent.InteractionResponse, ch chan agent.InteractionResponse) func(context.Context, context.CancelFunc, agent.Event) {
+	return func(_ context.Context, _ context.CancelFunc, ev agent.Event) {
+		if ev.Type == agent.EventInteractionRequested {
+			// An unknown id is logged and ignored first.
+			ch <- agent.InteractionResponse{InteractionID: "no-such-id", Decision: agent.DecisionApprove}
+			resp.InteractionID = ev.Interaction.ID
+			ch <- resp
+		}
+	}
+}
+
+func TestRunApprovals(t *testing.T) {
+	tests := []struct {
+		transcript string
+		resp       agent.InteractionResponse
+		kind       agent.InteractionKind
+		status     string
+		last       agent.EventType
+		// the reference's message text is the fake host's own; ours differs
+		ignoreMessage bool
+	}{
+		{"approve.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionApprove, By: "U1"}, agent.KindCommandApproval, StatusApproved, agent.EventRunCompleted, false},
+		{"deny.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionDecline, By: "U1"}, agent.KindCommandApproval, StatusDeclined, agent.EventRunCompleted, true},
+		{"deny-interrupt.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionCancel, By: "U1"}, agent.KindCommandApproval, StatusCancelled, agent.EventRunInterrupted, true},
+		{"ask.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionAnswer, By: "U1", Answers: map[string]string{"Which color should the button be?": "Blue"}}, agent.KindQuestion, StatusAnswered, agent.EventRunCompleted, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.transcript, func(t *testing.T) {
+			ch := make(chan agent.InteractionResponse, 4)
+			f := runFake(t, tt.transcript, agent.RunRequest{Prompt: "x", Approval: agent.ApprovalAsk, Responses: ch}, nil, answerWith(tt.resp, ch))
+			if f.err != nil {
+				t.Fatalf("err = %v (events %v)", f.err, f.types())
+			}
+			if !slices.Contains(f.argv, "--permission-prompt-tool") {
+				t.Errorf("argv = %q", f.argv)
+			}
+			req := f.find(agent.EventInteractionRequested)
+			if req == nil || req.Interaction.Kind != tt.kind {
+				t.Fatalf("interaction = %+v", req)
+			}
+			if string(req.Interaction.NativeID) != `"`+req.Interaction.ID+`"` {
+				t.Errorf("native id %s vs id %s", req.Interaction.NativeID, req.Interaction.ID)
+			}
+			res := f.find(agent.EventInteractionResolved)
+			if res == nil || res.Resolution.Status != tt.status || res.Resolution.By != "U1" {
+				t.Fatalf("resolution = %+v", res)
+			}
+			if f.last().Type != tt.last {
+				t.Fatalf("last = %+v (events %v)", f.last(), f.types())
+			}
+			sent := f.stdinOf("control_response")
+			if len(sent) != 1 {
+				t.Fatalf("control responses sent: %s", sent)
+			}
+			got, want := decode(t, sent[0]), referenceResponse(t, tt.transcript)
+			if tt.ignoreMessage {
+				gr := got["response"].(map[string]any)["response"].(map[string]any)
+				wr := want["response"].(map[string]any)["response"].(map[string]any)
+				if gr["message"] == "" {
+					t.Errorf("deny without message")
+				}
+				gr["message"] = wr["message"]
+			}
+			gb, _ := json.Marshal(got)
+			wb, _ := json.Marshal(want)
+			if !bytes.Equal(gb, wb) {
+				t.Errorf("control_response\n got %s\nwant %s", gb, wb)
+			}
+		})
+	}
+}
+
+func TestRunInterrupt(t *testing.T) {
+	cancelOnFirst := func(typ agent.EventType) func(context.Context, context.CancelFunc, agent.Event) {
+		done := false
+		return func(_ context.Context, cancel context.CancelFunc, ev agent.Event) {
+			if ev.Type == typ && !done {
+				done = true
+				cancel()
+			}
+		}
+	}
+	t.Run("streaming", func(t *testing.T) {
+		f := runFake(t, "interrupt.drive.jsonl", agent.RunRequest{Prompt: "x"}, nil, cancelOnFirst(agent.EventAssistantDelta))
+		if f.err != nil {
+			t.Fatalf("err = %v", f.err)
+		}
+		if f.last().Type != agent.EventRunInterrupted || f.find(agent.EventRunFailed) != nil {
+			t.Fatalf("events = %v", f.types())
+		}
+		sent := f.stdinOf("control_request")
+		if len(sent) != 1 || string(sent[0]) != `{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}` {
+			t.Fatalf("interrupt = %s", sent)
+		}
+	})
+	t.Run("pending permission", func(t *testing.T) {
+		ch := make(chan agent.InteractionResponse)
+		f := runFake(t, "interrupt-pending-permission.drive.jsonl", agent.RunRequest{Prompt: "x", Responses: ch, Approval: agent.ApprovalAsk}, nil, cancelOnFirst(agent.EventInteractionRequested))
+		if f.err != nil {
+			t.Fatalf("err = %v", f.err)
+		}
+		res := f.find(agent.EventInteractionResolved)
+		if res == nil || res.Resolution.Status != StatusCancelled {
+			t.Fatalf("resolution = %+v", res)
+		}
+		if f.last().Type != agent.EventRunInterrupted {
+			t.Fatalf("events = %v", f.types())
+		}
+	})
+	t.Run("unresponsive cli is killed", func(t *testing.T) {
+		start := time.Now()
+		f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envStopAfter: "5", envHang: "1"}, cancelOnFirst(agent.EventSessionUpdated))
+		if f.err != nil {
+			t.Fatalf("err = %v", f.err)
+		}
+		if f.last().Type != agent.EventRunInterrupted {
+			t.Fatalf("events = %v", f.types())
+		}
+		if d := time.Since(start); d > 15*time.Second {
+			t.Errorf("took %v", d)
+		}
+	})
+}
+
+func TestRunNotInstalled(t *testing.T) {
+	p := New(nil, Options{Bin: "threadline-no-such-claude"})
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) { t.Error("event emitted") })
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @anthropic-ai/claude-code") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); !errors.Is(err, agent.ErrNotInstalled) {
+		t.Fatalf("Capabilities err = %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(nil, Options{Env: map[string]string{"CLAUDE_FAKE": "1"}})
+	caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{Bin: exe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Version != "2.1.328" || !caps.Resume || !caps.Fork || !caps.Interactions || !caps.Images || !slices.Equal(caps.Models, []string{"sonnet", "opus", "haiku"}) {
+		t.Fatalf("caps = %+v", caps)
+	}
+	if p.ID() != "claude" || p.InstallHint() != "npm install -g @anthropic-ai/claude-code" {
+		t.Fatal("id / install hint")
+	}
+}
