@@ -161,6 +161,10 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Env:   procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
 		Stdin: true,
 	}
+	if ctx.Err() != nil {
+		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+		return nil
+	}
 	proc, err := procrun.Start(ctx, logger, spec)
 	if err != nil {
 		if errors.Is(err, agent.ErrNotInstalled) {

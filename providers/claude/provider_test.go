@@ -199,7 +199,9 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[stri
 		req.Env[k] = v
 	}
 	p := New(nil, Options{Bin: "claude-not-used", InterruptTimeout: 2 * time.Second,
-		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", "SLACK_BOT_TOKEN=xoxb-secret", "HOME=" + t.TempDir()} }})
+		HostEnv: func() []string {
+			return []string{"PATH=/usr/bin:/bin", "SLACK_BOT_TOKEN=xoxb-secret", "HOME=" + t.TempDir()}
+		}})
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	f := &fakeRun{}

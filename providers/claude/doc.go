@@ -1,0 +1,55 @@
+// Package claude runs Claude Code (pinned against 2.1.328) in print mode with
+// stream-json input and output:
+//
+//	claude -p --input-format stream-json --output-format stream-json --verbose
+//	       --include-partial-messages [--model M] [--effort E] [--resume ID [--fork-session]]
+//	       [--permission-mode plan|bypassPermissions] [--permission-prompt-tool stdio] [args...]
+//
+// The prompt (with images as base64 blocks) is written to stdin as one user
+// message. stdin stays open for control responses and the interrupt request
+// and is closed after the result line, which makes the CLI exit.
+//
+// # Event mapping
+//
+//	stdout record                              agent.Event
+//	system/init (new session_id)               session.updated {session_id, model}
+//	system/api_retry, permission_denied, other system {subtype, readable text}
+//	system/status, system/thinking_tokens      (none: progress noise)
+//	stream_event text_delta / thinking_delta   assistant.delta / reasoning.delta
+//	stream_event framing, signature, input_json (none)
+//	assistant text/thinking block              (none when its message streamed; else the delta)
+//	assistant tool_use block                   tool.started {id, name, input, summary}
+//	user tool_result                           tool.completed {output ≤ 4 KiB, is_error}
+//	user text ("[Request interrupted …]")      provider.native
+//	control_request can_use_tool               interaction.requested (native id byte-exact)
+//	control_cancel_request                     interaction.resolved {status: cancelled}
+//	control_request other subtypes             provider.native + error reply to the CLI
+//	result is_error=false                      usage.updated, run.completed {text: result}
+//	result is_error=true                       usage.updated, run.failed {text} (run.interrupted
+//	                                           after our interrupt or a deny+interrupt)
+//	result "No conversation found …"           system session_not_found; Run returns ErrSessionNotFound
+//	anything else valid                        provider.native {bounded payload}
+//	malformed JSON                             parse error: logged and skipped
+//
+// Open interactions resolve as turn_ended when the result arrives. The
+// result's is_error, not its subtype, decides success (an API error reports
+// subtype "success"). A CLI that exits without a result fails the run.
+//
+// # Approvals
+//
+// With Approval ask and a Responses channel, --permission-prompt-tool stdio
+// routes every permission prompt here: Bash → command_approval, Edit / Write /
+// MultiEdit / NotebookEdit → file_change_approval with a diff summary,
+// AskUserQuestion → question (answer = allow with updatedInput.answers keyed
+// by question text), anything else → permission. Decisions map to allow,
+// deny with a message, or deny with interrupt (cancel). Approval accept uses
+// --permission-mode bypassPermissions; deny (or no Responses) passes no prompt
+// tool, so the CLI auto-denies (system/permission_denied).
+//
+// # Cancellation
+//
+// A cancelled ctx sends {"type":"control_request","request_id":"int-N",
+// "request":{"subtype":"interrupt"}}, waits up to Options.InterruptTimeout for
+// the result, then kills the process group; the run ends with run.interrupted
+// and Run returns nil.
+package claude
