@@ -58,12 +58,11 @@ func (c *Console) Run(ctx context.Context, chat chatops.Chat) error {
 	}()
 
 	r := newRenderer(c.Out)
-	subCtx, stopSub := context.WithCancel(ctx)
-	defer func() { stopSub() }()
-	events, err := c.follow(subCtx, chat.ID)
+	events, stopSub, err := c.follow(ctx, chat.ID)
 	if err != nil {
 		return err
 	}
+	defer func() { stopSub() }()
 	var (
 		runID         string
 		pending       []pendingInteraction
@@ -135,8 +134,7 @@ func (c *Console) Run(ctx context.Context, chat chatops.Chat) error {
 					r.line(res.Text)
 					if res.Chat != nil {
 						stopSub()
-						subCtx, stopSub = context.WithCancel(ctx)
-						if events, err = c.follow(subCtx, res.Chat.ID); err != nil {
+						if events, stopSub, err = c.follow(ctx, res.Chat.ID); err != nil {
 							return err
 						}
 						chat, runID, pending = *res.Chat, "", nil
@@ -160,13 +158,14 @@ func (c *Console) Run(ctx context.Context, chat chatops.Chat) error {
 	}
 }
 
-// follow subscribes to the chat's new events.
-func (c *Console) follow(ctx context.Context, chatID string) (<-chan chatops.Event, error) {
+// follow subscribes to the chat's new events until stop is called.
+func (c *Console) follow(ctx context.Context, chatID string) (events <-chan chatops.Event, stop func(), err error) {
 	seq, err := c.Bot.LastSeq(ctx, chatID)
 	if err != nil {
-		return nil, fmt.Errorf("read chat %s: %w", chatID, err)
+		return nil, nil, fmt.Errorf("read chat %s: %w", chatID, err)
 	}
-	return c.Bot.Subscribe(ctx, chatID, seq), nil
+	ctx, cancel := context.WithCancel(ctx)
+	return c.Bot.Subscribe(ctx, chatID, seq), cancel, nil
 }
 
 func dropPending(p []pendingInteraction, id string) []pendingInteraction {

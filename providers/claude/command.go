@@ -25,7 +25,9 @@ var DefaultEnv = map[string]string{
 // message (see PromptLine). Approval handling:
 //   - ask with a Responses channel: --permission-prompt-tool stdio, every
 //     permission prompt becomes an interaction;
-//   - accept: --permission-mode bypassPermissions (unless plan mode);
+//   - accept: --permission-prompt-tool stdio too, and the provider approves
+//     every prompt itself (recorded as answered by "policy"); the CLI refuses
+//     --permission-mode bypassPermissions when it runs as root;
 //   - deny, or ask without Responses: no prompt tool, so the CLI denies
 //     whatever would need a prompt by itself.
 func Args(req agent.RunRequest) []string {
@@ -48,13 +50,10 @@ func Args(req agent.RunRequest) []string {
 			args = append(args, "--fork-session")
 		}
 	}
-	switch {
-	case req.Mode == agent.ModePlan:
+	if req.Mode == agent.ModePlan {
 		args = append(args, "--permission-mode", "plan")
-	case req.Approval == agent.ApprovalAccept:
-		args = append(args, "--permission-mode", "bypassPermissions")
 	}
-	if asks(req) {
+	if asks(req) || req.Approval == agent.ApprovalAccept {
 		args = append(args, "--permission-prompt-tool", "stdio")
 	}
 	return append(args, req.Args...)

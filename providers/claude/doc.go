@@ -3,7 +3,7 @@
 //
 //	claude -p --input-format stream-json --output-format stream-json --verbose
 //	       --include-partial-messages [--model M] [--effort E] [--resume ID [--fork-session]]
-//	       [--permission-mode plan|bypassPermissions] [--permission-prompt-tool stdio] [args...]
+//	       [--permission-mode plan] [--permission-prompt-tool stdio] [args...]
 //
 // The prompt (with images as base64 blocks) is written to stdin as one user
 // message. stdin stays open for control responses and the interrupt request
@@ -42,8 +42,9 @@
 // MultiEdit / NotebookEdit → file_change_approval with a diff summary,
 // AskUserQuestion → question (answer = allow with updatedInput.answers keyed
 // by question text), anything else → permission. Decisions map to allow,
-// deny with a message, or deny with interrupt (cancel). Approval accept uses
-// --permission-mode bypassPermissions; deny (or no Responses) passes no prompt
+// deny with a message, or deny with interrupt (cancel). Approval accept also
+// passes the prompt tool and approves every prompt itself (answered by
+// "policy"): the CLI refuses bypassPermissions as root. Deny (or no Responses) passes no prompt
 // tool, so the CLI auto-denies (system/permission_denied).
 //
 // # Cancellation

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// isolate points the XDG directories and the working directory at temp dirs so
+// that no real config or database is touched.
+func isolate(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	t.Chdir(dir)
+	return dir
+}
+
+func run(t *testing.T, stdin string, args ...string) (int, string, string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code, err := mainImpl(args, strings.NewReader(stdin), &out, &errb)
+	return code, out.String(), errb.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _, err := run(t, "", "version")
+	if code != 0 || err != nil || !strings.HasPrefix(out, "threadline ") {
+		t.Fatalf("version: %d %q %v", code, out, err)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	isolate(t)
+	for _, args := range [][]string{{}, {"nosuch"}, {"run"}, {"run", "--events", "xml", "p"}, {"run", "--interactions", "maybe", "p"}} {
+		code, _, _, _ := run(t, "", args...)
+		if code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+	}
+}
+
+func TestMigrateDefaultSQLite(t *testing.T) {
+	dir := isolate(t)
+	code, out, _, err := run(t, "", "migrate")
+	if code != 0 || err != nil || !strings.Contains(out, "sqlite database is up to date") {
+		t.Fatalf("migrate: %d %q %v", code, out, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "data", "threadline", "threadline.db")); err != nil {
+		t.Errorf("no database in the XDG data dir: %v", err)
+	}
+}
+
+func TestWrongDatabaseURL(t *testing.T) {
+	dir := isolate(t)
+	cfg := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(cfg, []byte("database:\n  url: postgres://nobody:hunter2@127.0.0.1:1/x?sslmode=disable\n"), 0o600)
+	code, _, _, err := run(t, "", "run", "--config", cfg, "--agent", "claude", "hello")
+	if code == 0 || err == nil {
+		t.Fatal("a wrong database URL did not fail")
+	}
+	if !strings.Contains(err.Error(), "postgres") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("error should name the backend and hide the password: %v", err)
+	}
+}
+
+func TestAgentNotInstalled(t *testing.T) {
+	dir := isolate(t)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("agents:\n  claude: {bin: /nonexistent/claude}\n"), 0o600)
+	for _, args := range [][]string{
+		{"run", "--config", cfg, "--agent", "claude", "hello"},
+		{"chat", "--config", cfg},
+	} {
+		code, _, _, err := run(t, "", args...)
+		if code != 1 || err == nil {
+			t.Fatalf("%v: exit %d err %v", args, code, err)
+		}
+		for _, want := range []string{"not found", "npm install -g @anthropic-ai/claude-code"} {
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("%v: error %q lacks %q", args, err, want)
+			}
+		}
+	}
+}
+
+func TestChatUnknownID(t *testing.T) {
+	isolate(t)
+	code, _, _, err := run(t, "", "chat", "--chat", "no-such-chat")
+	if code != 1 || err == nil || !strings.Contains(err.Error(), "no chat no-such-chat") {
+		t.Fatalf("exit %d err %v", code, err)
+	}
+}
