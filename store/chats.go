@@ -68,8 +68,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 	queryListChats  = `SELECT ` + chatColumns + ` FROM chats ORDER BY updated_at DESC, id LIMIT $1`
 	queryUpdateChat = `UPDATE chats SET title = $2, agent = $3, model = $4, effort = $5, mode = $6,
 project = $7, cwd = $8, fork_pending = $9, updated_at = $10 WHERE id = $1`
-	queryChatSessions = `SELECT sessions FROM chats WHERE id = $1`
-	querySetSessions  = `UPDATE chats SET sessions = $2, fork_pending = FALSE, updated_at = $3 WHERE id = $1`
+	queryDeleteChatEvents = `DELETE FROM chat_events WHERE chat_id = $1`
+	queryDeleteChat       = `DELETE FROM chats WHERE id = $1`
+	queryChatSessions     = `SELECT sessions FROM chats WHERE id = $1`
+	querySetSessions      = `UPDATE chats SET sessions = $2, fork_pending = FALSE, updated_at = $3 WHERE id = $1`
 )
 
 func now() time.Time { return time.Now().UTC() }
@@ -176,6 +178,27 @@ func (s *Store) SetSession(ctx context.Context, chatID, provider, sessionID stri
 	})
 	if err != nil {
 		return fmt.Errorf("store: set session of chat %s: %w", chatID, err)
+	}
+	return nil
+}
+
+// DeleteChat removes the chat with its runs and events, or returns ErrNotFound.
+func (s *Store) DeleteChat(ctx context.Context, id string) error {
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, queryDeleteChatEvents, id); err != nil {
+			return translate(err)
+		}
+		res, err := tx.ExecContext(ctx, queryDeleteChat, id) // runs cascade
+		if err != nil {
+			return translate(err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete chat %s: %w", id, err)
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
@@ -30,6 +31,14 @@ const (
 	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
+
+	// queryInsertEventsPG inserts any number of rows with six array parameters:
+	// one short statement that Postgres parses and plans quickly, whatever the
+	// batch size (a multi-row VALUES list is much slower to parse). Empty run ids
+	// and payloads become NULL.
+	queryInsertEventsPG = `INSERT INTO chat_events (` + eventColumns + `)
+SELECT c, s, NULLIF(r, ''), t, NULLIF(p, ''), a
+FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::timestamptz[]) AS e (c, s, r, t, p, a)`
 )
 
 type eventRow struct {
@@ -90,7 +99,26 @@ func eventArgs(events []Event, t time.Time) []any {
 	return args
 }
 
-// AppendEvents stores events all-or-nothing with multi-row INSERTs in one
+// eventArrays returns the six array parameters of queryInsertEventsPG.
+func eventArrays(events []Event, t time.Time) []any {
+	n := len(events)
+	chats, runs, types, payloads, ats := make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	seqs := make([]int64, n)
+	for i, e := range events {
+		at := e.At
+		if at.IsZero() {
+			at = t
+		}
+		chats[i], seqs[i], runs[i], types[i], payloads[i] = e.ChatID, e.Seq, e.RunID, e.Type, string(e.Payload)
+		ats[i] = at.UTC().Format(time.RFC3339Nano)
+	}
+	return []any{pq.StringArray(chats), pq.Int64Array(seqs), pq.StringArray(runs), pq.StringArray(types),
+		pq.StringArray(payloads), pq.StringArray(ats)}
+}
+
+// AppendEvents stores events all-or-nothing in one statement or transaction: on
+// Postgres one INSERT ... SELECT FROM unnest(arrays), on SQLite multi-row INSERTs
+// of at most 1,000 rows (6,000 parameters, under SQLite's 32,766) in one
 // transaction. A (chat, seq) that already exists, or appears twice in events, is
 // ErrConflict and nothing of the batch is stored; a missing chat is ErrNotFound.
 func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
@@ -99,7 +127,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 	}
 	t := now()
 	var err error
-	if len(events) <= maxEventsChunk {
+	if s.dialect == DialectPostgres && len(events) > 1 {
+		_, err = s.db.ExecContext(ctx, queryInsertEventsPG, eventArrays(events, t)...)
+	} else if len(events) <= maxEventsChunk {
 		// One statement is atomic on its own: no BEGIN/COMMIT round trips.
 		_, err = s.db.ExecContext(ctx, insertEventsQuery(len(events)), eventArgs(events, t)...)
 	} else {

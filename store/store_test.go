@@ -110,6 +110,30 @@ func TestChats(t *testing.T) {
 				}
 			}
 		})
+		t.Run("delete", func(t *testing.T) {
+			newChat(t, s, "gone")
+			if err := s.AppendEvents(ctx, events("gone", 1, 3)); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.StartRun(ctx, store.RunRecord{ID: "gone-r", ChatID: "gone"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteChat(ctx, "gone"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.GetChat(ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("GetChat after delete = %v", err)
+			}
+			if _, err := s.GetRun(ctx, "gone-r"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("GetRun after delete = %v", err)
+			}
+			if seq, _ := s.LastSeq(ctx, "gone"); seq != 0 {
+				t.Fatalf("events survive DeleteChat: last seq %d", seq)
+			}
+			if err := s.DeleteChat(ctx, "gone"); !errors.Is(err, store.ErrNotFound) {
+				t.Fatalf("second DeleteChat = %v", err)
+			}
+		})
 		t.Run("list", func(t *testing.T) {
 			newChat(t, s, "c2")
 			got, err := s.ListChats(ctx, 10)
@@ -243,11 +267,6 @@ func TestEvents(t *testing.T) {
 				if seq, _ := s.LastSeq(ctx, "c1"); seq != 10 {
 					t.Fatalf("LastSeq after failed batch = %d, want 10", seq)
 				}
-			}
-		})
-		t.Run("missing chat", func(t *testing.T) {
-			if err := s.AppendEvents(ctx, events("nochat", 1, 1)); !errors.Is(err, store.ErrNotFound) {
-				t.Fatalf("AppendEvents(no chat) = %v, want ErrNotFound", err)
 			}
 		})
 		t.Run("large batch", func(t *testing.T) {
