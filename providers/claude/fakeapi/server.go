@@ -95,6 +95,9 @@ func (s *Server) logf(format string, args ...any) {
 	closed := s.closed
 	s.mu.Unlock()
 	if s.log != nil && !closed {
+		if h, ok := s.log.(interface{ Helper() }); ok {
+			h.Helper()
+		}
 		s.log.Logf("fakeapi: "+format, args...)
 	}
 }

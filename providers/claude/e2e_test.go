@@ -1,0 +1,335 @@
+// End-to-end tests: the provider drives the real Claude Code CLI (pinned in
+// package.json, installed by scripts/install-agents.sh) against the scripted
+// fake Messages API, inside a network namespace where only loopback is up.
+//
+//	sudo THREADLINE_E2E=1 go test -run 'TestE2E' -v ./providers/claude/
+//
+// Without the CLI, or without the rights to create a network namespace, the
+// tests skip; THREADLINE_E2E=1 turns those skips into failures.
+
+package claude_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/claude"
+	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+)
+
+// runTimeout bounds one Run of the real CLI.
+const runTimeout = 30 * time.Second
+
+type e2e struct {
+	t    *testing.T
+	fake *fakeapi.Server
+	prov *claude.Provider
+	env  map[string]string
+	cwd  string
+}
+
+// setupE2E returns nil in the outer test process (the test then ran, or was
+// skipped, in the netns child) and the harness inside the netns.
+func setupE2E(t *testing.T, scripts ...fakeapi.Script) *e2e {
+	t.Helper()
+	bin := fakeapi.FindClaude(t)
+	if !fakeapi.InNetns(t) {
+		return nil
+	}
+	fake := fakeapi.New(t, scripts...)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	env := fake.ClaudeEnv(t.TempDir())
+	return &e2e{
+		t:    t,
+		fake: fake,
+		prov: claude.New(logger, claude.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
+		env:  env,
+		cwd:  t.TempDir(),
+	}
+}
+
+type runResult struct {
+	events  []agent.Event
+	err     error
+	elapsed time.Duration
+}
+
+func (r *runResult) of(typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (r *runResult) last() agent.Event {
+	if len(r.events) == 0 {
+		return agent.Event{}
+	}
+	return r.events[len(r.events)-1]
+}
+
+func (r *runResult) text() string {
+	var sb strings.Builder
+	for _, ev := range r.of(agent.EventAssistantDelta) {
+		sb.WriteString(ev.Text)
+	}
+	return sb.String()
+}
+
+func (r *runResult) sessionID() string {
+	for _, ev := range r.of(agent.EventSessionUpdated) {
+		if ev.SessionID != "" {
+			return ev.SessionID
+		}
+	}
+	return ""
+}
+
+// run executes one turn; onEvent (optional) sees each event with the run's cancel.
+func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc)) *runResult {
+	h.t.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.cwd
+	}
+	if req.RunID == "" {
+		req.RunID = "run-" + h.t.Name()
+	}
+	req.ChatID = "chat-e2e"
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	res := &runResult{}
+	done := false
+	start := time.Now()
+	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
+		if done {
+			h.t.Errorf("event %s emitted after Run returned", ev.Type)
+		}
+		res.events = append(res.events, ev)
+		if onEvent != nil {
+			onEvent(ev, cancel)
+		}
+	})
+	done = true
+	res.elapsed = time.Since(start)
+	var types []string
+	for _, ev := range res.events {
+		types = append(types, string(ev.Type))
+	}
+	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
+	if ctx.Err() == context.DeadlineExceeded {
+		h.t.Fatalf("Run hit the %s timeout", runTimeout)
+	}
+	terminals := 0
+	for i, ev := range res.events {
+		if ev.Type.Terminal() {
+			terminals++
+			if i != len(res.events)-1 {
+				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
+			}
+		}
+	}
+	if terminals > 1 {
+		h.t.Errorf("%d terminal events", terminals)
+	}
+	return res
+}
+
+// TestE2ENetnsNoRouteOut proves the sandbox the CLI runs in: only lo, and a
+// connect to a public address fails locally with ENETUNREACH.
+func TestE2ENetnsNoRouteOut(t *testing.T) {
+	if !fakeapi.InNetns(t) {
+		return
+	}
+	if err := fakeapi.CheckNoRouteOut(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestE2EStreamedText(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-text",
+		fakeapi.Thinking([]string{"Pondering ", "the request."}, "Hello ", "from ", "the ", "fake API.")))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	deltas := r.of(agent.EventAssistantDelta)
+	if len(deltas) < 3 {
+		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
+	}
+	if got := r.text(); got != "Hello from the fake API." {
+		t.Errorf("streamed text %q", got)
+	}
+	if len(r.of(agent.EventReasoningDelta)) == 0 {
+		t.Error("no reasoning.delta for the thinking block")
+	}
+	if r.sessionID() == "" {
+		t.Error("no session.updated with a session id")
+	}
+	if last := r.last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
+		t.Errorf("last event %+v", last)
+	}
+	if len(r.of(agent.EventUsageUpdated)) == 0 {
+		t.Error("no usage.updated")
+	}
+	reqs := h.fake.MessageRequests()
+	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != "e2e-text: say hello" {
+		t.Errorf("fake saw %d requests; first prompt %q", len(reqs), firstPrompt(reqs))
+	}
+}
+
+func firstPrompt(reqs []fakeapi.Request) string {
+	if len(reqs) == 0 {
+		return ""
+	}
+	return reqs[0].Prompt()
+}
+
+func TestE2EBashToolRoundTrip(t *testing.T) {
+	input := map[string]any{
+		"command":     "echo e2e-tool-ok > marker.txt && cat marker.txt",
+		"description": "Write and print a marker",
+	}
+	h := setupE2E(t, fakeapi.When("e2e-bash", fakeapi.ToolUse("Bash", input)))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-bash: write the marker", Approval: agent.ApprovalAccept}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	started := r.of(agent.EventToolStarted)
+	if len(started) != 1 || started[0].Tool == nil || started[0].Tool.Name != "Bash" {
+		t.Fatalf("tool.started %+v", started)
+	}
+	completed := r.of(agent.EventToolCompleted)
+	if len(completed) != 1 || completed[0].Tool == nil || completed[0].Tool.ID != started[0].Tool.ID ||
+		completed[0].Tool.IsError || !strings.Contains(completed[0].Tool.Output, "e2e-tool-ok") {
+		t.Fatalf("tool.completed %+v", completed)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-tool-ok" {
+		t.Errorf("marker.txt in cwd: %q, %v", b, err)
+	}
+	reqs := h.fake.MessageRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("fake saw %d requests, want 2 (prompt, tool_result)", len(reqs))
+	}
+	tr := reqs[1].ToolResults()
+	if len(tr) != 1 || tr[0].ToolUseID != started[0].Tool.ID || tr[0].IsError || strings.TrimSpace(tr[0].ResultText()) != "e2e-tool-ok" {
+		t.Errorf("tool_result sent to the API: %+v", tr)
+	}
+	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "Tool result: e2e-tool-ok") {
+		t.Errorf("last event %+v", last)
+	}
+}
+
+func TestE2EResume(t *testing.T) {
+	h := setupE2E(t,
+		fakeapi.When("e2e-remember", fakeapi.Text("Noted: ", "the word is ", "alpha.")),
+		fakeapi.When("e2e-recall", fakeapi.Text("The word ", "was alpha.")),
+	)
+	if h == nil {
+		return
+	}
+	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
+	if r1.err != nil {
+		t.Fatalf("run 1: %v", r1.err)
+	}
+	sid := r1.sessionID()
+	if sid == "" {
+		t.Fatal("run 1 reported no session id")
+	}
+	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
+	if r2.err != nil {
+		t.Fatalf("run 2: %v", r2.err)
+	}
+	for _, ev := range r2.of(agent.EventSessionUpdated) {
+		if ev.SessionID != sid {
+			t.Errorf("resumed run moved to session %q, want %q", ev.SessionID, sid)
+		}
+	}
+	if last := r2.last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
+		t.Errorf("run 2 last event %+v", last)
+	}
+	reqs := h.fake.MessageRequests()
+	if len(reqs) != 2 {
+		t.Fatalf("fake saw %d requests, want 2", len(reqs))
+	}
+	tr := reqs[1].Transcript()
+	for _, want := range []string{"user: e2e-remember the word alpha", "assistant: Noted: the word is alpha.", "user: e2e-recall the word"} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("resumed request lacks %q; transcript:\n%s", want, tr)
+		}
+	}
+}
+
+func TestE2EResumeUnknownSession(t *testing.T) {
+	h := setupE2E(t)
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, nil)
+	if !errors.Is(r.err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", r.err)
+	}
+	if n := len(h.fake.MessageRequests()); n != 0 {
+		t.Errorf("fake saw %d requests for a stale resume", n)
+	}
+}
+
+func TestE2ECancelMidStream(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-slow", fakeapi.Slow(300, 100*time.Millisecond)))
+	if h == nil {
+		return
+	}
+	var cancelledAt time.Time
+	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() && strings.Contains(ev.Text, "word02") {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if cancelledAt.IsZero() {
+		t.Fatalf("never saw the third delta; err %v", r.err)
+	}
+	if r.err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunInterrupted {
+		t.Errorf("last event %+v, want run.interrupted", last)
+	}
+	took := time.Since(cancelledAt)
+	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
+	if took > 8*time.Second {
+		t.Errorf("Run returned %s after cancel", took)
+	}
+	if strings.Contains(r.text(), "word299") {
+		t.Error("stream ran to the end despite the cancel")
+	}
+}
+
+func TestE2EAPIError(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-bad", fakeapi.Error(400, "invalid_request_error", "fake: scripted failure")))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
+	if !errors.Is(r.err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, want ErrRunFailed", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
+		t.Errorf("last event %+v", last)
+	}
+}
