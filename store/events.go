@@ -128,7 +128,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 	t := now()
 	var err error
 	if s.dialect == DialectPostgres && len(events) > 1 {
-		_, err = s.db.ExecContext(ctx, queryInsertEventsPG, eventArrays(events, t)...)
+		_, err = s.insertPG(ctx, eventArrays(events, t))
 	} else if len(events) <= maxEventsChunk {
 		// One statement is atomic on its own: no BEGIN/COMMIT round trips.
 		_, err = s.db.ExecContext(ctx, insertEventsQuery(len(events)), eventArgs(events, t)...)
@@ -178,4 +178,17 @@ func (s *Store) LastSeq(ctx context.Context, chatID string) (int64, error) {
 		return 0, fmt.Errorf("store: last seq of chat %s: %w", chatID, translate(err))
 	}
 	return seq, nil
+}
+
+// insertPG runs queryInsertEventsPG as a prepared statement (prepared on first
+// use; database/sql re-prepares it per connection), saving Postgres a parse and
+// plan per commit.
+func (s *Store) insertPG(ctx context.Context, args []any) (sql.Result, error) {
+	s.insertOnce.Do(func() {
+		s.insertStmt, s.insertErr = s.db.PrepareContext(context.WithoutCancel(ctx), queryInsertEventsPG)
+	})
+	if s.insertErr != nil {
+		return s.db.ExecContext(ctx, queryInsertEventsPG, args...)
+	}
+	return s.insertStmt.ExecContext(ctx, args...)
 }

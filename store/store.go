@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -55,6 +56,10 @@ type Store struct {
 	db      *sqlx.DB
 	dialect string
 	logger  *slog.Logger
+
+	insertOnce sync.Once
+	insertStmt *sql.Stmt
+	insertErr  error
 }
 
 var _ runhub.Store = (*Store)(nil)
@@ -180,7 +185,14 @@ func (s *Store) Dialect() string { return s.dialect }
 func (s *Store) DB() *sqlx.DB { return s.db }
 
 // Close closes the database handle.
-func (s *Store) Close() error { return s.db.Close() }
+func (s *Store) Close() error {
+	// Synchronizes with insertPG and stops later prepares.
+	s.insertOnce.Do(func() { s.insertErr = errors.New("store: closed") })
+	if s.insertStmt != nil {
+		_ = s.insertStmt.Close()
+	}
+	return s.db.Close()
+}
 
 // Migrate applies all pending embedded migrations. Running it again is a no-op.
 func (s *Store) Migrate(ctx context.Context) error {
