@@ -193,12 +193,16 @@ func (h *Hub) Running(chatID string) (runID string, ok bool) {
 }
 
 // Release records the run's terminal status (FinishRun) and then frees the chat.
-// The memory lock is freed even when FinishRun fails; that error is returned.
-// Only the first call does anything.
+// FinishRun runs even when ctx is already cancelled (bounded by a timeout). The
+// memory lock is freed even when FinishRun fails; that error is returned. Only the
+// first call does anything.
 func (l *Lease) Release(ctx context.Context, status string, usage json.RawMessage, errText string) error {
 	var err error
 	l.once.Do(func() {
 		defer l.hub.unlock(l.run.ChatID, l.run.ID)
+		// The lock must be recorded as released even when the run was cancelled.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
+		defer cancel()
 		if ferr := l.hub.st.FinishRun(ctx, l.run.ID, status, usage, errText); ferr != nil {
 			err = fmt.Errorf("runhub: finish run %s: %w", l.run.ID, ferr)
 		}

@@ -286,7 +286,14 @@ func TestAcquire(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Acquire after Release: %v", err)
 		}
-		_ = l4.Release(ctx, runhub.StatusInterrupted, nil, "")
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		if err := l4.Release(cancelled, runhub.StatusInterrupted, nil, ""); err != nil {
+			t.Fatalf("Release with a cancelled ctx: %v", err)
+		}
+		if run, _ := s.GetRun(ctx, "r4"); run.Status != store.RunInterrupted {
+			t.Fatalf("r4 after Release: %+v", run)
+		}
 
 		t.Run("store error frees the memory lock", func(t *testing.T) {
 			if _, err := h.Acquire(ctx, runhub.RunRecord{ID: "r5", ChatID: "nochat"}); !errors.Is(err, store.ErrNotFound) {

@@ -32,6 +32,7 @@ func Each(t *testing.T, f func(t *testing.T, s *store.Store)) {
 	t.Helper()
 	for _, d := range Dialects {
 		t.Run(d, func(t *testing.T) {
+			t.Helper()
 			f(t, Open(t, d))
 		})
 	}
