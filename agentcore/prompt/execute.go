@@ -113,6 +113,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	}
 	run.mu.Unlock()
 	run.cancel()
+	run.endingOnce.Do(func() { close(run.ending) })
 	close(run.done)
 }
 
@@ -150,6 +151,9 @@ func (s *Service) emitter(ctx context.Context, run *Run, provider string, resumi
 			return
 		}
 		s.appendEvent(ctx, run, ev)
+		if ev.Type.Terminal() {
+			run.endingOnce.Do(func() { close(run.ending) })
+		}
 	}
 }
 

@@ -125,10 +125,14 @@ type Run struct {
 	cancel    context.CancelFunc
 	responses chan agent.InteractionResponse
 	done      chan struct{}
-	mu        sync.Mutex
-	status    string
-	err       error
-	pending   map[string]bool
+	// ending is closed once the run's terminal event is persisted; the lease is
+	// released right after.
+	ending     chan struct{}
+	endingOnce sync.Once
+	mu         sync.Mutex
+	status     string
+	err        error
+	pending    map[string]bool
 }
 
 // Done is closed when the run has ended and its lease is released.
@@ -161,8 +165,22 @@ func (s *Service) Provider(agentID string) (agent.Provider, AgentConfig, error) 
 	return p, cfg, nil
 }
 
-// Active returns the chat's running run, if any.
+// Active returns the chat's running run, if any. A run that has persisted its
+// terminal event no longer counts, though it may hold the chat for a moment more.
 func (s *Service) Active(chatID string) (*Run, bool) {
+	r, ok := s.current(chatID)
+	if !ok {
+		return nil, false
+	}
+	select {
+	case <-r.ending:
+		return nil, false
+	default:
+		return r, true
+	}
+}
+
+func (s *Service) current(chatID string) (*Run, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.active[chatID]
@@ -189,8 +207,10 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		ID: uuid.NewString(), ChatID: chat.ID, Agent: chat.Agent,
 		responses: make(chan agent.InteractionResponse, 8),
 		done:      make(chan struct{}),
+		ending:    make(chan struct{}),
 		pending:   map[string]bool{},
 	}
+	s.awaitEnding(ctx, chat.ID)
 	lease, err := s.hub.Acquire(ctx, runhub.RunRecord{
 		ID: run.ID, ChatID: chat.ID, Agent: chat.Agent, Model: model,
 		Owner: s.opts.Owner, StartedBy: req.By, StartedAt: time.Now().UTC(),
@@ -237,6 +257,32 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	return run, nil
 }
 
+// endingGrace bounds how long a new prompt waits for a run that has already
+// reported its end to release the chat.
+const endingGrace = 5 * time.Second
+
+// awaitEnding waits for the chat's active run to finish when it has already
+// persisted its terminal event, so that a prompt sent right after an answer
+// appeared is not refused as busy.
+func (s *Service) awaitEnding(ctx context.Context, chatID string) {
+	r, ok := s.current(chatID)
+	if !ok {
+		return
+	}
+	select {
+	case <-r.ending:
+	default:
+		return
+	}
+	t := time.NewTimer(endingGrace)
+	defer t.Stop()
+	select {
+	case <-r.done:
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // Cancel stops the chat's running run. It reports whether a run was active.
 func (s *Service) Cancel(chatID string) bool {
 	r, ok := s.Active(chatID)
@@ -251,7 +297,7 @@ var ErrUnknownInteraction = errors.New("no such pending interaction")
 
 // RespondInteraction routes a user's answer to the run that asked.
 func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	r, ok := s.Active(chatID)
+	r, ok := s.current(chatID)
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s is not active", ErrUnknownInteraction, runID, chatID)
 	}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+)
+
+// syncBuffer is a bytes.Buffer safe for one writer and a polling reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// e2eConfig writes a config running the real Claude Code against srv.
+func e2eConfig(t *testing.T, dir, bin string, srv *fakeapi.Server) string {
+	t.Helper()
+	cfg := map[string]any{
+		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"agents": map[string]any{"claude": map[string]any{
+			"bin": bin,
+			"env": srv.ClaudeEnv(filepath.Join(dir, "claude-home")),
+		}},
+	}
+	raw, _ := yaml.Marshal(cfg)
+	p := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(p, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestChatEndToEnd types into `threadline chat` with the real Claude Code CLI
+// behind it: streamed text, an approval answered at the prompt, Ctrl-C stopping a
+// turn without quitting, /new, and Ctrl-D.
+func TestChatEndToEnd(t *testing.T) {
+	if !fakeapi.InNetns(t) {
+		return
+	}
+	bin := fakeapi.FindClaude(t)
+	dir := isolate(t)
+	srv := fakeapi.New(t,
+		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "touch approved.txt && echo approved-run", "description": "Create approved.txt"})),
+		fakeapi.When("SLOW", fakeapi.Slow(200, 50*time.Millisecond)),
+		fakeapi.Text("Hello", " from", " the fake", " API."),
+	)
+	cfg := e2eConfig(t, dir, bin, srv)
+
+	inR, inW := io.Pipe()
+	var out, errOut syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- cmdChat(context.Background(), []string{"--config", cfg}, inR, &out, &errOut) }()
+
+	seen := 0
+	waitFor := func(s string) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			if i := strings.Index(out.String()[seen:], s); i >= 0 {
+				seen += i + len(s)
+				return
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("chat ended early (%v) waiting for %q:\n%s\nstderr: %s", err, s, out.String(), errOut.String())
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+		t.Fatalf("timed out waiting for %q:\n%s\nstderr: %s", s, out.String(), errOut.String())
+	}
+	send := func(line string) {
+		t.Helper()
+		if _, err := io.WriteString(inW, line+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	waitFor("new chat")
+	waitFor("> ")
+	send("say hello")
+	waitFor("Hello from the fake API.")
+	waitFor("— done")
+
+	send("TOOL please")
+	waitFor("[y] approve")
+	send("y")
+	waitFor("approved")
+	waitFor("Tool result: approved-run")
+	waitFor("— done")
+
+	send("SLOW")
+	waitFor("word02")
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("[stopped]")
+	waitFor("> ")
+
+	send("/status")
+	waitFor("idle")
+	send("/new")
+	waitFor("New chat")
+	inW.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("chat: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("chat did not end on end of input")
+	}
+}
