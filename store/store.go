@@ -204,7 +204,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	if s.dialect == DialectSQLite {
 		d = goose.DialectSQLite3
 	}
-	p, err := goose.NewProvider(d, s.db.DB, sub, goose.WithDisableGlobalRegistry(true))
+	p, err := goose.NewProvider(d, s.db.DB, sub, goose.WithDisableGlobalRegistry(true), goose.WithAllowOutofOrder(true))
 	if err != nil {
 		return fmt.Errorf("store: migrations: %w", err)
 	}

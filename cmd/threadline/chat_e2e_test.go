@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // syncBuffer is a bytes.Buffer safe for one writer and a polling reader.
@@ -57,7 +58,7 @@ func e2eConfig(t *testing.T, dir, bin string, srv *fakeapi.Server) string {
 // behind it: streamed text, an approval answered at the prompt, Ctrl-C stopping a
 // turn without quitting, /new, and Ctrl-D.
 func TestChatEndToEnd(t *testing.T) {
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return
 	}
 	bin := fakeapi.FindClaude(t)

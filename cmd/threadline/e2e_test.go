@@ -12,13 +12,14 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // TestRunEndToEnd drives `threadline run` through the whole stack (config, store,
 // run hub, prompt service, Claude provider) with the REAL Claude Code CLI talking
 // to the scripted fake API, inside a loopback-only network namespace.
 func TestRunEndToEnd(t *testing.T) {
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return
 	}
 	bin := fakeapi.FindClaude(t)

@@ -22,6 +22,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/claude"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // runTimeout bounds one Run of the real CLI.
@@ -40,7 +41,7 @@ type e2e struct {
 func setupE2E(t *testing.T, scripts ...fakeapi.Script) *e2e {
 	t.Helper()
 	bin := fakeapi.FindClaude(t)
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return nil
 	}
 	fake := fakeapi.New(t, scripts...)
@@ -147,10 +148,10 @@ func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel cont
 // TestE2ENetnsNoRouteOut proves the sandbox the CLI runs in: only lo, and a
 // connect to a public address fails locally with ENETUNREACH.
 func TestE2ENetnsNoRouteOut(t *testing.T) {
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return
 	}
-	if err := fakeapi.CheckNoRouteOut(); err != nil {
+	if err := providertest.CheckNoRouteOut(); err != nil {
 		t.Fatal(err)
 	}
 }

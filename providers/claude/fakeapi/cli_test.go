@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // runCLI runs the real Claude Code in print mode against s and returns its
@@ -58,7 +59,7 @@ func result(t *testing.T, lines []map[string]any) map[string]any {
 // and a Bash tool round trip.
 func TestRealCLIAgainstFake(t *testing.T) {
 	fakeapi.FindClaude(t)
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return
 	}
 	s := fakeapi.New(t,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 type sseEvent struct {
@@ -388,10 +389,10 @@ func TestRecording(t *testing.T) {
 // use: only lo exists, a connect to a public address fails locally, and the
 // fake on 127.0.0.1 is reachable.
 func TestNetnsNoRouteOut(t *testing.T) {
-	if !fakeapi.InNetns(t) {
+	if !providertest.InNetns(t) {
 		return
 	}
-	if err := fakeapi.CheckNoRouteOut(); err != nil {
+	if err := providertest.CheckNoRouteOut(); err != nil {
 		t.Fatal(err)
 	}
 	s := fakeapi.New(t, fakeapi.Text("inside"))
