@@ -1,0 +1,217 @@
+// chatops.go: the tables of chatops: thread_bindings, seen_events and
+// rendered_messages (migration 0003), and ForkChat.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+var _ chatops.Store = (*Store)(nil)
+
+const (
+	bindingColumns = `platform, workspace, channel, thread, chat_id, created_by, created_at`
+
+	queryGetBinding = `SELECT ` + bindingColumns + ` FROM thread_bindings
+WHERE platform = $1 AND workspace = $2 AND channel = $3 AND thread = $4`
+	queryInsertBinding = `INSERT INTO thread_bindings (` + bindingColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
+	queryBindingsOfChat = `SELECT ` + bindingColumns + ` FROM thread_bindings WHERE chat_id = $1
+ORDER BY created_at, platform, workspace, channel, thread`
+
+	queryInsertSeen = `INSERT INTO seen_events (platform, event_id, seen_at) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING`
+	queryPruneSeen  = `DELETE FROM seen_events WHERE seen_at < $1`
+
+	renderedColumns = `run_id, slot, chat_id, platform, workspace, channel, thread, message_id, first_seq, last_seq, hash, final, updated_at`
+
+	queryRendered = `SELECT ` + renderedColumns + ` FROM rendered_messages WHERE run_id = $1 ORDER BY slot`
+	queryOpen     = `SELECT ` + renderedColumns + ` FROM rendered_messages WHERE platform = $1 AND final = FALSE
+ORDER BY chat_id, first_seq, slot`
+	queryUpsertRendered = `INSERT INTO rendered_messages (` + renderedColumns + `)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+ON CONFLICT (run_id, slot) DO UPDATE SET message_id = excluded.message_id, first_seq = excluded.first_seq,
+last_seq = excluded.last_seq, hash = excluded.hash, final = excluded.final, updated_at = excluded.updated_at`
+
+	queryForkChat = `INSERT INTO chats (` + chatColumns + `)
+SELECT $2, title, agent, model, effort, mode, project, cwd, sessions, TRUE, $3, $3 FROM chats WHERE id = $1`
+)
+
+type bindingRow struct {
+	Platform  string    `db:"platform"`
+	Workspace string    `db:"workspace"`
+	Channel   string    `db:"channel"`
+	Thread    string    `db:"thread"`
+	ChatID    string    `db:"chat_id"`
+	CreatedBy string    `db:"created_by"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+func (r bindingRow) binding() chatops.Binding {
+	return chatops.Binding{
+		Place:  chatops.Place{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
+		ChatID: r.ChatID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
+	}
+}
+
+// Binding returns the chat bound to the thread; ok is false when none is.
+func (s *Store) Binding(ctx context.Context, p chatops.Place) (chatops.Binding, bool, error) {
+	var r bindingRow
+	err := s.db.GetContext(ctx, &r, queryGetBinding, p.Platform, p.Workspace, p.Channel, p.Thread)
+	if err != nil {
+		if err = translate(err); errors.Is(err, ErrNotFound) {
+			return chatops.Binding{}, false, nil
+		}
+		return chatops.Binding{}, false, fmt.Errorf("store: binding of %s: %w", p, err)
+	}
+	return r.binding(), true, nil
+}
+
+// Bind binds the thread to b.ChatID unless it is bound already and returns the
+// binding in force. A chat that does not exist is ErrNotFound.
+func (s *Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, bool, error) {
+	t := b.CreatedAt.UTC()
+	if b.CreatedAt.IsZero() {
+		t = now()
+	}
+	res, err := s.db.ExecContext(ctx, queryInsertBinding, b.Platform, b.Workspace, b.Channel, b.Thread, b.ChatID, b.CreatedBy, t)
+	if err != nil {
+		if isFKViolation(err) {
+			return chatops.Binding{}, false, fmt.Errorf("store: bind %s: chat %s: %w", b.Place, b.ChatID, ErrNotFound)
+		}
+		return chatops.Binding{}, false, fmt.Errorf("store: bind %s: %w", b.Place, translate(err))
+	}
+	n, _ := res.RowsAffected()
+	in, ok, err := s.Binding(ctx, b.Place)
+	if err != nil {
+		return chatops.Binding{}, false, err
+	}
+	if !ok {
+		return chatops.Binding{}, false, fmt.Errorf("store: bind %s: %w", b.Place, ErrNotFound)
+	}
+	return in, n == 1, nil
+}
+
+// BindingsOfChat returns the threads bound to the chat, oldest first.
+func (s *Store) BindingsOfChat(ctx context.Context, chatID string) ([]chatops.Binding, error) {
+	var rows []bindingRow
+	if err := s.db.SelectContext(ctx, &rows, queryBindingsOfChat, chatID); err != nil {
+		return nil, fmt.Errorf("store: bindings of chat %s: %w", chatID, translate(err))
+	}
+	out := make([]chatops.Binding, len(rows))
+	for i, r := range rows {
+		out[i] = r.binding()
+	}
+	return out, nil
+}
+
+// FirstSeen records the platform event id and reports whether it is new.
+func (s *Store) FirstSeen(ctx context.Context, platform, eventID string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, queryInsertSeen, platform, eventID, now())
+	if err != nil {
+		return false, fmt.Errorf("store: record event %s:%s: %w", platform, eventID, translate(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("store: record event %s:%s: %w", platform, eventID, err)
+	}
+	return n == 1, nil
+}
+
+// PruneSeen deletes the event ids seen before t.
+func (s *Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
+	res, err := s.db.ExecContext(ctx, queryPruneSeen, before.UTC())
+	if err != nil {
+		return 0, fmt.Errorf("store: prune seen events: %w", translate(err))
+	}
+	return res.RowsAffected()
+}
+
+type renderedRow struct {
+	RunID     string    `db:"run_id"`
+	Slot      string    `db:"slot"`
+	ChatID    string    `db:"chat_id"`
+	Platform  string    `db:"platform"`
+	Workspace string    `db:"workspace"`
+	Channel   string    `db:"channel"`
+	Thread    string    `db:"thread"`
+	MessageID string    `db:"message_id"`
+	FirstSeq  int64     `db:"first_seq"`
+	LastSeq   int64     `db:"last_seq"`
+	Hash      string    `db:"hash"`
+	Final     bool      `db:"final"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+func (r renderedRow) message() chatops.RenderedMessage {
+	return chatops.RenderedMessage{
+		RunID: r.RunID, Slot: r.Slot, ChatID: r.ChatID,
+		Place:     chatops.Place{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
+		MessageID: r.MessageID, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq, Hash: r.Hash, Final: r.Final,
+	}
+}
+
+func (s *Store) selectRendered(ctx context.Context, q string, arg string) ([]chatops.RenderedMessage, error) {
+	var rows []renderedRow
+	if err := s.db.SelectContext(ctx, &rows, q, arg); err != nil {
+		return nil, translate(err)
+	}
+	out := make([]chatops.RenderedMessage, len(rows))
+	for i, r := range rows {
+		out[i] = r.message()
+	}
+	return out, nil
+}
+
+// RenderedMessages returns the run's rendered messages ordered by slot.
+func (s *Store) RenderedMessages(ctx context.Context, runID string) ([]chatops.RenderedMessage, error) {
+	out, err := s.selectRendered(ctx, queryRendered, runID)
+	if err != nil {
+		return nil, fmt.Errorf("store: rendered messages of run %s: %w", runID, err)
+	}
+	return out, nil
+}
+
+// OpenRenders returns the platform's rendered messages not yet final.
+func (s *Store) OpenRenders(ctx context.Context, platform string) ([]chatops.RenderedMessage, error) {
+	out, err := s.selectRendered(ctx, queryOpen, platform)
+	if err != nil {
+		return nil, fmt.Errorf("store: open renders of %s: %w", platform, err)
+	}
+	return out, nil
+}
+
+// SaveRenderedMessage inserts or replaces the row of (RunID, Slot).
+func (s *Store) SaveRenderedMessage(ctx context.Context, m chatops.RenderedMessage) error {
+	p := m.Place
+	if _, err := s.db.ExecContext(ctx, queryUpsertRendered, m.RunID, m.Slot, m.ChatID, p.Platform, p.Workspace,
+		p.Channel, p.Thread, m.MessageID, m.FirstSeq, m.LastSeq, m.Hash, m.Final, now()); err != nil {
+		return fmt.Errorf("store: save rendered message %s/%s: %w", m.RunID, m.Slot, translate(err))
+	}
+	return nil
+}
+
+// ForkChat copies chat fromID as newID, with its sessions and fork_pending set so
+// that the next run forks the native session. A missing chat is ErrNotFound; an
+// existing newID is ErrConflict.
+func (s *Store) ForkChat(ctx context.Context, fromID, newID string) error {
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		res, err := tx.ExecContext(ctx, queryForkChat, fromID, newID, now())
+		if err != nil {
+			return translate(err)
+		}
+		if n, err := res.RowsAffected(); err == nil && n == 0 {
+			return ErrNotFound
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("store: fork chat %s as %s: %w", fromID, newID, err)
+	}
+	return nil
+}
