@@ -78,7 +78,8 @@ WHERE run_id = $1 AND id = $2 AND status = 'pending'`
 	queryListInteractions = `SELECT ` + interactionColumns + ` FROM interactions WHERE chat_id = $1 ORDER BY created_at, id`
 	queryPendingOfRun     = `SELECT ` + interactionColumns + ` FROM interactions WHERE run_id = $1 AND status = 'pending' ORDER BY created_at, id`
 	queryExpireOrphans    = `UPDATE interactions SET status = 'expired', resolved_at = $1
-WHERE status = 'pending' AND run_id NOT IN (SELECT id FROM runs WHERE status = 'running')`
+WHERE status = 'pending' AND run_id NOT IN (SELECT id FROM runs WHERE status = 'running')
+RETURNING ` + interactionColumns
 )
 
 // CreateInteraction records a pending interaction. A second request with the
@@ -158,12 +159,15 @@ func (s *Store) selectInteractions(ctx context.Context, q, arg string) ([]Intera
 
 // ExpireOrphanedInteractions is called at start-up, after stale runs were marked
 // interrupted: interactions left pending by runs that no longer run become
-// expired. It returns their number.
-func (s *Store) ExpireOrphanedInteractions(ctx context.Context) (int, error) {
-	res, err := s.db.ExecContext(ctx, queryExpireOrphans, now())
-	if err != nil {
-		return 0, fmt.Errorf("store: expire interactions: %w", translate(err))
+// expired. It returns them, so that their cards can say so.
+func (s *Store) ExpireOrphanedInteractions(ctx context.Context) ([]Interaction, error) {
+	var rows []interactionRow
+	if err := s.db.SelectContext(ctx, &rows, queryExpireOrphans, now()); err != nil {
+		return nil, fmt.Errorf("store: expire interactions: %w", translate(err))
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	out := make([]Interaction, len(rows))
+	for i, r := range rows {
+		out[i] = r.interaction()
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package store_test
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -63,14 +64,14 @@ func TestInteractions(t *testing.T) {
 			if len(p) != 1 || p[0].ID != "b" {
 				t.Fatalf("pending %+v", p)
 			}
-			if n, err := s.ExpireOrphanedInteractions(ctx); err != nil || n != 0 {
-				t.Fatalf("a running run's interactions expired: %d %v", n, err)
+			if ex, err := s.ExpireOrphanedInteractions(ctx); err != nil || len(ex) != 0 {
+				t.Fatalf("a running run's interactions expired: %v %v", ex, err)
 			}
-			if _, err := s.MarkStaleRunsInterrupted(ctx, ""); err != nil {
+			if _, err := s.MarkStaleRunsInterrupted(ctx, time.Now().Add(time.Second)); err != nil {
 				t.Fatal(err)
 			}
-			if n, err := s.ExpireOrphanedInteractions(ctx); err != nil || n != 1 {
-				t.Fatalf("expired %d %v", n, err)
+			if ex, err := s.ExpireOrphanedInteractions(ctx); err != nil || len(ex) != 1 || ex[0].ID != "b" || ex[0].ChatID != "c1" || ex[0].Status != store.InteractionExpired {
+				t.Fatalf("expired %+v %v", ex, err)
 			}
 			all, _ := s.ListInteractions(ctx, "c1")
 			if len(all) != 2 || all[1].Status != store.InteractionExpired {

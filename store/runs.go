@@ -79,8 +79,8 @@ WHERE id = $1 AND status = 'running'`
 	queryGetRun        = `SELECT ` + runColumns + ` FROM runs WHERE id = $1`
 	queryListRuns      = `SELECT ` + runColumns + ` FROM runs WHERE chat_id = $1 ORDER BY started_at, id`
 	queryHeartbeatRuns = `UPDATE runs SET heartbeat_at = $2 WHERE owner = $1 AND status = 'running'`
-	queryStaleAll      = `UPDATE runs SET status = 'interrupted', ended_at = $1, error = $2 WHERE status = 'running'`
-	queryStaleOwner    = queryStaleAll + ` AND owner = $3`
+	queryStaleRuns     = `UPDATE runs SET status = 'interrupted', ended_at = $1, error = $2
+WHERE status = 'running' AND COALESCE(heartbeat_at, started_at) < $3 RETURNING ` + runColumns
 )
 
 // StartRun records run as running. It returns ErrRunActive (wrapping
@@ -167,24 +167,21 @@ func (s *Store) HeartbeatRuns(ctx context.Context, owner string) (int, error) {
 	return int(n), err
 }
 
-// MarkStaleRunsInterrupted is called at start-up: running runs owned by owner (all
-// running runs when owner is empty) become interrupted. It returns their number.
-func (s *Store) MarkStaleRunsInterrupted(ctx context.Context, owner string) (int, error) {
-	const reason = "interrupted: replica restarted"
-	var (
-		res sql.Result
-		err error
-	)
-	if owner == "" {
-		res, err = s.db.ExecContext(ctx, queryStaleAll, now(), reason)
-	} else {
-		res, err = s.db.ExecContext(ctx, queryStaleOwner, now(), reason, owner)
+// MarkStaleRunsInterrupted is called at start-up and periodically: running runs
+// whose heartbeat (or start, when they never had one) is older than before are
+// taken to be dead — their replica stopped heartbeating — and become interrupted.
+// It returns them, so that their chats can say so.
+func (s *Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time) ([]Run, error) {
+	const reason = "interrupted: the process running it stopped"
+	var rows []runRow
+	if err := s.db.SelectContext(ctx, &rows, queryStaleRuns, now(), reason, before.UTC()); err != nil {
+		return nil, fmt.Errorf("store: mark stale runs: %w", translate(err))
 	}
-	if err != nil {
-		return 0, fmt.Errorf("store: mark stale runs: %w", translate(err))
+	out := make([]Run, len(rows))
+	for i, r := range rows {
+		out[i] = r.run()
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return out, nil
 }
 
 func expectOne(res sql.Result, what string) error {

@@ -208,18 +208,20 @@ func TestRuns(t *testing.T) {
 		if len(runs) != 2 || runs[0].ID != "r1" || runs[1].ID != "r2" || runs[1].Status != store.RunRunning {
 			t.Fatalf("ListRuns = %+v", runs)
 		}
+		// Stale runs: r3 (owner a) never heartbeated since its start; r2 (owner b) does.
+		cut := time.Now()
+		time.Sleep(10 * time.Millisecond)
 		if n, err := s.HeartbeatRuns(ctx, "b"); err != nil || n != 1 {
 			t.Fatalf("HeartbeatRuns = %d, %v", n, err)
 		}
-		// Stale runs: owner "a" has r3, owner "b" has r2.
-		if n, err := s.MarkStaleRunsInterrupted(ctx, "a"); err != nil || n != 1 {
-			t.Fatalf("MarkStaleRunsInterrupted(a) = %d, %v", n, err)
+		if rs, err := s.MarkStaleRunsInterrupted(ctx, cut); err != nil || len(rs) != 1 || rs[0].ID != "r3" || rs[0].Status != store.RunInterrupted {
+			t.Fatalf("MarkStaleRunsInterrupted(cut) = %+v, %v", rs, err)
 		}
 		if r, _ := s.GetRun(ctx, "r2"); r.Status != store.RunRunning {
-			t.Fatalf("r2 of owner b touched: %+v", r)
+			t.Fatalf("r2, heartbeating, touched: %+v", r)
 		}
-		if n, err := s.MarkStaleRunsInterrupted(ctx, ""); err != nil || n != 1 {
-			t.Fatalf("MarkStaleRunsInterrupted(all) = %d, %v", n, err)
+		if rs, err := s.MarkStaleRunsInterrupted(ctx, time.Now().Add(time.Second)); err != nil || len(rs) != 1 || rs[0].ID != "r2" {
+			t.Fatalf("MarkStaleRunsInterrupted(later) = %+v, %v", rs, err)
 		}
 		for _, id := range []string{"r2", "r3"} {
 			if r, _ := s.GetRun(ctx, id); r.Status != store.RunInterrupted || r.Error == "" {

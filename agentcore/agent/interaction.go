@@ -2,7 +2,10 @@
 
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // InteractionKind classifies a request from the agent to its user.
 type InteractionKind string
@@ -35,6 +38,9 @@ type Interaction struct {
 	Questions []Question `json:"questions,omitempty"`
 	// Payload is the bounded native request.
 	Payload json.RawMessage `json:"payload,omitempty"`
+	// ExpiresAt is set by the prompt service when the chat's policy declines
+	// unanswered requests; zero means the run waits for an answer.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // Option is one choice offered for an interaction.
@@ -77,6 +83,18 @@ type InteractionResponse struct {
 	Secret  bool              `json:"secret,omitempty"`
 	By      string            `json:"by,omitempty"`
 }
+
+// Interaction statuses carried by Resolution.Status.
+const (
+	StatusApproved           = "approved"
+	StatusApprovedForSession = "approved_for_session"
+	StatusDeclined           = "declined"
+	StatusCancelled          = "cancelled"
+	StatusAnswered           = "answered"
+	StatusTurnEnded          = "turn_ended"
+	StatusTimedOut           = "timed_out"
+	StatusExpired            = "expired"
+)
 
 // Resolution is emitted on interaction.resolved. It never carries answer values.
 type Resolution struct {

@@ -70,6 +70,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	for _, ev := range a.held {
 		s.appendEvent(persistCtx, run, ev)
 	}
+	s.endInteractions(persistCtx, run)
 
 	status, errText := StatusCompleted, ""
 	switch {
@@ -131,15 +132,11 @@ func (s *Service) emitter(ctx context.Context, run *Run, provider string, resumi
 			a.usage = ev.Usage
 		case agent.EventInteractionRequested:
 			if ev.Interaction != nil {
-				run.mu.Lock()
-				run.pending[ev.Interaction.ID] = true
-				run.mu.Unlock()
+				s.requested(ctx, run, ev.Interaction)
 			}
 		case agent.EventInteractionResolved:
 			if ev.Resolution != nil {
-				run.mu.Lock()
-				delete(run.pending, ev.Resolution.InteractionID)
-				run.mu.Unlock()
+				s.resolved(ctx, run, ev.Resolution)
 			}
 		}
 		if ev.Type.Terminal() {

@@ -7,7 +7,6 @@ package prompt
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -74,6 +73,8 @@ type Options struct {
 	Approval agent.ApprovalPolicy
 	// Owner names this replica in run rows.
 	Owner string
+	// Ledger records interactions; nil keeps them in events only.
+	Ledger Ledger
 }
 
 // Service starts, cancels and answers runs.
@@ -81,6 +82,7 @@ type Service struct {
 	hub       *runhub.Hub
 	chats     Chats
 	history   History
+	ledger    Ledger
 	providers map[agent.ProviderID]agent.Provider
 	opts      Options
 	log       *slog.Logger
@@ -99,7 +101,7 @@ func New(hub *runhub.Hub, chats Chats, history History, providers []agent.Provid
 		opts.Approval = agent.ApprovalAsk
 	}
 	return &Service{
-		hub: hub, chats: chats, history: history, providers: m, opts: opts,
+		hub: hub, chats: chats, history: history, ledger: opts.Ledger, providers: m, opts: opts,
 		log: logger, active: map[string]*Run{},
 	}
 }
@@ -114,6 +116,9 @@ type StartRequest struct {
 	// Interactive says a front-end can answer interactions; otherwise the
 	// service's approval policy applies.
 	Interactive bool
+	// InteractionTimeout, when positive, declines requests nobody answered in
+	// time (recorded as timed_out); zero waits for an answer.
+	InteractionTimeout time.Duration
 }
 
 // Run is a started run.
@@ -129,10 +134,13 @@ type Run struct {
 	// released right after.
 	ending     chan struct{}
 	endingOnce sync.Once
-	mu         sync.Mutex
-	status     string
-	err        error
-	pending    map[string]bool
+
+	mu                 sync.Mutex
+	status             string
+	err                error
+	interactions       map[string]*interactionState // open requests by id
+	resolved           map[string]bool              // ids resolved earlier in the run
+	interactionTimeout time.Duration
 }
 
 // Done is closed when the run has ended and its lease is released.
@@ -208,7 +216,10 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		responses: make(chan agent.InteractionResponse, 8),
 		done:      make(chan struct{}),
 		ending:    make(chan struct{}),
-		pending:   map[string]bool{},
+
+		interactions:       map[string]*interactionState{},
+		resolved:           map[string]bool{},
+		interactionTimeout: req.InteractionTimeout,
 	}
 	s.awaitEnding(ctx, chat.ID)
 	lease, err := s.hub.Acquire(ctx, runhub.RunRecord{
@@ -290,34 +301,6 @@ func (s *Service) Cancel(chatID string) bool {
 		r.cancel()
 	}
 	return ok
-}
-
-// ErrUnknownInteraction is returned for an answer that matches no pending request.
-var ErrUnknownInteraction = errors.New("no such pending interaction")
-
-// RespondInteraction routes a user's answer to the run that asked.
-func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	r, ok := s.current(chatID)
-	if !ok || r.ID != runID {
-		return fmt.Errorf("%w: run %s of chat %s is not active", ErrUnknownInteraction, runID, chatID)
-	}
-	r.mu.Lock()
-	pending := r.pending[resp.InteractionID]
-	if pending {
-		delete(r.pending, resp.InteractionID)
-	}
-	r.mu.Unlock()
-	if !pending {
-		return fmt.Errorf("%w: %s", ErrUnknownInteraction, resp.InteractionID)
-	}
-	select {
-	case r.responses <- resp:
-		return nil
-	case <-r.done:
-		return fmt.Errorf("%w: run %s ended", ErrUnknownInteraction, runID)
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 type userMessage struct {

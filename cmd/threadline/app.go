@@ -60,43 +60,47 @@ type app struct {
 	hub    *runhub.Hub
 	prompt *prompt.Service
 	bot    *chatops.Bot
+	owner  string
+
+	liveCtx  context.Context
+	stopLive context.CancelFunc
+	liveDone chan struct{}
 }
 
 // openApp opens and migrates the store and wires the services.
 func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.ApprovalPolicy) (*app, error) {
+	agents := map[string]prompt.AgentConfig{}
+	for id := range cfg.Agents {
+		pid, a, err := cfg.agent(id)
+		if err != nil {
+			return nil, err
+		}
+		agents[id] = prompt.AgentConfig{Provider: agent.ProviderID(pid), Bin: a.Bin, Args: a.Args, Env: a.Env, Model: a.Model}
+	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
 		return nil, err
 	}
 	owner := replicaID()
-	if n, err := st.MarkStaleRunsInterrupted(ctx, owner); err != nil {
-		log.WarnContext(ctx, "mark stale runs", "err", err)
-	} else if n > 0 {
-		log.InfoContext(ctx, "runs left running by an earlier process marked interrupted", "count", n)
-	}
 	hub := runhub.New(st, log, runhub.Options{Owner: owner})
-	agents := map[string]prompt.AgentConfig{}
-	for id := range cfg.Agents {
-		pid, a, err := cfg.agent(id)
-		if err != nil {
-			_ = hub.Close()
-			_ = st.Close()
-			return nil, err
-		}
-		agents[id] = prompt.AgentConfig{Provider: agent.ProviderID(pid), Bin: a.Bin, Args: a.Args, Env: a.Env, Model: a.Model}
-	}
 	var providers []agent.Provider
 	for _, id := range builtinIDs() {
 		providers = append(providers, builtins[id].new(log.With("agent", id)))
 	}
 	chats := chatStore{st}
-	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{Agents: agents, Approval: approval, Owner: owner})
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps}
+	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{Agents: agents, Approval: approval, Owner: owner, Ledger: ledger{st}})
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)
+	a.sweep(ctx)
+	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
+	a.liveDone = make(chan struct{})
+	go a.heartbeat()
 	return a, nil
 }
 
 func (a *app) Close() error {
+	a.stopLive()
+	<-a.liveDone
 	return errors.Join(a.hub.Close(), a.store.Close())
 }
 
@@ -249,4 +253,17 @@ func (f feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-ch
 
 func (f feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
 	return f.st.LastSeq(ctx, chatID)
+}
+
+// ledger adapts store.Store to prompt.Ledger.
+type ledger struct{ st *store.Store }
+
+func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
+	return l.st.CreateInteraction(ctx, store.Interaction{
+		RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload,
+	})
+}
+
+func (l ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
+	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
 }

@@ -199,6 +199,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	var status string
 	midLine := false
+	asked := map[string]string{} // interaction id → what was asked
 	for status == "" {
 		select {
 		case <-presses:
@@ -226,6 +227,18 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 				continue
 			}
 			switch e.Type {
+			case agent.EventInteractionRequested:
+				if e.Interaction != nil {
+					asked[e.Interaction.ID] = interactionLabel(e.Interaction)
+				}
+			case agent.EventInteractionResolved:
+				if r := e.Resolution; r != nil {
+					if midLine {
+						io.WriteString(stdout, "\n")
+						midLine = false
+					}
+					fmt.Fprintf(stderr, "threadline: %s %s (--interactions %s)\n", r.Status, asked[r.InteractionID], *interactions)
+				}
 			case agent.EventAssistantDelta:
 				if *events == "" {
 					io.WriteString(stdout, e.Text)
@@ -315,4 +328,15 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer st.Close()
 	fmt.Fprintf(stdout, "threadline: %s database is up to date\n", st.Dialect())
 	return nil
+}
+
+// interactionLabel names what an interaction asked, in a few words.
+func interactionLabel(in *agent.Interaction) string {
+	switch {
+	case in.Command != "":
+		return "`" + in.Command + "`"
+	case in.Title != "":
+		return in.Title
+	}
+	return string(in.Kind)
 }

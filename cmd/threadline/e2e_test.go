@@ -133,4 +133,21 @@ func TestRunEndToEnd(t *testing.T) {
 	if strings.Contains(out, secret) {
 		t.Errorf("a bot secret reached the agent's environment")
 	}
+
+	// 4. The same tool in a one-shot run with the default policy: declined, and
+	// the run says what it answered.
+	os.Remove(filepath.Join(work, "out.txt"))
+	code, out, errOut, err = run(t, "", "run", "--config", cfgPath, "--chat", chatID, "TOOL again")
+	if code != 0 || err != nil {
+		t.Fatalf("run 4: exit %d err %v\nstderr: %s", code, err, errOut)
+	}
+	if !strings.Contains(errOut, "threadline: declined `echo from-bash") || !strings.Contains(errOut, "(--interactions deny)") {
+		t.Errorf("the run did not say what it answered:\n%s", errOut)
+	}
+	if !strings.Contains(out, "Tool error:") {
+		t.Errorf("the agent did not get a denial:\n%s", out)
+	}
+	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
+		t.Error("a declined command ran")
+	}
 }

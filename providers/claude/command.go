@@ -22,14 +22,11 @@ var DefaultEnv = map[string]string{
 // Args returns the CLI arguments for req (without the executable).
 //
 // The prompt is not an argument: it is written to stdin as a stream-json user
-// message (see PromptLine). Approval handling:
-//   - ask with a Responses channel: --permission-prompt-tool stdio, every
-//     permission prompt becomes an interaction;
-//   - accept: --permission-prompt-tool stdio too, and the provider approves
-//     every prompt itself (recorded as answered by "policy"); the CLI refuses
-//     --permission-mode bypassPermissions when it runs as root;
-//   - deny, or ask without Responses: no prompt tool, so the CLI denies
-//     whatever would need a prompt by itself.
+// message (see PromptLine). Permission prompts always come to the provider
+// (--permission-prompt-tool stdio): with Approval ask and a Responses channel each
+// becomes an interaction; otherwise the provider answers by policy (accept →
+// allow, anything else → deny), recorded as answered by "policy". The CLI's own
+// bypassPermissions mode is not used: it refuses to run as root.
 func Args(req agent.RunRequest) []string {
 	args := []string{
 		"-p",
@@ -53,9 +50,7 @@ func Args(req agent.RunRequest) []string {
 	if req.Mode == agent.ModePlan {
 		args = append(args, "--permission-mode", "plan")
 	}
-	if asks(req) || req.Approval == agent.ApprovalAccept {
-		args = append(args, "--permission-prompt-tool", "stdio")
-	}
+	args = append(args, "--permission-prompt-tool", "stdio")
 	return append(args, req.Args...)
 }
 

@@ -37,15 +37,15 @@
 //
 // # Approvals
 //
-// With Approval ask and a Responses channel, --permission-prompt-tool stdio
-// routes every permission prompt here: Bash → command_approval, Edit / Write /
-// MultiEdit / NotebookEdit → file_change_approval with a diff summary,
-// AskUserQuestion → question (answer = allow with updatedInput.answers keyed
-// by question text), anything else → permission. Decisions map to allow,
-// deny with a message, or deny with interrupt (cancel). Approval accept also
-// passes the prompt tool and approves every prompt itself (answered by
-// "policy"): the CLI refuses bypassPermissions as root. Deny (or no Responses) passes no prompt
-// tool, so the CLI auto-denies (system/permission_denied).
+// --permission-prompt-tool stdio is always passed, so every permission prompt
+// comes here: Bash → command_approval, Edit / Write / MultiEdit / NotebookEdit →
+// file_change_approval with a diff summary, AskUserQuestion → question (answer =
+// allow with updatedInput.answers keyed by question text), anything else →
+// permission. With Approval ask and a Responses channel the user decides: allow,
+// deny with a message, or deny with interrupt (cancel). Otherwise the provider
+// answers by policy at once (accept → allow, else deny), still emitting
+// interaction.requested and .resolved (By "policy") so the answer is on record.
+// The CLI's bypassPermissions mode is not used: it refuses to run as root.
 //
 // # Cancellation
 //

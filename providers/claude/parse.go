@@ -459,6 +459,9 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 		p.Interrupting = true
 	default: // decline and anything unknown: never allow by accident
 		res.Behavior, res.Message, status = "deny", "Denied by the chat user", StatusDeclined
+		if resp.By == "policy" {
+			res.Message = "Denied by Threadline's approval policy: nobody can be asked in this run"
+		}
 		if pr.kind == agent.KindQuestion {
 			res.Message = "The chat user declined to answer"
 		}

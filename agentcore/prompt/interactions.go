@@ -1,0 +1,187 @@
+// Interactions: the ledger of a run's requests, routing answers, timeouts.
+
+package prompt
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// InteractionRecord is what the ledger keeps of a request. Answer values are
+// never part of it.
+type InteractionRecord struct {
+	RunID    string
+	ID       string
+	ChatID   string
+	NativeID json.RawMessage
+	Kind     string
+	Payload  json.RawMessage
+}
+
+// Ledger persists interactions and their outcomes.
+type Ledger interface {
+	RecordInteraction(ctx context.Context, in InteractionRecord) error
+	// ResolveInteraction moves a pending interaction to a final status.
+	ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error
+}
+
+// Errors of RespondInteraction.
+var (
+	// ErrUnknownInteraction is returned for an answer to a request the run never made.
+	ErrUnknownInteraction = errors.New("no such interaction")
+	// ErrInteractionResolved is returned for a second answer to the same request.
+	ErrInteractionResolved = errors.New("interaction already answered")
+	// ErrRunNotActive is returned for an answer to a run that has ended.
+	ErrRunNotActive = errors.New("run is not active")
+)
+
+// maxInteractionPayload bounds the request copy kept in the ledger.
+const maxInteractionPayload = 16 << 10
+
+// interactionState is a request of a running run.
+type interactionState struct {
+	answered bool // a response was routed; the provider's resolution is awaited
+	timedOut bool
+	timer    *time.Timer
+}
+
+// RespondInteraction routes a user's answer to the run that asked. Answers to
+// unknown ids, already-answered requests and ended runs are refused. A secret
+// answer goes to the agent and nowhere else.
+func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
+	r, ok := s.current(chatID)
+	if !ok || r.ID != runID {
+		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
+	}
+	if err := r.claim(resp.InteractionID); err != nil {
+		return err
+	}
+	return r.send(ctx, resp)
+}
+
+// claim marks the interaction answered, refusing unknown and answered ones.
+func (r *Run) claim(id string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st, ok := r.interactions[id]
+	switch {
+	case !ok && r.resolved[id]:
+		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
+	case !ok:
+		return fmt.Errorf("%w: %s in run %s", ErrUnknownInteraction, id, r.ID)
+	case st.answered:
+		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
+	}
+	st.answered = true
+	if st.timer != nil {
+		st.timer.Stop()
+	}
+	return nil
+}
+
+func (r *Run) send(ctx context.Context, resp agent.InteractionResponse) error {
+	select {
+	case r.responses <- resp:
+		return nil
+	case <-r.ending:
+		return fmt.Errorf("%w: run %s ended before the answer was delivered", ErrRunNotActive, r.ID)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// requested records a new request of the run and arms its timeout.
+func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) {
+	if r.interactionTimeout > 0 {
+		in.ExpiresAt = time.Now().Add(r.interactionTimeout).UTC().Truncate(time.Second)
+	}
+	st := &interactionState{}
+	r.mu.Lock()
+	if _, dup := r.interactions[in.ID]; dup {
+		r.mu.Unlock()
+		s.log.WarnContext(ctx, "duplicate interaction id from provider", "run", r.ID, "interaction", in.ID)
+		return
+	}
+	r.interactions[in.ID] = st
+	if r.interactionTimeout > 0 {
+		id := in.ID
+		st.timer = time.AfterFunc(r.interactionTimeout, func() { s.expire(r, id) })
+	}
+	r.mu.Unlock()
+	if s.ledger == nil {
+		return
+	}
+	payload, _ := json.Marshal(in)
+	if len(payload) > maxInteractionPayload {
+		payload = nil
+	}
+	err := s.ledger.RecordInteraction(ctx, InteractionRecord{
+		RunID: r.ID, ID: in.ID, ChatID: r.ChatID, NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
+	})
+	if err != nil {
+		s.log.ErrorContext(ctx, "record interaction", "run", r.ID, "interaction", in.ID, "err", err)
+	}
+}
+
+// expire declines an interaction nobody answered in time, as timed_out.
+func (s *Service) expire(r *Run, id string) {
+	r.mu.Lock()
+	st, ok := r.interactions[id]
+	if !ok || st.answered {
+		r.mu.Unlock()
+		return
+	}
+	st.answered, st.timedOut = true, true
+	r.mu.Unlock()
+	s.log.Info("interaction timed out, declining", "run", r.ID, "interaction", id)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = r.send(ctx, agent.InteractionResponse{InteractionID: id, Decision: agent.DecisionDecline, By: "timeout"})
+}
+
+// resolved records a provider's resolution; a timed-out decline is recorded as
+// timed_out, distinct from a user's decline.
+func (s *Service) resolved(ctx context.Context, r *Run, res *agent.Resolution) {
+	r.mu.Lock()
+	st, ok := r.interactions[res.InteractionID]
+	if ok {
+		if st.timer != nil {
+			st.timer.Stop()
+		}
+		if st.timedOut && res.Status == agent.StatusDeclined {
+			res.Status, res.By = agent.StatusTimedOut, "timeout"
+		}
+		delete(r.interactions, res.InteractionID)
+		r.resolved[res.InteractionID] = true
+	}
+	r.mu.Unlock()
+	if !ok {
+		s.log.WarnContext(ctx, "resolution of an unknown interaction", "run", r.ID, "interaction", res.InteractionID)
+		return
+	}
+	if s.ledger != nil {
+		if err := s.ledger.ResolveInteraction(ctx, r.ID, res.InteractionID, res.Status, string(res.Decision), res.By); err != nil {
+			s.log.ErrorContext(ctx, "resolve interaction", "run", r.ID, "interaction", res.InteractionID, "err", err)
+		}
+	}
+}
+
+// endInteractions resolves what the provider left open when the run ended.
+func (s *Service) endInteractions(ctx context.Context, r *Run) {
+	r.mu.Lock()
+	var open []string
+	for id := range r.interactions {
+		open = append(open, id)
+	}
+	r.mu.Unlock()
+	for _, id := range open {
+		ev := agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: id, Status: agent.StatusTurnEnded}}
+		s.resolved(ctx, r, ev.Resolution)
+		s.appendEvent(ctx, r, ev)
+	}
+}

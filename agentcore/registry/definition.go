@@ -1,0 +1,253 @@
+// Definition: the declarative description of one agent CLI adapter.
+
+package registry
+
+import (
+	"context"
+	"regexp"
+	"time"
+)
+
+// StreamFormat names the wire protocol an adapter's CLI speaks on stdout.
+type StreamFormat string
+
+// Stream formats. Each is parsed by one provider package.
+const (
+	FormatClaudeStreamJSON StreamFormat = "claude-stream-json"
+	FormatCodexAppServer   StreamFormat = "codex-app-server"
+	FormatACP              StreamFormat = "acp"
+	FormatPiRPC            StreamFormat = "pi-rpc"
+	FormatKimiStreamJSON   StreamFormat = "kimi-stream-json"
+	FormatJSONEvents       StreamFormat = "json-events"
+	FormatPlain            StreamFormat = "plain"
+)
+
+// Formats lists every known stream format.
+var Formats = []StreamFormat{
+	FormatClaudeStreamJSON, FormatCodexAppServer, FormatACP, FormatPiRPC,
+	FormatKimiStreamJSON, FormatJSONEvents, FormatPlain,
+}
+
+// Dialects of FormatJSONEvents (Definition.Dialect).
+const (
+	DialectOpenCode    = "opencode"
+	DialectCursorAgent = "cursor-agent"
+	DialectMimo        = "mimo"
+	DialectCopilot     = "copilot"
+	DialectQoder       = "qoder"
+)
+
+// PromptDelivery says how the prompt reaches the CLI.
+type PromptDelivery string
+
+// Prompt deliveries.
+const (
+	// DeliverStdin writes the prompt text to stdin, then closes it.
+	DeliverStdin PromptDelivery = "stdin"
+	// DeliverFile writes the prompt to a private temporary file whose path
+	// goes on the command line (Args.PromptFile names the flag).
+	DeliverFile PromptDelivery = "file"
+	// DeliverArgv passes the prompt as one argument, within the platform's
+	// command-line budget (see ArgvBudget and PlanPrompt).
+	DeliverArgv PromptDelivery = "argv"
+	// DeliverProtocol sends the prompt inside the CLI's own protocol
+	// (stream-json user message, ACP session/prompt, pi RPC, app-server turn).
+	DeliverProtocol PromptDelivery = "protocol"
+)
+
+// ResumeMechanism says how an adapter continues a native session.
+type ResumeMechanism string
+
+// Resume mechanisms.
+const (
+	// ResumeNone: every run starts fresh; the prompt service sends history.
+	ResumeNone ResumeMechanism = "none"
+	// ResumeCLIFlag: the CLI reports its session id on the stream and a flag
+	// (Args.Resume) continues it on the next run.
+	ResumeCLIFlag ResumeMechanism = "cli-flag"
+	// ResumeProtocol: the protocol loads the session (ACP session/load,
+	// app-server thread/resume, pi switch_session).
+	ResumeProtocol ResumeMechanism = "protocol"
+	// ResumeSnapshot: the CLI reports no id; the adapter discovers it from
+	// the CLI's session directory before and after a fresh run (Antigravity).
+	ResumeSnapshot ResumeMechanism = "dir-snapshot"
+)
+
+// ModelSource says where a model list came from.
+type ModelSource string
+
+// Model sources.
+const (
+	ModelsLive     ModelSource = "live"
+	ModelsFallback ModelSource = "fallback"
+	ModelsConfig   ModelSource = "config"
+)
+
+// SkillStrategy says how selected skills are applied to a prompt (see ApplySkills).
+type SkillStrategy string
+
+// Skill strategies.
+const (
+	SkillsNone         SkillStrategy = "none"
+	SkillsSlash        SkillStrategy = "slash-command"
+	SkillsDollar       SkillStrategy = "dollar-mention"
+	SkillsInstructions SkillStrategy = "instructions"
+)
+
+// VersionProbe is how the CLI's version is read.
+type VersionProbe struct {
+	// Args default to ["--version"].
+	Args []string
+	// Pattern extracts the version from stdout+stderr: the first submatch if
+	// it has one, else the whole match. Nil means DefaultVersionPattern.
+	Pattern *regexp.Regexp
+	// Timeout bounds the probe; zero means ProbeOptions.VersionTimeout.
+	Timeout time.Duration
+}
+
+// DefaultVersionPattern matches a dotted version such as 1.18.33 or v0.24.4-rc.1.
+var DefaultVersionPattern = regexp.MustCompile(`v?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)`)
+
+// ModelCommand lists models by running the CLI.
+type ModelCommand struct {
+	Args []string
+	// Timeout zero means ProbeOptions.ModelTimeout.
+	Timeout time.Duration
+	// Parse turns stdout into model ids; an empty result counts as a failure
+	// (the fallback list is used). Nil means ParseLines.
+	Parse func(stdout string) []string
+}
+
+// ModelDiscoverer discovers models through a protocol handshake (ACP
+// session/new, pi get_available_models). It is set by the wiring, which owns
+// the providers; bin is the resolved executable and env the child environment.
+type ModelDiscoverer func(ctx context.Context, bin string, env []string) ([]string, error)
+
+// Models is how an adapter's models are found.
+type Models struct {
+	// Command is a live listing command (preferred over Discover when both are set).
+	Command *ModelCommand
+	// Discover is a protocol-level live listing.
+	Discover ModelDiscoverer
+	// Fallback is shown when live discovery fails or does not exist.
+	Fallback []string
+}
+
+// ArgSpec holds the inputs of the adapter's argument builder: the fixed
+// arguments and the flags the provider fills per run. Providers own the exact
+// command line; these values document it and let detection and budgeting see
+// the same shape. An empty flag means the CLI has no such option.
+type ArgSpec struct {
+	// Base are the fixed arguments before any per-run flag.
+	Base []string
+	// Model, Effort, Resume and Fork are flag names ("--model", "-s", ...).
+	Model  string
+	Effort string
+	Resume string
+	Fork   string
+	// Prompt is the flag before an argv prompt; empty means positional.
+	Prompt string
+	// PromptFile is the flag before a prompt file path (DeliverFile).
+	PromptFile string
+	// Extra are the operator's extra arguments (agents.<id>.args), appended last.
+	Extra []string
+}
+
+// AuthCheck declares what detection may inspect to tell whether the CLI is
+// signed in. Only names and paths are reported, never values or contents.
+type AuthCheck struct {
+	// Env are variables whose non-empty presence means an API key is configured
+	// (in the host environment or the agent's configured env).
+	Env []string
+	// Files are credential files; "~/" is the home directory and "${VAR}"
+	// expands from the environment (an entry with an unset variable is skipped).
+	Files []string
+	// Note explains what cannot be checked (keyring, OAuth in the OS store).
+	Note string
+}
+
+// Capabilities are what the adapter supports beyond a plain turn.
+type Capabilities struct {
+	Interactions bool `json:"interactions"`
+	Images       bool `json:"images"`
+	Effort       bool `json:"effort"`
+	Plan         bool `json:"plan"`
+}
+
+// Definition is one adapter: a built-in or a local profile of one.
+type Definition struct {
+	ID   string
+	Name string
+	// Base is the built-in a local profile inherits; empty for built-ins.
+	Base string
+	// Bin is the operator's override of the executable (agents.<id>.bin).
+	// When set it is the only launch target tried.
+	Bin string
+	// Executable is looked up on PATH first, then each of Fallbacks.
+	Executable string
+	Fallbacks  []string
+	Version    VersionProbe
+	// VerifiedVersions are the CLI versions this adapter was verified with.
+	// Empty means unverified: no version warning is given.
+	VerifiedVersions []string
+	Models           Models
+	// ConfigModels, when set (by a profile), replace discovery (source "config").
+	ConfigModels []string
+	Args         ArgSpec
+	// Env is added to the child's environment (the operator's env wins).
+	Env map[string]string
+	// Prompt is the preferred delivery; PromptFallback is used when an argv
+	// prompt does not fit the budget (stdin or file; empty refuses).
+	Prompt         PromptDelivery
+	PromptFallback PromptDelivery
+	Format         StreamFormat
+	// Dialect refines FormatJSONEvents (DialectOpenCode, ...).
+	Dialect    string
+	Resume     ResumeMechanism
+	NativeFork bool
+	Caps       Capabilities
+	Skills     SkillStrategy
+	Auth       AuthCheck
+	// InstallHint tells an operator how to install the CLI.
+	InstallHint string
+	Docs        string
+}
+
+// Candidates returns the launch targets in the order a run tries them: the
+// operator's Bin alone when set, else Executable then Fallbacks.
+func (d Definition) Candidates() []string {
+	if d.Bin != "" {
+		return []string{d.Bin}
+	}
+	out := make([]string, 0, 1+len(d.Fallbacks))
+	if d.Executable != "" {
+		out = append(out, d.Executable)
+	}
+	return append(out, d.Fallbacks...)
+}
+
+// clone returns a deep copy, so profiles never alias their base.
+func (d Definition) clone() Definition {
+	d.Fallbacks = append([]string(nil), d.Fallbacks...)
+	d.VerifiedVersions = append([]string(nil), d.VerifiedVersions...)
+	d.Version.Args = append([]string(nil), d.Version.Args...)
+	d.Models.Fallback = append([]string(nil), d.Models.Fallback...)
+	if d.Models.Command != nil {
+		c := *d.Models.Command
+		c.Args = append([]string(nil), c.Args...)
+		d.Models.Command = &c
+	}
+	d.ConfigModels = append([]string(nil), d.ConfigModels...)
+	d.Args.Base = append([]string(nil), d.Args.Base...)
+	d.Args.Extra = append([]string(nil), d.Args.Extra...)
+	d.Auth.Env = append([]string(nil), d.Auth.Env...)
+	d.Auth.Files = append([]string(nil), d.Auth.Files...)
+	if d.Env != nil {
+		env := make(map[string]string, len(d.Env))
+		for k, v := range d.Env {
+			env[k] = v
+		}
+		d.Env = env
+	}
+	return d
+}

@@ -1,0 +1,72 @@
+// Liveness: heartbeats for this process's runs, and the sweep that marks runs of
+// dead processes interrupted and expires their pending interactions.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+const (
+	// heartbeatEvery is how often this process refreshes its running runs.
+	heartbeatEvery = 10 * time.Second
+	// staleAfter is how old a run's heartbeat may get before the run is taken
+	// to be dead (several missed heartbeats).
+	staleAfter = 45 * time.Second
+)
+
+// heartbeat refreshes this process's runs and sweeps dead ones until Close.
+func (a *app) heartbeat() {
+	defer close(a.liveDone)
+	t := time.NewTicker(heartbeatEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-a.liveCtx.Done():
+			return
+		case <-t.C:
+			if _, err := a.store.HeartbeatRuns(a.liveCtx, a.owner); err != nil && a.liveCtx.Err() == nil {
+				a.log.Warn("heartbeat runs", "err", err)
+			}
+			a.sweep(a.liveCtx)
+		}
+	}
+}
+
+// sweep marks runs whose process stopped heartbeating interrupted and expires
+// the interactions they left pending, appending events so that every front-end
+// shows it.
+func (a *app) sweep(ctx context.Context) {
+	runs, err := a.store.MarkStaleRunsInterrupted(ctx, time.Now().Add(-staleAfter))
+	if err != nil {
+		a.log.WarnContext(ctx, "mark stale runs", "err", err)
+	}
+	for _, r := range runs {
+		a.log.InfoContext(ctx, "run of a stopped process marked interrupted", "chat", r.ChatID, "run", r.ID, "owner", r.Owner)
+		a.appendEvent(ctx, r.ChatID, r.ID, agent.Event{
+			Type: agent.EventRunInterrupted,
+			Text: "Threadline stopped while this run was active. Send your message again to continue.",
+		})
+	}
+	expired, err := a.store.ExpireOrphanedInteractions(ctx)
+	if err != nil {
+		a.log.WarnContext(ctx, "expire interactions", "err", err)
+	}
+	for _, in := range expired {
+		a.appendEvent(ctx, in.ChatID, in.RunID, agent.Event{
+			Type:       agent.EventInteractionResolved,
+			Resolution: &agent.Resolution{InteractionID: in.ID, Status: agent.StatusExpired},
+		})
+	}
+}
+
+func (a *app) appendEvent(ctx context.Context, chatID, runID string, ev agent.Event) {
+	b, _ := json.Marshal(ev)
+	if _, err := a.hub.Append(ctx, chatID, runID, string(ev.Type), b); err != nil {
+		a.log.WarnContext(ctx, "append event", "chat", chatID, "type", ev.Type, "err", err)
+	}
+}
