@@ -334,3 +334,125 @@ func TestE2EAPIError(t *testing.T) {
 		t.Errorf("last event %+v", last)
 	}
 }
+
+// answering returns an onEvent that answers every interaction.requested with
+// decide(interaction) on ch (buffered), and the channel itself.
+func answering(decide func(in *agent.Interaction) agent.InteractionResponse) (chan agent.InteractionResponse, func(agent.Event, context.CancelFunc)) {
+	ch := make(chan agent.InteractionResponse, 4)
+	return ch, func(ev agent.Event, _ context.CancelFunc) {
+		if ev.Type == agent.EventInteractionRequested && ev.Interaction != nil {
+			resp := decide(ev.Interaction)
+			resp.InteractionID = ev.Interaction.ID
+			ch <- resp
+		}
+	}
+}
+
+func resolutions(r *runResult) []string {
+	var out []string
+	for _, ev := range r.of(agent.EventInteractionResolved) {
+		out = append(out, ev.Resolution.Status)
+	}
+	return out
+}
+
+func TestE2EApprovalDecline(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-deny", fakeapi.ToolUse("Bash", map[string]any{
+		"command": "touch must-not-exist.txt", "description": "Create a file",
+	})))
+	if h == nil {
+		return
+	}
+	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+		if in.Kind != agent.KindCommandApproval || in.Command != "touch must-not-exist.txt" || string(in.NativeID) == "" {
+			t.Errorf("interaction %+v", in)
+		}
+		return agent.InteractionResponse{Decision: agent.DecisionDecline, By: "tester"}
+	})
+	r := h.run(agent.RunRequest{Prompt: "e2e-deny please", Approval: agent.ApprovalAsk, Responses: ch}, on)
+	if r.err != nil || r.last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	}
+	if got := strings.Join(resolutions(r), ","); got != "declined" {
+		t.Errorf("resolutions %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
+		t.Error("the declined command ran")
+	}
+	if !strings.Contains(r.text(), "Tool error:") || !strings.Contains(r.text(), "Denied by the chat user") {
+		t.Errorf("the model did not get the denial: %q", r.text())
+	}
+}
+
+func TestE2EAskUserQuestion(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-ask", fakeapi.ToolUse("AskUserQuestion", map[string]any{
+		"questions": []map[string]any{{
+			"question": "Which color?", "header": "Color", "multiSelect": false,
+			"options": []map[string]any{{"label": "Blue", "description": "calm"}, {"label": "Red", "description": "bold"}},
+		}},
+	})))
+	if h == nil {
+		return
+	}
+	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+		if in.Kind != agent.KindQuestion || len(in.Questions) != 1 || strings.Join(in.Questions[0].Options, ",") != "Blue,Red" {
+			t.Errorf("interaction %+v", in)
+			return agent.InteractionResponse{Decision: agent.DecisionDecline}
+		}
+		return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{in.Questions[0].ID: "Blue"}, By: "tester"}
+	})
+	r := h.run(agent.RunRequest{Prompt: "e2e-ask me", Approval: agent.ApprovalAsk, Responses: ch}, on)
+	if r.err != nil || r.last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	}
+	if got := strings.Join(resolutions(r), ","); got != "answered" {
+		t.Errorf("resolutions %q", got)
+	}
+	if !strings.Contains(r.text(), `"Which color?"="Blue"`) {
+		t.Errorf("the answer did not reach the model: %q", r.text())
+	}
+}
+
+func TestE2EStopAtApproval(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-stop", fakeapi.ToolUse("Bash", map[string]any{
+		"command": "touch must-not-exist.txt", "description": "Create a file",
+	})))
+	if h == nil {
+		return
+	}
+	ch, on := answering(func(*agent.Interaction) agent.InteractionResponse {
+		return agent.InteractionResponse{Decision: agent.DecisionCancel, By: "tester"}
+	})
+	r := h.run(agent.RunRequest{Prompt: "e2e-stop here", Approval: agent.ApprovalAsk, Responses: ch}, on)
+	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	}
+	if got := strings.Join(resolutions(r), ","); got != "cancelled" {
+		t.Errorf("resolutions %q", got)
+	}
+}
+
+func TestE2ECancelWhileApprovalPending(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-pending", fakeapi.ToolUse("Bash", map[string]any{
+		"command": "touch must-not-exist.txt", "description": "Create a file",
+	})))
+	if h == nil {
+		return
+	}
+	ch := make(chan agent.InteractionResponse)
+	r := h.run(agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: ch}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventInteractionRequested {
+			cancel() // the user stops the turn instead of answering
+		}
+	})
+	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	}
+	res := resolutions(r)
+	if len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
+		t.Errorf("the pending card was not closed: %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
+		t.Error("the unanswered command ran")
+	}
+}
