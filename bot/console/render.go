@@ -119,8 +119,11 @@ func toolSummary(t *agent.Tool) string {
 func interactionText(in *agent.Interaction) string {
 	var sb strings.Builder
 	title := in.Title
-	if title == "" {
-		title = string(in.Kind)
+	switch {
+	case in.Command != "":
+		title = "Run this command?"
+	case title == "":
+		title = strings.ReplaceAll(string(in.Kind), "_", " ")
 	}
 	fmt.Fprintf(&sb, "? %s", title)
 	if in.Command != "" {
@@ -142,6 +145,11 @@ func interactionText(in *agent.Interaction) string {
 		sb.WriteString("\n  answer with an option number or text, or 'n' to decline")
 	} else {
 		sb.WriteString("\n  [y] approve · [a] approve for this session · [n] decline · [s] stop")
+	}
+	if in.ExpiresAt.IsZero() {
+		sb.WriteString("  (waiting for your answer)")
+	} else {
+		fmt.Fprintf(&sb, "  (declined at %s if unanswered)", in.ExpiresAt.Local().Format("15:04:05"))
 	}
 	return sb.String()
 }
