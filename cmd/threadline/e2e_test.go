@@ -150,4 +150,15 @@ func TestRunEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(work, "out.txt")); err == nil {
 		t.Error("a declined command ran")
 	}
+
+	// 5. The audit trail names who started each run and who answered what.
+	code, out, errOut, err = run(t, "", "audit", "--config", cfgPath, "--chat", chatID)
+	if code != 0 || err != nil {
+		t.Fatalf("audit: exit %d err %v\nstderr: %s", code, err, errOut)
+	}
+	for _, want := range []string{"run.started", "cli:", "run.completed", "interaction.approved", "interaction.declined", "policy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("audit lacks %q:\n%s", want, out)
+		}
+	}
 }

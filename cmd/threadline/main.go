@@ -26,6 +26,7 @@ Usage:
   threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--interactions deny|accept]
                  [--config F] [--events jsonl] "prompt"
   threadline migrate [--config F]
+  threadline audit [--chat ID] [--since T] [--json] [--config F]
   threadline version
 
 Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
@@ -66,6 +67,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdRun(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(ctx, args[1:], stdout, stderr)
+	case "audit":
+		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help":
