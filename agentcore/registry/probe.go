@@ -1,0 +1,520 @@
+// Detection: probe every adapter concurrently (launch target, version,
+// models, auth), isolating each adapter's failures.
+
+package registry
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Probe defaults.
+const (
+	DefaultVersionTimeout = 5 * time.Second
+	DefaultModelTimeout   = 15 * time.Second
+	// maxProbeOutput bounds what a probe command's output is read into.
+	maxProbeOutput = 64 << 10
+)
+
+// Status is the outcome of probing one adapter.
+type Status string
+
+// Statuses.
+const (
+	// StatusReady: the launch target exists and answered its version probe.
+	StatusReady Status = "ready"
+	// StatusMissing: no launch target was found.
+	StatusMissing Status = "missing"
+	// StatusBroken: a launch target exists but its version probe failed
+	// (crashed, timed out, printed no version).
+	StatusBroken Status = "broken"
+)
+
+// AuthState is what detection could tell about the CLI's sign-in.
+type AuthState string
+
+// Auth states.
+const (
+	AuthOK      AuthState = "ok"
+	AuthMissing AuthState = "missing"
+	AuthUnknown AuthState = "unknown"
+)
+
+// Report is the result of probing one adapter. It holds no secret: auth is
+// reported by variable names and file paths only.
+type Report struct {
+	ID     string `json:"id"`
+	Name   string `json:"name"`
+	Base   string `json:"base,omitempty"`
+	Status Status `json:"status"`
+	// Path is the resolved launch target; Tried the candidates looked up.
+	Path  string   `json:"path,omitempty"`
+	Tried []string `json:"tried,omitempty"`
+	// Version is the CLI's version; VersionWarning is set when it is not one
+	// the adapter was verified with ("verified with X; found Y").
+	Version        string          `json:"version,omitempty"`
+	VersionWarning string          `json:"version_warning,omitempty"`
+	Models         []string        `json:"models,omitempty"`
+	ModelSource    ModelSource     `json:"model_source,omitempty"`
+	Auth           AuthState       `json:"auth"`
+	AuthDetail     string          `json:"auth_detail,omitempty"`
+	Format         StreamFormat    `json:"format"`
+	Dialect        string          `json:"dialect,omitempty"`
+	Resume         ResumeMechanism `json:"resume"`
+	Fork           bool            `json:"fork"`
+	Capabilities   Capabilities    `json:"capabilities"`
+	InstallHint    string          `json:"install_hint,omitempty"`
+	// Problems are diagnostics: a broken probe, a failed model listing.
+	Problems []string `json:"problems,omitempty"`
+	// Cached says the version and models came from the capability cache.
+	Cached bool `json:"cached,omitempty"`
+}
+
+// ProbeOptions tune Probe. The zero value works.
+type ProbeOptions struct {
+	// VersionTimeout bounds each version probe (default 5 s) unless the
+	// definition sets its own; ModelTimeout each model listing (default 15 s).
+	VersionTimeout time.Duration
+	ModelTimeout   time.Duration
+	// LookPath resolves candidates (default exec.LookPath).
+	LookPath func(string) (string, error)
+	// Env is the base environment of probe children, already filtered by the
+	// caller (procrun.Environ). Nil means a minimal allow-list of the host's
+	// (PATH, HOME, USER, LANG, LC_*, TMPDIR, XDG_*). Each definition's Env is
+	// added on top.
+	Env []string
+	// Getenv reads the host environment for auth hints and ${VAR} paths
+	// (default os.Getenv).
+	Getenv func(string) string
+	// Home is the home directory for "~/" paths (default os.UserHomeDir).
+	Home string
+	// Cache, when set, is consulted and filled.
+	Cache *Cache
+	// Logger receives per-adapter diagnostics (default: discard).
+	Logger *slog.Logger
+}
+
+// Probe probes every definition concurrently and returns one report per
+// definition, in the same order. A failure (missing executable, crash,
+// timeout, panic in a parser) is confined to its adapter's report. ctx
+// cancels every probe still running.
+func Probe(ctx context.Context, defs []Definition, opts ProbeOptions) []Report {
+	opts = opts.withDefaults()
+	out := make([]Report, len(defs))
+	var wg sync.WaitGroup
+	for i, d := range defs {
+		wg.Go(func() {
+			defer func() {
+				if v := recover(); v != nil {
+					opts.Logger.Error("agent probe panicked", "agent", d.ID, "panic", fmt.Sprint(v))
+					out[i] = baseReport(d)
+					out[i].Status = StatusBroken
+					out[i].Problems = append(out[i].Problems, fmt.Sprintf("probe failed: %v", v))
+				}
+			}()
+			out[i] = probeOne(ctx, d, opts)
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func (o ProbeOptions) withDefaults() ProbeOptions {
+	if o.VersionTimeout <= 0 {
+		o.VersionTimeout = DefaultVersionTimeout
+	}
+	if o.ModelTimeout <= 0 {
+		o.ModelTimeout = DefaultModelTimeout
+	}
+	if o.LookPath == nil {
+		o.LookPath = exec.LookPath
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.Env == nil {
+		o.Env = minimalEnv(os.Environ())
+	}
+	if o.Home == "" {
+		o.Home, _ = os.UserHomeDir()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o
+}
+
+// minimalEnv keeps the variables a version probe needs and nothing secret.
+func minimalEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "USER", k == "LOGNAME", k == "LANG", k == "TMPDIR", k == "TZ",
+			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "XDG_"):
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+func baseReport(d Definition) Report {
+	return Report{
+		ID: d.ID, Name: d.Name, Base: d.Base, Status: StatusMissing,
+		Format: d.Format, Dialect: d.Dialect, Resume: d.Resume, Fork: d.NativeFork,
+		Capabilities: d.Caps, InstallHint: d.InstallHint, Auth: AuthUnknown,
+	}
+}
+
+func probeOne(ctx context.Context, d Definition, opts ProbeOptions) Report {
+	r := baseReport(d)
+	logger := opts.Logger.With("agent", d.ID)
+	env := childEnv(opts.Env, d.Env)
+	r.Auth, r.AuthDetail = checkAuth(d, opts)
+
+	launch, err := Resolve(d, opts.LookPath)
+	r.Tried = launch.Tried
+	if err != nil {
+		r.Models, r.ModelSource = staticModels(d)
+		return r
+	}
+	r.Path = launch.Path
+	r.Status = StatusReady
+
+	var mtime time.Time
+	if fi, err := os.Stat(launch.Path); err == nil {
+		mtime = fi.ModTime()
+	}
+	version, cachedVersion := "", false
+	if opts.Cache != nil {
+		version, cachedVersion = opts.Cache.Version(d.ID, launch.Path, mtime)
+	}
+	if !cachedVersion {
+		version, err = probeVersion(ctx, d, launch.Path, env, opts)
+		if err != nil {
+			logger.Warn("version probe failed", "path", launch.Path, "err", err)
+			r.Status = StatusBroken
+			r.Problems = append(r.Problems, err.Error())
+			r.Models, r.ModelSource = staticModels(d)
+			return r
+		}
+	}
+	r.Version = version
+	if len(d.VerifiedVersions) > 0 && !slices.Contains(d.VerifiedVersions, version) {
+		r.VersionWarning = fmt.Sprintf("verified with %s; found %s", strings.Join(d.VerifiedVersions, ", "), version)
+	}
+
+	if len(d.ConfigModels) > 0 {
+		r.Models, r.ModelSource = append([]string(nil), d.ConfigModels...), ModelsConfig
+		if opts.Cache != nil && !cachedVersion {
+			opts.Cache.Put(CacheKey{ID: d.ID, Path: launch.Path, Version: version, ModTime: mtime}, CacheEntry{Version: version})
+		}
+		r.Cached = cachedVersion
+		return r
+	}
+	key := CacheKey{ID: d.ID, Path: launch.Path, Version: version, ModTime: mtime}
+	if opts.Cache != nil {
+		if e, ok := opts.Cache.Get(key); ok {
+			r.Models, r.ModelSource, r.Cached = e.Models, e.ModelSource, true
+			if e.ModelProblem != "" {
+				r.Problems = append(r.Problems, e.ModelProblem)
+			}
+			return r
+		}
+	}
+	entry := CacheEntry{Version: version}
+	entry.Models, entry.ModelSource, entry.ModelProblem = listModels(ctx, d, launch.Path, env, opts)
+	if entry.ModelProblem != "" {
+		logger.Warn("model listing failed", "err", entry.ModelProblem)
+		r.Problems = append(r.Problems, entry.ModelProblem)
+	}
+	r.Models, r.ModelSource = entry.Models, entry.ModelSource
+	if opts.Cache != nil && ctx.Err() == nil {
+		opts.Cache.Put(key, entry)
+	}
+	return r
+}
+
+// staticModels is the list shown without running the CLI.
+func staticModels(d Definition) ([]string, ModelSource) {
+	if len(d.ConfigModels) > 0 {
+		return append([]string(nil), d.ConfigModels...), ModelsConfig
+	}
+	if len(d.Models.Fallback) > 0 {
+		return append([]string(nil), d.Models.Fallback...), ModelsFallback
+	}
+	return nil, ""
+}
+
+// childEnv is base plus the definition's env (which wins).
+func childEnv(base []string, extra map[string]string) []string {
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, over := extra[k]; !over {
+			out = append(out, kv)
+		}
+	}
+	keys := make([]string, 0, len(extra))
+	for k := range extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// Errors of a probe command; the messages name the command.
+var (
+	errProbeTimeout = errors.New("timed out")
+	errNoVersion    = errors.New("printed no version")
+)
+
+func probeVersion(ctx context.Context, d Definition, path string, env []string, opts ProbeOptions) (string, error) {
+	args := d.Version.Args
+	if len(args) == 0 {
+		args = []string{"--version"}
+	}
+	timeout := d.Version.Timeout
+	if timeout <= 0 {
+		timeout = opts.VersionTimeout
+	}
+	out, err := runProbe(ctx, timeout, path, args, env)
+	cmd := filepath.Base(path) + " " + strings.Join(args, " ")
+	if err != nil {
+		return "", fmt.Errorf("version probe `%s`: %w", cmd, err)
+	}
+	pat := d.Version.Pattern
+	if pat == nil {
+		pat = DefaultVersionPattern
+	}
+	v := matchVersion(pat, out)
+	if v == "" {
+		return "", fmt.Errorf("version probe `%s`: %w: %q", cmd, errNoVersion, excerpt(out, 120))
+	}
+	return v, nil
+}
+
+func matchVersion(pat *regexp.Regexp, out string) string {
+	m := pat.FindStringSubmatch(out)
+	switch {
+	case m == nil:
+		return ""
+	case len(m) > 1 && m[1] != "":
+		return m[1]
+	}
+	return m[0]
+}
+
+func listModels(ctx context.Context, d Definition, path string, env []string, opts ProbeOptions) (models []string, src ModelSource, problem string) {
+	fallback := func(p string) ([]string, ModelSource, string) {
+		if len(d.Models.Fallback) == 0 {
+			return nil, "", p
+		}
+		return append([]string(nil), d.Models.Fallback...), ModelsFallback, p
+	}
+	switch {
+	case d.Models.Command != nil:
+		c := d.Models.Command
+		timeout := c.Timeout
+		if timeout <= 0 {
+			timeout = opts.ModelTimeout
+		}
+		out, err := runProbe(ctx, timeout, path, c.Args, env)
+		cmd := filepath.Base(path) + " " + strings.Join(c.Args, " ")
+		if err != nil {
+			return fallback(fmt.Sprintf("model list `%s`: %v", cmd, err))
+		}
+		parse := c.Parse
+		if parse == nil {
+			parse = ParseLines
+		}
+		if ids := parse(out); len(ids) > 0 {
+			return ids, ModelsLive, ""
+		}
+		return fallback(fmt.Sprintf("model list `%s`: no models in its output", cmd))
+	case d.Models.Discover != nil:
+		dctx, cancel := context.WithTimeout(ctx, opts.ModelTimeout)
+		defer cancel()
+		ids, err := d.Models.Discover(dctx, path, env)
+		if err != nil {
+			return fallback(fmt.Sprintf("model discovery: %v", err))
+		}
+		if len(ids) > 0 {
+			return ids, ModelsLive, ""
+		}
+		return fallback("model discovery: no models")
+	}
+	return fallback("")
+}
+
+// runProbe runs path args with a timeout, stdin closed, and returns stdout
+// followed by stderr (bounded). A non-zero exit is an error carrying the
+// output's tail; so is a timeout, after the process group was killed.
+func runProbe(ctx context.Context, timeout time.Duration, path string, args, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = env
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.WaitDelay = time.Second
+	groupKill(cmd)
+	var stdout, stderr boundedBuffer
+	stdout.max, stderr.max = maxProbeOutput, maxProbeOutput
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	out := stdout.String()
+	if s := stderr.String(); s != "" {
+		if out != "" && !strings.HasSuffix(out, "\n") {
+			out += "\n"
+		}
+		out += s
+	}
+	switch {
+	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return out, fmt.Errorf("%w after %s", errProbeTimeout, timeout)
+	case ctx.Err() != nil:
+		return out, ctx.Err()
+	case err != nil:
+		if tail := excerpt(out, 200); tail != "" {
+			return out, fmt.Errorf("%w: %s", err, tail)
+		}
+		return out, err
+	}
+	return out, nil
+}
+
+// boundedBuffer keeps the first max bytes written and discards the rest.
+type boundedBuffer struct {
+	buf bytes.Buffer
+	max int
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); room > 0 {
+		b.buf.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+func (b *boundedBuffer) String() string { return b.buf.String() }
+
+var _ io.Writer = (*boundedBuffer)(nil)
+
+// excerpt folds s into one trimmed line of at most n bytes (its tail).
+func excerpt(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		cut := len(s) - n
+		for cut < len(s) && s[cut]&0xC0 == 0x80 {
+			cut++
+		}
+		s = "…" + s[cut:]
+	}
+	return s
+}
+
+// checkAuth applies d.Auth. Only names and paths are reported.
+//
+// A key counts when it is in the agent's configured env (d.Env): that is
+// the only way a key reaches the child, because the host environment is
+// filtered. A key present only in the host environment is named as a hint.
+func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
+	a := d.Auth
+	if len(a.Env) == 0 && len(a.Files) == 0 {
+		if a.Note != "" {
+			return AuthUnknown, a.Note
+		}
+		return AuthUnknown, "no sign-in check for this CLI"
+	}
+	lookup := func(k string) string {
+		if v, ok := d.Env[k]; ok {
+			return v
+		}
+		return opts.Getenv(k)
+	}
+	for _, k := range a.Env {
+		if d.Env[k] != "" {
+			return AuthOK, k + " set in the agent's env"
+		}
+	}
+	home := opts.Home
+	if h := d.Env["HOME"]; h != "" {
+		home = h
+	}
+	var tried []string
+	for _, f := range a.Files {
+		p, ok := expandPath(f, home, lookup)
+		if !ok {
+			continue
+		}
+		shown := tildePath(p, home)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			return AuthOK, "credentials file " + shown
+		}
+		tried = append(tried, shown)
+	}
+	var hostOnly []string
+	for _, k := range a.Env {
+		if opts.Getenv(k) != "" {
+			hostOnly = append(hostOnly, k)
+		}
+	}
+	detail := "no " + strings.Join(append(append([]string(nil), a.Env...), tried...), ", no ")
+	if len(hostOnly) > 0 {
+		detail += fmt.Sprintf("; %s is set in the host environment but does not reach the agent: set it in agents.%s.env",
+			strings.Join(hostOnly, ", "), d.ID)
+	}
+	if a.Note != "" {
+		detail += "; " + a.Note
+	}
+	return AuthMissing, detail
+}
+
+var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// expandPath expands "~/" and ${VAR}; ok is false when a variable is unset.
+func expandPath(p, home string, lookup func(string) string) (string, bool) {
+	ok := true
+	p = varRef.ReplaceAllStringFunc(p, func(m string) string {
+		v := lookup(varRef.FindStringSubmatch(m)[1])
+		if v == "" {
+			ok = false
+		}
+		return v
+	})
+	if !ok {
+		return "", false
+	}
+	if strings.HasPrefix(p, "~/") {
+		if home == "" {
+			return "", false
+		}
+		p = filepath.Join(home, p[2:])
+	}
+	return p, true
+}
+
+func tildePath(p, home string) string {
+	if home != "" && strings.HasPrefix(p, home+string(filepath.Separator)) {
+		return "~" + p[len(home):]
+	}
+	return p
+}
