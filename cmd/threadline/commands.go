@@ -100,7 +100,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, slog.LevelWarn)
+	log := newLogger(stderr, slog.LevelWarn, cfg)
 	presses, ctx, stop := interrupts(ctx)
 	defer stop()
 	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk)
@@ -170,7 +170,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, slog.LevelWarn)
+	log := newLogger(stderr, slog.LevelWarn, cfg)
 	presses, ctx, stop := interrupts(ctx)
 	defer stop()
 	a, err := openApp(ctx, cfg, log, approval)
@@ -321,7 +321,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn))
+	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn, cfg))
 	if err != nil {
 		return err
 	}

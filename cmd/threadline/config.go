@@ -3,12 +3,17 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -16,9 +21,14 @@ import (
 // Config is the whole configuration file.
 type Config struct {
 	Database DatabaseConfig         `yaml:"database"`
+	HTTP     HTTPConfig             `yaml:"http"`
 	Workdir  string                 `yaml:"workdir"`
+	Access   AccessConfig           `yaml:"access"`
 	Defaults DefaultsConfig         `yaml:"defaults"`
 	Agents   map[string]AgentConfig `yaml:"agents"`
+	Slack    *SlackConfig           `yaml:"slack"`
+	Matrix   *MatrixConfig          `yaml:"matrix"`
+	LXD      LXDConfig              `yaml:"lxd"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -27,12 +37,26 @@ type Config struct {
 // DatabaseConfig selects the store.
 type DatabaseConfig struct {
 	// URL is postgres://... or a SQLite path (sqlite:PATH, file:PATH or PATH).
-	URL string `yaml:"url"`
+	URL     string `yaml:"url"`
+	URLFile string `yaml:"url_file"`
+}
+
+// HTTPConfig is the address of /healthz, /metrics and the Slack HTTP endpoints.
+type HTTPConfig struct {
+	Listen string `yaml:"listen"`
+}
+
+// AccessConfig lists who may run and approve everywhere.
+type AccessConfig struct {
+	// Admins are "slack:U0123ABC" or "matrix:@alice:example.org".
+	Admins []string `yaml:"admins"`
 }
 
 // DefaultsConfig holds defaults for new chats.
 type DefaultsConfig struct {
 	Agent string `yaml:"agent"`
+	// InteractionTimeout declines approvals nobody answered in time; empty waits.
+	InteractionTimeout Duration `yaml:"interaction_timeout"`
 }
 
 // AgentConfig overrides an agent's launch.
@@ -43,6 +67,70 @@ type AgentConfig struct {
 	Args  []string          `yaml:"args"`
 	Env   map[string]string `yaml:"env"`
 	Model string            `yaml:"model"`
+}
+
+// ChannelConfig is the per-channel (Slack) or per-room (Matrix) setting.
+type ChannelConfig struct {
+	Agent               string   `yaml:"agent"`
+	Model               string   `yaml:"model"`
+	Project             string   `yaml:"project"`
+	Workdir             string   `yaml:"workdir"`
+	Allow               []string `yaml:"allow"`
+	Approvers           []string `yaml:"approvers"`
+	ReplyWithoutMention bool     `yaml:"reply_without_mention"`
+	InteractionTimeout  Duration `yaml:"interaction_timeout"`
+}
+
+// SlackConfig configures the Slack front-end.
+type SlackConfig struct {
+	Mode              string                   `yaml:"mode"`
+	AppToken          string                   `yaml:"app_token"`
+	AppTokenFile      string                   `yaml:"app_token_file"`
+	BotToken          string                   `yaml:"bot_token"`
+	BotTokenFile      string                   `yaml:"bot_token_file"`
+	SigningSecret     string                   `yaml:"signing_secret"`
+	SigningSecretFile string                   `yaml:"signing_secret_file"`
+	APIURL            string                   `yaml:"api_url"`
+	Channels          map[string]ChannelConfig `yaml:"channels"`
+}
+
+// MatrixConfig configures the Matrix front-end.
+type MatrixConfig struct {
+	Homeserver      string                   `yaml:"homeserver"`
+	UserID          string                   `yaml:"user_id"`
+	AccessToken     string                   `yaml:"access_token"`
+	AccessTokenFile string                   `yaml:"access_token_file"`
+	Password        string                   `yaml:"password"`
+	PasswordFile    string                   `yaml:"password_file"`
+	Encryption      bool                     `yaml:"encryption"`
+	Rooms           map[string]ChannelConfig `yaml:"rooms"`
+}
+
+// LXDConfig configures project containers.
+type LXDConfig struct {
+	// Remote is an lxc remote name; empty uses the local unix socket.
+	Remote string `yaml:"remote"`
+	// Image is the default image of new project containers.
+	Image string `yaml:"image"`
+}
+
+// Duration is a time.Duration written as "90s", "5m".
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML reads a Go duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Value == "" {
+		return nil
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %q is not a duration (use 90s, 5m, 1h)", n.Line, n.Value)
+	}
+	if v < 0 {
+		return fmt.Errorf("line %d: a duration cannot be negative", n.Line)
+	}
+	d.Duration = v
+	return nil
 }
 
 // configPaths lists where a config file is looked for when --config is not given.
@@ -93,11 +181,76 @@ func parseConfig(raw []byte, cfg *Config) error {
 	if len(root.Content) == 0 {
 		return nil
 	}
-	dec := root.Content[0]
-	if err := dec.Decode(cfg); err != nil {
+	// Decode the expanded tree strictly: a misspelt key is an error, not a
+	// silently ignored setting.
+	expanded, err := yaml.Marshal(root.Content[0])
+	if err != nil {
+		return err
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(expanded))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	if err := cfg.readSecretFiles(); err != nil {
 		return err
 	}
 	return cfg.validate()
+}
+
+// readSecretFiles fills each secret from its *_file setting (one of the two may be set).
+func (c *Config) readSecretFiles() error {
+	type pair struct {
+		name  string
+		value *string
+		file  string
+	}
+	pairs := []pair{{"database.url", &c.Database.URL, c.Database.URLFile}}
+	if c.Slack != nil {
+		pairs = append(pairs,
+			pair{"slack.app_token", &c.Slack.AppToken, c.Slack.AppTokenFile},
+			pair{"slack.bot_token", &c.Slack.BotToken, c.Slack.BotTokenFile},
+			pair{"slack.signing_secret", &c.Slack.SigningSecret, c.Slack.SigningSecretFile})
+	}
+	if c.Matrix != nil {
+		pairs = append(pairs,
+			pair{"matrix.access_token", &c.Matrix.AccessToken, c.Matrix.AccessTokenFile},
+			pair{"matrix.password", &c.Matrix.Password, c.Matrix.PasswordFile})
+	}
+	for _, p := range pairs {
+		if p.file == "" {
+			continue
+		}
+		if *p.value != "" {
+			return fmt.Errorf("%s and %s_file are both set; keep one", p.name, p.name)
+		}
+		b, err := os.ReadFile(p.file)
+		if err != nil {
+			return fmt.Errorf("%s_file: %w", p.name, err)
+		}
+		*p.value = strings.TrimSpace(string(b))
+		if *p.value == "" {
+			return fmt.Errorf("%s_file: %s is empty", p.name, p.file)
+		}
+	}
+	return nil
+}
+
+// secrets lists the configured secret values, for redaction in logs and chat.
+func (c *Config) secrets() []string {
+	var out []string
+	if u, err := url.Parse(c.Database.URL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			out = append(out, pw)
+		}
+	}
+	if c.Slack != nil {
+		out = append(out, c.Slack.AppToken, c.Slack.BotToken, c.Slack.SigningSecret)
+	}
+	if c.Matrix != nil {
+		out = append(out, c.Matrix.AccessToken, c.Matrix.Password)
+	}
+	return out
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
@@ -136,6 +289,50 @@ func (c *Config) validate() error {
 			return fmt.Errorf("agents.%s: base must name another agent", id)
 		}
 	}
+	if c.HTTP.Listen != "" {
+		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
+			return fmt.Errorf("http.listen: %q is not host:port (e.g. 127.0.0.1:8780)", c.HTTP.Listen)
+		}
+	}
+	for _, a := range c.Access.Admins {
+		if !strings.HasPrefix(a, "slack:") && !strings.HasPrefix(a, "matrix:@") {
+			return fmt.Errorf("access.admins: %q must be slack:<user id> or matrix:@user:server", a)
+		}
+	}
+	if s := c.Slack; s != nil {
+		switch s.Mode {
+		case "":
+			s.Mode = "socket"
+		case "socket", "http":
+		default:
+			return fmt.Errorf("slack.mode: %q must be socket or http", s.Mode)
+		}
+		if s.BotToken == "" {
+			return errors.New("slack.bot_token is required (xoxb-...)")
+		}
+		if s.Mode == "socket" && s.AppToken == "" {
+			return errors.New("slack.app_token is required in socket mode (xapp-..., with connections:write)")
+		}
+		if s.Mode == "http" && s.SigningSecret == "" {
+			return errors.New("slack.signing_secret is required in http mode")
+		}
+		if s.APIURL != "" {
+			if u, err := url.Parse(s.APIURL); err != nil || u.Scheme == "" || u.Host == "" {
+				return fmt.Errorf("slack.api_url: %q is not a URL", s.APIURL)
+			}
+		}
+	}
+	if m := c.Matrix; m != nil {
+		if u, err := url.Parse(m.Homeserver); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("matrix.homeserver: %q is not an http(s) URL", m.Homeserver)
+		}
+		if !strings.HasPrefix(m.UserID, "@") || !strings.Contains(m.UserID, ":") {
+			return fmt.Errorf("matrix.user_id: %q must look like @threadline:example.org", m.UserID)
+		}
+		if m.AccessToken == "" && m.Password == "" {
+			return errors.New("matrix: set access_token or password")
+		}
+	}
 	return nil
 }
 
@@ -146,6 +343,9 @@ func (c *Config) applyDefaults() error {
 			return err
 		}
 		c.Database.URL = filepath.Join(dir, "threadline.db")
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = "127.0.0.1:8780"
 	}
 	if c.Workdir != "" {
 		w, err := expandHome(c.Workdir)

@@ -99,3 +99,44 @@ func TestDefaultDatabaseIsSQLiteInXDGDataHome(t *testing.T) {
 		t.Errorf("database.url = %q, want %q", cfg.Database.URL, want)
 	}
 }
+
+func TestConfigValidation(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "bot-token")
+	os.WriteFile(tokenFile, []byte("xoxb-from-file\n"), 0o600)
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"unknown key", "databse:\n  url: x\n", "field databse not found"},
+		{"slack mode", "slack: {mode: carrier-pigeon, bot_token: b}\n", `slack.mode: "carrier-pigeon" must be socket or http`},
+		{"slack bot token", "slack: {app_token: a}\n", "slack.bot_token is required"},
+		{"slack socket app token", "slack: {bot_token: b}\n", "slack.app_token is required in socket mode"},
+		{"slack http signing", "slack: {mode: http, bot_token: b}\n", "slack.signing_secret is required in http mode"},
+		{"both token and file", "slack: {bot_token: b, bot_token_file: " + tokenFile + ", app_token: a}\n", "slack.bot_token and slack.bot_token_file are both set"},
+		{"missing file", "slack: {bot_token_file: /nonexistent/t, app_token: a}\n", "slack.bot_token_file"},
+		{"matrix homeserver", "matrix: {homeserver: matrix.org, user_id: '@a:b', password: p}\n", "matrix.homeserver"},
+		{"matrix user", "matrix: {homeserver: 'https://m.org', user_id: bot, password: p}\n", "matrix.user_id"},
+		{"matrix creds", "matrix: {homeserver: 'https://m.org', user_id: '@a:b'}\n", "set access_token or password"},
+		{"admins", "access: {admins: [U123]}\n", "must be slack:<user id> or matrix:@user:server"},
+		{"listen", "http: {listen: localhost}\n", "http.listen"},
+		{"duration", "defaults: {interaction_timeout: soon}\n", "is not a duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := loadConfig(writeConfig(t, tc.body))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	t.Run("secret from file", func(t *testing.T) {
+		cfg, err := loadConfig(writeConfig(t, "slack: {bot_token_file: "+tokenFile+", app_token: xapp-1-abcdef}\ndefaults: {interaction_timeout: 5m}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Slack.BotToken != "xoxb-from-file" || cfg.Slack.Mode != "socket" || cfg.Defaults.InteractionTimeout.Minutes() != 5 {
+			t.Errorf("%+v %+v", cfg.Slack, cfg.Defaults)
+		}
+		if s := strings.Join(cfg.secrets(), " "); !strings.Contains(s, "xoxb-from-file") || !strings.Contains(s, "xapp-1-abcdef") {
+			t.Errorf("secrets() = %q", s)
+		}
+	})
+}

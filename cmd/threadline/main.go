@@ -14,6 +14,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+
+	"github.com/threadline-bot/threadline/chatops/redact"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -118,13 +120,15 @@ func versionString() string {
 	return s
 }
 
-// newLogger logs to w at the level from THREADLINE_LOG (debug, info, warn, error).
-func newLogger(w io.Writer, def slog.Level) *slog.Logger {
+// newLogger logs to w at the level from THREADLINE_LOG (debug, info, warn,
+// error), with the config's secret values redacted.
+func newLogger(w io.Writer, def slog.Level, cfg *Config) *slog.Logger {
 	level := def
 	if v := os.Getenv("THREADLINE_LOG"); v != "" {
 		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
+	return slog.New(redact.Handler(h, redact.New(cfg.secrets()...)))
 }
 
 // interrupts turns SIGINT/SIGTERM into a channel of presses. SIGTERM also cancels ctx.
