@@ -1,0 +1,226 @@
+// Provider: runs one Kimi turn through procrun.Run.
+
+package kimi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+const installHint = "uv tool install kimi-cli (or npm install -g @moonshot-ai/kimi-code)"
+
+// Defaults.
+const (
+	DefaultBin            = "kimi"
+	DefaultStopGrace      = 5 * time.Second
+	DefaultVersionTimeout = 5 * time.Second
+	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
+	// per-argument limit with room to spare; the wiring may pass
+	// registry.ArgvBudget instead.
+	DefaultArgvLimit = 96 << 10
+)
+
+// Options configures a Provider.
+type Options struct {
+	// Bin is the executable; default "kimi". RunRequest.Bin overrides it.
+	Bin string
+	// Env is extra environment for every run (below RunRequest.Env).
+	Env map[string]string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child (see procrun.Environ).
+	Secret func(key string) bool
+	// StopGrace is how long a cancelled run waits after SIGINT before the
+	// kill; default 5 s.
+	StopGrace time.Duration
+	// ArgvLimit is the longest prompt passed with -p; a longer one goes to
+	// stdin. Zero means DefaultArgvLimit.
+	ArgvLimit int
+	// VersionTimeout bounds `kimi --version`; default 5 s.
+	VersionTimeout time.Duration
+}
+
+// Provider runs Kimi Code CLI.
+type Provider struct {
+	logger *slog.Logger
+	opts   Options
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a Provider. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) *Provider {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bin == "" {
+		opts.Bin = DefaultBin
+	}
+	if opts.HostEnv == nil {
+		opts.HostEnv = os.Environ
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.ArgvLimit <= 0 {
+		opts.ArgvLimit = DefaultArgvLimit
+	}
+	if opts.VersionTimeout <= 0 {
+		opts.VersionTimeout = DefaultVersionTimeout
+	}
+	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
+}
+
+// ID returns "kimi".
+func (p *Provider) ID() agent.ProviderID { return ProviderID }
+
+// InstallHint tells an operator how to install the CLI.
+func (p *Provider) InstallHint() string { return installHint }
+
+// Invocation is the command line and stdin of one run.
+type Invocation struct {
+	Args []string
+	// Stdin is the stream-json user message when the prompt is not an argument.
+	Stdin []byte
+}
+
+// Command builds the invocation for req. argvLimit is the longest prompt
+// put on the command line. A Fork clears the resume id (Kimi cannot fork).
+func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
+	var inv Invocation
+	if len(req.Prompt) <= argvLimit && !strings.ContainsRune(req.Prompt, 0) {
+		inv.Args = []string{"-p", req.Prompt, "--output-format", "stream-json"}
+	} else {
+		line, err := json.Marshal(map[string]string{"role": "user", "content": req.Prompt})
+		if err != nil {
+			return inv, fmt.Errorf("kimi prompt: %w", err)
+		}
+		inv.Args = []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json"}
+		inv.Stdin = line
+	}
+	if req.Model != "" {
+		inv.Args = append(inv.Args, "--model", req.Model)
+	}
+	if id := resumeID(req); id != "" {
+		inv.Args = append(inv.Args, "--session", id)
+	}
+	inv.Args = append(inv.Args, req.Args...)
+	return inv, nil
+}
+
+// resumeID is the session to continue: none for a fork (no native fork).
+func resumeID(req agent.RunRequest) string {
+	if req.Fork {
+		return ""
+	}
+	return req.ResumeID
+}
+
+// Run executes one turn. See the agent package doc for the contract.
+func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	inv, err := Command(req, p.opts.ArgvLimit)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+		return nil
+	}
+	if len(req.Images) > 0 {
+		logger.Warn("images dropped: kimi print mode takes text only", "images", len(req.Images))
+		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: "Kimi's print mode takes text only; the attached images were not sent."})
+	}
+	if req.Fork && req.ResumeID != "" {
+		logger.Info("kimi cannot fork; starting a fresh session")
+	}
+	spec := procrun.Spec{
+		Bin:  bin,
+		Args: inv.Args,
+		Dir:  req.Cwd,
+		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
+	}
+	ro := procrun.RunOptions{Provider: ProviderID, StopGrace: p.opts.StopGrace}
+	if inv.Stdin != nil {
+		ro.Stdin = [][]byte{inv.Stdin}
+	}
+	err = procrun.Run(ctx, logger, spec, NewParser(resumeID(req)), ro, emit)
+	if errors.Is(err, agent.ErrNotInstalled) {
+		return fmt.Errorf("%w (install: %s)", err, installHint)
+	}
+	return err
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?\S*`)
+
+// Capabilities runs `<bin> --version`. A missing executable returns an error
+// wrapping agent.ErrNotInstalled.
+func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
+	caps := agent.Capabilities{Resume: true, Models: []string{"kimi-k2-turbo-preview", "kimi-k2.5"}}
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	out, err := versionOutput(ctx, p.logger, bin, p.opts.VersionTimeout, procrun.Environ(p.opts.HostEnv(), p.opts.Env, p.opts.Secret))
+	if err != nil {
+		return caps, err
+	}
+	caps.Version = versionRE.FindString(out)
+	if caps.Version == "" {
+		caps.Version = strings.TrimSpace(out)
+	}
+	return caps, nil
+}
+
+// versionOutput runs bin --version under a timeout and returns its stdout.
+func versionOutput(ctx context.Context, logger *slog.Logger, bin string, timeout time.Duration, env []string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	proc, err := procrun.Start(ctx, logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
+	if err != nil {
+		return "", err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
+	defer stop()
+	var out bytes.Buffer
+	_ = proc.Each(func(line []byte) error {
+		if out.Len() < 4096 {
+			out.Write(line)
+			out.WriteByte('\n')
+		}
+		return nil
+	})
+	if err := proc.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return "", fmt.Errorf("%s --version: %w", bin, ctx.Err())
+		}
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	return out.String(), nil
+}
+
+// merge returns the union of maps; later maps win.
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,195 @@
+// Provider tests against a fake kimi executable.
+
+package kimi
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// fakeKimi writes a fake CLI that records its argv (one per line) to
+// dir/args and its stdin to dir/stdin, then runs body.
+func fakeKimi(t *testing.T, body string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "kimi")
+	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\n" + body + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	evs []agent.Event
+}
+
+func (r *recorder) emit(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+}
+
+func (r *recorder) types() []agent.EventType {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return types(r.evs)
+}
+
+func newTestProvider(opts Options) *Provider {
+	opts.HostEnv = func() []string { return []string{"PATH=/usr/bin:/bin"} }
+	opts.StopGrace = 500 * time.Millisecond
+	return New(nil, opts)
+}
+
+func readArgs(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+func TestRunCompletes(t *testing.T) {
+	transcript, err := filepath.Abs(filepath.Join("testdata", "tools.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin, dir := fakeKimi(t, `cat "`+transcript+`"`)
+	var rec recorder
+	err = newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{
+		Prompt: "fix the test", Model: "kimi-k2.5", ResumeID: "session_old", Args: []string{"--yolo"},
+		Env: map[string]string{"KIMI_API_KEY": "k"},
+	}, rec.emit)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := rec.types()
+	if got[len(got)-1] != agent.EventRunCompleted || !slices.Contains(got, agent.EventToolCompleted) {
+		t.Fatalf("events = %v", got)
+	}
+	if !slices.Contains(got, agent.EventSystem) {
+		t.Errorf("resuming session_old but the CLI reported another: no session_not_resumed notice in %v", got)
+	}
+	want := []string{"-p", "fix the test", "--output-format", "stream-json", "--model", "kimi-k2.5", "--session", "session_old", "--yolo"}
+	if args := readArgs(t, dir); !slices.Equal(args, want) {
+		t.Errorf("args = %q\nwant %q", args, want)
+	}
+}
+
+func TestRunForkClearsResume(t *testing.T) {
+	inv, err := Command(agent.RunRequest{Prompt: "p", ResumeID: "s1", Fork: true}, DefaultArgvLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(inv.Args, "--session") || slices.Contains(inv.Args, "s1") {
+		t.Fatalf("fork kept the resume id: %q", inv.Args)
+	}
+	inv, _ = Command(agent.RunRequest{Prompt: "p", ResumeID: "s1"}, DefaultArgvLimit)
+	if !slices.Contains(inv.Args, "--session") {
+		t.Fatalf("resume lost: %q", inv.Args)
+	}
+}
+
+func TestRunLongPromptGoesToStdin(t *testing.T) {
+	bin, dir := fakeKimi(t, `cat > "$(dirname "$0")/stdin"
+echo '{"role":"assistant","content":"got it"}'
+echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
+	prompt := strings.Repeat("long prompt ", 100)
+	var rec recorder
+	if err := newTestProvider(Options{Bin: bin, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	args := readArgs(t, dir)
+	if slices.Contains(args, "-p") || slices.Contains(args, prompt) || !slices.Equal(args[:5], []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json"}) {
+		t.Fatalf("args = %q", args)
+	}
+	stdin, err := os.ReadFile(filepath.Join(dir, "stdin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(stdin), `{"content":"long prompt long prompt`) || !strings.Contains(string(stdin), `"role":"user"`) || !strings.HasSuffix(string(stdin), "}\n") {
+		t.Fatalf("stdin = %.120q", stdin)
+	}
+	if got := rec.types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestRunFailsWithoutHint(t *testing.T) {
+	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"half"}'
+echo "Error: LLM provider error: 401 invalid api key" >&2
+exit 1`)
+	var rec recorder
+	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v, want ErrRunFailed", err)
+	}
+	last := rec.evs[len(rec.evs)-1]
+	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "401 invalid api key") {
+		t.Fatalf("last event = %+v", last)
+	}
+}
+
+func TestRunCancelled(t *testing.T) {
+	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"thinking..."}'
+exec sleep 30`)
+	ctx, cancel := context.WithCancel(t.Context())
+	var rec recorder
+	done := make(chan error, 1)
+	go func() {
+		done <- newTestProvider(Options{Bin: bin}).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
+			rec.emit(ev)
+			if ev.Type == agent.EventAssistantDelta {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cancelled Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop after cancel")
+	}
+	got := rec.types()
+	if got[len(got)-1] != agent.EventRunInterrupted {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestRunNotInstalled(t *testing.T) {
+	err := newTestProvider(Options{Bin: filepath.Join(t.TempDir(), "nokimi")}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "kimi-cli") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestRunImagesDropped(t *testing.T) {
+	bin, _ := fakeKimi(t, `echo '{"role":"meta","type":"session.resume_hint","session_id":"s"}'`)
+	var rec recorder
+	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.emit)
+	if err != nil || rec.evs[0].Type != agent.EventSystem || rec.evs[0].Subtype != "images_dropped" {
+		t.Fatalf("err %v, events %+v", err, rec.evs)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	bin, _ := fakeKimi(t, `echo "kimi, version 1.3.0"`)
+	caps, err := newTestProvider(Options{Bin: bin}).Capabilities(t.Context(), agent.CapabilityRequest{})
+	if err != nil || caps.Version != "1.3.0" || !caps.Resume || caps.Fork {
+		t.Fatalf("caps = %+v, %v", caps, err)
+	}
+}
