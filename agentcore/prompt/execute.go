@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -34,6 +35,7 @@ type attempt struct {
 
 func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, prov agent.Provider, chat Chat, req agent.RunRequest, transcript string) {
 	persistCtx := context.WithoutCancel(ctx)
+	started := time.Now()
 	prompt := req.Prompt
 	pid := string(prov.ID())
 	req.ResumeID = chat.Sessions[pid]
@@ -99,6 +101,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	if a.usage != nil {
 		usage, _ = json.Marshal(a.usage)
 	}
+	s.opts.Observer.RunEnded(run.Agent, status, time.Since(started))
 	if rerr := lease.Release(persistCtx, status, usage, errText); rerr != nil {
 		s.log.ErrorContext(persistCtx, "release run", "chat", run.ChatID, "run", run.ID, "err", rerr)
 	}

@@ -45,6 +45,7 @@ const maxInteractionPayload = 16 << 10
 
 // interactionState is a request of a running run.
 type interactionState struct {
+	kind     string
 	answered bool // a response was routed; the provider's resolution is awaited
 	timedOut bool
 	timer    *time.Timer
@@ -100,7 +101,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 	if r.interactionTimeout > 0 {
 		in.ExpiresAt = time.Now().Add(r.interactionTimeout).UTC().Truncate(time.Second)
 	}
-	st := &interactionState{}
+	st := &interactionState{kind: string(in.Kind)}
 	r.mu.Lock()
 	if _, dup := r.interactions[in.ID]; dup {
 		r.mu.Unlock()
@@ -113,6 +114,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 		st.timer = time.AfterFunc(r.interactionTimeout, func() { s.expire(r, id) })
 	}
 	r.mu.Unlock()
+	s.opts.Observer.InteractionOpened(st.kind)
 	if s.ledger == nil {
 		return
 	}
@@ -164,6 +166,7 @@ func (s *Service) resolved(ctx context.Context, r *Run, res *agent.Resolution) {
 		s.log.WarnContext(ctx, "resolution of an unknown interaction", "run", r.ID, "interaction", res.InteractionID)
 		return
 	}
+	s.opts.Observer.InteractionClosed(st.kind, res.Status)
 	if s.ledger != nil {
 		if err := s.ledger.ResolveInteraction(ctx, r.ID, res.InteractionID, res.Status, string(res.Decision), res.By); err != nil {
 			s.log.ErrorContext(ctx, "resolve interaction", "run", r.ID, "interaction", res.InteractionID, "err", err)

@@ -75,7 +75,26 @@ type Options struct {
 	Owner string
 	// Ledger records interactions; nil keeps them in events only.
 	Ledger Ledger
+	// Observer, when set, is told about runs and interactions (for metrics).
+	Observer Observer
 }
+
+// Observer watches runs and interactions. Calls come from run goroutines and
+// must not block.
+type Observer interface {
+	RunStarted(agent string)
+	RunEnded(agent, status string, took time.Duration)
+	InteractionOpened(kind string)
+	InteractionClosed(kind, status string)
+}
+
+// nopObserver is the Observer when none is configured.
+type nopObserver struct{}
+
+func (nopObserver) RunStarted(string)                      {}
+func (nopObserver) RunEnded(string, string, time.Duration) {}
+func (nopObserver) InteractionOpened(string)               {}
+func (nopObserver) InteractionClosed(string, string)       {}
 
 // Service starts, cancels and answers runs.
 type Service struct {
@@ -99,6 +118,9 @@ func New(hub *runhub.Hub, chats Chats, history History, providers []agent.Provid
 	}
 	if opts.Approval == "" {
 		opts.Approval = agent.ApprovalAsk
+	}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
 	}
 	return &Service{
 		hub: hub, chats: chats, history: history, ledger: opts.Ledger, providers: m, opts: opts,
@@ -264,6 +286,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	} else if areq.Approval == agent.ApprovalAsk {
 		areq.Approval = agent.ApprovalDeny
 	}
+	s.opts.Observer.RunStarted(run.Agent)
 	go s.execute(runCtx, run, lease, prov, chat, areq, transcript)
 	return run, nil
 }

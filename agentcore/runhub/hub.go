@@ -56,6 +56,8 @@ type Options struct {
 	SubscriberBuffer int
 	// Owner is the replica id recorded on runs whose RunRecord has none.
 	Owner string
+	// Persisted, when set, is told of every committed batch (for metrics).
+	Persisted func(events int, took time.Duration)
 }
 
 // Hub owns the run locks and the event stream of all chats of one replica.
@@ -322,6 +324,7 @@ func (h *Hub) commit(batch []*appendReq) {
 	if len(events) == 0 {
 		return
 	}
+	start := time.Now()
 	if err := h.st.AppendEvents(ctx, events); err != nil {
 		h.logger.Warn("runhub commit failed", "events", len(events), "err", err)
 		for _, e := range events {
@@ -331,6 +334,9 @@ func (h *Hub) commit(batch []*appendReq) {
 			r.done <- err
 		}
 		return
+	}
+	if h.opts.Persisted != nil {
+		h.opts.Persisted(len(events), time.Since(start))
 	}
 	h.broadcast(events)
 	for _, r := range ready {

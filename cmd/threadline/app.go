@@ -54,13 +54,14 @@ func builtinIDs() []string {
 
 // app is everything a command needs, wired.
 type app struct {
-	cfg    *Config
-	log    *slog.Logger
-	store  *store.Store
-	hub    *runhub.Hub
-	prompt *prompt.Service
-	bot    *chatops.Bot
-	owner  string
+	cfg     *Config
+	log     *slog.Logger
+	store   *store.Store
+	hub     *runhub.Hub
+	prompt  *prompt.Service
+	bot     *chatops.Bot
+	owner   string
+	metrics *metrics
 
 	liveCtx  context.Context
 	stopLive context.CancelFunc
@@ -82,14 +83,17 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 		return nil, err
 	}
 	owner := replicaID()
-	hub := runhub.New(st, log, runhub.Options{Owner: owner})
+	m := newMetrics()
+	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
 	var providers []agent.Provider
 	for _, id := range builtinIDs() {
 		providers = append(providers, builtins[id].new(log.With("agent", id)))
 	}
 	chats := chatStore{st}
-	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{Agents: agents, Approval: approval, Owner: owner, Ledger: ledger{st}})
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner}
+	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{
+		Agents: agents, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
+	})
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
