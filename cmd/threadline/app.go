@@ -134,7 +134,10 @@ func (a *app) launch(id string) (builtin, string, error) {
 }
 
 // Agents reports every configured and built-in agent; it implements chatops.Agents.
-func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
+func (a *app) Agents(ctx context.Context) []chatops.AgentInfo { return a.probeAll(ctx) }
+
+// agentIDs lists the built-in and configured agent ids, sorted.
+func (a *app) agentIDs() []string {
 	ids := map[string]bool{}
 	for _, id := range builtinIDs() {
 		ids[id] = true
@@ -147,9 +150,16 @@ func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
 		sorted = append(sorted, id)
 	}
 	sort.Strings(sorted)
-	out := make([]chatops.AgentInfo, len(sorted))
+	return sorted
+}
+
+// probeAll probes every known agent concurrently (version, models), isolating
+// failures to their agent. It needs no store.
+func (a *app) probeAll(ctx context.Context) []chatops.AgentInfo {
+	ids := a.agentIDs()
+	out := make([]chatops.AgentInfo, len(ids))
 	var wg sync.WaitGroup
-	for i, id := range sorted {
+	for i, id := range ids {
 		wg.Go(func() { out[i] = a.probe(ctx, id) })
 	}
 	wg.Wait()
@@ -167,14 +177,9 @@ func (a *app) probe(ctx context.Context, id string) chatops.AgentInfo {
 		return info
 	}
 	info.Installed = true
-	p, _, err := a.prompt.Provider(id)
-	if err != nil {
-		info.Problem = err.Error()
-		return info
-	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	caps, err := p.Capabilities(ctx, agent.CapabilityRequest{Bin: path})
+	caps, err := b.new(a.log).Capabilities(ctx, agent.CapabilityRequest{Bin: path})
 	if err != nil {
 		info.Problem = err.Error()
 		return info

@@ -29,6 +29,7 @@ Usage:
                  [--config F] [--events jsonl] "prompt"
   threadline migrate [--config F]
   threadline audit [--chat ID] [--since T] [--json] [--config F]
+  threadline doctor [--config F]
   threadline version
 
 Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
@@ -71,6 +72,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdMigrate(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		err = cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help":

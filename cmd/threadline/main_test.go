@@ -120,3 +120,27 @@ func TestAuditEmpty(t *testing.T) {
 		t.Fatalf("audit: %d %q %v", code, out, err)
 	}
 }
+
+func TestDoctor(t *testing.T) {
+	dir := isolate(t)
+	cfg := filepath.Join(dir, "c.yaml")
+	os.WriteFile(cfg, []byte("agents:\n  claude: {bin: /nonexistent/claude}\n"), 0o600)
+	code, out, _, err := run(t, "", "doctor", "--config", cfg)
+	if code != 1 || err == nil {
+		t.Fatalf("doctor without any agent: exit %d err %v\n%s", code, err, out)
+	}
+	for _, want := range []string{"ok    config", "ok    database", "sqlite, schema up to date", "warn  agent claude", "npm install -g @anthropic-ai/claude-code", "FAIL  agents"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("doctor output lacks %q:\n%s", want, out)
+		}
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("database:\n  url: postgres://u:pa55word-xyz@127.0.0.1:1/x?sslmode=disable\n"), 0o600)
+	code, out, _, _ = run(t, "", "doctor", "--config", bad)
+	if code != 1 || !strings.Contains(out, "FAIL  database") || !strings.Contains(out, "fix: Check database.url") {
+		t.Errorf("doctor with a dead database: exit %d\n%s", code, out)
+	}
+	if strings.Contains(out, "pa55word-xyz") {
+		t.Errorf("doctor printed a secret:\n%s", out)
+	}
+}

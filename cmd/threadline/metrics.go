@@ -104,7 +104,9 @@ func (m *metrics) ChatAPICall(platform, method string, limited bool) {
 }
 
 // QueueDepth sets the number of queued messages of a platform.
-func (m *metrics) QueueDepth(platform string, n int) { m.queue.WithLabelValues(platform).Set(float64(n)) }
+func (m *metrics) QueueDepth(platform string, n int) {
+	m.queue.WithLabelValues(platform).Set(float64(n))
+}
 
 // healthCheck is one named readiness check of /healthz.
 type healthCheck struct {
