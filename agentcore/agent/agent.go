@@ -92,6 +92,10 @@ type RunRequest struct {
 	Fork    bool
 	Cwd     string
 	Project string
+	// Container, when set, is the project container the run executes in;
+	// the provider passes it to procrun.Spec.Container unchanged. Nil runs
+	// on the host in Cwd.
+	Container *ContainerTarget
 	// Bin, Args and Env are the operator's overrides for the executable, extra
 	// arguments and extra environment of the child.
 	Bin  string

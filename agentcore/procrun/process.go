@@ -59,6 +59,13 @@ type Spec struct {
 	// Stdin opens a pipe to the child's stdin for WriteLine; otherwise stdin is
 	// /dev/null.
 	Stdin bool
+	// ForcedEnv are provider-forced KEY=VALUE entries: they win over Env and,
+	// in a container, over the project's secrets (see ContainerEnv).
+	ForcedEnv []string
+	// Container, when set (from agent.RunRequest.Container), runs the command
+	// inside that LXD instance with `lxc exec` instead of on the host; Dir is
+	// then ignored (see ContainerCommand).
+	Container *agent.ContainerTarget
 }
 
 // ProcessError is a child that exited unsuccessfully.
@@ -130,7 +137,8 @@ type Process struct {
 
 // Start launches the child described by spec. ctx only scopes the start itself:
 // the child outlives it and is stopped with Signal or Kill. A missing
-// executable returns an error wrapping agent.ErrNotInstalled.
+// executable returns an error wrapping agent.ErrNotInstalled; for a container
+// run, a missing lxc client returns ErrContainerClient.
 func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -138,13 +146,13 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	path, err := LookPath(spec.Bin)
+	l, err := launchOf(spec)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(path, spec.Args...)
-	cmd.Dir = spec.Dir
-	cmd.Env = spec.Env
+	cmd := exec.Command(l.path, l.args...)
+	cmd.Dir = l.dir
+	cmd.Env = l.env
 	if cmd.Env == nil {
 		cmd.Env = []string{}
 	}
@@ -154,7 +162,7 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		logger: logger.With("bin", spec.Bin),
 		cmd:    cmd,
 	}
-	p.stderr = &tailBuffer{max: MaxStderrBytes, logger: p.logger}
+	p.stderr = &tailBuffer{max: MaxStderrBytes, logger: p.logger, mask: l.mask}
 	cmd.Stderr = p.stderr
 	if spec.Stdin {
 		w, err := cmd.StdinPipe()
@@ -340,12 +348,14 @@ func (p *Process) Wait() error {
 }
 
 // tailBuffer keeps the last max bytes written and logs each complete line.
+// mask, when set, hides secret values in what it logs and returns.
 type tailBuffer struct {
 	mu     sync.Mutex
 	max    int
 	buf    []byte
 	line   []byte
 	logger *slog.Logger
+	mask   func(string) string
 }
 
 func (t *tailBuffer) Write(b []byte) (int, error) {
@@ -375,7 +385,7 @@ func (t *tailBuffer) Write(b []byte) (int, error) {
 
 func (t *tailBuffer) logLine() {
 	if l := bytes.TrimSpace(t.line); len(l) > 0 {
-		t.logger.Debug("stderr", "line", Excerpt(l, 4096))
+		t.logger.Debug("stderr", "line", t.masked(Excerpt(l, 4096)))
 	}
 	t.line = t.line[:0]
 }
@@ -389,5 +399,12 @@ func (t *tailBuffer) flush() {
 func (t *tailBuffer) String() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return string(t.buf)
+	return t.masked(string(t.buf))
+}
+
+func (t *tailBuffer) masked(s string) string {
+	if t.mask == nil {
+		return s
+	}
+	return t.mask(s)
 }
