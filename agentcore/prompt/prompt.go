@@ -317,6 +317,28 @@ func (s *Service) awaitEnding(ctx context.Context, chatID string) {
 	}
 }
 
+// Shutdown cancels every running run and waits until they have ended (each
+// persists its run.interrupted and releases its lock) or ctx ends.
+func (s *Service) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	runs := make([]*Run, 0, len(s.active))
+	for _, r := range s.active {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range runs {
+		r.cancel()
+	}
+	for _, r := range runs {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return fmt.Errorf("shutdown: run %s of chat %s still ending: %w", r.ID, r.ChatID, ctx.Err())
+		}
+	}
+	return nil
+}
+
 // Cancel stops the chat's running run. It reports whether a run was active.
 func (s *Service) Cancel(chatID string) bool {
 	r, ok := s.Active(chatID)

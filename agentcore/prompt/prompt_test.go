@@ -330,3 +330,41 @@ func TestTranscriptIsBounded(t *testing.T) {
 		t.Errorf("history was cut inside a rune")
 	}
 }
+
+func TestShutdownInterruptsEveryRun(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	f := setup(t, st)
+	started := make(chan struct{}, 2)
+	block := func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		started <- struct{}{}
+		<-ctx.Done()
+		return nil
+	}
+	f.prov.turns = append(f.prov.turns, block, block)
+	c2 := store.Chat{ID: f.chat + "-2", Agent: "fake", Cwd: t.TempDir()}
+	if err := st.CreateChat(t.Context(), &c2); err != nil {
+		t.Fatal(err)
+	}
+	var runs []*prompt.Run
+	for _, id := range []string{f.chat, c2.ID} {
+		r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: id, Prompt: "x"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, r)
+		<-started
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := f.svc.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range runs {
+		if r.Status() != prompt.StatusInterrupted {
+			t.Errorf("run %s: %s", r.ID, r.Status())
+		}
+		if row, _ := st.GetRun(t.Context(), r.ID); row.Status != "interrupted" {
+			t.Errorf("run row %s: %s", r.ID, row.Status)
+		}
+	}
+}

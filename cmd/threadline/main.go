@@ -24,6 +24,7 @@ var version = "dev"
 const usage = `threadline: a chat-ops bot for coding-agent CLIs
 
 Usage:
+  threadline serve [--config F]
   threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--config F]
   threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--interactions deny|accept]
                  [--config F] [--events jsonl] "prompt"
@@ -64,6 +65,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 	ctx := context.Background()
 	var err error
 	switch args[0] {
+	case "serve":
+		err = cmdServe(ctx, args[1:], stderr)
 	case "chat":
 		err = cmdChat(ctx, args[1:], stdin, stdout, stderr)
 	case "run":

@@ -114,8 +114,8 @@ type healthCheck struct {
 	check func(ctx context.Context) error
 }
 
-// httpHandler serves /healthz and /metrics.
-func httpHandler(m *metrics, checks []healthCheck) http.Handler {
+// httpHandler serves /healthz and /metrics; front-ends add their routes.
+func httpHandler(m *metrics, checks []healthCheck) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
