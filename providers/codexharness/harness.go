@@ -1,0 +1,725 @@
+// Harness: one `app-server` process per run, one loop goroutine per run.
+
+package codexharness
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// Defaults.
+const (
+	DefaultInterruptTimeout = 10 * time.Second
+	DefaultStartTimeout     = 60 * time.Second
+	DefaultExitTimeout      = 5 * time.Second
+	DefaultApprovalPolicy   = "untrusted"
+	DefaultSandbox          = "workspace-write"
+	DefaultClientName       = "threadline"
+	DefaultClientVersion    = "0.1.0"
+)
+
+// Options configures a Harness. Everything that names the agent comes from
+// here: the harness hard-codes no provider identity.
+type Options struct {
+	// Provider is the provider id put on every event (required).
+	Provider agent.ProviderID
+	// Label names the agent in messages ("Codex", "MiniMax"); default Provider.
+	Label string
+	// Bin is the executable; RunRequest.Bin overrides it (required).
+	Bin string
+	// Args come before "app-server" (e.g. -c overrides); RunRequest.Args after it.
+	Args []string
+	// Env is extra child environment for every run (below RunRequest.Env).
+	Env map[string]string
+	// CodexHome, when set, is the child's CODEX_HOME (it wins over Env).
+	CodexHome string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child (see procrun.Environ).
+	Secret func(key string) bool
+	// ModelProvider is thread/start's modelProvider; empty leaves the config's.
+	ModelProvider string
+	// ApprovalPolicy is thread/start's approvalPolicy; default "untrusted", so
+	// that every non-trivial command is asked for.
+	ApprovalPolicy string
+	// Sandbox is the thread sandbox when RunRequest.Sandbox is empty; default
+	// "workspace-write".
+	Sandbox string
+	// Config is thread/start's config overrides map.
+	Config map[string]any
+	// ClientName and ClientVersion are initialize's clientInfo.
+	ClientName, ClientVersion string
+	// InterruptTimeout is how long a cancelled run waits for turn/completed
+	// after turn/interrupt before the process is killed; default 10 s.
+	InterruptTimeout time.Duration
+	// StartTimeout bounds initialize → thread → turn/start; default 60 s.
+	StartTimeout time.Duration
+	// ExitTimeout is how long the process may take to exit after the turn
+	// ended and stdin was closed; default 5 s.
+	ExitTimeout time.Duration
+	// CredentialEnv names the variables that hold credentials (e.g.
+	// OPENAI_API_KEY); their values key the capability cache (see Discover).
+	CredentialEnv []string
+	// CatalogTTL, FallbackTTL and DiscoveryTimeout tune Discover.
+	CatalogTTL, FallbackTTL, DiscoveryTimeout time.Duration
+}
+
+// Harness runs app-server turns for one provider.
+type Harness struct {
+	logger *slog.Logger
+	opts   Options
+	cache  catalogCache
+}
+
+// New returns a Harness. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) *Harness {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Label == "" {
+		opts.Label = string(opts.Provider)
+	}
+	if opts.HostEnv == nil {
+		opts.HostEnv = os.Environ
+	}
+	if opts.ApprovalPolicy == "" {
+		opts.ApprovalPolicy = DefaultApprovalPolicy
+	}
+	if opts.Sandbox == "" {
+		opts.Sandbox = DefaultSandbox
+	}
+	if opts.ClientName == "" {
+		opts.ClientName = DefaultClientName
+	}
+	if opts.ClientVersion == "" {
+		opts.ClientVersion = DefaultClientVersion
+	}
+	if opts.InterruptTimeout <= 0 {
+		opts.InterruptTimeout = DefaultInterruptTimeout
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.ExitTimeout <= 0 {
+		opts.ExitTimeout = DefaultExitTimeout
+	}
+	if opts.CatalogTTL <= 0 {
+		opts.CatalogTTL = DefaultCatalogTTL
+	}
+	if opts.FallbackTTL <= 0 {
+		opts.FallbackTTL = DefaultFallbackTTL
+	}
+	if opts.DiscoveryTimeout <= 0 {
+		opts.DiscoveryTimeout = DefaultDiscoveryTimeout
+	}
+	return &Harness{logger: logger.With("provider", string(opts.Provider)), opts: opts}
+}
+
+// Options returns the effective options (defaults applied).
+func (h *Harness) Options() Options { return h.opts }
+
+// ChildEnv is the complete environment of a child for a run with runEnv:
+// the filtered host environment, Options.Env, runEnv and CODEX_HOME.
+func (h *Harness) ChildEnv(runEnv map[string]string) []string {
+	return procrun.Environ(h.opts.HostEnv(), h.extraEnv(runEnv), h.opts.Secret)
+}
+
+func (h *Harness) extraEnv(runEnv map[string]string) map[string]string {
+	extra := maps.Clone(h.opts.Env)
+	if extra == nil {
+		extra = map[string]string{}
+	}
+	maps.Copy(extra, runEnv)
+	if h.opts.CodexHome != "" {
+		extra["CODEX_HOME"] = h.opts.CodexHome
+	}
+	return extra
+}
+
+// IsSessionNotFound reports whether a thread/resume or thread/fork error
+// message says the thread does not exist. The server answers all of these
+// with code -32600, like validation errors, so the text decides.
+func IsSessionNotFound(msg string) bool {
+	m := strings.ToLower(msg)
+	for _, s := range []string{"no rollout found for thread id", "thread not found", "invalid session id", "thread not loaded"} {
+		if strings.Contains(m, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// Run executes one turn. See the agent package doc and this package's doc.
+func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	logger := h.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	if ctx.Err() != nil {
+		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+		return nil
+	}
+	input, err := userInputs(req)
+	if err != nil {
+		return fmt.Errorf("%s prompt: %w", h.opts.Label, err)
+	}
+	bin := req.Bin
+	if bin == "" {
+		bin = h.opts.Bin
+	}
+	args := append(append(append([]string{}, h.opts.Args...), "app-server"), req.Args...)
+	spec := procrun.Spec{Bin: bin, Args: args, Dir: req.Cwd, Env: h.ChildEnv(req.Env), Stdin: true}
+	// The process is deliberately not tied to ctx: cancellation reaches the
+	// agent as turn/interrupt; a kill is only the fallback.
+	proc, err := procrun.Start(context.WithoutCancel(ctx), logger, spec)
+	if err != nil {
+		return err
+	}
+	r := &run{
+		h:      h,
+		logger: logger,
+		req:    req,
+		input:  input,
+		proc:   proc,
+		emit:   emit,
+		parser: NewParser(h.opts.Provider),
+		inter:  newInteractions(h.opts.Provider, h.opts.Label),
+		policy: policyFor(req),
+		calls:  map[int64]string{},
+	}
+	return r.loop(ctx)
+}
+
+// policyFor is the decision applied to every server request when nobody
+// from the chat can answer: "" means ask the chat.
+func policyFor(req agent.RunRequest) agent.Decision {
+	switch {
+	case req.Approval == agent.ApprovalAccept:
+		return agent.DecisionApprove
+	case req.Responses != nil && (req.Approval == agent.ApprovalAsk || req.Approval == ""):
+		return ""
+	}
+	return agent.DecisionDecline
+}
+
+// run is the state of one Run, owned by its loop goroutine.
+type run struct {
+	h      *Harness
+	logger *slog.Logger
+	req    agent.RunRequest
+	input  []userInput
+	proc   *procrun.Process
+	emit   func(agent.Event)
+	parser *Parser
+	inter  *interactions
+	policy agent.Decision
+
+	nextID        int64
+	calls         map[int64]string // our pending request ids → method
+	turnRequested bool
+	interruptSent bool
+	cancelled     bool
+	killed        bool
+	stdinClosed   bool
+	terminal      agent.EventType
+	failure       string
+	fatal         error
+	notFound      error
+
+	deadline *time.Timer
+}
+
+func (r *run) loop(ctx context.Context) error {
+	lines := make(chan []byte, 64)
+	readDone := make(chan error, 1)
+	go func() {
+		readDone <- r.proc.Each(func(line []byte) error {
+			lines <- bytes.Clone(line)
+			return nil
+		})
+		close(lines)
+	}()
+
+	startTimer := time.NewTimer(r.h.opts.StartTimeout)
+	defer startTimer.Stop()
+	startDeadline := startTimer.C
+	var deadline <-chan time.Time
+	arm := func(d time.Duration) {
+		if r.deadline == nil {
+			r.deadline = time.NewTimer(d)
+			deadline = r.deadline.C
+		}
+	}
+	defer func() {
+		if r.deadline != nil {
+			r.deadline.Stop()
+		}
+	}()
+
+	r.call("initialize", map[string]any{
+		"clientInfo":   map[string]string{"name": r.h.opts.ClientName, "title": "Threadline", "version": r.h.opts.ClientVersion},
+		"capabilities": map[string]any{"experimentalApi": true},
+	})
+
+	ctxDone := ctx.Done()
+	responses := r.req.Responses
+	for lines != nil {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				break
+			}
+			r.handleLine(line)
+		case resp, ok := <-responses:
+			if !ok {
+				responses = nil
+				break
+			}
+			r.respond(resp)
+		case <-ctxDone:
+			ctxDone = nil
+			r.logger.Info("run cancelled, interrupting the turn")
+			r.cancel()
+			arm(r.h.opts.InterruptTimeout)
+		case <-startDeadline:
+			startDeadline = nil
+			if r.parser.TurnID() == "" && !r.ended() {
+				r.fail(fmt.Sprintf("%s app-server did not start the turn within %s", r.h.opts.Label, r.h.opts.StartTimeout))
+				r.kill()
+			}
+		case <-deadline:
+			deadline = nil
+			r.logger.Warn("app-server did not finish in time, killing")
+			r.kill()
+		}
+		if r.ended() {
+			// The turn is over: let the process exit, but not forever.
+			r.closeStdin()
+			responses = nil
+			startDeadline = nil
+			arm(r.h.opts.ExitTimeout)
+		}
+		if r.parser.TurnID() != "" {
+			startDeadline = nil
+		}
+	}
+	if err := <-readDone; err != nil {
+		r.logger.Warn("read stdout", "err", err)
+	}
+	// stdout is closed; the process should be gone too.
+	waited := make(chan struct{})
+	go func() {
+		select {
+		case <-waited:
+		case <-time.After(r.h.opts.ExitTimeout):
+			_ = r.proc.Kill()
+		}
+	}()
+	waitErr := r.proc.Wait()
+	close(waited)
+	return r.finish(waitErr)
+}
+
+// ended reports whether nothing more is expected from the turn.
+func (r *run) ended() bool {
+	return r.terminal != "" || r.fatal != nil || r.notFound != nil
+}
+
+func (r *run) handleLine(line []byte) {
+	m, err := Decode(line)
+	if err != nil {
+		r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
+		return
+	}
+	switch m.Kind {
+	case KindResponse:
+		r.handleResponse(&m)
+	case KindServerRequest:
+		r.handleRequest(&m, line)
+	case KindNotification:
+		if r.terminal != "" {
+			r.logger.Debug("notification after the turn ended", "method", m.Method)
+			return
+		}
+		if m.Method == "serverRequest/resolved" {
+			var v resolvedParams
+			if err := decode(m.Method, m.Params, &v); err != nil {
+				r.logger.Warn("stdout line skipped", "err", err)
+				return
+			}
+			for _, ev := range r.inter.resolvedByServer(v.RequestID) {
+				r.send(ev)
+			}
+			return
+		}
+		evs, err := r.parser.Parse(m.Method, m.Params, line)
+		if err != nil {
+			r.logger.Warn("stdout line skipped", "err", err, "method", m.Method, "excerpt", procrun.Excerpt(line, 256))
+		}
+		for _, ev := range evs {
+			if ev.Type.Terminal() {
+				for _, end := range r.inter.endAll() {
+					r.send(end)
+				}
+			}
+			r.send(ev)
+		}
+	}
+}
+
+func (r *run) handleRequest(m *Message, line []byte) {
+	if r.ended() {
+		r.logger.Debug("server request after the turn ended, ignored", "method", m.Method, "id", string(m.ID))
+		return
+	}
+	out, err := r.inter.request(m, line, r.parser, r.policy)
+	if err != nil {
+		if errors.Is(err, ErrDuplicateRequest) {
+			r.logger.Error("protocol violation, stopping the app-server", "err", err)
+			r.fatal = err
+			r.kill()
+			return
+		}
+		r.logger.Warn("server request", "err", err, "method", m.Method)
+	}
+	r.apply(out)
+}
+
+func (r *run) respond(resp agent.InteractionResponse) {
+	out, err := r.inter.respond(resp)
+	if err != nil {
+		r.logger.Warn("interaction response ignored", "err", err, "interaction_id", resp.InteractionID)
+		return
+	}
+	r.apply(out)
+}
+
+func (r *run) apply(out outcome) {
+	for _, l := range out.lines {
+		r.write(l)
+	}
+	for _, ev := range out.events {
+		r.send(ev)
+	}
+	if out.interrupt {
+		r.cancelled = true
+		r.interrupt()
+	}
+}
+
+func (r *run) handleResponse(m *Message) {
+	id, err := strconv.ParseInt(string(m.ID), 10, 64)
+	method, ok := r.calls[id]
+	if err != nil || !ok {
+		r.logger.Warn("response to an unknown request id", "id", string(m.ID))
+		return
+	}
+	delete(r.calls, id)
+	if m.Error != nil {
+		r.logger.Debug("request failed", "method", method, "code", m.Error.Code, "message", m.Error.Message)
+	}
+	switch method {
+	case "initialize":
+		if m.Error != nil {
+			r.fail(fmt.Sprintf("%s app-server initialize: %s", r.h.opts.Label, m.Error.Message))
+			return
+		}
+		r.write(encodeNotification("initialized"))
+		if r.cancelled {
+			r.closeStdin()
+			return
+		}
+		r.startThread()
+	case "thread/start", "thread/resume", "thread/fork":
+		if m.Error != nil {
+			if method != "thread/start" && IsSessionNotFound(m.Error.Message) {
+				r.notFound = fmt.Errorf("%s %s %s: %w: %s", r.h.opts.Label, method, r.req.ResumeID, agent.ErrSessionNotFound, m.Error.Message)
+				return
+			}
+			r.fail(fmt.Sprintf("%s %s: %s", r.h.opts.Label, method, m.Error.Message))
+			return
+		}
+		var res threadResult
+		_ = json.Unmarshal(m.Result, &res)
+		model := res.Model
+		if model == "" {
+			model = res.Thread.Model
+		}
+		if res.Thread.ID == "" {
+			r.fail(fmt.Sprintf("%s %s returned no thread id", r.h.opts.Label, method))
+			return
+		}
+		r.parser.SetThread(res.Thread.ID, model)
+		known := r.req.ResumeID
+		if r.req.Fork {
+			known = ""
+		}
+		if res.Thread.ID != known {
+			r.send(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
+				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: jsonString(res.Thread.ID)}})
+		}
+		if r.cancelled {
+			r.closeStdin()
+			return
+		}
+		r.startTurn(model)
+	case "turn/start":
+		if m.Error != nil {
+			r.fail(fmt.Sprintf("%s turn/start: %s", r.h.opts.Label, m.Error.Message))
+			return
+		}
+		var res turnResult
+		_ = json.Unmarshal(m.Result, &res)
+		if res.Turn.ID == "" {
+			r.fail(fmt.Sprintf("%s turn/start returned no turn id", r.h.opts.Label))
+			return
+		}
+		if r.parser.TurnID() == "" {
+			r.parser.SetTurn(res.Turn.ID)
+		}
+		if r.cancelled {
+			r.interrupt()
+		}
+	case "turn/interrupt":
+		if m.Error != nil {
+			r.logger.Info("turn/interrupt refused", "message", m.Error.Message)
+		}
+	}
+}
+
+type threadParams struct {
+	ThreadID       string         `json:"threadId,omitempty"`
+	Model          string         `json:"model,omitempty"`
+	ModelProvider  string         `json:"modelProvider,omitempty"`
+	Cwd            string         `json:"cwd,omitempty"`
+	ApprovalPolicy string         `json:"approvalPolicy,omitempty"`
+	Sandbox        string         `json:"sandbox,omitempty"`
+	Config         map[string]any `json:"config,omitempty"`
+	ExcludeTurns   bool           `json:"excludeTurns,omitempty"`
+}
+
+func (r *run) startThread() {
+	p := threadParams{
+		Model:          r.req.Model,
+		ModelProvider:  r.h.opts.ModelProvider,
+		Cwd:            r.req.Cwd,
+		ApprovalPolicy: r.h.opts.ApprovalPolicy,
+		Sandbox:        r.req.Sandbox,
+		Config:         r.h.opts.Config,
+	}
+	if p.Sandbox == "" {
+		p.Sandbox = r.h.opts.Sandbox
+	}
+	method := "thread/start"
+	if r.req.ResumeID != "" {
+		method, p.ThreadID, p.ExcludeTurns = "thread/resume", r.req.ResumeID, true
+		if r.req.Fork {
+			method = "thread/fork"
+		}
+	}
+	r.call(method, p)
+}
+
+type userInput struct {
+	Type string `json:"type"`
+	Text string `json:"text,omitempty"`
+	URL  string `json:"url,omitempty"`
+}
+
+type collaborationMode struct {
+	Mode     string                `json:"mode"`
+	Settings collaborationSettings `json:"settings"`
+}
+
+type collaborationSettings struct {
+	Model                 string  `json:"model"`
+	ReasoningEffort       *string `json:"reasoning_effort"`
+	DeveloperInstructions *string `json:"developer_instructions"`
+}
+
+type turnStartParams struct {
+	ThreadID          string             `json:"threadId"`
+	Input             []userInput        `json:"input"`
+	Model             string             `json:"model,omitempty"`
+	Effort            string             `json:"effort,omitempty"`
+	CollaborationMode *collaborationMode `json:"collaborationMode,omitempty"`
+}
+
+// userInputs is the prompt as turn/start input: the text, then each image as
+// a data URL.
+func userInputs(req agent.RunRequest) ([]userInput, error) {
+	var in []userInput
+	if req.Prompt != "" || len(req.Images) == 0 {
+		in = append(in, userInput{Type: "text", Text: req.Prompt})
+	}
+	for _, img := range req.Images {
+		if img.MediaType == "" || len(img.Data) == 0 {
+			return nil, fmt.Errorf("image %q: missing media type or data", img.Name)
+		}
+		in = append(in, userInput{Type: "image", URL: "data:" + img.MediaType + ";base64," + base64.StdEncoding.EncodeToString(img.Data)})
+	}
+	return in, nil
+}
+
+// turnStartRequest is the turn/start request of a run on thread: the
+// input, the model and effort, and the collaboration mode (plan or default;
+// it is sticky on the thread, so it is always sent when a model is known).
+func turnStartRequest(req agent.RunRequest, thread, threadModel string, in []userInput) turnStartParams {
+	p := turnStartParams{ThreadID: thread, Input: in, Model: req.Model, Effort: req.Effort}
+	model := req.Model
+	if model == "" {
+		model = threadModel
+	}
+	if model != "" {
+		mode := "default"
+		if req.Mode == agent.ModePlan {
+			mode = "plan"
+		}
+		cm := &collaborationMode{Mode: mode, Settings: collaborationSettings{Model: model}}
+		if req.Effort != "" {
+			e := req.Effort
+			cm.Settings.ReasoningEffort = &e
+		}
+		p.CollaborationMode = cm
+	}
+	return p
+}
+
+func (r *run) startTurn(threadModel string) {
+	r.turnRequested = true
+	r.call("turn/start", turnStartRequest(r.req, r.parser.ThreadID(), threadModel, r.input))
+}
+
+// cancel handles a cancelled run context.
+func (r *run) cancel() {
+	r.cancelled = true
+	if r.ended() {
+		return
+	}
+	switch {
+	case r.parser.TurnID() != "":
+		r.interrupt()
+	case !r.turnRequested:
+		// Nothing runs yet: end the session.
+		r.closeStdin()
+	}
+	// Otherwise turn/start is in flight: the interrupt follows its result.
+}
+
+// interrupt sends turn/interrupt once, when the turn is known.
+func (r *run) interrupt() {
+	if r.interruptSent || r.ended() || r.parser.TurnID() == "" {
+		return
+	}
+	r.interruptSent = true
+	r.call("turn/interrupt", map[string]string{"threadId": r.parser.ThreadID(), "turnId": r.parser.TurnID()})
+}
+
+func (r *run) call(method string, params any) {
+	r.nextID++
+	b, err := encodeRequest(r.nextID, method, params)
+	if err != nil {
+		r.logger.Error("encode request", "method", method, "err", err)
+		return
+	}
+	r.calls[r.nextID] = method
+	r.write(b)
+}
+
+func (r *run) write(line []byte) {
+	if r.stdinClosed {
+		return
+	}
+	if err := r.proc.WriteLine(line); err != nil {
+		r.logger.Warn("write stdin", "err", err)
+	}
+}
+
+func (r *run) closeStdin() {
+	if !r.stdinClosed {
+		r.stdinClosed = true
+		_ = r.proc.CloseStdin()
+	}
+}
+
+func (r *run) kill() {
+	r.killed = true
+	_ = r.proc.Kill()
+}
+
+// fail ends the run with run.failed (a protocol-level failure).
+func (r *run) fail(msg string) {
+	if r.terminal != "" {
+		return
+	}
+	for _, ev := range r.inter.endAll() {
+		r.send(ev)
+	}
+	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+}
+
+// send emits ev unless the run already ended.
+func (r *run) send(ev agent.Event) {
+	if r.terminal != "" {
+		r.logger.Debug("event after terminal dropped", "type", ev.Type)
+		return
+	}
+	if ev.Type.Terminal() {
+		r.terminal = ev.Type
+		if ev.Type == agent.EventRunFailed {
+			r.failure = ev.Text
+		}
+	}
+	r.emit(ev)
+}
+
+func (r *run) finish(waitErr error) error {
+	if r.notFound != nil {
+		return r.notFound
+	}
+	if r.terminal == "" {
+		for _, ev := range r.inter.endAll() {
+			r.send(ev)
+		}
+	}
+	label := r.h.opts.Label
+	switch {
+	case r.fatal != nil:
+		r.send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s: %v", label, r.fatal)})
+		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
+	case r.terminal == agent.EventRunCompleted || r.terminal == agent.EventRunInterrupted:
+		if waitErr != nil && !r.killed {
+			r.logger.Warn("app-server exited non-zero after the turn ended", "err", waitErr)
+		}
+		return nil
+	case r.terminal == agent.EventRunFailed:
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.failure)
+	case r.cancelled:
+		text := "interrupted"
+		if r.killed {
+			text = "interrupted: the app-server was killed after the interrupt deadline"
+		}
+		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: text})
+		return nil
+	}
+	msg := fmt.Sprintf("%s app-server exited before the turn completed", label)
+	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
+		msg += ": " + tail
+	}
+	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	if waitErr != nil {
+		return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, msg, waitErr)
+	}
+	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+}

@@ -1,0 +1,731 @@
+// Parser: app-server notifications → agent.Events.
+
+package codexharness
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// Bounds on what events carry.
+const (
+	// MaxToolOutput bounds tool.completed output text.
+	MaxToolOutput = 4 << 10
+	// MaxNativePayload bounds provider.native and interaction payloads.
+	MaxNativePayload = 8 << 10
+	// maxDiff bounds a file-change diff on tool.started and approvals.
+	maxDiff = 8 << 10
+)
+
+// Parser turns app-server notifications into normalized events. It keeps the
+// per-run state (thread, turn, text already streamed per item, open tool
+// items, usage) and is used from one goroutine. Use NewParser.
+//
+// Notifications about another thread (a subagent's) become provider.native,
+// so that their text never mixes into the run's answer.
+type Parser struct {
+	provider agent.ProviderID
+
+	threadID string
+	turnID   string
+	model    string
+
+	texts map[string]*textState // item id → text streamed so far
+	tools map[string]*toolState // item id → open tool item
+
+	usage     agent.Usage
+	lastError string
+	lastText  string // the last completed agent message
+	terminal  agent.EventType
+}
+
+type textState struct {
+	typ     agent.EventType
+	emitted []byte
+	part    int
+	done    bool
+}
+
+type toolState struct {
+	name string
+	diff string
+	done bool
+}
+
+// NewParser returns a parser for one run of provider.
+func NewParser(provider agent.ProviderID) *Parser {
+	return &Parser{
+		provider: provider,
+		texts:    map[string]*textState{},
+		tools:    map[string]*toolState{},
+	}
+}
+
+// SetThread records the run's thread (from the thread/start, resume or fork
+// result) and its model.
+func (p *Parser) SetThread(id, model string) {
+	p.threadID = id
+	if model != "" {
+		p.model = model
+	}
+}
+
+// SetTurn records the run's turn (from the turn/start result).
+func (p *Parser) SetTurn(id string) { p.turnID = id }
+
+// ThreadID is the run's thread id, once known.
+func (p *Parser) ThreadID() string { return p.threadID }
+
+// TurnID is the run's turn id, once known.
+func (p *Parser) TurnID() string { return p.turnID }
+
+// Model is the thread's model, once known.
+func (p *Parser) Model() string { return p.model }
+
+// Terminal is the terminal event type turn/completed produced, if any.
+func (p *Parser) Terminal() agent.EventType { return p.terminal }
+
+// LastError is the message of the last error notification.
+func (p *Parser) LastError() string { return p.lastError }
+
+// fileDiff is the diff of the fileChange item id, from its item/started.
+func (p *Parser) fileDiff(itemID string) string {
+	if t, ok := p.tools[itemID]; ok {
+		return t.diff
+	}
+	return ""
+}
+
+// ours reports whether a notification about thread belongs to this run.
+func (p *Parser) ours(thread string) bool {
+	return thread == "" || p.threadID == "" || thread == p.threadID
+}
+
+// Parse maps one notification. raw is the whole line, used (bounded) as the
+// payload of provider.native. Params that do not decode as the method's shape
+// return an error and no events; the caller logs and skips the line.
+func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	switch method {
+	case "item/agentMessage/delta", "item/plan/delta":
+		return p.delta(method, agent.EventAssistantDelta, params, raw)
+	case "item/reasoning/summaryTextDelta", "item/reasoning/textDelta":
+		return p.delta(method, agent.EventReasoningDelta, params, raw)
+	case "item/reasoning/summaryPartAdded":
+		return p.reasoningPart(method, params, raw)
+	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta", "item/mcpToolCall/progress":
+		return p.toolOutput(method, params, raw)
+	case "item/started":
+		return p.itemStarted(method, params, raw)
+	case "item/completed":
+		return p.itemCompleted(method, params, raw)
+	case "thread/tokenUsage/updated":
+		return p.tokenUsage(method, params, raw)
+	case "error":
+		return p.errorNotification(method, params, raw)
+	case "warning", "configWarning":
+		return p.warning(method, params, raw)
+	case "thread/started":
+		return p.threadStarted(method, params, raw)
+	case "turn/started":
+		var v turnParams
+		if err := decode(method, params, &v); err != nil {
+			return nil, err
+		}
+		if p.ours(v.ThreadID) && p.turnID == "" {
+			p.turnID = v.Turn.ID
+		}
+		return p.native(method, raw), nil
+	case "turn/completed":
+		return p.turnCompleted(method, params, raw)
+	case "model/rerouted":
+		var v modelReroutedParams
+		if err := decode(method, params, &v); err != nil {
+			return nil, err
+		}
+		ev := p.native(method, raw)
+		ev[0].Type, ev[0].Subtype = agent.EventSystem, "model_rerouted"
+		ev[0].Text = fmt.Sprintf("model rerouted from %s to %s", v.FromModel, v.ToModel)
+		if v.Reason != "" {
+			ev[0].Text += " (" + v.Reason + ")"
+		}
+		return ev, nil
+	}
+	return p.native(method, raw), nil
+}
+
+func decode(method string, params json.RawMessage, v any) error {
+	if len(params) == 0 {
+		return fmt.Errorf("%s: missing params", method)
+	}
+	if err := json.Unmarshal(params, v); err != nil {
+		return fmt.Errorf("%s params: %w", method, err)
+	}
+	return nil
+}
+
+func (p *Parser) delta(method string, typ agent.EventType, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v deltaParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	if v.Delta == "" {
+		return nil, nil
+	}
+	ts := p.text(v.ItemID, typ)
+	var sep string
+	if typ == agent.EventReasoningDelta && v.SummaryIndex > ts.part {
+		ts.part = v.SummaryIndex
+		if len(ts.emitted) > 0 && !bytes.HasSuffix(ts.emitted, []byte("\n\n")) {
+			sep = "\n\n"
+		}
+	}
+	text := sep + v.Delta
+	ts.emitted = append(ts.emitted, text...)
+	return []agent.Event{{Type: typ, Text: text}}, nil
+}
+
+func (p *Parser) reasoningPart(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v deltaParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	ts := p.text(v.ItemID, agent.EventReasoningDelta)
+	if v.SummaryIndex <= ts.part {
+		return nil, nil
+	}
+	ts.part = v.SummaryIndex
+	if len(ts.emitted) == 0 || bytes.HasSuffix(ts.emitted, []byte("\n\n")) {
+		return nil, nil
+	}
+	ts.emitted = append(ts.emitted, "\n\n"...)
+	return []agent.Event{{Type: agent.EventReasoningDelta, Text: "\n\n"}}, nil
+}
+
+func (p *Parser) text(itemID string, typ agent.EventType) *textState {
+	ts, ok := p.texts[itemID]
+	if !ok {
+		ts = &textState{typ: typ}
+		p.texts[itemID] = ts
+	}
+	return ts
+}
+
+// completeText emits the part of full not streamed yet for item id.
+func (p *Parser) completeText(id string, typ agent.EventType, full string) []agent.Event {
+	ts := p.text(id, typ)
+	if ts.done {
+		return nil
+	}
+	ts.done = true
+	if full == "" {
+		return nil
+	}
+	if !strings.HasPrefix(full, string(ts.emitted)) {
+		// The snapshot disagrees with what was streamed; never repeat text.
+		return nil
+	}
+	rest := full[len(ts.emitted):]
+	if rest == "" {
+		return nil
+	}
+	ts.emitted = append(ts.emitted, rest...)
+	return []agent.Event{{Type: typ, Text: rest}}
+}
+
+func (p *Parser) toolOutput(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v deltaParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	text := v.Delta
+	if method == "item/mcpToolCall/progress" {
+		text = v.Message + "\n"
+	}
+	if text == "" {
+		return nil, nil
+	}
+	name := ""
+	if t, ok := p.tools[v.ItemID]; ok {
+		name = t.name
+	}
+	return []agent.Event{{
+		Type:   agent.EventToolOutput,
+		Text:   text,
+		Tool:   &agent.Tool{ID: v.ItemID, Name: name},
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.ItemID)},
+	}}, nil
+}
+
+func (p *Parser) itemStarted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v itemParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	it := &v.Item
+	switch it.Type {
+	case "agentMessage", "plan":
+		p.text(it.ID, agent.EventAssistantDelta)
+		return nil, nil
+	case "reasoning":
+		p.text(it.ID, agent.EventReasoningDelta)
+		return nil, nil
+	}
+	if ev, ok := p.toolStarted(method, it); ok {
+		return []agent.Event{ev}, nil
+	}
+	return p.native(method+"/"+it.Type, raw), nil
+}
+
+func (p *Parser) itemCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v itemParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	it := &v.Item
+	switch it.Type {
+	case "agentMessage":
+		p.lastText = it.Text
+		return p.completeText(it.ID, agent.EventAssistantDelta, it.Text), nil
+	case "plan":
+		return p.completeText(it.ID, agent.EventAssistantDelta, it.Text), nil
+	case "reasoning":
+		return p.completeText(it.ID, agent.EventReasoningDelta, reasoningText(it)), nil
+	}
+	if !isTool(it.Type) {
+		return p.native(method+"/"+it.Type, raw), nil
+	}
+	var out []agent.Event
+	t, ok := p.tools[it.ID]
+	if !ok {
+		ev, _ := p.toolStarted("item/started", it)
+		out = append(out, ev)
+		t = p.tools[it.ID]
+	}
+	if t.done {
+		return nil, nil
+	}
+	t.done = true
+	output, isErr := toolResult(it)
+	return append(out, agent.Event{
+		Type:   agent.EventToolCompleted,
+		Tool:   &agent.Tool{ID: it.ID, Name: t.name, Output: truncate(output, MaxToolOutput), IsError: isErr},
+		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: jsonString(it.ID)},
+	}), nil
+}
+
+func isTool(typ string) bool {
+	switch typ {
+	case "commandExecution", "fileChange", "mcpToolCall", "dynamicToolCall", "webSearch", "collabAgentToolCall":
+		return true
+	}
+	return false
+}
+
+// toolStarted maps a tool item to tool.started and remembers it.
+func (p *Parser) toolStarted(method string, it *wireItem) (agent.Event, bool) {
+	if !isTool(it.Type) {
+		return agent.Event{}, false
+	}
+	var (
+		name, arg string
+		input     any
+		diff      string
+	)
+	switch it.Type {
+	case "commandExecution":
+		name, arg = "shell", displayCommand(it.Command, it.CommandActions)
+		input = map[string]string{"command": it.Command, "cwd": it.Cwd}
+	case "fileChange":
+		name = "apply_patch"
+		paths := make([]string, 0, len(it.Changes))
+		for _, c := range it.Changes {
+			paths = append(paths, c.Path)
+		}
+		arg, diff = strings.Join(paths, ", "), changesDiff(it.Changes)
+		input = map[string]any{"paths": paths, "diff": diff}
+	case "mcpToolCall":
+		name, arg, input = "mcp:"+it.Server+"/"+it.Tool, compactText(it.Arguments), it.Arguments
+	case "dynamicToolCall":
+		name = it.Tool
+		if it.Namespace != nil && *it.Namespace != "" {
+			name = *it.Namespace + "/" + it.Tool
+		}
+		arg, input = compactText(it.Arguments), it.Arguments
+	case "webSearch":
+		name, arg, input = "web_search", it.Query, map[string]string{"query": it.Query}
+	case "collabAgentToolCall":
+		name = "agent:" + it.Tool
+		if it.Prompt != nil {
+			arg = *it.Prompt
+		}
+		in := map[string]any{"tool": it.Tool, "sender_thread_id": it.SenderThreadID, "receiver_thread_ids": it.ReceiverThreadIDs}
+		if it.Prompt != nil {
+			in["prompt"] = truncate(*it.Prompt, 1024)
+		}
+		if it.Model != nil {
+			in["model"] = *it.Model
+		}
+		input = in
+	}
+	p.tools[it.ID] = &toolState{name: name, diff: diff}
+	var in json.RawMessage
+	if input != nil {
+		in, _ = json.Marshal(input)
+	}
+	summary := name
+	if arg = strings.Join(strings.Fields(arg), " "); arg != "" {
+		summary += ": " + truncate(arg, 200)
+	}
+	return agent.Event{
+		Type:   agent.EventToolStarted,
+		Tool:   &agent.Tool{ID: it.ID, Name: name, Input: compact(in), Summary: summary},
+		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: jsonString(it.ID)},
+	}, true
+}
+
+// displayCommand prefers the parsed command over the /bin/bash -lc wrapper.
+func displayCommand(command string, actions []commandAction) string {
+	if len(actions) > 0 {
+		parts := make([]string, 0, len(actions))
+		for _, a := range actions {
+			if a.Command != "" {
+				parts = append(parts, a.Command)
+			}
+		}
+		if len(parts) > 0 {
+			return strings.Join(parts, " && ")
+		}
+	}
+	return command
+}
+
+// changesDiff renders file changes as a bounded unified-diff-like text.
+func changesDiff(changes []fileChange) string {
+	var b strings.Builder
+	for _, c := range changes {
+		switch c.Kind.Type {
+		case "add":
+			b.WriteString("+++ " + c.Path + " (new file)\n")
+		case "delete":
+			b.WriteString("--- " + c.Path + " (deleted)\n")
+		default:
+			to := c.Path
+			if c.Kind.MovePath != nil && *c.Kind.MovePath != "" {
+				to = *c.Kind.MovePath
+			}
+			b.WriteString("--- " + c.Path + "\n+++ " + to + "\n")
+		}
+		b.WriteString(c.Diff)
+		if c.Diff != "" && !strings.HasSuffix(c.Diff, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	return truncate(b.String(), maxDiff)
+}
+
+// toolResult is a completed tool item's output text and error flag.
+func toolResult(it *wireItem) (string, bool) {
+	failed := it.Status == "failed" || it.Status == "declined" || it.Status == "errored"
+	switch it.Type {
+	case "commandExecution":
+		out := ""
+		if it.AggregatedOutput != nil {
+			out = *it.AggregatedOutput
+		}
+		if it.Status == "declined" && out == "" {
+			out = "declined"
+		}
+		return out, failed || (it.ExitCode != nil && *it.ExitCode != 0)
+	case "fileChange":
+		if it.Status == "declined" {
+			return "declined", true
+		}
+		return it.Status, failed
+	case "mcpToolCall":
+		if it.Error != nil {
+			return it.Error.Message, true
+		}
+		if it.Result != nil {
+			return itemsText(it.Result.Content), failed
+		}
+		return "", failed
+	case "dynamicToolCall":
+		return itemsText(it.ContentItems), failed || (it.Success != nil && !*it.Success)
+	case "webSearch":
+		return it.Query, failed
+	case "collabAgentToolCall":
+		ids := make([]string, 0, len(it.AgentsStates))
+		for id := range it.AgentsStates {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		var b strings.Builder
+		for _, id := range ids {
+			st := it.AgentsStates[id]
+			b.WriteString(id + ": " + st.Status)
+			if st.Message != nil && *st.Message != "" {
+				b.WriteString(": " + *st.Message)
+			}
+			b.WriteByte('\n')
+		}
+		return b.String(), failed
+	}
+	return "", failed
+}
+
+func itemsText(items []contentItem) string {
+	var parts []string
+	for _, c := range items {
+		switch c.Type {
+		case "text", "inputText":
+			parts = append(parts, c.Text)
+		case "image", "inputImage":
+			parts = append(parts, "[image]")
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func reasoningText(it *wireItem) string {
+	if len(it.Summary) > 0 {
+		return strings.Join(it.Summary, "\n\n")
+	}
+	var content []string
+	_ = json.Unmarshal(it.Content, &content)
+	return strings.Join(content, "\n\n")
+}
+
+func (p *Parser) tokenUsage(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v tokenUsageParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	// Only this turn's model calls count; a resumed thread first reports the
+	// restored totals under the previous turn's id.
+	if !p.ours(v.ThreadID) || p.turnID == "" || v.TurnID != p.turnID {
+		return p.native(method, raw), nil
+	}
+	l := v.TokenUsage.Last
+	p.usage.InputTokens += l.InputTokens
+	p.usage.OutputTokens += l.OutputTokens
+	p.usage.CacheReadTokens += l.CachedInputTokens
+	p.usage.CacheCreationTokens += l.CacheWriteInputTokens
+	p.usage.NumTurns++
+	u := p.usage
+	return []agent.Event{{
+		Type:   agent.EventUsageUpdated,
+		Usage:  &u,
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.TurnID)},
+	}}, nil
+}
+
+func (p *Parser) errorNotification(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v errorParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	msg := readableError(v.Error.Message)
+	ev := agent.Event{Type: agent.EventSystem, Text: msg, Native: &agent.Native{Provider: p.provider, Kind: method, Payload: bounded(raw)}}
+	if v.WillRetry {
+		ev.Subtype = "retrying"
+		if d := v.Error.AdditionalDetails; d != nil && *d != "" {
+			ev.Text += " (" + *d + ")"
+		}
+		return []agent.Event{ev}, nil
+	}
+	p.lastError = msg
+	ev.Subtype = "error"
+	return []agent.Event{ev}, nil
+}
+
+// readableError unwraps an upstream JSON error body ({"error":{"message":…}}).
+func readableError(msg string) string {
+	t := strings.TrimSpace(msg)
+	if strings.HasPrefix(t, "{") {
+		var v struct {
+			Error struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		if json.Unmarshal([]byte(t), &v) == nil && v.Error.Message != "" {
+			return v.Error.Message
+		}
+	}
+	return msg
+}
+
+func (p *Parser) warning(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v warningParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	text := v.Message
+	if text == "" {
+		text = v.Summary
+		if v.Details != nil && *v.Details != "" {
+			text += ": " + *v.Details
+		}
+	}
+	return []agent.Event{{Type: agent.EventSystem, Subtype: "warning", Text: text, Native: &agent.Native{Provider: p.provider, Kind: method}}}, nil
+}
+
+func (p *Parser) threadStarted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v threadStartedParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if v.Thread.ID == "" || v.Thread.ID == p.threadID || p.threadID != "" {
+		// Our thread (already reported from the thread result) or a
+		// subagent's thread.
+		return p.native(method, raw), nil
+	}
+	p.threadID = v.Thread.ID
+	if v.Thread.Model != "" {
+		p.model = v.Thread.Model
+	}
+	return []agent.Event{{Type: agent.EventSessionUpdated, SessionID: v.Thread.ID, Model: p.model,
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.Thread.ID)}}}, nil
+}
+
+func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v turnParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) || (p.turnID != "" && v.Turn.ID != p.turnID) {
+		return p.native(method, raw), nil
+	}
+	if p.terminal != "" {
+		return nil, nil
+	}
+	if p.turnID == "" {
+		p.turnID = v.Turn.ID
+	}
+	var out []agent.Event
+	// Flush what the summary holds but was never streamed or completed.
+	for _, rawItem := range v.Turn.Items {
+		var it wireItem
+		if json.Unmarshal(rawItem, &it) != nil {
+			continue
+		}
+		switch it.Type {
+		case "agentMessage":
+			p.lastText = it.Text
+			out = append(out, p.completeText(it.ID, agent.EventAssistantDelta, it.Text)...)
+		case "plan":
+			out = append(out, p.completeText(it.ID, agent.EventAssistantDelta, it.Text)...)
+		}
+	}
+	payload, _ := json.Marshal(struct {
+		Status     string `json:"status"`
+		DurationMs *int64 `json:"durationMs,omitempty"`
+	}{v.Turn.Status, v.Turn.DurationMs})
+	nat := &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.Turn.ID), Payload: payload}
+	switch v.Turn.Status {
+	case "completed":
+		p.terminal = agent.EventRunCompleted
+		return append(out, agent.Event{Type: agent.EventRunCompleted, Text: p.lastText, Native: nat}), nil
+	case "interrupted":
+		p.terminal = agent.EventRunInterrupted
+		return append(out, agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted", Native: nat}), nil
+	case "failed":
+		p.terminal = agent.EventRunFailed
+		msg := p.lastError
+		if v.Turn.Error != nil && v.Turn.Error.Message != "" {
+			msg = readableError(v.Turn.Error.Message)
+		}
+		if msg == "" {
+			msg = "turn failed"
+		}
+		return append(out, agent.Event{Type: agent.EventRunFailed, Text: msg, Native: nat}), nil
+	}
+	// Never a success by accident.
+	p.terminal = agent.EventRunFailed
+	return append(out, agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("unknown turn status %q", v.Turn.Status), Native: nat}), nil
+}
+
+// native builds a provider.native event with a bounded payload.
+func (p *Parser) native(kind string, raw []byte) []agent.Event {
+	return []agent.Event{{Type: agent.EventProviderNative, Subtype: kind, Native: &agent.Native{
+		Provider: p.provider, Kind: kind, Payload: bounded(raw),
+	}}}
+}
+
+// bounded returns line as a payload when it is small enough, otherwise a
+// small JSON note with its size. The result never aliases line.
+func bounded(line []byte) json.RawMessage {
+	if len(line) <= MaxNativePayload {
+		var buf bytes.Buffer
+		if json.Compact(&buf, line) == nil {
+			return buf.Bytes()
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
+	return b
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// compactText renders JSON arguments as one short line.
+func compactText(raw json.RawMessage) string {
+	c := compact(raw)
+	if string(c) == "null" {
+		return ""
+	}
+	return string(c)
+}
+
+func jsonString(s string) json.RawMessage {
+	if s == "" {
+		return nil
+	}
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
