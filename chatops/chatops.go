@@ -156,15 +156,17 @@ func ParseCommand(text string) (Command, bool) {
 }
 
 var commands = map[string]string{
-	"new":    "start a new chat (same settings)",
-	"stop":   "stop the running turn",
-	"status": "show this chat's agent, model, session and run",
-	"agent":  "agent <id>: switch this chat's agent",
-	"model":  "model <name>: set the model (empty: the agent's default)",
-	"effort": "effort <level>: set the reasoning effort",
-	"mode":   "mode plan|default: plan only, or act",
-	"agents": "list the agents and whether they are installed",
-	"help":   "show the commands",
+	"new":     "start a new chat (same settings)",
+	"stop":    "stop the running turn",
+	"status":  "show this chat's agent, model, session and run",
+	"agent":   "agent <id>: switch this chat's agent",
+	"model":   "model <name>: set the model (empty: the agent's default)",
+	"effort":  "effort <level>: set the reasoning effort",
+	"mode":    "mode plan|default: plan only, or act",
+	"project": "project <name>: run this chat in a project",
+	"fork":    "fork: continue this chat in a new thread (chat platforms)",
+	"agents":  "list the agents and whether they are installed",
+	"help":    "show the commands",
 }
 
 // Result is what a command produced for the user.
@@ -229,6 +231,13 @@ func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, 
 		c.Model = cmd.Arg
 	case "effort":
 		c.Effort = cmd.Arg
+	case "project":
+		if _, ok := b.Active(chatID); ok {
+			return Result{Text: "Stop the running turn before switching projects."}, nil
+		}
+		c.Project = cmd.Arg
+	case "fork":
+		return Result{Text: "fork works in a chat platform's thread: it continues this chat in a new thread."}, nil
 	case "mode":
 		switch agent.Mode(cmd.Arg) {
 		case agent.ModePlan, agent.ModeDefault:

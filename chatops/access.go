@@ -1,0 +1,167 @@
+// access.go: who may run the agent and who may answer its requests, per
+// platform, workspace and channel. Default deny: where no allow-list applies,
+// only admins may do anything.
+
+package chatops
+
+import (
+	"slices"
+	"strings"
+)
+
+// User is a person on a platform.
+type User struct {
+	Platform string
+	// ID is the platform's id of the user ("U0123ABC", "@alice:example.org").
+	ID string
+}
+
+// Qualified is the user's platform-qualified id ("slack:U0123ABC"), the form
+// used in events (By) and in the admins list.
+func (u User) Qualified() string { return u.Platform + ":" + u.ID }
+
+// ParseUser reverses Qualified. A string without a platform prefix gives a User
+// with an empty Platform.
+func ParseUser(q string) User {
+	p, id, ok := strings.Cut(q, ":")
+	if !ok || strings.HasPrefix(q, "@") {
+		return User{ID: q}
+	}
+	return User{Platform: p, ID: id}
+}
+
+// Scope selects where Rules apply. An empty Workspace matches every workspace of
+// the platform; an empty Channel makes the rules workspace-wide.
+type Scope struct {
+	Platform  string
+	Workspace string
+	Channel   string
+}
+
+// Defaults are the settings of a chat created in a channel.
+type Defaults struct {
+	Agent   string
+	Model   string
+	Project string
+	// Workdir is the working directory of the channel's chats; empty gives
+	// every chat its own directory under the bot's workdir.
+	Workdir string
+}
+
+// Rules are the settings of a channel or workspace.
+type Rules struct {
+	Defaults
+	// Allow lists the platform user ids who may start runs and use commands;
+	// "*" allows everyone in the scope.
+	Allow []string
+	// Approvers lists the platform user ids who may answer the agent's
+	// requests; "*" allows everyone who may run.
+	Approvers []string
+	// ReplyWithoutMention makes every reply in a bound thread a prompt, not
+	// only the ones that mention the bot.
+	ReplyWithoutMention bool
+}
+
+// Policy is the access configuration of every platform.
+type Policy struct {
+	// Admins are platform-qualified user ids ("slack:U0123ABC") who may run
+	// and approve everywhere.
+	Admins []string
+	// Rules holds channel and workspace rules.
+	Rules map[Scope]Rules
+}
+
+// Set adds or replaces the rules of a scope.
+func (p *Policy) Set(s Scope, r Rules) {
+	if p.Rules == nil {
+		p.Rules = map[Scope]Rules{}
+	}
+	p.Rules[s] = r
+}
+
+// Action is what a user asks to do.
+type Action int
+
+// Actions checked by Allowed.
+const (
+	// ActRun covers prompts and commands.
+	ActRun Action = iota
+	// ActApprove covers answering interactions.
+	ActApprove
+)
+
+// IsAdmin reports whether u is an admin.
+func (p *Policy) IsAdmin(u User) bool { return slices.Contains(p.Admins, u.Qualified()) }
+
+// lookup returns the rules of the channel and of its workspace, most specific
+// first; a scope with a workspace wins over the same scope for any workspace.
+func (p *Policy) lookup(pl Place) []Rules {
+	var out []Rules
+	seen := map[Scope]bool{}
+	for _, s := range []Scope{
+		{pl.Platform, pl.Workspace, pl.Channel},
+		{pl.Platform, "", pl.Channel},
+		{pl.Platform, pl.Workspace, ""},
+		{pl.Platform, "", ""},
+	} {
+		if seen[s] {
+			continue
+		}
+		seen[s] = true
+		if r, ok := p.Rules[s]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Channel returns the effective rules of a place: the channel's defaults over
+// the workspace's, and the allow and approver lists of both.
+func (p *Policy) Channel(pl Place) Rules {
+	var eff Rules
+	rules := p.lookup(pl)
+	for i := len(rules) - 1; i >= 0; i-- { // least specific first, overridden after
+		r := rules[i]
+		if r.Agent != "" {
+			eff.Agent = r.Agent
+		}
+		if r.Model != "" {
+			eff.Model = r.Model
+		}
+		if r.Project != "" {
+			eff.Project = r.Project
+		}
+		if r.Workdir != "" {
+			eff.Workdir = r.Workdir
+		}
+		eff.ReplyWithoutMention = r.ReplyWithoutMention
+		eff.Allow = append(eff.Allow, r.Allow...)
+		eff.Approvers = append(eff.Approvers, r.Approvers...)
+	}
+	return eff
+}
+
+// Allowed reports whether u may do act at the place. Admins may do anything;
+// otherwise running needs the user in an allow list of the channel or its
+// workspace, and approving needs the user in an approver list (and, for "*",
+// allowed to run). With no list, nobody but admins may.
+func (p *Policy) Allowed(u User, pl Place, act Action) bool {
+	if u.ID == "" || u.Platform != pl.Platform {
+		return false
+	}
+	if p.IsAdmin(u) {
+		return true
+	}
+	r := p.Channel(pl)
+	mayRun := slices.Contains(r.Allow, u.ID) || slices.Contains(r.Allow, "*")
+	switch act {
+	case ActRun:
+		return mayRun
+	case ActApprove:
+		if slices.Contains(r.Approvers, u.ID) {
+			return true
+		}
+		return slices.Contains(r.Approvers, "*") && mayRun
+	}
+	return false
+}

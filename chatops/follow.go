@@ -1,0 +1,242 @@
+// follow.go: the renderer of a thread. One goroutine per chat follows the
+// chat's events (replaying from the last rendered seq), folds each run into a
+// runState and hands the resulting views to the workspace's outbox.
+
+package chatops
+
+import (
+	"context"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// follower is the rendering state of one chat, guarded by Threads.mu.
+type follower struct {
+	chatID  string
+	place   Place
+	running bool
+	// kick is set when a new run was announced while the goroutine was
+	// running, so it does not stop for idleness.
+	kick bool
+	// next is the seq after which a restarted follower resumes.
+	next int64
+}
+
+// ensureFollower makes sure a goroutine renders the chat into the place.
+// Called before a prompt is sent, it starts after the chat's current last seq.
+func (t *Threads) ensureFollower(ctx context.Context, chatID string, place Place) error {
+	t.mu.Lock()
+	f := t.followers[chatID]
+	if f != nil && f.running {
+		f.kick = true
+		t.mu.Unlock()
+		return nil
+	}
+	t.mu.Unlock()
+	var from int64
+	if f == nil {
+		seq, err := t.bot.LastSeq(ctx, chatID)
+		if err != nil {
+			return err
+		}
+		from = seq
+	}
+	t.start(chatID, place, from, f == nil)
+	return nil
+}
+
+// start runs the chat's follower from seq from (or from where the last one
+// stopped when fresh is false) unless one runs.
+func (t *Threads) start(chatID string, place Place, from int64, fresh bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.followers[chatID]
+	if f != nil && f.running {
+		f.kick = true
+		return
+	}
+	if f == nil {
+		f = &follower{chatID: chatID, next: from}
+		t.followers[chatID] = f
+	} else if fresh && from < f.next {
+		f.next = from
+	}
+	f.place, f.running, f.kick = place, true, false
+	start := f.next
+	t.wg.Go(func() { t.follow(f, start) })
+}
+
+// Resume restarts the rendering of the platform's runs whose messages do not
+// show their end yet (after a restart): each chat is replayed from its
+// earliest unfinished run, the same messages are edited, and content already
+// shown is not sent again.
+func (t *Threads) Resume(ctx context.Context, platform string) error {
+	open, err := t.store.OpenRenders(ctx, platform)
+	if err != nil {
+		return err
+	}
+	from := map[string]int64{}
+	place := map[string]Place{}
+	for _, rm := range open {
+		if s, ok := from[rm.ChatID]; !ok || rm.FirstSeq-1 < s {
+			from[rm.ChatID] = max(rm.FirstSeq-1, 0)
+			place[rm.ChatID] = rm.Place
+		}
+	}
+	for chatID, seq := range from {
+		t.log.InfoContext(ctx, "resuming the rendering of a chat", "chat", chatID, "after_seq", seq)
+		t.start(chatID, place[chatID], seq, true)
+	}
+	return nil
+}
+
+func renderTick(b Budget) time.Duration {
+	return min(max(b.withDefaults().MinInterval/4, 10*time.Millisecond), 250*time.Millisecond)
+}
+
+// follow renders the chat until it has been idle for IdleFollow.
+func (t *Threads) follow(f *follower, from int64) {
+	ctx, cancel := context.WithCancel(t.base)
+	defer cancel()
+	log := t.log.With("chat", f.chatID)
+	last := from
+	stop := func() {
+		t.mu.Lock()
+		f.running, f.next = false, last
+		t.mu.Unlock()
+	}
+	ob, err := t.outbox(f.place)
+	if err != nil {
+		log.ErrorContext(ctx, "render chat", "err", err)
+		stop()
+		return
+	}
+	s, _ := t.surface(f.place.Platform)
+	ropts := t.opts.Render
+	ropts.Mention = s.Mention
+	project := ""
+	if c, err := t.bot.Chat(ctx, f.chatID); err == nil {
+		project = c.Project
+	}
+	caughtUp, err := t.bot.LastSeq(ctx, f.chatID)
+	if err != nil {
+		log.ErrorContext(ctx, "render chat", "err", err)
+		stop()
+		return
+	}
+	events := t.bot.Subscribe(ctx, f.chatID, from)
+	tick := time.NewTicker(renderTick(t.opts.Budget))
+	defer tick.Stop()
+	idle := time.NewTimer(t.opts.IdleFollow)
+	defer idle.Stop()
+
+	var (
+		cur   *runState
+		dirty bool
+	)
+	push := func() {
+		for _, sv := range cur.views() {
+			ob.put(f.chatID, cur.runID, f.place, cur.firstSeq, cur.last, sv)
+		}
+		dirty = false
+	}
+	finish := func() {
+		push()
+		if err := ob.flush(ctx, cur.runID); err != nil {
+			return
+		}
+		ob.forget(cur.runID)
+		cur = nil
+		t.mu.Lock()
+		f.next = last
+		t.mu.Unlock()
+	}
+	// orphan ends a run the event log never ended (the process that ran it
+	// died): its messages say so.
+	orphan := func() {
+		if cur == nil || cur.done() {
+			return
+		}
+		if r, ok := t.bot.Active(f.chatID); ok && r.ID == cur.runID {
+			return
+		}
+		cur.terminal, cur.endText = agent.EventRunInterrupted, "the bot restarted before the run ended"
+		finish()
+	}
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				stop()
+				return
+			}
+			last = ev.Seq
+			if ev.RunID != "" {
+				if cur != nil && cur.runID != ev.RunID {
+					orphan()
+				}
+				if cur == nil {
+					rows, err := t.store.RenderedMessages(ctx, ev.RunID)
+					if err != nil {
+						log.WarnContext(ctx, "read rendered messages", "run_id", ev.RunID, "err", err)
+					}
+					ob.load(rows)
+					cur = newRunState(ropts, f.chatID, ev.RunID, project)
+				}
+				cur.apply(ev)
+				switch {
+				case cur.done():
+					finish()
+				case urgent(ev.Type):
+					push()
+				default:
+					dirty = true
+				}
+			}
+			log.DebugContext(ctx, "render event", "seq", ev.Seq, "type", ev.Type, "caught_up", caughtUp)
+			if ev.Seq == caughtUp {
+				orphan()
+			}
+			if !idle.Stop() {
+				select {
+				case <-idle.C:
+				default:
+				}
+			}
+			idle.Reset(t.opts.IdleFollow)
+		case <-tick.C:
+			if dirty && cur != nil {
+				push()
+			}
+		case <-idle.C:
+			if cur != nil {
+				idle.Reset(t.opts.IdleFollow)
+				continue
+			}
+			t.mu.Lock()
+			if f.kick {
+				f.kick = false
+				t.mu.Unlock()
+				idle.Reset(t.opts.IdleFollow)
+				continue
+			}
+			f.running, f.next = false, last
+			t.mu.Unlock()
+			return
+		case <-ctx.Done():
+			stop()
+			return
+		}
+	}
+}
+
+// urgent reports whether an event changes what the thread must see now
+// (rather than at the next coalesced update).
+func urgent(typ string) bool {
+	switch agent.EventType(typ) {
+	case agent.EventRunStarted, agent.EventInteractionRequested, agent.EventInteractionResolved:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,463 @@
+// outbox.go: one workspace's queue of message updates. Updates of one message
+// coalesce (only the newest content is sent), a shared token budget per kind of
+// call bounds the rate of the whole workspace, final answers and interaction
+// cards go ahead of progress, and a 429 pauses the workspace for Retry-After.
+
+package chatops
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Rate is a token bucket: PerMinute calls on average, Burst at once.
+type Rate struct {
+	PerMinute float64
+	Burst     int
+}
+
+// Budget is a workspace's rate budget.
+type Budget struct {
+	// Post covers new messages and stream starts (Slack chat.postMessage,
+	// chat.startStream, files). Default 60/min, burst 5.
+	Post Rate
+	// Update covers edits and stream stops (chat.update is Slack Tier 3).
+	// Default 50/min, burst 5.
+	Update Rate
+	// Append covers stream appends (chat.appendStream is Tier 4). Default
+	// 100/min, burst 5.
+	Append Rate
+	// MinInterval is the least time between two progress updates of one
+	// message (default 1 s). Final content and cards do not wait for it.
+	MinInterval time.Duration
+	// MaxAttempts bounds the tries of one update that fails for another reason
+	// than a rate limit (default 3).
+	MaxAttempts int
+}
+
+func (b Budget) withDefaults() Budget {
+	def := func(r *Rate, pm float64) {
+		if r.PerMinute <= 0 {
+			r.PerMinute = pm
+		}
+		if r.Burst <= 0 {
+			r.Burst = 5
+		}
+	}
+	def(&b.Post, 60)
+	def(&b.Update, 50)
+	def(&b.Append, 100)
+	if b.MinInterval <= 0 {
+		b.MinInterval = time.Second
+	}
+	if b.MaxAttempts <= 0 {
+		b.MaxAttempts = 3
+	}
+	return b
+}
+
+type bucket struct {
+	rate   Rate
+	tokens float64
+	at     time.Time
+}
+
+func newBucket(r Rate, now time.Time) *bucket {
+	return &bucket{rate: r, tokens: float64(r.Burst), at: now}
+}
+
+func (b *bucket) refill(now time.Time) {
+	if now.After(b.at) {
+		b.tokens = min(float64(b.rate.Burst), b.tokens+now.Sub(b.at).Minutes()*b.rate.PerMinute)
+		b.at = now
+	}
+}
+
+// ready returns when a token is available (now or later).
+func (b *bucket) ready(now time.Time) time.Time {
+	b.refill(now)
+	if b.tokens >= 1 {
+		return now
+	}
+	return now.Add(time.Duration((1 - b.tokens) / b.rate.PerMinute * float64(time.Minute)))
+}
+
+func (b *bucket) take(now time.Time) {
+	b.refill(now)
+	b.tokens--
+}
+
+type opKind int
+
+const (
+	opPost opKind = iota
+	opUpdate
+	opAppend
+)
+
+// OutboxStats counts a workspace's calls.
+type OutboxStats struct {
+	Calls       int
+	RateLimited int
+	Failures    int
+}
+
+// oslot is one message of a run as the outbox knows it.
+type oslot struct {
+	rm        RenderedMessage
+	want      *SlotView
+	wantSeq   int64
+	gen       int
+	since     time.Time // when want became pending
+	lastSent  time.Time
+	attempts  int
+	retryAt   time.Time
+	streaming bool
+	streamed  string
+	waiters   []chan struct{}
+}
+
+func (s *oslot) resolve() {
+	for _, w := range s.waiters {
+		close(w)
+	}
+	s.waiters = nil
+}
+
+// outbox sends one workspace's updates from a single goroutine.
+type outbox struct {
+	surface Surface
+	store   Store
+	budget  Budget
+	log     *slog.Logger
+	stream  bool
+
+	mu      sync.Mutex
+	slots   map[string]*oslot // by run id + "|" + slot
+	paused  time.Time
+	buckets map[opKind]*bucket
+	stats   OutboxStats
+	wake    chan struct{}
+}
+
+func newOutbox(s Surface, st Store, b Budget, stream bool, log *slog.Logger) *outbox {
+	b = b.withDefaults()
+	now := time.Now()
+	_, canStream := s.(Streamer)
+	return &outbox{
+		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
+		slots: map[string]*oslot{},
+		buckets: map[opKind]*bucket{
+			opPost: newBucket(b.Post, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
+		},
+		wake: make(chan struct{}, 1),
+	}
+}
+
+func slotKey(runID, slot string) string { return runID + "|" + slot }
+
+// load registers what the store knows of a run's messages, so that replayed
+// content that was already sent is not sent again and edits reach the same
+// messages.
+func (o *outbox) load(rows []RenderedMessage) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, rm := range rows {
+		k := slotKey(rm.RunID, rm.Slot)
+		if _, ok := o.slots[k]; !ok {
+			o.slots[k] = &oslot{rm: rm}
+		}
+	}
+}
+
+// put sets the wanted content of a message, replacing content not yet sent.
+func (o *outbox) put(chatID, runID string, place Place, firstSeq, seq int64, sv SlotView) {
+	o.mu.Lock()
+	k := slotKey(runID, sv.Slot)
+	s := o.slots[k]
+	if s == nil {
+		s = &oslot{rm: RenderedMessage{RunID: runID, Slot: sv.Slot, ChatID: chatID, Place: place, FirstSeq: firstSeq}}
+		o.slots[k] = s
+	}
+	if s.rm.Final && s.rm.Hash != "" {
+		o.mu.Unlock()
+		return // a message that shows its end never changes again
+	}
+	v := sv
+	if s.want == nil {
+		s.since = time.Now()
+	}
+	s.want, s.wantSeq = &v, seq
+	s.gen++
+	o.mu.Unlock()
+	o.poke()
+}
+
+func (o *outbox) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flush waits until every message of the run shows its wanted content (or
+// gave up).
+func (o *outbox) flush(ctx context.Context, runID string) error {
+	o.mu.Lock()
+	var waits []chan struct{}
+	for k, s := range o.slots {
+		if strings.HasPrefix(k, runID+"|") && s.want != nil {
+			w := make(chan struct{})
+			s.waiters = append(s.waiters, w)
+			waits = append(waits, w)
+		}
+	}
+	o.mu.Unlock()
+	for _, w := range waits {
+		select {
+		case <-w:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// forget drops the run's slots from memory once it is rendered.
+func (o *outbox) forget(runID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for k, s := range o.slots {
+		if strings.HasPrefix(k, runID+"|") && s.want == nil {
+			delete(o.slots, k)
+		}
+	}
+}
+
+func (o *outbox) snapshot() OutboxStats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.stats
+}
+
+// job is one call the worker decided to make.
+type job struct {
+	s    *oslot
+	sv   SlotView
+	seq  int64
+	gen  int
+	op   opKind
+	hash string
+}
+
+// run is the worker: it sends the most urgent eligible update whenever the
+// budget allows, until ctx ends.
+func (o *outbox) run(ctx context.Context) {
+	for {
+		j, wait := o.next(time.Now())
+		if j == nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-o.wake:
+			case <-t.C:
+			}
+			t.Stop()
+			continue
+		}
+		o.send(ctx, j)
+	}
+}
+
+const idleWait = time.Hour
+
+// next picks the update to send now, or says how long to wait.
+func (o *outbox) next(now time.Time) (*job, time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if now.Before(o.paused) {
+		return nil, o.paused.Sub(now)
+	}
+	var (
+		best     *oslot
+		earliest = now.Add(idleWait)
+	)
+	for _, s := range o.slots {
+		if s.want == nil {
+			continue
+		}
+		if s.want.View.Hash() == s.rm.Hash && s.rm.MessageID != "" && (s.rm.Final || !s.want.Final) {
+			// Already shows exactly this (a replay after a restart).
+			s.want = nil
+			s.resolve()
+			continue
+		}
+		ready := s.retryAt
+		if s.want.Priority == PriorityProgress {
+			ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
+		}
+		if ready.After(now) {
+			earliest = earlier(earliest, ready)
+			continue
+		}
+		if best == nil || s.want.Priority > best.want.Priority ||
+			(s.want.Priority == best.want.Priority && s.since.Before(best.since)) {
+			best = s
+		}
+	}
+	if best == nil {
+		return nil, earliest.Sub(now)
+	}
+	op := o.opFor(best)
+	if at := o.buckets[op].ready(now); at.After(now) {
+		return nil, at.Sub(now)
+	}
+	o.buckets[op].take(now)
+	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: op, hash: best.want.View.Hash()}, 0
+}
+
+func (o *outbox) opFor(s *oslot) opKind {
+	switch {
+	case s.rm.MessageID == "" || s.want.Slot == SlotFile:
+		return opPost
+	case s.streaming && !s.want.Final:
+		return opAppend
+	default:
+		return opUpdate
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// send makes one call and records its outcome.
+func (o *outbox) send(ctx context.Context, j *job) {
+	s := j.s
+	o.mu.Lock()
+	rm := s.rm
+	streaming, streamed := s.streaming, s.streamed
+	o.stats.Calls++
+	o.mu.Unlock()
+
+	var (
+		id  = rm.MessageID
+		err error
+	)
+	newStreamed := streamed
+	isAnswer := strings.HasPrefix(j.sv.Slot, slotAnswerPref)
+	switch {
+	case j.sv.Slot == SlotFile:
+		if id == "" {
+			id, err = o.surface.Upload(ctx, rm.Place, "answer.md", j.sv.Upload)
+		}
+	case id == "" && o.stream && isAnswer && !j.sv.Final:
+		id, err = o.surface.(Streamer).StartStream(ctx, rm.Place, j.sv.View)
+		if err == nil {
+			streaming, newStreamed = true, j.sv.View.Body
+		} else if errors.Is(err, ErrStreamingUnavailable) {
+			o.log.InfoContext(ctx, "native streaming unavailable, posting and editing", "workspace", rm.Place.Workspace, "err", err)
+			o.mu.Lock()
+			o.stream = false
+			o.mu.Unlock()
+			id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
+		}
+	case id == "":
+		id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
+	case streaming:
+		body := j.sv.View.Body
+		if !strings.HasPrefix(body, streamed) {
+			// Not an append (cannot happen for a frozen part): end the stream
+			// with the whole view and edit from now on.
+			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, "", j.sv.View)
+			if err == nil {
+				err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
+			}
+			streaming = false
+			break
+		}
+		rest := body[len(streamed):]
+		if j.sv.Final {
+			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, rest, j.sv.View)
+			streaming = false
+		} else if rest != "" {
+			err = o.surface.(Streamer).AppendStream(ctx, rm.Place, id, rest)
+		}
+		if err == nil {
+			newStreamed = body
+		} else if errors.Is(err, ErrNotStreaming) {
+			streaming = false
+			err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
+		}
+	default:
+		err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
+	}
+
+	now := time.Now()
+	o.mu.Lock()
+	var rle *RateLimitError
+	switch {
+	case err == nil:
+		s.rm.MessageID, s.rm.Hash, s.rm.LastSeq, s.rm.Final = id, j.hash, j.seq, j.sv.Final
+		s.streaming, s.streamed = streaming, newStreamed
+		s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
+		if s.gen == j.gen {
+			s.want = nil
+		}
+	case errors.As(err, &rle) || errors.Is(err, ErrRateLimited):
+		o.stats.RateLimited++
+		wait := time.Second
+		if rle != nil && rle.RetryAfter > 0 {
+			wait = rle.RetryAfter
+		}
+		o.paused = later(o.paused, now.Add(wait))
+		if id != "" && s.rm.MessageID == "" {
+			s.rm.MessageID = id // posted, then limited on a follow-up call
+		}
+	default:
+		o.stats.Failures++
+		s.attempts++
+		if id != "" && s.rm.MessageID == "" {
+			s.rm.MessageID = id
+		}
+		s.streaming = streaming
+		if s.attempts >= o.budget.MaxAttempts {
+			o.log.WarnContext(ctx, "giving up on a message update", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
+			if s.gen == j.gen {
+				s.want = nil
+			}
+			s.attempts = 0
+		} else {
+			o.log.InfoContext(ctx, "message update failed, retrying", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
+			s.retryAt = now.Add(time.Duration(s.attempts) * time.Second)
+		}
+	}
+	o.log.Debug("outbox call", "run_id", rm.RunID, "slot", rm.Slot, "id", id, "err", err)
+	save := err == nil
+	row := s.rm
+	if s.want == nil {
+		s.resolve()
+	}
+	o.mu.Unlock()
+	if save && o.store != nil {
+		if serr := o.store.SaveRenderedMessage(context.WithoutCancel(ctx), row); serr != nil {
+			o.log.ErrorContext(ctx, "save rendered message", "run_id", row.RunID, "slot", row.Slot, "err", serr)
+		}
+	}
+}

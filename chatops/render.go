@@ -1,0 +1,574 @@
+// render.go: the state of one run as its events arrive, and the message views
+// it is shown as. Everything shown is derived from the persisted events alone,
+// so a replay renders exactly what the live stream did.
+
+package chatops
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// RenderOptions shape the views of a run.
+type RenderOptions struct {
+	// PartLimit is the most bytes of answer per message (default 3,500).
+	PartLimit int
+	// MaxParts is the most answer messages of a run (default 8); a longer
+	// answer is uploaded as a file when the run ends.
+	MaxParts int
+	// MaxSteps is how many of the latest tool steps are listed (default 5).
+	MaxSteps int
+	// CardLimit bounds the command or diff shown on a card (default 2,500).
+	CardLimit int
+	// Mention renders a platform-qualified user id ("slack:U1") for display;
+	// nil shows it as is.
+	Mention func(by string) string
+}
+
+func (o RenderOptions) withDefaults() RenderOptions {
+	if o.PartLimit <= 0 {
+		o.PartLimit = 3500
+	}
+	if o.MaxParts <= 0 {
+		o.MaxParts = 8
+	}
+	if o.MaxSteps <= 0 {
+		o.MaxSteps = 5
+	}
+	if o.CardLimit <= 0 {
+		o.CardLimit = 2500
+	}
+	if o.Mention == nil {
+		o.Mention = func(by string) string { return by }
+	}
+	return o
+}
+
+// Slot names.
+const (
+	SlotFile       = "file"
+	slotAnswerPref = "answer/"
+	slotCardPref   = "card/"
+)
+
+// Priority orders a workspace's pending updates.
+type Priority int
+
+// Priorities, highest last.
+const (
+	PriorityProgress Priority = iota
+	PriorityFinal
+	PriorityCard
+)
+
+// SlotView is the desired content of one message of a run.
+type SlotView struct {
+	Slot     string
+	View     View
+	Priority Priority
+	// Final marks the message's last content.
+	Final bool
+	// Upload, on the file slot, is the content to upload instead of a message.
+	Upload string
+}
+
+type step struct {
+	id, summary  string
+	done, failed bool
+}
+
+type card struct {
+	in  agent.Interaction
+	res *agent.Resolution
+}
+
+// runState accumulates one run's events. It is owned by one goroutine.
+type runState struct {
+	opts           RenderOptions
+	chatID, runID  string
+	agent, model   string
+	project        string
+	firstSeq, last int64
+	started, at    time.Time
+	body           strings.Builder
+	steps          []step
+	usage          *agent.Usage
+	files          map[string]bool
+	cards          map[string]*card
+	cardOrder      []string
+	terminal       agent.EventType
+	endText        string
+	notes          []string
+}
+
+func newRunState(opts RenderOptions, chatID, runID, project string) *runState {
+	return &runState{
+		opts: opts.withDefaults(), chatID: chatID, runID: runID, project: project,
+		files: map[string]bool{}, cards: map[string]*card{},
+	}
+}
+
+// apply folds one event of the run into the state.
+func (r *runState) apply(ev Event) {
+	if r.firstSeq == 0 {
+		r.firstSeq = ev.Seq
+	}
+	r.last = ev.Seq
+	if !ev.At.IsZero() {
+		if r.started.IsZero() {
+			r.started = ev.At
+		}
+		r.at = ev.At
+	}
+	var e agent.Event
+	if err := json.Unmarshal(ev.Payload, &e); err != nil {
+		return
+	}
+	if e.Type == "" {
+		e.Type = agent.EventType(ev.Type)
+	}
+	switch e.Type {
+	case agent.EventRunStarted:
+		var rs struct {
+			Agent string `json:"agent"`
+			Model string `json:"model"`
+		}
+		_ = json.Unmarshal(ev.Payload, &rs)
+		r.agent, r.model = rs.Agent, rs.Model
+		r.started = ev.At
+	case agent.EventSystem:
+		if e.Model != "" && r.model == "" {
+			r.model = e.Model
+		}
+		if e.Subtype == "session_recovered" || e.Subtype == "api_retry" {
+			r.notes = append(r.notes, e.Text)
+		}
+	case agent.EventAssistantDelta:
+		r.body.WriteString(e.Text)
+	case agent.EventToolStarted:
+		if e.Tool != nil {
+			r.steps = append(r.steps, step{id: e.Tool.ID, summary: toolLine(e.Tool)})
+			if f := changedFile(e.Tool); f != "" {
+				r.files[f] = true
+			}
+		}
+	case agent.EventToolCompleted:
+		if e.Tool != nil {
+			for i := len(r.steps) - 1; i >= 0; i-- {
+				if r.steps[i].id == e.Tool.ID {
+					r.steps[i].done, r.steps[i].failed = true, e.Tool.IsError
+					break
+				}
+			}
+		}
+	case agent.EventUsageUpdated:
+		r.usage = e.Usage
+	case agent.EventInteractionRequested:
+		if e.Interaction != nil {
+			if _, ok := r.cards[e.Interaction.ID]; !ok {
+				r.cardOrder = append(r.cardOrder, e.Interaction.ID)
+			}
+			r.cards[e.Interaction.ID] = &card{in: *e.Interaction}
+		}
+	case agent.EventInteractionResolved:
+		if e.Resolution != nil {
+			if c, ok := r.cards[e.Resolution.InteractionID]; ok {
+				res := *e.Resolution
+				c.res = &res
+			}
+		}
+	case agent.EventRunCompleted:
+		r.terminal = e.Type
+		if r.body.Len() == 0 && e.Text != "" {
+			r.body.WriteString(e.Text)
+		}
+	case agent.EventRunFailed, agent.EventRunInterrupted:
+		r.terminal, r.endText = e.Type, e.Text
+	}
+}
+
+func (r *runState) done() bool { return r.terminal != "" }
+
+// views returns the desired content of every message of the run.
+func (r *runState) views() []SlotView {
+	o := r.opts
+	body := r.body.String()
+	final := r.done()
+	parts := Split(body, o.PartLimit)
+	overflow := len(parts) > o.MaxParts
+	if overflow {
+		parts = parts[:o.MaxParts]
+	}
+	if body == "" {
+		parts = []string{""}
+	}
+	prio := PriorityProgress
+	if final {
+		prio = PriorityFinal
+	}
+	out := make([]SlotView, 0, len(parts)+len(r.cardOrder)+1)
+	for i, p := range parts {
+		v := View{Body: p}
+		if i == 0 {
+			v.Status = r.status()
+		}
+		if i == len(parts)-1 {
+			if overflow {
+				v.Body += fmt.Sprintf("\n\n_… the answer is %d bytes long; the whole answer is %s._",
+					len(body), map[bool]string{true: "attached as answer.md", false: "attached when the run ends"}[final])
+			}
+			if v.Body == "" && !final {
+				v.Body = "_Working…_"
+			}
+			if final {
+				v.Footer = r.footer()
+			} else {
+				v.Steps = r.stepLines()
+				v.Buttons = []Button{{ID: ButtonStop, Label: "Stop", Style: StyleDanger,
+					Value: Ref{ChatID: r.chatID, RunID: r.runID}.Encode()}}
+			}
+		}
+		v.Fallback = fallback(v)
+		out = append(out, SlotView{Slot: fmt.Sprintf("%s%d", slotAnswerPref, i), View: v, Priority: prio, Final: final})
+	}
+	if overflow && final {
+		out = append(out, SlotView{Slot: SlotFile, Upload: body, Priority: PriorityFinal, Final: true,
+			View: View{Body: "answer.md"}})
+	}
+	for _, id := range r.cardOrder {
+		c := r.cards[id]
+		out = append(out, SlotView{Slot: slotCardPref + id, View: r.cardView(c), Priority: PriorityCard, Final: c.res != nil})
+	}
+	return out
+}
+
+func fallback(v View) string {
+	s := v.Body
+	if s == "" || s == "_Working…_" {
+		s = v.Status
+	}
+	const max = 3000
+	if len(s) > max {
+		s = s[:cutRune(s, max)] + "…"
+	}
+	return s
+}
+
+func cutRune(s string, n int) int {
+	for n > 0 && n < len(s) && (s[n]&0xC0) == 0x80 {
+		n--
+	}
+	return n
+}
+
+func (r *runState) status() string {
+	parts := []string{orDash(r.agent)}
+	parts = append(parts, orDefault(r.model))
+	if r.project != "" {
+		parts = append(parts, r.project)
+	}
+	if !r.started.IsZero() && !r.at.IsZero() {
+		parts = append(parts, fmtDuration(r.at.Sub(r.started)))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func (r *runState) stepLines() []string {
+	var out []string
+	for _, n := range r.notes {
+		out = append(out, "⚠ "+oneLine(n, 150))
+	}
+	steps := r.steps
+	if len(steps) > r.opts.MaxSteps {
+		out = append(out, fmt.Sprintf("… %d earlier steps", len(steps)-r.opts.MaxSteps))
+		steps = steps[len(steps)-r.opts.MaxSteps:]
+	}
+	for _, s := range steps {
+		mark := "⏺"
+		switch {
+		case s.failed:
+			mark = "✗"
+		case s.done:
+			mark = "✓"
+		}
+		out = append(out, mark+" "+s.summary)
+	}
+	return out
+}
+
+func (r *runState) footer() string {
+	var parts []string
+	d := ""
+	if !r.started.IsZero() && !r.at.IsZero() {
+		d = " after " + fmtDuration(r.at.Sub(r.started))
+	}
+	switch r.terminal {
+	case agent.EventRunCompleted:
+		parts = append(parts, "Done"+strings.Replace(d, " after ", " in ", 1))
+	case agent.EventRunInterrupted:
+		msg := "Stopped" + d
+		if t := strings.TrimSuffix(strings.TrimSpace(r.endText), "."); t != "" && !strings.EqualFold(t, "stopped") {
+			msg += ": " + oneLine(t, 300)
+		}
+		parts = append(parts, msg)
+	default:
+		msg := "The run failed" + d
+		if r.endText != "" {
+			msg += ": " + oneLine(r.endText, 300)
+		}
+		parts = append(parts, msg)
+	}
+	if u := r.usage; u != nil {
+		parts = append(parts, fmt.Sprintf("%s in / %s out tokens",
+			thousands(u.InputTokens+u.CacheReadTokens+u.CacheCreationTokens), thousands(u.OutputTokens)))
+		if u.CostUSD > 0 {
+			parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
+		}
+	}
+	if n := len(r.files); n > 0 {
+		files := make([]string, 0, n)
+		for f := range r.files {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		s := fmt.Sprintf("%d files changed", n)
+		if n == 1 {
+			s = "1 file changed"
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (r *runState) cardView(c *card) View {
+	in := c.in
+	var b strings.Builder
+	title := in.Title
+	switch {
+	case title != "":
+	case in.Kind == agent.KindQuestion:
+		title = "The agent has a question"
+	default:
+		title = "The agent asks for approval"
+	}
+	fmt.Fprintf(&b, "*%s*", oneLine(title, 200))
+	if in.Command != "" {
+		fmt.Fprintf(&b, "\n```\n%s\n```", clipBlock(in.Command, r.opts.CardLimit))
+	}
+	if in.Cwd != "" {
+		fmt.Fprintf(&b, "\nin `%s`", in.Cwd)
+	}
+	if in.Reason != "" {
+		fmt.Fprintf(&b, "\n%s", oneLine(in.Reason, 500))
+	}
+	if in.Diff != "" {
+		fmt.Fprintf(&b, "\n```diff\n%s\n```", clipBlock(in.Diff, r.opts.CardLimit))
+	}
+	for _, q := range in.Questions {
+		b.WriteString("\n")
+		if q.Header != "" {
+			fmt.Fprintf(&b, "*%s* ", oneLine(q.Header, 100))
+		}
+		b.WriteString(oneLine(q.Text, 500))
+		for i, o := range q.Options {
+			fmt.Fprintf(&b, "\n%d. %s", i+1, oneLine(o, 200))
+		}
+	}
+	v := View{}
+	if c.res != nil {
+		fmt.Fprintf(&b, "\n\n%s", r.resolutionLine(c.res))
+		v.Body = b.String()
+		v.Fallback = oneLine(title, 200) + ": " + resolutionWord(c.res)
+		return v
+	}
+	ref := Ref{ChatID: r.chatID, RunID: r.runID, InteractionID: in.ID}
+	with := func(d agent.Decision) string { x := ref; x.Decision = d; return x.Encode() }
+	if in.Kind == agent.KindQuestion {
+		if len(in.Questions) == 1 && !in.Questions[0].MultiSelect && !in.Questions[0].Secret {
+			q := in.Questions[0]
+			for i, o := range q.Options {
+				if i == 20 {
+					break
+				}
+				x := ref
+				x.Decision, x.QuestionID, x.Answer = agent.DecisionAnswer, q.ID, o
+				v.Buttons = append(v.Buttons, Button{ID: fmt.Sprintf("%s%d", ButtonOptionPrefix, i), Label: clipLabel(o), Value: x.Encode()})
+			}
+		}
+		v.Buttons = append(v.Buttons,
+			Button{ID: ButtonAnswer, Label: "Answer…", Value: with(agent.DecisionAnswer), Style: StylePrimary},
+			Button{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
+		)
+	} else {
+		v.Buttons = []Button{
+			{ID: ButtonApprove, Label: "Approve", Value: with(agent.DecisionApprove), Style: StylePrimary},
+			{ID: ButtonApproveSession, Label: "Approve for session", Value: with(agent.DecisionApproveSession)},
+			{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
+			{ID: ButtonCancel, Label: "Stop turn", Value: with(agent.DecisionCancel), Style: StyleDanger},
+		}
+	}
+	v.Body = b.String()
+	v.Fallback = oneLine(title, 200)
+	return v
+}
+
+func resolutionWord(res *agent.Resolution) string {
+	switch res.Status {
+	case "approved":
+		return "Approved"
+	case "approved_for_session":
+		return "Approved for this session"
+	case "declined":
+		return "Declined"
+	case "cancelled":
+		return "Turn stopped"
+	case "answered":
+		return "Answered"
+	case "turn_ended":
+		return "Not answered: the turn ended"
+	case "timed_out", "expired":
+		return "Not answered in time"
+	}
+	switch res.Decision {
+	case agent.DecisionApprove:
+		return "Approved"
+	case agent.DecisionApproveSession:
+		return "Approved for this session"
+	case agent.DecisionDecline:
+		return "Declined"
+	case agent.DecisionCancel:
+		return "Turn stopped"
+	case agent.DecisionAnswer:
+		return "Answered"
+	}
+	if res.Status != "" {
+		return strings.ToUpper(res.Status[:1]) + strings.ReplaceAll(res.Status[1:], "_", " ")
+	}
+	return "Resolved"
+}
+
+func (r *runState) resolutionLine(res *agent.Resolution) string {
+	s := "*" + resolutionWord(res) + "*"
+	if res.By != "" {
+		s += " by " + r.opts.Mention(res.By)
+	}
+	return s
+}
+
+func clipLabel(s string) string {
+	s = oneLine(s, 70)
+	return s
+}
+
+// clipBlock bounds a command or diff shown on a card; the full text stays in
+// the chat's events.
+func clipBlock(s string, limit int) string {
+	s = strings.TrimRight(s, "\n")
+	s = strings.ReplaceAll(s, "```", "ˋˋˋ")
+	if len(s) <= limit {
+		return s
+	}
+	cut := cutRune(s, limit)
+	if i := strings.LastIndexByte(s[:cut], '\n'); i > limit/2 {
+		cut = i
+	}
+	rest := strings.Count(s[cut:], "\n") + 1
+	return s[:cut] + fmt.Sprintf("\n… (%d more lines)", rest)
+}
+
+func toolLine(t *agent.Tool) string {
+	s := t.Summary
+	if s == "" {
+		s = t.Name
+	}
+	return oneLine(s, 120)
+}
+
+// changedFile returns the file a tool call edits, if it is an editing tool.
+func changedFile(t *agent.Tool) string {
+	name := strings.ToLower(t.Name)
+	if !strings.Contains(name, "edit") && !strings.Contains(name, "write") && !strings.Contains(name, "patch") {
+		return ""
+	}
+	var in map[string]any
+	if json.Unmarshal(t.Input, &in) != nil {
+		return ""
+	}
+	for _, k := range []string{"file_path", "path", "notebook_path", "filename"} {
+		if s, ok := in[k].(string); ok && s != "" {
+			return s
+		}
+	}
+	return ""
+}
+
+func oneLine(s string, max int) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > max {
+		s = s[:cutRune(s, max)] + "…"
+	}
+	return s
+}
+
+func fmtDuration(d time.Duration) string {
+	d = d.Round(time.Second)
+	if d < time.Minute {
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	}
+	if d < time.Hour {
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	if n < 0 {
+		return s
+	}
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// RenderRun returns the views of a run from its events, as the live renderer
+// shows them once it has seen all of them (front-ends and tests use it to
+// re-render a run from the store).
+func RenderRun(chatID, project string, opts RenderOptions, events []Event) []SlotView {
+	var r *runState
+	for _, ev := range events {
+		if ev.RunID == "" {
+			continue
+		}
+		if r == nil {
+			r = newRunState(opts, chatID, ev.RunID, project)
+		}
+		if ev.RunID == r.runID {
+			r.apply(ev)
+		}
+	}
+	if r == nil {
+		return nil
+	}
+	return r.views()
+}

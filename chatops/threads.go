@@ -1,0 +1,705 @@
+// threads.go: chats bound to platform threads. A front-end hands Threads what
+// people did (messages, button clicks, modal answers, slash commands); Threads
+// checks access, binds threads to chats, runs commands, queues prompts of busy
+// chats and renders each run into the thread through the front-end's Surface.
+
+package chatops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
+)
+
+// ThreadsOptions configure Threads.
+type ThreadsOptions struct {
+	// DefaultAgent is the agent of new chats where the channel names none.
+	DefaultAgent string
+	// Workdir is the parent of the working directories of chats whose channel
+	// sets no workdir: each gets <Workdir>/<chat id>.
+	Workdir string
+	Render  RenderOptions
+	Budget  Budget
+	// Stream uses a Surface's native streaming where it has one.
+	Stream bool
+	// IdleFollow is how long a thread's renderer waits for a next run before
+	// it stops (default 30 s).
+	IdleFollow time.Duration
+	// MaxFileBytes bounds an attached file (default 20 MiB).
+	MaxFileBytes int
+}
+
+// Threads is the platform-neutral front desk of the chat platforms.
+type Threads struct {
+	bot    *Bot
+	store  Store
+	policy *Policy
+	opts   ThreadsOptions
+	log    *slog.Logger
+
+	base   context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	surfaces  map[string]Surface
+	outboxes  map[string]*outbox
+	followers map[string]*follower
+	queues    map[string][]queued
+	watching  map[string]bool
+	binding   map[Place]*sync.Mutex
+}
+
+type queued struct {
+	msg  Message
+	text string
+}
+
+// NewThreads returns Threads over the bot. Call Close to stop its goroutines.
+func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger *slog.Logger) *Threads {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if policy == nil {
+		policy = &Policy{}
+	}
+	if opts.IdleFollow <= 0 {
+		opts.IdleFollow = 30 * time.Second
+	}
+	if opts.MaxFileBytes <= 0 {
+		opts.MaxFileBytes = 20 << 20
+	}
+	opts.Render = opts.Render.withDefaults()
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Threads{
+		bot: bot, store: st, policy: policy, opts: opts, log: logger,
+		base: ctx, cancel: cancel,
+		surfaces: map[string]Surface{}, outboxes: map[string]*outbox{}, followers: map[string]*follower{},
+		queues: map[string][]queued{}, watching: map[string]bool{}, binding: map[Place]*sync.Mutex{},
+	}
+}
+
+// Close stops the renderers and outboxes and waits for them.
+func (t *Threads) Close() error {
+	t.cancel()
+	t.wg.Wait()
+	return nil
+}
+
+// Policy returns the access policy.
+func (t *Threads) Policy() *Policy { return t.policy }
+
+// Attach registers the platform's Surface. Call it before handing Threads
+// anything from that platform.
+func (t *Threads) Attach(platform string, s Surface) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.surfaces[platform] = s
+}
+
+func (t *Threads) surface(platform string) (Surface, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s, ok := t.surfaces[platform]
+	if !ok {
+		return nil, fmt.Errorf("chatops: no surface attached for %s", platform)
+	}
+	return s, nil
+}
+
+// outbox returns the workspace's outbox, starting it on first use.
+func (t *Threads) outbox(p Place) (*outbox, error) {
+	s, err := t.surface(p.Platform)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := p.Platform + "|" + p.Workspace
+	o := t.outboxes[k]
+	if o == nil {
+		o = newOutbox(s, t.store, t.opts.Budget, t.opts.Stream, t.log.With("workspace", p.Workspace))
+		t.outboxes[k] = o
+		t.wg.Go(func() { o.run(t.base) })
+	}
+	return o, nil
+}
+
+// Stats returns the call counts of a workspace's outbox.
+func (t *Threads) Stats(platform, workspace string) OutboxStats {
+	t.mu.Lock()
+	o := t.outboxes[platform+"|"+workspace]
+	t.mu.Unlock()
+	if o == nil {
+		return OutboxStats{}
+	}
+	return o.snapshot()
+}
+
+// File is a file attached to a message.
+type File struct {
+	Name      string
+	MediaType string
+	Data      []byte
+}
+
+// Message is something a person wrote where the bot can see it.
+type Message struct {
+	// Place is the thread; for a top-level message, Thread is its own id.
+	Place Place
+	// ID is the message's own id.
+	ID   string
+	User User
+	// Text is the message without the bot's mention.
+	Text string
+	// Mentioned is set when the message mentions the bot; Direct for a
+	// direct message.
+	Mentioned, Direct bool
+	Files             []File
+}
+
+// HandleMessage acts on a message: a command, a prompt (run now or queued), or
+// nothing when the bot was not addressed. Problems are told in the thread in
+// plain words; the error is for logging.
+func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
+	addressed := m.Mentioned || m.Direct
+	b, bound, err := t.store.Binding(ctx, m.Place)
+	if err != nil {
+		return t.fail(ctx, m.Place, "I could not read this thread's chat", err)
+	}
+	rules := t.policy.Channel(m.Place)
+	if !addressed && !(bound && rules.ReplyWithoutMention) {
+		return nil
+	}
+	if !t.policy.Allowed(m.User, m.Place, ActRun) {
+		if !addressed {
+			return nil
+		}
+		return t.refuse(ctx, m.Place, m.User, "You are not allowed to use the bot in this channel; an admin can add you to its allow list.")
+	}
+	text := strings.TrimSpace(m.Text)
+	cmd, isCmd := ParseThreadCommand(text)
+	if !bound {
+		if isCmd && cmd.Name != "new" {
+			if res, ok := t.chatless(ctx, cmd); ok {
+				return t.notice(ctx, m.Place, res)
+			}
+		}
+		if b, err = t.bind(ctx, m.Place, m.User, rules); err != nil {
+			return t.fail(ctx, m.Place, "I could not start a chat for this thread", err)
+		}
+		if isCmd && cmd.Name == "new" {
+			return t.notice(ctx, m.Place, "This thread is a new chat: write your message.")
+		}
+	}
+	if isCmd {
+		return t.command(ctx, m, b, cmd)
+	}
+	if text == "" && len(m.Files) == 0 {
+		return t.notice(ctx, m.Place, "Yes? Write your request after the mention ("+"`help`"+" lists the commands).")
+	}
+	prompt, images, err := t.attach(ctx, b.ChatID, text, m.Files)
+	if err != nil {
+		return t.fail(ctx, m.Place, "I could not save the attached files", err)
+	}
+	return t.send(ctx, b, m, prompt, images)
+}
+
+// chatless answers the commands that need no chat; ok is false for others.
+func (t *Threads) chatless(ctx context.Context, cmd Command) (string, bool) {
+	switch cmd.Name {
+	case "help":
+		return threadHelp(), true
+	case "agents":
+		return t.bot.agentsTable(ctx), true
+	case "stop", "status":
+		return "There is no chat in this thread yet.", true
+	}
+	return "", false
+}
+
+// bind returns the thread's chat, creating it with the channel's defaults.
+func (t *Threads) bind(ctx context.Context, p Place, u User, rules Rules) (Binding, error) {
+	t.mu.Lock()
+	l := t.binding[p]
+	if l == nil {
+		l = &sync.Mutex{}
+		t.binding[p] = l
+	}
+	t.mu.Unlock()
+	l.Lock()
+	defer func() {
+		l.Unlock()
+		t.mu.Lock()
+		delete(t.binding, p)
+		t.mu.Unlock()
+	}()
+	if b, ok, err := t.store.Binding(ctx, p); err != nil || ok {
+		return b, err
+	}
+	c, err := t.newChat(ctx, rules, nil)
+	if err != nil {
+		return Binding{}, err
+	}
+	b, _, err := t.store.Bind(ctx, Binding{Place: p, ChatID: c.ID, CreatedBy: u.Qualified()})
+	if err != nil {
+		return Binding{}, err
+	}
+	t.log.InfoContext(ctx, "thread bound", "place", p.String(), "chat", b.ChatID, "by", u.Qualified())
+	return b, nil
+}
+
+// newChat creates a chat with the rules' defaults, or a copy of from's
+// settings.
+func (t *Threads) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, error) {
+	c := Chat{ID: uuid.NewString(), Agent: rules.Agent, Model: rules.Model, Project: rules.Project, Cwd: rules.Workdir}
+	if c.Agent == "" {
+		c.Agent = t.opts.DefaultAgent
+	}
+	if from != nil {
+		c = Chat{ID: c.ID, Agent: from.Agent, Model: from.Model, Effort: from.Effort, Mode: from.Mode, Project: from.Project, Cwd: from.Cwd}
+	}
+	if c.Cwd == "" && t.opts.Workdir != "" {
+		c.Cwd = filepath.Join(t.opts.Workdir, c.ID)
+	}
+	if c.Cwd != "" {
+		if err := os.MkdirAll(c.Cwd, 0o750); err != nil {
+			return Chat{}, fmt.Errorf("working directory: %w", err)
+		}
+	}
+	return t.bot.NewChat(ctx, c)
+}
+
+// attach saves files into the chat's working directory and returns the
+// prompt naming them, and the images.
+func (t *Threads) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, error) {
+	if len(files) == 0 {
+		return text, nil, nil
+	}
+	var (
+		images []agent.Image
+		saved  []string
+	)
+	c, err := t.bot.Chat(ctx, chatID)
+	if err != nil {
+		return "", nil, err
+	}
+	for _, f := range files {
+		if len(f.Data) > t.opts.MaxFileBytes {
+			return "", nil, fmt.Errorf("%s is larger than %d bytes", f.Name, t.opts.MaxFileBytes)
+		}
+		if strings.HasPrefix(f.MediaType, "image/") {
+			images = append(images, agent.Image{MediaType: f.MediaType, Data: f.Data, Name: f.Name})
+			continue
+		}
+		if c.Cwd == "" {
+			return "", nil, errors.New("the chat has no working directory for files")
+		}
+		name, err := saveFile(c.Cwd, f)
+		if err != nil {
+			return "", nil, err
+		}
+		saved = append(saved, name)
+	}
+	if len(saved) > 0 {
+		text += "\n\n(Attached files, saved in the working directory: " + strings.Join(saved, ", ") + ")"
+	}
+	return strings.TrimSpace(text), images, nil
+}
+
+// saveFile writes f into dir under a safe, unused name and returns the name.
+func saveFile(dir string, f File) (string, error) {
+	base := filepath.Base(filepath.Clean("/" + f.Name))
+	base = strings.TrimLeft(base, ".")
+	if base == "" || base == "/" {
+		base = "attachment"
+	}
+	ext := filepath.Ext(base)
+	stem := strings.TrimSuffix(base, ext)
+	name := base
+	for i := 2; ; i++ {
+		fh, err := os.OpenFile(filepath.Join(dir, name), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		if errors.Is(err, os.ErrExist) {
+			name = fmt.Sprintf("%s-%d%s", stem, i, ext)
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		_, werr := fh.Write(f.Data)
+		if cerr := fh.Close(); werr == nil {
+			werr = cerr
+		}
+		return name, werr
+	}
+}
+
+// send starts the prompt, or queues it behind the running turn.
+func (t *Threads) send(ctx context.Context, b Binding, m Message, text string, images []agent.Image) error {
+	if err := t.ensureFollower(ctx, b.ChatID, b.Place); err != nil {
+		return t.fail(ctx, b.Place, "I could not follow this chat", err)
+	}
+	t.mu.Lock()
+	busy := len(t.queues[b.ChatID]) > 0
+	t.mu.Unlock()
+	var (
+		run *prompt.Run
+		err error
+	)
+	if !busy {
+		run, err = t.bot.Send(ctx, Prompt{ChatID: b.ChatID, Text: text, Images: images, By: m.User.Qualified(), Interactive: true})
+	}
+	if busy || errors.Is(err, ErrBusy) {
+		t.mu.Lock()
+		t.queues[b.ChatID] = append(t.queues[b.ChatID], queued{msg: m, text: text})
+		n := len(t.queues[b.ChatID])
+		t.mu.Unlock()
+		t.watchActive(b.ChatID)
+		if s, serr := t.surface(b.Platform); serr == nil && m.ID != "" {
+			if rerr := s.React(ctx, b.Place, m.ID, "hourglass_flowing_sand"); rerr != nil {
+				t.log.WarnContext(ctx, "react to a queued message", "err", rerr)
+			}
+		}
+		return t.notice(ctx, b.Place, fmt.Sprintf("Queued (%d waiting): it runs when the current turn ends. `stop` stops the turn.", n))
+	}
+	if err != nil {
+		return t.fail(ctx, b.Place, "I could not start the agent", err)
+	}
+	t.watch(b.ChatID, run)
+	return nil
+}
+
+// watchActive watches the chat's active run so the queue drains after it.
+func (t *Threads) watchActive(chatID string) {
+	if r, ok := t.bot.Active(chatID); ok {
+		t.watch(chatID, r)
+		return
+	}
+	// The run ended between the refusal and now: drain at once.
+	t.wg.Go(func() { t.drain(chatID) })
+}
+
+func (t *Threads) watch(chatID string, run *prompt.Run) {
+	t.mu.Lock()
+	if t.watching[run.ID] {
+		t.mu.Unlock()
+		return
+	}
+	t.watching[run.ID] = true
+	t.mu.Unlock()
+	t.wg.Go(func() {
+		select {
+		case <-run.Done():
+		case <-t.base.Done():
+			return
+		}
+		t.mu.Lock()
+		delete(t.watching, run.ID)
+		t.mu.Unlock()
+		t.drain(chatID)
+	})
+}
+
+// drain starts the chat's next queued prompt.
+func (t *Threads) drain(chatID string) {
+	ctx := t.base
+	for {
+		t.mu.Lock()
+		q := t.queues[chatID]
+		if len(q) == 0 {
+			t.mu.Unlock()
+			return
+		}
+		next := q[0]
+		t.mu.Unlock()
+		run, err := t.bot.Send(ctx, Prompt{ChatID: chatID, Text: next.text, By: next.msg.User.Qualified(), Interactive: true})
+		if errors.Is(err, ErrBusy) {
+			t.watchActive(chatID) // someone else started a run: wait for it
+			return
+		}
+		t.mu.Lock()
+		t.queues[chatID] = t.queues[chatID][1:]
+		if len(t.queues[chatID]) == 0 {
+			delete(t.queues, chatID)
+		}
+		t.mu.Unlock()
+		if err != nil {
+			_ = t.fail(ctx, next.msg.Place, "I could not start the queued message", err)
+			continue
+		}
+		t.watch(chatID, run)
+		return
+	}
+}
+
+// Queued returns how many prompts wait in the chat's queue.
+func (t *Threads) Queued(chatID string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.queues[chatID])
+}
+
+// command runs a thread command.
+func (t *Threads) command(ctx context.Context, m Message, b Binding, cmd Command) error {
+	switch cmd.Name {
+	case "stop":
+		t.mu.Lock()
+		dropped := len(t.queues[b.ChatID])
+		delete(t.queues, b.ChatID)
+		t.mu.Unlock()
+		msg := "Nothing is running."
+		if t.bot.Stop(b.ChatID) {
+			msg = "Stopping the running turn."
+		}
+		if dropped > 0 {
+			msg += fmt.Sprintf(" Dropped %d queued message(s).", dropped)
+		}
+		return t.notice(ctx, m.Place, msg)
+	case "new", "fork":
+		return t.branch(ctx, m, b, cmd.Name == "fork")
+	case "help":
+		return t.notice(ctx, m.Place, threadHelp())
+	}
+	res, err := t.bot.Execute(ctx, b.ChatID, cmd)
+	if err != nil {
+		return t.fail(ctx, m.Place, "The command failed", err)
+	}
+	return t.notice(ctx, m.Place, res.Text)
+}
+
+// branch starts a new thread in the channel with a new chat (new) or a fork
+// of this one (fork: the agent's native session forks where it can).
+func (t *Threads) branch(ctx context.Context, m Message, b Binding, fork bool) error {
+	s, err := t.surface(m.Place.Platform)
+	if err != nil {
+		return err
+	}
+	from, err := t.bot.Chat(ctx, b.ChatID)
+	if err != nil {
+		return t.fail(ctx, m.Place, "I could not read this chat", err)
+	}
+	var c Chat
+	if fork {
+		c, err = t.fork(ctx, from.ID)
+	} else {
+		c, err = t.newChat(ctx, t.policy.Channel(m.Place), &from)
+	}
+	if err != nil {
+		return t.fail(ctx, m.Place, "I could not create the chat", err)
+	}
+	word := "New chat"
+	if fork {
+		word = "Fork of the chat in " + m.Place.Thread
+	}
+	top := m.Place
+	top.Thread = ""
+	id, err := s.Post(ctx, top, View{Body: fmt.Sprintf("%s (%s · %s), started by %s. Reply in this thread.",
+		word, c.Agent, orDefault(c.Model), s.Mention(m.User.Qualified()))})
+	if err != nil {
+		return t.fail(ctx, m.Place, "I could not post the new thread", err)
+	}
+	np := m.Place
+	np.Thread = id
+	if _, _, err := t.store.Bind(ctx, Binding{Place: np, ChatID: c.ID, CreatedBy: m.User.Qualified()}); err != nil {
+		return t.fail(ctx, m.Place, "I could not bind the new thread", err)
+	}
+	return t.notice(ctx, m.Place, word+" started in a new thread.")
+}
+
+// fork copies the chat with its native sessions; its next run forks them.
+func (t *Threads) fork(ctx context.Context, fromID string) (Chat, error) {
+	id := uuid.NewString()
+	if err := t.store.ForkChat(ctx, fromID, id); err != nil {
+		return Chat{}, err
+	}
+	return t.bot.Chat(ctx, id)
+}
+
+// Click is a button press.
+type Click struct {
+	Place Place
+	User  User
+	// Button is the button's id, Ref its decoded value.
+	Button string
+	Ref    Ref
+}
+
+// Answer is a question's free-text answer (a submitted modal).
+type Answer struct {
+	Place   Place
+	User    User
+	Ref     Ref
+	Answers map[string]string
+}
+
+// HandleClick acts on a button press. A user who may not do it gets an
+// ephemeral refusal and the error wraps ErrForbidden.
+func (t *Threads) HandleClick(ctx context.Context, c Click) error {
+	if err := t.checkRef(ctx, c.Place, c.Ref); err != nil {
+		return err
+	}
+	if c.Button == ButtonStop {
+		if !t.policy.Allowed(c.User, c.Place, ActRun) && !t.policy.Allowed(c.User, c.Place, ActApprove) {
+			return t.refuse(ctx, c.Place, c.User, "You are not allowed to stop runs in this channel.")
+		}
+		if t.bot.Stop(c.Ref.ChatID) {
+			return nil
+		}
+		return t.ephemeral(ctx, c.Place, c.User, "That run has already ended.")
+	}
+	if !t.policy.Allowed(c.User, c.Place, ActApprove) {
+		return t.refuse(ctx, c.Place, c.User, "You are not allowed to answer the agent's requests in this channel; ask an approver.")
+	}
+	resp := agent.InteractionResponse{InteractionID: c.Ref.InteractionID, Decision: c.Ref.Decision, By: c.User.Qualified()}
+	if c.Ref.QuestionID != "" {
+		resp.Answers = map[string]string{c.Ref.QuestionID: c.Ref.Answer}
+	}
+	return t.respond(ctx, c.Place, c.User, c.Ref, resp)
+}
+
+// MayAnswer reports whether the user may answer interactions at the place (a
+// front-end asks before opening a modal).
+func (t *Threads) MayAnswer(u User, p Place) bool { return t.policy.Allowed(u, p, ActApprove) }
+
+// HandleAnswer routes a question's free-text answers.
+func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
+	if err := t.checkRef(ctx, a.Place, a.Ref); err != nil {
+		return err
+	}
+	if !t.policy.Allowed(a.User, a.Place, ActApprove) {
+		return t.refuse(ctx, a.Place, a.User, "You are not allowed to answer the agent's requests in this channel; ask an approver.")
+	}
+	resp := agent.InteractionResponse{InteractionID: a.Ref.InteractionID, Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
+	return t.respond(ctx, a.Place, a.User, a.Ref, resp)
+}
+
+func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp agent.InteractionResponse) error {
+	err := t.bot.Respond(ctx, ref.ChatID, ref.RunID, resp)
+	if err != nil {
+		_ = t.ephemeral(ctx, p, u, "That request is no longer waiting for an answer.")
+		return fmt.Errorf("chatops: answer %s: %w", ref.InteractionID, err)
+	}
+	return nil
+}
+
+// checkRef makes sure the button belongs to the thread it was pressed in.
+func (t *Threads) checkRef(ctx context.Context, p Place, ref Ref) error {
+	b, ok, err := t.store.Binding(ctx, p)
+	if err != nil {
+		return err
+	}
+	if !ok || b.ChatID != ref.ChatID {
+		return fmt.Errorf("%w: the button's chat %s is not bound to %s", ErrForbidden, ref.ChatID, p)
+	}
+	return nil
+}
+
+// SlashCommand is a slash command (/threadline ...) in a channel, outside threads.
+type SlashCommand struct {
+	Place Place // Thread empty
+	User  User
+	Text  string
+}
+
+// HandleSlash runs a slash command and returns the (ephemeral) reply. Plain
+// text, or "new <text>", starts a new thread with that prompt.
+func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, error) {
+	if !t.policy.Allowed(sc.User, sc.Place, ActRun) {
+		return "You are not allowed to use the bot in this channel; an admin can add you to its allow list.", fmt.Errorf("%w: %s in %s", ErrForbidden, sc.User.Qualified(), sc.Place)
+	}
+	text := strings.TrimSpace(sc.Text)
+	cmd, isCmd := ParseSlashCommand(text)
+	if isCmd && cmd.Name != "new" {
+		if res, ok := t.chatless(ctx, cmd); ok {
+			if cmd.Name == "stop" || cmd.Name == "status" {
+				res = "Use `" + cmd.Name + "` in a chat's thread."
+			}
+			return res, nil
+		}
+		return "`" + cmd.Name + "` works in a chat's thread: mention me there with `" + cmd.Name + "`.", nil
+	}
+	if isCmd {
+		text = cmd.Arg
+	}
+	s, err := t.surface(sc.Place.Platform)
+	if err != nil {
+		return "", err
+	}
+	top := sc.Place
+	top.Thread = ""
+	head := fmt.Sprintf("%s asked: %s", s.Mention(sc.User.Qualified()), text)
+	if text == "" {
+		head = fmt.Sprintf("New chat started by %s. Mention me in this thread.", s.Mention(sc.User.Qualified()))
+	}
+	id, err := s.Post(ctx, top, View{Body: head})
+	if err != nil {
+		return "I could not post in this channel: " + err.Error(), err
+	}
+	p := sc.Place
+	p.Thread = id
+	b, err := t.bind(ctx, p, sc.User, t.policy.Channel(p))
+	if err != nil {
+		return "I could not start a chat.", err
+	}
+	if text == "" {
+		return "Started a new chat thread.", nil
+	}
+	return "Started a new chat thread.", t.send(ctx, b, Message{Place: p, User: sc.User, Text: text}, text, nil)
+}
+
+// notice posts text in the thread.
+func (t *Threads) notice(ctx context.Context, p Place, text string) error {
+	s, err := t.surface(p.Platform)
+	if err != nil {
+		return err
+	}
+	_, err = s.Post(ctx, p, View{Body: text})
+	return err
+}
+
+func (t *Threads) ephemeral(ctx context.Context, p Place, u User, text string) error {
+	s, err := t.surface(p.Platform)
+	if err != nil {
+		return err
+	}
+	return s.Ephemeral(ctx, p, u, text)
+}
+
+func (t *Threads) refuse(ctx context.Context, p Place, u User, text string) error {
+	if err := t.ephemeral(ctx, p, u, text); err != nil {
+		t.log.WarnContext(ctx, "send refusal", "err", err)
+	}
+	return fmt.Errorf("%w: %s at %s", ErrForbidden, u.Qualified(), p)
+}
+
+// fail tells the thread what went wrong in plain words and returns err.
+func (t *Threads) fail(ctx context.Context, p Place, what string, err error) error {
+	msg := what + ": " + plainError(err)
+	if perr := t.notice(ctx, p, msg); perr != nil {
+		t.log.WarnContext(ctx, "post failure notice", "err", perr)
+	}
+	return fmt.Errorf("chatops: %s: %w", what, err)
+}
+
+func plainError(err error) string {
+	switch {
+	case errors.Is(err, agent.ErrNotInstalled):
+		return "the agent's CLI is not installed on the bot's host. " + err.Error()
+	case errors.Is(err, ErrRateLimited):
+		return "the chat platform is rate limiting me; try again in a minute."
+	case errors.Is(err, context.DeadlineExceeded):
+		return "it took too long."
+	}
+	return err.Error()
+}

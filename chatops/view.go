@@ -1,0 +1,112 @@
+// view.go: platform-neutral message views the renderer produces and the
+// front-ends turn into Slack blocks or Matrix events, and the button values.
+
+package chatops
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// View is the content of one platform message.
+type View struct {
+	// Status is a one-line context ("claude · opus · proj · 12s").
+	Status string `json:"status,omitempty"`
+	// Body is Markdown (code fences kept).
+	Body string `json:"body,omitempty"`
+	// Steps are the latest tool steps, oldest first.
+	Steps []string `json:"steps,omitempty"`
+	// Footer is the final line (duration, tokens, cost, files changed).
+	Footer string `json:"footer,omitempty"`
+	// Buttons are shown in order in one row.
+	Buttons []Button `json:"buttons,omitempty"`
+	// Fallback is plain text for notifications and clients without rich
+	// rendering; empty means Body.
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// Text is the view's plain-text fallback.
+func (v View) Text() string {
+	if v.Fallback != "" {
+		return v.Fallback
+	}
+	if v.Body != "" {
+		return v.Body
+	}
+	return v.Status
+}
+
+// Hash identifies the view's content.
+func (v View) Hash() string {
+	b, _ := json.Marshal(v)
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:12])
+}
+
+// Button styles.
+const (
+	StylePrimary = "primary"
+	StyleDanger  = "danger"
+)
+
+// Button is a clickable action. Value is opaque to the platform and comes back
+// unchanged in the Action.
+type Button struct {
+	// ID is unique within the message ("tl_approve", "tl_option_2").
+	ID    string `json:"id"`
+	Label string `json:"label"`
+	Value string `json:"value"`
+	Style string `json:"style,omitempty"`
+}
+
+// Button ids.
+const (
+	ButtonStop           = "tl_stop"
+	ButtonApprove        = "tl_approve"
+	ButtonApproveSession = "tl_approve_session"
+	ButtonDecline        = "tl_decline"
+	ButtonCancel         = "tl_cancel"
+	ButtonAnswer         = "tl_answer"
+	// ButtonOptionPrefix prefixes the option buttons of a question: tl_option_0, ...
+	ButtonOptionPrefix = "tl_option_"
+)
+
+// Ref names what a button acts on. It travels in Button.Value.
+type Ref struct {
+	ChatID        string         `json:"c"`
+	RunID         string         `json:"r,omitempty"`
+	InteractionID string         `json:"i,omitempty"`
+	Decision      agent.Decision `json:"d,omitempty"`
+	// QuestionID and Answer are set on a question's option buttons.
+	QuestionID string `json:"q,omitempty"`
+	Answer     string `json:"a,omitempty"`
+}
+
+// ErrBadRef is returned for a button value that is not a Ref.
+var ErrBadRef = errors.New("chatops: malformed button value")
+
+// Encode returns the Ref as a button value (at most about 2,000 bytes for
+// short ids and answers).
+func (r Ref) Encode() string {
+	b, _ := json.Marshal(r)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeRef parses a button value made by Ref.Encode.
+func DecodeRef(v string) (Ref, error) {
+	b, err := base64.RawURLEncoding.DecodeString(v)
+	if err != nil {
+		return Ref{}, fmt.Errorf("%w: %w", ErrBadRef, err)
+	}
+	var r Ref
+	if err := json.Unmarshal(b, &r); err != nil || r.ChatID == "" {
+		return Ref{}, fmt.Errorf("%w: %q", ErrBadRef, v)
+	}
+	return r, nil
+}
