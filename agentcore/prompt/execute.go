@@ -35,6 +35,7 @@ type attempt struct {
 
 func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, prov agent.Provider, chat Chat, req agent.RunRequest, transcript string) {
 	persistCtx := context.WithoutCancel(ctx)
+	prov = s.inProject(prov, chat)
 	started := time.Now()
 	prompt := req.Prompt
 	pid := string(prov.ID())

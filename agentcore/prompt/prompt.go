@@ -77,6 +77,8 @@ type Options struct {
 	Ledger Ledger
 	// Observer, when set, is told about runs and interactions (for metrics).
 	Observer Observer
+	// Preparer readies project chats' containers; nil runs every chat on the host.
+	Preparer Preparer
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
