@@ -1,0 +1,171 @@
+// Helpers shared by the dialect parsers.
+
+package jsonstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// Bounds on what events carry.
+const (
+	// MaxToolOutput bounds tool.completed output text.
+	MaxToolOutput = 4 << 10
+	// MaxNativePayload bounds provider.native payloads.
+	MaxNativePayload = 8 << 10
+)
+
+// native builds a provider.native event with a bounded payload.
+func native(id agent.ProviderID, kind string, line []byte) agent.Event {
+	return agent.Event{Type: agent.EventProviderNative, Native: &agent.Native{
+		Provider: id, Kind: kind, Payload: bounded(line),
+	}}
+}
+
+// nativeRef is the correlation envelope of a typed event.
+func nativeRef(id agent.ProviderID, kind, nativeID string) *agent.Native {
+	n := &agent.Native{Provider: id, Kind: kind}
+	if nativeID != "" {
+		n.ID = jsonString(nativeID)
+	}
+	return n
+}
+
+// bounded returns line as a payload when small enough, else a size note.
+func bounded(line []byte) json.RawMessage {
+	if len(line) <= MaxNativePayload {
+		if c := compact(line); c != nil {
+			return c
+		}
+	}
+	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
+	return b
+}
+
+func compact(raw []byte) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return nil
+	}
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
+		return nil
+	}
+	return buf.Bytes()
+}
+
+// jsonInput returns a tool input as JSON: an object is kept, a string holding
+// JSON is decoded, any other string is quoted, null is dropped.
+func jsonInput(raw json.RawMessage) json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			if c := compact([]byte(s)); c != nil && (s[0] == '{' || s[0] == '[') {
+				return c
+			}
+			return jsonString(s)
+		}
+	}
+	return compact(raw)
+}
+
+func jsonString(s string) json.RawMessage {
+	b, _ := json.Marshal(s)
+	return b
+}
+
+// rawText renders a JSON value as text: strings unquoted, the rest compact.
+func rawText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if c := compact(raw); c != nil {
+		return string(c)
+	}
+	return string(raw)
+}
+
+// summary renders a short human line for a tool call ("bash: ls -la").
+func summary(name string, input json.RawMessage) string {
+	var v map[string]any
+	_ = json.Unmarshal(input, &v)
+	arg := ""
+	for _, k := range []string{"command", "filePath", "file_path", "path", "pattern", "url", "query", "description"} {
+		if s, ok := v[k].(string); ok && s != "" {
+			arg = s
+			break
+		}
+	}
+	arg = strings.Join(strings.Fields(arg), " ")
+	if arg == "" {
+		return name
+	}
+	return name + ": " + truncate(arg, 200)
+}
+
+// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
+func truncate(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// session tracks the native session id and reports changes once.
+type session struct{ id string }
+
+// update returns a session.updated event when id is new.
+func (s *session) update(id, model string) []agent.Event {
+	if id == "" || id == s.id {
+		return nil
+	}
+	s.id = id
+	return []agent.Event{{Type: agent.EventSessionUpdated, SessionID: id, Model: model}}
+}
+
+// usageSum accumulates per-step usage into the run's cumulative total.
+type usageSum struct{ u agent.Usage }
+
+func (s *usageSum) add(in, out, cacheRead, cacheWrite int64, cost float64) agent.Event {
+	s.u.InputTokens += in
+	s.u.OutputTokens += out
+	s.u.CacheReadTokens += cacheRead
+	s.u.CacheCreationTokens += cacheWrite
+	s.u.CostUSD += cost
+	u := s.u
+	return agent.Event{Type: agent.EventUsageUpdated, Usage: &u}
+}
+
+// textJoin separates successive whole assistant messages with a blank line
+// so paragraphs do not run together when deltas are whole messages.
+type textJoin struct {
+	out    bool
+	lastNL bool
+}
+
+func (j *textJoin) next(s string) string {
+	if s == "" {
+		return ""
+	}
+	if j.out && !j.lastNL && !strings.HasPrefix(s, "\n") {
+		s = "\n\n" + s
+	}
+	j.out, j.lastNL = true, strings.HasSuffix(s, "\n")
+	return s
+}

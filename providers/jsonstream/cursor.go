@@ -1,0 +1,260 @@
+// Cursor Agent `--print --output-format stream-json` events → agent.Events.
+
+package jsonstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// CursorProviderID is the cursor-agent provider's id.
+const CursorProviderID agent.ProviderID = "cursor-agent"
+
+type cursorEvent struct {
+	Type        string          `json:"type"`
+	Subtype     string          `json:"subtype"`
+	SessionID   string          `json:"session_id"`
+	Model       string          `json:"model"`
+	Text        string          `json:"text"`
+	Message     json.RawMessage `json:"message"`
+	TimestampMS *int64          `json:"timestamp_ms"`
+	ModelCallID *string         `json:"model_call_id"`
+	CallID      string          `json:"call_id"`
+	ToolCall    json.RawMessage `json:"tool_call"`
+	IsError     bool            `json:"is_error"`
+	Result      string          `json:"result"`
+	DurationMS  int64           `json:"duration_ms"`
+	Usage       *struct {
+		InputTokens      int64 `json:"inputTokens"`
+		OutputTokens     int64 `json:"outputTokens"`
+		CacheReadTokens  int64 `json:"cacheReadTokens"`
+		CacheWriteTokens int64 `json:"cacheWriteTokens"`
+	} `json:"usage"`
+}
+
+type cursorMessage struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+}
+
+// CursorParser parses cursor-agent stream-json. With
+// --stream-partial-output assistant text arrives as deltas (events with
+// timestamp_ms) followed by one consolidated echo (no timestamp_ms, or a
+// model_call_id); the echo only contributes what the deltas missed. Use
+// NewCursorParser.
+type CursorParser struct {
+	session session
+	join    textJoin
+	turn    strings.Builder // text emitted since the last consolidated echo
+	tools   map[string]string
+	model   string
+}
+
+// NewCursorParser returns a parser for one run continuing session known.
+func NewCursorParser(known string) *CursorParser {
+	return &CursorParser{session: session{id: known}, tools: map[string]string{}}
+}
+
+// Parse implements procrun.LineParser.
+func (p *CursorParser) Parse(line []byte) ([]agent.Event, error) {
+	var ev cursorEvent
+	if err := json.Unmarshal(line, &ev); err != nil {
+		return nil, fmt.Errorf("cursor-agent line: %w", err)
+	}
+	if ev.Model != "" {
+		p.model = ev.Model
+	}
+	out := p.session.update(ev.SessionID, p.model)
+	switch ev.Type {
+	case "system":
+		if ev.Subtype == "init" {
+			return out, nil
+		}
+	case "user":
+		return out, nil
+	case "thinking":
+		if ev.Subtype == "delta" && ev.Text != "" {
+			out = append(out, agent.Event{Type: agent.EventReasoningDelta, Text: ev.Text})
+		}
+		if ev.Subtype == "delta" || ev.Subtype == "completed" {
+			return out, nil
+		}
+	case "assistant":
+		return append(out, p.assistant(&ev)...), nil
+	case "tool_call":
+		if evs, ok := p.toolCall(&ev); ok {
+			return append(out, evs...), nil
+		}
+	case "result":
+		return append(out, p.result(&ev)...), nil
+	}
+	kind := ev.Type
+	if ev.Subtype != "" {
+		kind += "/" + ev.Subtype
+	}
+	if kind == "" {
+		kind = "unknown"
+	}
+	return append(out, native(CursorProviderID, kind, line)), nil
+}
+
+func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
+	var m cursorMessage
+	_ = json.Unmarshal(ev.Message, &m)
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
+		}
+	}
+	text := b.String()
+	if ev.TimestampMS != nil && ev.ModelCallID == nil {
+		// A streamed delta: emitted verbatim, even when it repeats earlier text.
+		if text == "" {
+			return nil
+		}
+		p.turn.WriteString(text)
+		p.join.out, p.join.lastNL = true, strings.HasSuffix(text, "\n")
+		return []agent.Event{{Type: agent.EventAssistantDelta, Text: text}}
+	}
+	// A consolidated echo of the turn's text: emit only a missing suffix.
+	emitted := p.turn.String()
+	p.turn.Reset()
+	switch {
+	case text == "" || text == emitted:
+		return nil
+	case emitted == "":
+		if s := p.join.next(text); s != "" {
+			return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}
+		}
+	case strings.HasPrefix(text, emitted):
+		suffix := text[len(emitted):]
+		p.join.lastNL = strings.HasSuffix(suffix, "\n")
+		return []agent.Event{{Type: agent.EventAssistantDelta, Text: suffix}}
+	}
+	return nil // diverged from the deltas: never repeat shown text
+}
+
+// toolCall maps started/completed; the tool kind is the single key inside
+// tool_call ("readToolCall", "shellToolCall", "function", ...).
+func (p *CursorParser) toolCall(ev *cursorEvent) ([]agent.Event, bool) {
+	if ev.CallID == "" || (ev.Subtype != "started" && ev.Subtype != "completed") {
+		return nil, false
+	}
+	var kinds map[string]json.RawMessage
+	_ = json.Unmarshal(ev.ToolCall, &kinds)
+	var key string
+	var body json.RawMessage
+	keys := make([]string, 0, len(kinds))
+	for k, v := range kinds {
+		if len(v) > 0 && v[0] == '{' && (strings.HasSuffix(k, "ToolCall") || k == "function") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	if len(keys) > 0 {
+		key, body = keys[0], kinds[keys[0]]
+	}
+	var call struct {
+		Args      json.RawMessage `json:"args"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+		Result    json.RawMessage `json:"result"`
+	}
+	_ = json.Unmarshal(body, &call)
+	name := strings.TrimSuffix(key, "ToolCall")
+	input := call.Args
+	if key == "function" {
+		name, input = call.Name, call.Arguments
+	}
+	if name == "" {
+		name = "tool"
+	}
+	input = jsonInput(input)
+	ref := nativeRef(CursorProviderID, "tool_call/"+ev.Subtype, ev.CallID)
+	if ev.Subtype == "started" {
+		p.tools[ev.CallID] = name
+		return []agent.Event{{Type: agent.EventToolStarted, Tool: &agent.Tool{
+			ID: ev.CallID, Name: name, Input: input, Summary: summary(name, input),
+		}, Native: ref}}, true
+	}
+	var out []agent.Event
+	if _, ok := p.tools[ev.CallID]; !ok {
+		p.tools[ev.CallID] = name
+		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
+			ID: ev.CallID, Name: name, Input: input, Summary: summary(name, input),
+		}, Native: ref})
+	}
+	output, isErr := cursorResult(call.Result)
+	return append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
+		ID: ev.CallID, Name: p.tools[ev.CallID], Output: truncate(output, MaxToolOutput), IsError: isErr,
+	}, Native: ref}), true
+}
+
+// cursorResult renders {"success": {...}} or {"error": {...}}.
+func cursorResult(raw json.RawMessage) (string, bool) {
+	var r struct {
+		Success json.RawMessage `json:"success"`
+		Error   json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(raw, &r) != nil {
+		return rawText(raw), false
+	}
+	if len(bytes.TrimSpace(r.Error)) > 0 && !bytes.Equal(bytes.TrimSpace(r.Error), []byte("null")) {
+		var e struct {
+			ErrorMessage string `json:"errorMessage"`
+			Message      string `json:"message"`
+		}
+		_ = json.Unmarshal(r.Error, &e)
+		switch {
+		case e.ErrorMessage != "":
+			return e.ErrorMessage, true
+		case e.Message != "":
+			return e.Message, true
+		}
+		return rawText(r.Error), true
+	}
+	var s struct {
+		Content  *string `json:"content"`
+		Stdout   *string `json:"stdout"`
+		Stderr   string  `json:"stderr"`
+		ExitCode *int    `json:"exitCode"`
+	}
+	_ = json.Unmarshal(r.Success, &s)
+	switch {
+	case s.Content != nil:
+		return *s.Content, false
+	case s.Stdout != nil:
+		out := *s.Stdout
+		if s.Stderr != "" {
+			out += s.Stderr
+		}
+		return out, s.ExitCode != nil && *s.ExitCode != 0
+	}
+	return rawText(r.Success), false
+}
+
+func (p *CursorParser) result(ev *cursorEvent) []agent.Event {
+	var out []agent.Event
+	if u := ev.Usage; u != nil {
+		out = append(out, agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{
+			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+			CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheWriteTokens, DurationMS: ev.DurationMS,
+		}})
+	}
+	if ev.IsError || (ev.Subtype != "" && ev.Subtype != "success") {
+		text := ev.Result
+		if text == "" {
+			text = "cursor-agent reported an error (" + ev.Subtype + ")"
+		}
+		return append(out, agent.Event{Type: agent.EventRunFailed, Text: text})
+	}
+	return append(out, agent.Event{Type: agent.EventRunCompleted, Text: ev.Result})
+}

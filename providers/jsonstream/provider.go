@@ -1,0 +1,322 @@
+// Provider: one JSON-event-stream CLI run through procrun.Run.
+
+package jsonstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// Dialect selects the CLI and its event shapes.
+type Dialect string
+
+// Dialects.
+const (
+	OpenCode    Dialect = "opencode"
+	Mimo        Dialect = "mimo"
+	CursorAgent Dialect = "cursor-agent"
+	Copilot     Dialect = "copilot"
+	Qoder       Dialect = "qoder"
+)
+
+// Dialects lists every supported dialect.
+var Dialects = []Dialect{OpenCode, Mimo, CursorAgent, Copilot, Qoder}
+
+// ErrUnknownDialect is returned by Command (and Run) for a dialect this
+// package does not speak.
+var ErrUnknownDialect = errors.New("jsonstream: unknown dialect")
+
+// dialectInfo is what differs per CLI besides the parser.
+type dialectInfo struct {
+	bin, install string
+	resume, fork bool
+	models       []string
+}
+
+var dialects = map[Dialect]dialectInfo{
+	OpenCode:    {"opencode", "npm install -g opencode-ai", true, true, nil},
+	Mimo:        {"mimo", "install MiMo Code (the `mimo` CLI)", true, true, nil},
+	CursorAgent: {"cursor-agent", "curl https://cursor.com/install -fsS | bash", true, false, []string{"auto", "sonnet-4", "gpt-5"}},
+	Copilot:     {"copilot", "npm install -g @github/copilot", true, false, []string{"claude-sonnet-4.6", "gpt-5.2"}},
+	Qoder:       {"qodercli", "npm install -g @qoder-ai/qodercli", true, false, []string{"auto", "lite", "efficient", "performance", "ultimate"}},
+}
+
+// Defaults.
+const (
+	DefaultStopGrace      = 5 * time.Second
+	DefaultVersionTimeout = 5 * time.Second
+)
+
+// Options configures a Provider.
+type Options struct {
+	// Dialect selects the CLI (required).
+	Dialect Dialect
+	// ID is the provider id; default the dialect's name.
+	ID agent.ProviderID
+	// Bin is the executable; default the dialect's. RunRequest.Bin overrides it.
+	Bin string
+	// Env is extra environment for every run (below RunRequest.Env).
+	Env map[string]string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child (see procrun.Environ).
+	Secret func(key string) bool
+	// StopGrace is how long a cancelled run waits after SIGINT before the
+	// kill; default 5 s.
+	StopGrace time.Duration
+	// VersionTimeout bounds `<bin> --version`; default 5 s.
+	VersionTimeout time.Duration
+}
+
+// Provider runs one JSON-event-stream CLI.
+type Provider struct {
+	logger *slog.Logger
+	opts   Options
+	info   dialectInfo
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a Provider for opts.Dialect. An unknown dialect returns
+// ErrUnknownDialect. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) (*Provider, error) {
+	info, ok := dialects[opts.Dialect]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, opts.Dialect)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.ID == "" {
+		opts.ID = agent.ProviderID(opts.Dialect)
+	}
+	if opts.Bin == "" {
+		opts.Bin = info.bin
+	}
+	if opts.HostEnv == nil {
+		opts.HostEnv = os.Environ
+	}
+	if opts.StopGrace <= 0 {
+		opts.StopGrace = DefaultStopGrace
+	}
+	if opts.VersionTimeout <= 0 {
+		opts.VersionTimeout = DefaultVersionTimeout
+	}
+	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
+}
+
+// ID returns the provider id.
+func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
+
+// InstallHint tells an operator how to install the CLI.
+func (p *Provider) InstallHint() string { return p.info.install }
+
+// NewParser returns the dialect's line parser for a run of provider id that
+// continues session known ("" when fresh).
+func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser, error) {
+	switch d {
+	case OpenCode, Mimo:
+		return NewOpenCodeParser(id, known), nil
+	case CursorAgent:
+		return NewCursorParser(known), nil
+	case Copilot:
+		return NewCopilotParser(known), nil
+	case Qoder:
+		return NewQoderParser(known), nil
+	}
+	return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
+}
+
+// Command returns the arguments (without the executable) of a run of d. The
+// prompt always goes to stdin, so no command-line budget applies. Per dialect:
+//
+//	opencode, mimo  run --format json --thinking [-m M] [--variant E] [-s ID [--fork]] [--auto]
+//	cursor-agent    --print --output-format stream-json --stream-partial-output --trust
+//	                [--force] [--model M] [--resume ID] [--workspace CWD]
+//	copilot         --output-format json [--allow-all-tools] [--model M] [--resume ID]
+//	qoder           -p --output-format stream-json [--yolo] [-w CWD] [--model M] [-r ID]
+//
+// The approval flags (--auto, --force, --allow-all-tools, --yolo) are passed
+// only for ApprovalAccept: these print modes cannot ask, so without them the
+// CLI applies its own configured policy and declines what needs a prompt. A
+// Fork on a CLI without native fork (all but opencode and mimo) starts fresh.
+func Command(d Dialect, req agent.RunRequest) ([]string, error) {
+	info, ok := dialects[d]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
+	}
+	accept := req.Approval == agent.ApprovalAccept
+	resume := req.ResumeID
+	if req.Fork && !info.fork {
+		resume = ""
+	}
+	var args []string
+	switch d {
+	case OpenCode, Mimo:
+		args = []string{"run", "--format", "json", "--thinking"}
+		if req.Model != "" {
+			args = append(args, "-m", req.Model)
+		}
+		if req.Effort != "" {
+			args = append(args, "--variant", req.Effort)
+		}
+		if resume != "" {
+			args = append(args, "-s", resume)
+			if req.Fork {
+				args = append(args, "--fork")
+			}
+		}
+		if accept {
+			args = append(args, "--auto")
+		}
+	case CursorAgent:
+		args = []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust"}
+		if accept {
+			args = append(args, "--force")
+		}
+		if req.Model != "" {
+			args = append(args, "--model", req.Model)
+		}
+		if resume != "" {
+			args = append(args, "--resume", resume)
+		}
+		if req.Cwd != "" {
+			args = append(args, "--workspace", req.Cwd)
+		}
+	case Copilot:
+		args = []string{"--output-format", "json"}
+		if accept {
+			args = append(args, "--allow-all-tools")
+		}
+		if req.Model != "" {
+			args = append(args, "--model", req.Model)
+		}
+		if resume != "" {
+			args = append(args, "--resume", resume)
+		}
+	case Qoder:
+		args = []string{"-p", "--output-format", "stream-json"}
+		if accept {
+			args = append(args, "--yolo")
+		}
+		if req.Cwd != "" {
+			args = append(args, "-w", req.Cwd)
+		}
+		if req.Model != "" {
+			args = append(args, "--model", req.Model)
+		}
+		if resume != "" {
+			args = append(args, "-r", resume)
+		}
+	}
+	return append(args, req.Args...), nil
+}
+
+// Run executes one turn. See the agent package doc for the contract. The
+// prompt is written to stdin, which is then closed. A cancelled ctx sends
+// SIGINT, waits StopGrace, then kills the process group: run.interrupted.
+func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	args, err := Command(p.opts.Dialect, req)
+	if err != nil {
+		return err
+	}
+	known := req.ResumeID
+	if req.Fork {
+		known = "" // a fork (or a fresh start) reports a new session
+	}
+	parser, err := NewParser(p.opts.Dialect, p.opts.ID, known)
+	if err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+		return nil
+	}
+	if len(req.Images) > 0 {
+		logger.Warn("images dropped: prompt is text on stdin", "images", len(req.Images))
+		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.opts.ID)})
+	}
+	if req.Fork && req.ResumeID != "" && !p.info.fork {
+		logger.Info("no native fork; starting a fresh session")
+	}
+	spec := procrun.Spec{
+		Bin:  bin,
+		Args: args,
+		Dir:  req.Cwd,
+		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
+	}
+	// One write of the whole prompt; WriteLine adds the final newline.
+	err = procrun.Run(ctx, logger, spec, parser, procrun.RunOptions{
+		Provider: p.opts.ID, StopGrace: p.opts.StopGrace, Stdin: [][]byte{[]byte(req.Prompt)},
+	}, emit)
+	if errors.Is(err, agent.ErrNotInstalled) {
+		return fmt.Errorf("%w (install: %s)", err, p.info.install)
+	}
+	return err
+}
+
+var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?[-+0-9A-Za-z.]*`)
+
+// Capabilities runs `<bin> --version`. A missing executable returns an error
+// wrapping agent.ErrNotInstalled.
+func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
+	caps := agent.Capabilities{Resume: p.info.resume, Fork: p.info.fork, Models: p.info.models}
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
+	defer cancel()
+	proc, err := procrun.Start(ctx, p.logger, procrun.Spec{Bin: bin, Args: []string{"--version"},
+		Env: procrun.Environ(p.opts.HostEnv(), p.opts.Env, p.opts.Secret)})
+	if err != nil {
+		return caps, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
+	defer stop()
+	var out bytes.Buffer
+	_ = proc.Each(func(line []byte) error {
+		if out.Len() < 4096 {
+			out.Write(line)
+			out.WriteByte('\n')
+		}
+		return nil
+	})
+	if err := proc.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return caps, fmt.Errorf("%s --version: %w", bin, ctx.Err())
+		}
+		return caps, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	caps.Version = versionRE.FindString(out.String())
+	if caps.Version == "" {
+		caps.Version = strings.TrimSpace(out.String())
+	}
+	return caps, nil
+}
+
+// merge returns the union of maps; later maps win.
+func merge(maps ...map[string]string) map[string]string {
+	out := map[string]string{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -1,0 +1,240 @@
+// Provider tests against fake CLIs, and the command lines per dialect.
+
+package jsonstream
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// fakeCLI writes a fake CLI that records argv (one per line) to dir/args and
+// stdin to dir/stdin, then prints the fixture (if any) and runs body.
+func fakeCLI(t *testing.T, fixture, body string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "cli")
+	cat := ""
+	if fixture != "" {
+		abs, err := filepath.Abs(filepath.Join("testdata", fixture))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cat = "cat \"" + abs + "\"\n"
+	}
+	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\ncat > \"" + dir + "/stdin\"\n" + cat + body + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	evs []agent.Event
+}
+
+func (r *recorder) emit(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+}
+
+func (r *recorder) types() []agent.EventType {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return types(r.evs)
+}
+
+func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
+	t.Helper()
+	p, err := New(nil, Options{Dialect: d, Bin: bin, StopGrace: 500 * time.Millisecond,
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestRunEachDialectCompletes(t *testing.T) {
+	for _, tc := range []struct {
+		d       Dialect
+		fixture string
+	}{
+		{OpenCode, "opencode-tool.jsonl"},
+		{Mimo, "mimo-text.jsonl"},
+		{CursorAgent, "cursor-agent-tool.jsonl"},
+		{Copilot, "copilot-tool.jsonl"},
+		{Qoder, "qoder-tool.jsonl"},
+	} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			bin, dir := fakeCLI(t, tc.fixture, "")
+			var rec recorder
+			err := newTestProvider(t, tc.d, bin).Run(t.Context(), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, rec.emit)
+			if err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			got := rec.types()
+			if got[len(got)-1] != agent.EventRunCompleted {
+				t.Fatalf("events = %v", got)
+			}
+			if stdin := readFile(t, filepath.Join(dir, "stdin")); stdin != "line one\nline two\n" {
+				t.Errorf("stdin = %q", stdin)
+			}
+			want, _ := Command(tc.d, agent.RunRequest{Prompt: "line one\nline two", Model: "m1"})
+			if args := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(dir, "args")), "\n"), "\n"); !slices.Equal(args, want) {
+				t.Errorf("args = %q, want %q", args, want)
+			}
+		})
+	}
+}
+
+func TestCommand(t *testing.T) {
+	req := agent.RunRequest{Model: "m", Effort: "high", ResumeID: "s1", Cwd: "/w", Args: []string{"--extra"}}
+	accept := req
+	accept.Approval = agent.ApprovalAccept
+	fork := req
+	fork.Fork = true
+	for _, tc := range []struct {
+		d    Dialect
+		req  agent.RunRequest
+		want []string
+	}{
+		{OpenCode, req, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--extra"}},
+		{OpenCode, accept, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--auto", "--extra"}},
+		{OpenCode, fork, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--fork", "--extra"}},
+		{Mimo, fork, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--fork", "--extra"}},
+		{CursorAgent, req, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model", "m", "--resume", "s1", "--workspace", "/w", "--extra"}},
+		{CursorAgent, accept, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--force", "--model", "m", "--resume", "s1", "--workspace", "/w", "--extra"}},
+		{CursorAgent, fork, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model", "m", "--workspace", "/w", "--extra"}},
+		{Copilot, accept, []string{"--output-format", "json", "--allow-all-tools", "--model", "m", "--resume", "s1", "--extra"}},
+		{Copilot, fork, []string{"--output-format", "json", "--model", "m", "--extra"}},
+		{Qoder, accept, []string{"-p", "--output-format", "stream-json", "--yolo", "-w", "/w", "--model", "m", "-r", "s1", "--extra"}},
+	} {
+		got, err := Command(tc.d, tc.req)
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("%s %+v:\n got %q %v\nwant %q", tc.d, tc.req.Approval, got, err, tc.want)
+		}
+	}
+	if _, err := Command("nope", req); !errors.Is(err, ErrUnknownDialect) {
+		t.Errorf("unknown dialect: %v", err)
+	}
+	if _, err := New(nil, Options{Dialect: "nope"}); !errors.Is(err, ErrUnknownDialect) {
+		t.Errorf("New unknown dialect: %v", err)
+	}
+}
+
+func TestRunOpenCodeErrorFails(t *testing.T) {
+	bin, _ := fakeCLI(t, "opencode-http500.jsonl", "exit 1")
+	var rec recorder
+	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	if got := rec.types(); !slices.Equal(got, []agent.EventType{agent.EventRunFailed}) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestRunExitWithoutEndFails(t *testing.T) {
+	// The last step ended with tool-calls and the CLI died: no success.
+	bin, _ := fakeCLI(t, "", `head -4 "`+mustAbs(t, "testdata/opencode-tool.jsonl")+`"
+echo "opencode: killed by the OOM reaper" >&2
+exit 137`)
+	var rec recorder
+	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	last := rec.evs[len(rec.evs)-1]
+	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "OOM reaper") {
+		t.Fatalf("last = %+v", last)
+	}
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	a, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+func TestRunCancelled(t *testing.T) {
+	bin, _ := fakeCLI(t, "", `echo '{"type":"step_start","sessionID":"ses_x","part":{}}'
+exec sleep 30`)
+	ctx, cancel := context.WithCancel(t.Context())
+	var rec recorder
+	done := make(chan error, 1)
+	go func() {
+		done <- newTestProvider(t, OpenCode, bin).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
+			rec.emit(ev)
+			if ev.Type == agent.EventSessionUpdated {
+				cancel()
+			}
+		})
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("cancelled Run returned %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not stop")
+	}
+	if got := rec.types(); got[len(got)-1] != agent.EventRunInterrupted {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+func TestRunResumeAndFork(t *testing.T) {
+	// Resuming the same session reports no session.updated; a fork does.
+	bin, _ := fakeCLI(t, "opencode-text.jsonl", "")
+	var rec recorder
+	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01"}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(rec.types(), agent.EventSessionUpdated) {
+		t.Errorf("resume re-announced the session: %v", rec.types())
+	}
+	rec = recorder{}
+	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01", Fork: true}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(rec.types(), agent.EventSessionUpdated) {
+		t.Errorf("fork did not report its session: %v", rec.types())
+	}
+}
+
+func TestRunNotInstalled(t *testing.T) {
+	err := newTestProvider(t, Copilot, filepath.Join(t.TempDir(), "none")).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "@github/copilot") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	bin, _ := fakeCLI(t, "", `echo "1.18.33"`)
+	caps, err := newTestProvider(t, OpenCode, bin).Capabilities(t.Context(), agent.CapabilityRequest{})
+	if err != nil || caps.Version != "1.18.33" || !caps.Fork || !caps.Resume {
+		t.Fatalf("caps = %+v, %v", caps, err)
+	}
+}
