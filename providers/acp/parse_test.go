@@ -1,0 +1,340 @@
+// Parser, DirFS and definition unit tests, and the parser fuzz test.
+
+package acp
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+func mustParse(t *testing.T, p *Parser, line string) Parsed {
+	t.Helper()
+	out, err := p.Parse([]byte(line))
+	if err != nil {
+		t.Fatalf("Parse(%.80s): %v", line, err)
+	}
+	return out
+}
+
+const permLine = `{"jsonrpc":"2.0","id":%s,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t","title":"edit a.go","kind":"edit","content":[{"type":"diff","path":"/w/a.go","oldText":"a\nb","newText":"c"}]},"options":[{"optionId":"ok","kind":"allow_once","name":"OK"},{"optionId":"no","kind":"reject_always","name":"Never"}]}}`
+
+func perm(id string) string { return strings.Replace(permLine, "%s", id, 1) }
+
+func TestParseMalformedAndUnknown(t *testing.T) {
+	p := NewParser(ParserOptions{Provider: "x"})
+	for _, bad := range []string{"not json", `{"jsonrpc":`, `[1,2]`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"2.0","id":99,"result":{}}`} {
+		if _, err := p.Parse([]byte(bad)); err == nil {
+			t.Errorf("Parse(%q) succeeded", bad)
+		}
+	}
+	out := mustParse(t, p, `{"jsonrpc":"2.0","method":"x/brand_new","params":{"a":1}}`)
+	if len(out.Events) != 1 || out.Events[0].Type != agent.EventProviderNative || out.Events[0].Native.Kind != "x/brand_new" {
+		t.Fatalf("unknown notification = %+v", out.Events)
+	}
+	big := `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"available_commands_update","pad":"` + strings.Repeat("x", MaxNativePayload) + `"}}}`
+	out = mustParse(t, p, big)
+	if pl := string(out.Events[0].Native.Payload); len(pl) > 100 || !strings.Contains(pl, `"truncated":true`) {
+		t.Fatalf("payload not bounded: %.100s", pl)
+	}
+}
+
+func TestParseIDsAndAnswers(t *testing.T) {
+	p := NewParser(ParserOptions{Provider: "x"})
+	p.Track(json.RawMessage("3"), "session/prompt")
+	// id 0 is a valid id; a string id is kept as a string.
+	for _, id := range []string{"0", `"0"`} {
+		out := mustParse(t, p, perm(id))
+		in := out.Events[len(out.Events)-1].Interaction
+		if in.ID != id || string(in.NativeID) != id || in.Kind != agent.KindFileChangeApproval || in.Diff != "--- /w/a.go\n+++ /w/a.go\n-a\n-b\n+c\n" {
+			t.Fatalf("interaction %+v", in)
+		}
+	}
+	if _, err := p.Parse([]byte(perm("0"))); !errors.Is(err, ErrDuplicateRequest) {
+		t.Fatalf("duplicate: %v", err)
+	}
+	ev, err := p.Respond(agent.InteractionResponse{InteractionID: `"0"`, Decision: agent.DecisionDecline})
+	if err != nil || ev.Resolution.Status != StatusDeclined {
+		t.Fatalf("decline: %+v %v", ev, err)
+	}
+	out := p.TakeOutgoing()
+	if len(out) != 1 || string(out[0]) != `{"jsonrpc":"2.0","id":"0","result":{"outcome":{"outcome":"selected","optionId":"no"}}}` {
+		t.Fatalf("answer %s (reject_always when there is no reject_once)", out)
+	}
+	if _, err := p.Respond(agent.InteractionResponse{InteractionID: `"0"`, Decision: agent.DecisionApprove}); !errors.Is(err, ErrUnknownInteraction) {
+		t.Fatalf("second answer: %v", err)
+	}
+	// The prompt answer ends the turn: the open request resolves turn_ended
+	// and the agent is told cancelled.
+	res := mustParse(t, p, `{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}`)
+	if res.Reply == nil || res.Reply.Method != "session/prompt" {
+		t.Fatalf("reply %+v", res.Reply)
+	}
+	types := []agent.EventType{}
+	for _, ev := range res.Events {
+		types = append(types, ev.Type)
+	}
+	if !slices.Equal(types, []agent.EventType{agent.EventInteractionResolved, agent.EventToolCompleted, agent.EventRunCompleted}) ||
+		res.Events[0].Resolution.Status != StatusTurnEnded || res.Events[0].Resolution.InteractionID != "0" {
+		t.Fatalf("turn end events %+v", res.Events)
+	}
+	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}` {
+		t.Fatalf("turn end answer %s", out)
+	}
+}
+
+func TestParseNoMatchingOption(t *testing.T) {
+	p := NewParser(ParserOptions{Provider: "x"})
+	mustParse(t, p, `{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[{"optionId":"ok","kind":"allow_once","name":"OK"}]}}`)
+	ev, err := p.Respond(agent.InteractionResponse{InteractionID: "1", Decision: agent.DecisionDecline})
+	if err != nil || ev.Resolution.Status != StatusDeclined {
+		t.Fatalf("%+v %v", ev, err)
+	}
+	if out := p.TakeOutgoing(); len(out) != 1 || !strings.Contains(string(out[0]), `"outcome":"cancelled"`) {
+		t.Fatalf("a decline without a reject option must answer cancelled: %s", out)
+	}
+}
+
+func TestParseAgentCancelsRequest(t *testing.T) {
+	p := NewParser(ParserOptions{Provider: "x"})
+	mustParse(t, p, perm("4"))
+	out := mustParse(t, p, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}`)
+	if len(out.Events) != 1 || out.Events[0].Resolution.Status != StatusCancelled || p.Pending("4") {
+		t.Fatalf("events %+v", out.Events)
+	}
+}
+
+func TestParseCancel(t *testing.T) {
+	p := NewParser(ParserOptions{Provider: "x"})
+	p.Track(json.RawMessage("2"), "session/new")
+	mustParse(t, p, `{"jsonrpc":"2.0","id":2,"result":{"sessionId":"s9"}}`)
+	mustParse(t, p, perm("0"))
+	mustParse(t, p, perm("1"))
+	evs := p.Cancel()
+	if len(evs) != 2 || evs[0].Resolution.Status != StatusCancelled || evs[1].Resolution.InteractionID != "1" {
+		t.Fatalf("events %+v", evs)
+	}
+	out := p.TakeOutgoing()
+	want := []string{
+		`{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"s9"}}`,
+		`{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{"outcome":{"outcome":"cancelled"}}}`,
+	}
+	var got []string
+	for _, o := range out {
+		got = append(got, string(o))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("outgoing\n%s", strings.Join(got, "\n"))
+	}
+	if len(p.Cancel()) != 0 || len(p.TakeOutgoing()) != 0 {
+		t.Error("a second Cancel sent again")
+	}
+}
+
+func TestParseSessionNotFound(t *testing.T) {
+	cases := map[string]struct {
+		def  Definition
+		line string
+		want bool
+	}{
+		"qwen":            {Qwen(), `{"code":-32002,"message":"Resource not found: session:x","data":{"uri":"session:x"}}`, true},
+		"opencode":        {Opencode(), `{"code":-32603,"message":"Internal error: OpenCode service failure","data":{"service":"session"}}`, true},
+		"opencode other":  {Opencode(), `{"code":-32603,"message":"Internal error: disk full"}`, false},
+		"gemini":          {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}`, true},
+		"gemini invalid":  {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"Invalid session identifier \"0\".\n  Searched"}}`, true},
+		"gemini other":    {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"quota"}}`, false},
+		"default -32002":  {Kimi(), `{"code":-32002,"message":"nope"}`, true},
+		"default -32603":  {Kimi(), `{"code":-32603,"message":"nope"}`, false},
+		"auth not a miss": {Qwen(), `{"code":-32000,"message":"Authentication required"}`, false},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := NewParser(ParserOptions{Provider: c.def.ID, SessionNotFound: c.def.SessionNotFound})
+			p.Track(json.RawMessage("2"), "session/load")
+			out := mustParse(t, p, `{"jsonrpc":"2.0","id":2,"error":`+c.line+`}`)
+			if p.SessionNotFound() != c.want {
+				t.Fatalf("SessionNotFound = %v; events %+v", p.SessionNotFound(), out.Events)
+			}
+			ev := out.Events[0]
+			if c.want && (ev.Type != agent.EventSystem || ev.Subtype != "session_not_found") || !c.want && ev.Type != agent.EventRunFailed {
+				t.Fatalf("event %+v", ev)
+			}
+		})
+	}
+}
+
+func TestParseToolUpdateUnseenID(t *testing.T) {
+	// gemini: the first thing for a call can be a tool_call_update.
+	p := NewParser(ParserOptions{Provider: "gemini"})
+	out := mustParse(t, p, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_17_0","status":"completed","title":"echo hi","kind":"execute","rawOutput":"hi\n"}}}`)
+	if len(out.Events) != 2 || out.Events[0].Type != agent.EventToolStarted || out.Events[1].Tool.Output != "hi\n" || out.Events[1].Tool.Name != "run_shell_command" {
+		t.Fatalf("events %+v", out.Events)
+	}
+	// Nothing more for a completed call.
+	if out := mustParse(t, p, `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"run_shell_command__run_shell_command_17_0","status":"completed"}}}`); len(out.Events) != 0 {
+		t.Fatalf("repeat: %+v", out.Events)
+	}
+}
+
+func TestDirFS(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	fs := DirFS{Root: root}
+	if err := fs.WriteTextFile(filepath.Join(root, "a", "b.txt"), "1\n2\n3\n"); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := fs.ReadTextFile(filepath.Join(root, "a", "b.txt"), 2, 1); err != nil || s != "2\n" {
+		t.Fatalf("read line 2: %q %v", s, err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{filepath.Join(outside, "x"), filepath.Join(root, "..", "x"), filepath.Join(root, "escape", "x"), "rel/x"} {
+		if err := fs.WriteTextFile(p, "x"); !errors.Is(err, ErrOutsideRoot) {
+			t.Errorf("write %s: %v", p, err)
+		}
+	}
+	if _, err := fs.ReadTextFile(filepath.Join(root, "missing"), 0, 0); fsErrorCode(err) != CodeResourceNotFound {
+		t.Errorf("missing file: %v", err)
+	}
+	if err := (DirFS{Root: root, ReadOnly: true}).WriteTextFile(filepath.Join(root, "c"), "x"); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("read-only: %v", err)
+	}
+}
+
+func TestDefinitionsLaunch(t *testing.T) {
+	ask := agent.RunRequest{Approval: agent.ApprovalAsk, Args: []string{"--x"}}
+	accept := agent.RunRequest{Approval: agent.ApprovalAccept}
+	tests := []struct {
+		def         Definition
+		bin         string
+		ask, accept []string
+	}{
+		{Opencode(), "opencode", []string{"acp", "--x"}, []string{"acp"}},
+		{Gemini(), "gemini", []string{"--acp", "--approval-mode", "default", "--x"}, []string{"--acp", "--approval-mode", "yolo"}},
+		{Qwen(), "qwen", []string{"--acp", "--approval-mode", "default", "--x"}, []string{"--acp", "--approval-mode", "yolo"}},
+		{Kimi(), "kimi", []string{"acp", "--x"}, []string{"acp"}},
+		{Kiro(), "kiro-cli", []string{"acp", "--x"}, []string{"acp"}},
+		{Kilo(), "kilo", []string{"acp", "--x"}, []string{"acp"}},
+		{Devin(), "devin", []string{"acp", "--x"}, []string{"acp"}},
+		{Hermes(), "hermes", []string{"acp", "--x"}, []string{"acp"}},
+		{Vibe(), "vibe-acp", []string{"--x"}, []string{}},
+		{Reasonix(), "reasonix", []string{"acp", "--x"}, []string{"acp"}},
+		{Vela(), "vela", []string{"agent", "run", "--runtime", "opencode", "--x"}, []string{"agent", "run", "--runtime", "opencode"}},
+		{Trae(), "traecli", []string{"acp", "serve", "--x"}, []string{"acp", "serve"}},
+	}
+	seen := map[agent.ProviderID]bool{}
+	for _, tt := range tests {
+		t.Run(string(tt.def.ID), func(t *testing.T) {
+			if tt.def.Bin != tt.bin || tt.def.InstallHint == "" || tt.def.Name == "" || tt.def.Wiring == "" {
+				t.Errorf("definition %+v", tt.def)
+			}
+			if got := tt.def.LaunchArgs(ask); !slices.Equal(got, tt.ask) {
+				t.Errorf("ask args %q, want %q", got, tt.ask)
+			}
+			if got := tt.def.LaunchArgs(accept); !slices.Equal(got, tt.accept) {
+				t.Errorf("accept args %q, want %q", got, tt.accept)
+			}
+			if d, ok := Lookup(tt.def.ID); !ok || d.Bin != tt.def.Bin {
+				t.Errorf("Lookup(%s) = %v", tt.def.ID, ok)
+			}
+			if New(tt.def, nil, Options{}).ID() != tt.def.ID {
+				t.Error("provider id")
+			}
+		})
+		seen[tt.def.ID] = true
+	}
+	for _, d := range Definitions() {
+		if !seen[d.ID] {
+			t.Errorf("definition %s not covered", d.ID)
+		}
+	}
+	if env := Opencode().LaunchEnv(ask); env["OPENCODE_CONFIG_CONTENT"] != OpencodePermissionEnv || env["OPENCODE_DISABLE_AUTOUPDATE"] != "1" {
+		t.Errorf("opencode ask env %v", env)
+	}
+	if env := Opencode().LaunchEnv(accept); env["OPENCODE_CONFIG_CONTENT"] != "" {
+		t.Errorf("opencode accept env %v", env)
+	}
+	over := Opencode().LaunchEnv(agent.RunRequest{Env: map[string]string{"OPENCODE_CONFIG_CONTENT": "{}"}}, map[string]string{"A": "1"})
+	if over["OPENCODE_CONFIG_CONTENT"] != "{}" || over["A"] != "1" {
+		t.Errorf("run env must win: %v", over)
+	}
+}
+
+func TestConfigure(t *testing.T) {
+	ep := Endpoint{OpenAIBaseURL: "http://127.0.0.1:1/v1", GeminiBaseURL: "http://127.0.0.1:1", APIKey: "k", Model: "m"}
+	for _, d := range []Definition{Opencode(), Qwen(), Gemini()} {
+		home := t.TempDir()
+		env, err := d.Configure(home, ep)
+		if err != nil || env["HOME"] != home {
+			t.Fatalf("%s: %v %v", d.ID, env, err)
+		}
+		var files []string
+		_ = filepath.WalkDir(home, func(p string, e os.DirEntry, _ error) error {
+			if !e.IsDir() {
+				files = append(files, strings.TrimPrefix(p, home))
+			}
+			return nil
+		})
+		if len(files) != 1 {
+			t.Errorf("%s wrote %q", d.ID, files)
+		}
+	}
+	if _, err := Gemini().Configure(t.TempDir(), Endpoint{OpenAIBaseURL: "x"}); err == nil {
+		t.Error("gemini accepted an OpenAI-only endpoint")
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	for _, in := range transcripts(f) {
+		for _, l := range readTranscript(f, in) {
+			if l.Dir == "recv" && len(l.Msg) < 64<<10 {
+				f.Add([]byte(l.Msg))
+			}
+		}
+	}
+	f.Add([]byte(perm("0")))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		p := NewParser(ParserOptions{Provider: "fuzz", EmitSession: true, FS: &memFS{}})
+		for _, m := range []string{"initialize", "session/new", "session/prompt", "session/load"} {
+			p.Request(m, nil)
+		}
+		out, err := p.Parse(line)
+		if err != nil && len(out.Events) > 0 && !errors.Is(err, ErrDuplicateRequest) {
+			// Only a bad permission request returns events with an error.
+			if !strings.Contains(err.Error(), "session/request_permission") {
+				t.Fatalf("events with error %v: %+v", err, out.Events)
+			}
+		}
+		for _, ev := range out.Events {
+			if ev.Type == "" {
+				t.Fatalf("event without type: %+v", ev)
+			}
+			if ev.Native != nil && len(ev.Native.Payload) > MaxNativePayload {
+				t.Fatalf("payload of %d bytes", len(ev.Native.Payload))
+			}
+			if in := ev.Interaction; in != nil {
+				if !json.Valid(in.NativeID) {
+					t.Fatalf("native id %q", in.NativeID)
+				}
+				if _, err := p.Respond(agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove}); err != nil {
+					t.Fatalf("Respond: %v", err)
+				}
+			}
+		}
+		for _, o := range p.TakeOutgoing() {
+			if !json.Valid(o) {
+				t.Fatalf("invalid outgoing %q", o)
+			}
+		}
+		p.Cancel()
+		p.EndTurn()
+	})
+}

@@ -1,0 +1,746 @@
+// Provider tests against the scripted fake agent (fakeagent_test.go).
+
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+type harness struct {
+	t      *testing.T
+	def    Definition
+	prov   *Provider
+	record string
+	cwd    string
+}
+
+func newHarness(t *testing.T, env map[string]string, tweak ...func(*Definition)) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	record := filepath.Join(dir, "record.jsonl")
+	// GORACE: a -race binary sleeps 1 s at exit by default.
+	e := map[string]string{envFake: "1", envRecord: record, "GORACE": "atexit_sleep_ms=0"}
+	for k, v := range env {
+		e[k] = v
+	}
+	def := Definition{ID: "fake", Name: "Fake", Bin: os.Args[0], Env: e, Resume: true, VerifiedWith: []string{"9.9.9"}}
+	for _, f := range tweak {
+		f(&def)
+	}
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	prov := New(def, logger, Options{InterruptTimeout: 2 * time.Second, HostEnv: func() []string { return nil }})
+	cwd := filepath.Join(dir, "work")
+	if err := os.MkdirAll(cwd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, def: def, prov: prov, record: record, cwd: cwd}
+}
+
+type result struct {
+	events  []agent.Event
+	err     error
+	elapsed time.Duration
+}
+
+func (r *result) of(typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (r *result) last() agent.Event {
+	if len(r.events) == 0 {
+		return agent.Event{}
+	}
+	return r.events[len(r.events)-1]
+}
+
+func (r *result) text() string {
+	var sb strings.Builder
+	for _, ev := range r.of(agent.EventAssistantDelta) {
+		sb.WriteString(ev.Text)
+	}
+	return sb.String()
+}
+
+func (r *result) types() string {
+	var s []string
+	for _, ev := range r.events {
+		s = append(s, string(ev.Type))
+	}
+	return strings.Join(s, " ")
+}
+
+// run executes one Run; onEvent (optional) sees each event with the cancel.
+func (h *harness) run(req agent.RunRequest, onEvent func(agent.Event, context.CancelFunc)) *result {
+	h.t.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.cwd
+	}
+	ctx, cancel := context.WithTimeout(h.t.Context(), 20*time.Second)
+	defer cancel()
+	res := &result{}
+	done := false
+	start := time.Now()
+	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
+		if done {
+			h.t.Errorf("event %s after Run returned", ev.Type)
+		}
+		res.events = append(res.events, ev)
+		if onEvent != nil {
+			onEvent(ev, cancel)
+		}
+	})
+	done = true
+	res.elapsed = time.Since(start)
+	if ctx.Err() == context.DeadlineExceeded {
+		h.t.Fatal("Run hit the test timeout")
+	}
+	terminals := 0
+	for i, ev := range res.events {
+		if ev.Type.Terminal() {
+			terminals++
+			if i != len(res.events)-1 {
+				h.t.Errorf("terminal %s is not the last event: %s", ev.Type, res.types())
+			}
+		}
+	}
+	if terminals > 1 {
+		h.t.Errorf("%d terminal events: %s", terminals, res.types())
+	}
+	return res
+}
+
+// recorded returns the fake's record: its argv/env/cwd head and the client's
+// stdin lines.
+func (h *harness) recorded() (head map[string]any, lines []rpcMessage, raw []string) {
+	h.t.Helper()
+	data, err := os.ReadFile(h.record)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	first := true
+	for sc.Scan() {
+		if first {
+			first = false
+			_ = json.Unmarshal(sc.Bytes(), &head)
+			continue
+		}
+		var m rpcMessage
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			h.t.Fatalf("client wrote a non-JSON line %q", sc.Text())
+		}
+		lines = append(lines, m)
+		raw = append(raw, sc.Text())
+	}
+	return head, lines, raw
+}
+
+func (h *harness) sent(method string) []rpcMessage {
+	_, lines, _ := h.recorded()
+	var out []rpcMessage
+	for _, m := range lines {
+		if m.Method == method {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// answers returns the client's answers to the fake's requests, by id.
+func (h *harness) answers() map[string]rpcMessage {
+	_, lines, _ := h.recorded()
+	out := map[string]rpcMessage{}
+	for _, m := range lines {
+		if m.Method == "" && m.hasID() {
+			out[string(m.ID)] = m
+		}
+	}
+	return out
+}
+
+func TestRunText(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "text"}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	want := "session.updated reasoning.delta assistant.delta assistant.delta system provider.native usage.updated run.completed"
+	if r.types() != want {
+		t.Fatalf("events\n got %s\nwant %s", r.types(), want)
+	}
+	if ev := r.events[0]; ev.SessionID != fakeSession || ev.Model != "m1" {
+		t.Errorf("session.updated %+v", ev)
+	}
+	if plan := r.of(agent.EventSystem)[0]; plan.Subtype != "plan" || plan.Text != "[x] step one\n[ ] step two" {
+		t.Errorf("plan %+v", plan)
+	}
+	if u := r.of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CostUSD != 0.25 {
+		t.Errorf("usage %+v", u)
+	}
+	if last := r.last(); last.Text != "Hello" {
+		t.Errorf("run.completed text %q", last.Text)
+	}
+	head, lines, _ := h.recorded()
+	if cwd, _ := head["cwd"].(string); cwd != h.cwd {
+		t.Errorf("agent ran in %q, want %q", cwd, h.cwd)
+	}
+	var methods []string
+	for _, m := range lines {
+		methods = append(methods, m.Method)
+	}
+	if !slices.Equal(methods, []string{"initialize", "session/new", "session/prompt"}) {
+		t.Errorf("client sent %q", methods)
+	}
+	var init InitializeParams
+	if err := json.Unmarshal(lines[0].Params, &init); err != nil || init.ProtocolVersion != 1 || init.ClientCapabilities.FS.ReadTextFile || init.ClientCapabilities.FS.WriteTextFile || init.ClientCapabilities.Terminal {
+		t.Errorf("initialize params %s", lines[0].Params)
+	}
+	if string(lines[1].Params) != `{"cwd":"`+h.cwd+`","mcpServers":[]}` {
+		t.Errorf("session/new params %s (mcpServers must be [] not null)", lines[1].Params)
+	}
+}
+
+func TestRunToolEvents(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "tool"}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	started := r.of(agent.EventToolStarted)
+	if len(started) != 1 || started[0].Tool.ID != "t1" || started[0].Tool.Name != "bash" || started[0].Tool.Summary != "ls -la" || string(started[0].Tool.Input) != `{"command":"ls -la"}` {
+		t.Fatalf("tool.started %+v", started)
+	}
+	var outs []string
+	for _, ev := range r.of(agent.EventToolOutput) {
+		outs = append(outs, ev.Text)
+	}
+	if !slices.Equal(outs, []string{"out1", "out2"}) {
+		t.Errorf("tool.output deltas %q", outs)
+	}
+	done := r.of(agent.EventToolCompleted)
+	if len(done) != 1 || done[0].Tool.Output != "out1out2" || done[0].Tool.IsError {
+		t.Errorf("tool.completed %+v", done)
+	}
+	if r.last().Text != "done" {
+		t.Errorf("final text %q (text after the tool only)", r.last().Text)
+	}
+}
+
+func TestRunPermissionAnswers(t *testing.T) {
+	tests := []struct {
+		name     string
+		resp     agent.InteractionResponse
+		option   string
+		status   string
+		decision agent.Decision
+	}{
+		{"approve", agent.InteractionResponse{Decision: agent.DecisionApprove}, "once", StatusApproved, agent.DecisionApprove},
+		{"approve session", agent.InteractionResponse{Decision: agent.DecisionApproveSession}, "always", StatusApproved, agent.DecisionApproveSession},
+		{"decline", agent.InteractionResponse{Decision: agent.DecisionDecline}, "reject", StatusDeclined, agent.DecisionDecline},
+		{"explicit option", agent.InteractionResponse{OptionID: "always", Decision: agent.DecisionDecline}, "always", StatusApproved, agent.DecisionApproveSession},
+		{"unknown decision never allows", agent.InteractionResponse{Decision: "maybe"}, "reject", StatusDeclined, agent.DecisionDecline},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			responses := make(chan agent.InteractionResponse, 4)
+			r := h.run(agent.RunRequest{Prompt: "perm", Approval: agent.ApprovalAsk, Responses: responses}, func(ev agent.Event, _ context.CancelFunc) {
+				if ev.Type != agent.EventInteractionRequested {
+					return
+				}
+				// Noise first: an unknown interaction and an unknown option are ignored.
+				responses <- agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}
+				responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, OptionID: "no-such-option"}
+				resp := tt.resp
+				resp.InteractionID, resp.By = ev.Interaction.ID, "alice"
+				responses <- resp
+			})
+			if r.err != nil {
+				t.Fatalf("Run: %v", r.err)
+			}
+			req := r.of(agent.EventInteractionRequested)
+			if len(req) != 1 {
+				t.Fatalf("events %s", r.types())
+			}
+			in := req[0].Interaction
+			if in.ID != "0" || string(in.NativeID) != "0" || in.Kind != agent.KindCommandApproval || in.Command != "rm -rf build" || in.Cwd != h.cwd {
+				t.Errorf("interaction %+v", in)
+			}
+			wantOpts := []agent.Option{{ID: "once", Label: "Allow once", Kind: agent.DecisionApprove}, {ID: "always", Label: "Always allow", Kind: agent.DecisionApproveSession}, {ID: "reject", Label: "Reject", Kind: agent.DecisionDecline}}
+			if !slices.Equal(in.Options, wantOpts) {
+				t.Errorf("options %+v", in.Options)
+			}
+			res := r.of(agent.EventInteractionResolved)
+			if len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision || res[0].Resolution.By != "alice" || string(res[0].Native.ID) != "0" {
+				t.Fatalf("resolution %+v", res)
+			}
+			ans := h.answers()["0"]
+			if string(ans.Result) != `{"outcome":{"outcome":"selected","optionId":"`+tt.option+`"}}` {
+				t.Errorf("answer sent %s", ans.Result)
+			}
+			started := r.of(agent.EventToolStarted)
+			if len(started) != 1 || r.events[slices.IndexFunc(r.events, func(e agent.Event) bool { return e.Type == agent.EventToolStarted })+1].Type != agent.EventInteractionRequested {
+				t.Errorf("tool.started must precede the request: %s", r.types())
+			}
+		})
+	}
+}
+
+func TestRunPermissionByPolicy(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		req      agent.RunRequest
+		option   string
+		status   string
+		decision agent.Decision
+	}{
+		{"deny", agent.RunRequest{Approval: agent.ApprovalDeny}, "reject", StatusDeclined, agent.DecisionDecline},
+		{"ask without responses", agent.RunRequest{Approval: agent.ApprovalAsk}, "reject", StatusDeclined, agent.DecisionDecline},
+		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: make(chan agent.InteractionResponse)}, "once", StatusApproved, agent.DecisionApprove},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, nil)
+			req := tt.req
+			req.Prompt = "perm"
+			r := h.run(req, nil)
+			if r.err != nil {
+				t.Fatalf("Run: %v", r.err)
+			}
+			res := r.of(agent.EventInteractionResolved)
+			if len(r.of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.By != "policy" || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision {
+				t.Fatalf("events %s; resolution %+v", r.types(), res)
+			}
+			if ans := h.answers()["0"]; !strings.Contains(string(ans.Result), `"optionId":"`+tt.option+`"`) {
+				t.Errorf("answer %s", ans.Result)
+			}
+			if want := "after: "; tt.status == StatusApproved && !strings.HasPrefix(r.last().Text, want+"ran with once") {
+				t.Errorf("final %q", r.last().Text)
+			}
+		})
+	}
+}
+
+func TestRunPermissionCancelDecision(t *testing.T) {
+	h := newHarness(t, nil)
+	responses := make(chan agent.InteractionResponse, 1)
+	r := h.run(agent.RunRequest{Prompt: "perm", Responses: responses}, func(ev agent.Event, _ context.CancelFunc) {
+		if ev.Type == agent.EventInteractionRequested {
+			responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionCancel, By: "bob"}
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	res := r.of(agent.EventInteractionResolved)
+	if len(res) != 1 || res[0].Resolution.Status != StatusCancelled || res[0].Resolution.Decision != agent.DecisionCancel || res[0].Resolution.By != "bob" {
+		t.Fatalf("resolution %+v", res)
+	}
+	if r.last().Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", r.types())
+	}
+	if len(h.sent("session/cancel")) != 1 {
+		t.Error("no session/cancel sent")
+	}
+}
+
+func TestRunIDsByteExact(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "ids", Approval: agent.ApprovalAccept}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	var ids []string
+	for _, ev := range r.of(agent.EventInteractionRequested) {
+		ids = append(ids, ev.Interaction.ID+"="+string(ev.Interaction.NativeID))
+	}
+	if !slices.Equal(ids, []string{`7=7`, `"7"="7"`}) {
+		t.Errorf("interaction ids %q", ids)
+	}
+	ans := h.answers()
+	if _, ok := ans["7"]; !ok {
+		t.Error("no answer to id 7")
+	}
+	if _, ok := ans[`"7"`]; !ok {
+		t.Error(`no answer to id "7"`)
+	}
+}
+
+func TestRunDuplicateRequestFails(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "dup", Responses: make(chan agent.InteractionResponse)}, nil)
+	if !errors.Is(r.err, agent.ErrRunFailed) || !errors.Is(r.err, ErrDuplicateRequest) {
+		t.Fatalf("Run = %v", r.err)
+	}
+	if r.last().Type != agent.EventRunFailed {
+		t.Errorf("events %s", r.types())
+	}
+	if r.elapsed > 5*time.Second {
+		t.Errorf("took %s", r.elapsed)
+	}
+}
+
+func TestRunCancelStreaming(t *testing.T) {
+	h := newHarness(t, nil)
+	var cancelledAt time.Time
+	r := h.run(agent.RunRequest{Prompt: "slow"}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && ev.Text == "w002 " {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunInterrupted || last.Text != "cancelled" {
+		t.Errorf("last %+v (want the agent's cancelled stop reason)", last)
+	}
+	if took := time.Since(cancelledAt); took > time.Second {
+		t.Errorf("Run returned %s after cancel", took)
+	}
+	if n := len(h.sent("session/cancel")); n != 1 {
+		t.Errorf("%d session/cancel sent", n)
+	}
+}
+
+func TestRunCancelPendingPermission(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "perm", Responses: make(chan agent.InteractionResponse)}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventInteractionRequested {
+			cancel()
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("Run = %v", r.err)
+	}
+	res := r.of(agent.EventInteractionResolved)
+	if len(res) != 1 || res[0].Resolution.Status != StatusCancelled {
+		t.Fatalf("resolution %+v", res)
+	}
+	if r.last().Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", r.types())
+	}
+	// The cancel notification goes first, then the cancelled outcome.
+	_, _, raw := h.recorded()
+	ci := slices.IndexFunc(raw, func(s string) bool { return strings.Contains(s, `"session/cancel"`) })
+	ai := slices.IndexFunc(raw, func(s string) bool { return strings.Contains(s, `"outcome":{"outcome":"cancelled"}`) })
+	if ci < 0 || ai < 0 || ai < ci {
+		t.Errorf("cancel at %d, cancelled outcome at %d: %q", ci, ai, raw)
+	}
+	if done := r.of(agent.EventToolCompleted); len(done) != 1 || !done[0].Tool.IsError {
+		t.Errorf("tool.completed %+v", done)
+	}
+}
+
+func TestRunCancelKillsAfterDeadline(t *testing.T) {
+	h := newHarness(t, nil)
+	h.prov.opts.InterruptTimeout = 300 * time.Millisecond
+	var cancelledAt time.Time
+	r := h.run(agent.RunRequest{Prompt: "hang"}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if r.err != nil {
+		t.Fatalf("Run = %v", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", r.types())
+	}
+	if took := time.Since(cancelledAt); took < 300*time.Millisecond || took > 3*time.Second {
+		t.Errorf("Run returned %s after cancel (deadline 300ms, then kill)", took)
+	}
+}
+
+func TestRunCancelBeforeStart(t *testing.T) {
+	h := newHarness(t, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var evs []agent.Event
+	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "text", Cwd: h.cwd}, func(ev agent.Event) { evs = append(evs, ev) })
+	if err != nil || len(evs) != 1 || evs[0].Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, events %+v", err, evs)
+	}
+	if _, err := os.Stat(h.record); err == nil {
+		t.Error("the agent was started")
+	}
+}
+
+func TestRunLoad(t *testing.T) {
+	for _, late := range []bool{false, true} {
+		name := "replay before the answer"
+		if late {
+			name = "replay after the answer"
+		}
+		t.Run(name, func(t *testing.T) {
+			env := map[string]string{}
+			if late {
+				env[envLateLoad] = "1"
+			}
+			h := newHarness(t, env, func(d *Definition) {
+				if late {
+					d.LoadQuiet = 200 * time.Millisecond
+				}
+			})
+			r := h.run(agent.RunRequest{Prompt: "hello", ResumeID: knownSession}, nil)
+			if r.err != nil {
+				t.Fatalf("Run: %v", r.err)
+			}
+			if r.text() != "echo: hello" || strings.Contains(r.types(), "tool.") || len(r.of(agent.EventSessionUpdated)) != 0 {
+				t.Errorf("replayed history re-emitted: %s, text %q", r.types(), r.text())
+			}
+			if load := h.sent("session/load"); len(load) != 1 || string(load[0].Params) != `{"sessionId":"`+knownSession+`","cwd":"`+h.cwd+`","mcpServers":[]}` {
+				t.Errorf("session/load %+v", load)
+			}
+			if len(h.sent("session/new")) != 0 {
+				t.Error("session/new sent on resume")
+			}
+		})
+	}
+}
+
+func TestRunLoadUnknownSession(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "hello", ResumeID: "stale-id"}, nil)
+	if !errors.Is(r.err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", r.err)
+	}
+	if len(r.of(agent.EventRunFailed)) != 0 || r.last().Subtype != "session_not_found" {
+		t.Errorf("events %s", r.types())
+	}
+	if len(h.sent("session/prompt")) != 0 {
+		t.Error("prompt sent after a failed load")
+	}
+}
+
+func TestRunResumeRefusedEarly(t *testing.T) {
+	t.Run("fork", func(t *testing.T) {
+		h := newHarness(t, nil)
+		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession, Fork: true}, nil)
+		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+	})
+	t.Run("definition without resume", func(t *testing.T) {
+		h := newHarness(t, nil, func(d *Definition) { d.Resume = false })
+		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession}, nil)
+		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+		// And no session id is reported for it.
+		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
+		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 || r.events[0].Native.Kind != "session/new" {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+	})
+	t.Run("agent without loadSession", func(t *testing.T) {
+		h := newHarness(t, map[string]string{envNoLoad: "1"})
+		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession}, nil)
+		if !errors.Is(r.err, agent.ErrSessionNotFound) {
+			t.Fatalf("Run = %v", r.err)
+		}
+		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
+		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 {
+			t.Fatalf("a non-loadable session was reported: %s", r.types())
+		}
+	})
+}
+
+func TestRunFailures(t *testing.T) {
+	tests := []struct {
+		name, prompt, env, want string
+		typ                     agent.EventType
+	}{
+		{"prompt error", "error", "", "Internal error (code -32603): 500 fake upstream failure", agent.EventRunFailed},
+		{"max tokens", "stop:max_tokens", "", "output token limit", agent.EventRunFailed},
+		{"max turn requests", "stop:max_turn_requests", "", "limit of model requests", agent.EventRunFailed},
+		{"refusal", "stop:refusal", "", "refused", agent.EventRunFailed},
+		{"unknown stop reason", "stop:weird", "", `unknown stop reason "weird"`, agent.EventRunFailed},
+		{"unsolicited cancelled", "stop:cancelled", "", "cancelled", agent.EventRunInterrupted},
+		{"crash", "crash", "", "boom: the fake agent crashed", agent.EventRunFailed},
+		{"protocol version", "text", "2", "answered ACP protocolVersion 2; this client speaks [1]", agent.EventRunFailed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			env := map[string]string{}
+			if tt.env != "" {
+				env[envProto] = tt.env
+			}
+			h := newHarness(t, env)
+			r := h.run(agent.RunRequest{Prompt: tt.prompt}, nil)
+			last := r.last()
+			if last.Type != tt.typ || !strings.Contains(last.Text, tt.want) {
+				t.Fatalf("last %+v; events %s", last, r.types())
+			}
+			if tt.typ == agent.EventRunFailed && !errors.Is(r.err, agent.ErrRunFailed) {
+				t.Errorf("Run = %v, want ErrRunFailed", r.err)
+			}
+			if tt.typ == agent.EventRunInterrupted && r.err != nil {
+				t.Errorf("Run = %v", r.err)
+			}
+		})
+	}
+}
+
+func TestRunClientCalls(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "calls", Approval: agent.ApprovalAccept}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.cwd, "sub", "x.txt")); err != nil || string(b) != "written\n" {
+		t.Errorf("fs write inside the cwd: %q %v", b, err)
+	}
+	if _, err := os.Stat("/etc/threadline-should-not-exist"); err == nil {
+		t.Error("fs write outside the cwd happened")
+	}
+	ans := h.answers()
+	check := func(id, want string) {
+		t.Helper()
+		got := string(ans[id].Result)
+		if ans[id].Error != nil {
+			b, _ := json.Marshal(ans[id].Error)
+			got = string(b)
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("answer %s = %s, want %s", id, got, want)
+		}
+	}
+	check("0", `{}`)
+	check("1", `"code":-32602`)
+	check("2", `{"content":"written\n"}`)
+	check("3", `"code":-32601`)
+	check("4", `"code":-32601`)
+	kinds := map[string]bool{}
+	for _, ev := range r.of(agent.EventProviderNative) {
+		kinds[ev.Native.Kind] = true
+	}
+	for _, k := range []string{"fs/write_text_file", "fs/read_text_file", "terminal/create", "craft/drainMidTurnQueue", "qwen/notify/session/mode-update"} {
+		if !kinds[k] {
+			t.Errorf("no provider.native %s", k)
+		}
+	}
+}
+
+func TestRunDenyPolicyRefusesWrites(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "calls", Approval: agent.ApprovalDeny}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "sub", "x.txt")); err == nil {
+		t.Error("fs write happened under the deny policy")
+	}
+}
+
+func TestRunLateUpdatesDropped(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "late"}, nil)
+	if r.err != nil || r.text() != "on time" || r.last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, events %s, text %q", r.err, r.types(), r.text())
+	}
+}
+
+func TestRunModelAndMode(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "x", Model: "m2", Mode: agent.ModePlan}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	set := h.sent("session/set_config_option")
+	if len(set) != 2 || string(set[0].Params) != `{"configId":"model","sessionId":"fake-session-1","value":"m2"}` || string(set[1].Params) != `{"configId":"mode","sessionId":"fake-session-1","value":"plan"}` {
+		t.Errorf("set_config_option %+v", set)
+	}
+	r = h.run(agent.RunRequest{Prompt: "x", Model: "bad-model"}, nil)
+	if !errors.Is(r.err, agent.ErrRunFailed) || !strings.Contains(r.last().Text, `cannot select model "bad-model"`) {
+		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	}
+}
+
+func TestRunImages(t *testing.T) {
+	h := newHarness(t, nil)
+	r := h.run(agent.RunRequest{Prompt: "image", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1, 2, 3}}}}, nil)
+	if r.err != nil || r.text() != "image:image/png:AQID,text::" {
+		t.Fatalf("Run = %v, text %q", r.err, r.text())
+	}
+}
+
+func TestRunLaunch(t *testing.T) {
+	h := newHarness(t, nil, func(d *Definition) {
+		d.Args = []string{"acp"}
+		d.PolicyArgs = func(p agent.ApprovalPolicy) []string { return []string{"--policy", string(p)} }
+		d.PolicyEnv = func(p agent.ApprovalPolicy) map[string]string { return map[string]string{"FAKE_POLICY": string(p)} }
+	})
+	h.prov.opts.Env = map[string]string{"FROM_OPTIONS": "1", "THREADLINE_TOKEN": "leak"}
+	r := h.run(agent.RunRequest{Prompt: "x", Args: []string{"--extra"}, Env: map[string]string{"FROM_RUN": "2"}, Approval: agent.ApprovalDeny}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	head, _, _ := h.recorded()
+	var argv []string
+	for _, a := range head["argv"].([]any) {
+		argv = append(argv, a.(string))
+	}
+	if !slices.Equal(argv, []string{"acp", "--policy", "ask", "--extra"}) {
+		t.Errorf("argv %q", argv)
+	}
+	env := map[string]bool{}
+	for _, e := range head["env"].([]any) {
+		env[e.(string)] = true
+	}
+	for _, want := range []string{"FAKE_POLICY=ask", "FROM_OPTIONS=1", "FROM_RUN=2"} {
+		if !env[want] {
+			t.Errorf("child env lacks %s", want)
+		}
+	}
+	if env["THREADLINE_TOKEN=leak"] {
+		t.Error("a bot secret reached the child")
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	h := newHarness(t, nil)
+	caps, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Version != "9.9.9" || !caps.Resume || !caps.Interactions || caps.Fork {
+		t.Errorf("caps %+v", caps)
+	}
+	_, err = h.prov.Capabilities(t.Context(), agent.CapabilityRequest{Bin: "threadline-no-such-acp-agent"})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "install:") {
+		t.Errorf("missing bin: %v", err)
+	}
+	p := New(Gemini(), nil, Options{HostEnv: func() []string { return nil }, Bin: os.Args[0], Env: map[string]string{envFake: "1", envRecord: h.record}})
+	if caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); err != nil || caps.Resume {
+		t.Errorf("gemini caps %+v, %v (no resume: its session/load loses history)", caps, err)
+	}
+}
+
+func TestRunNotInstalled(t *testing.T) {
+	p := New(Kiro(), nil, Options{})
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x", Bin: "threadline-no-such-kiro"}, func(agent.Event) { t.Error("event emitted") })
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), Kiro().InstallHint) {
+		t.Fatalf("Run = %v", err)
+	}
+}
