@@ -1,0 +1,162 @@
+// Package codex runs OpenAI's Codex CLI (verified with codex-cli 0.169.0)
+// through its App Server: one `codex app-server` process per run, driven by
+// the provider-neutral providers/codexharness (JSON-RPC over stdio,
+// approvals and questions as interactions, native turn/interrupt). This
+// package owns what is Codex's own: the provider id, the executable and its
+// install hint, the environment and CODEX_HOME, and the model catalog
+// (model/list, then `codex debug models`, then Auto).
+//
+// # Credentials
+//
+// Codex is meant to run with the host user's ChatGPT login in CODEX_HOME
+// (default ~/.codex). The child environment is procrun's allow-list, so a
+// host OPENAI_API_KEY or CODEX_API_KEY never reaches it; a key reaches Codex
+// only when the operator configures it explicitly (Options.Env or the run's
+// env). The bot's own secrets never pass either way.
+//
+// ExecParser (exec.go) parses the older `codex exec --json` output. It is a
+// compatibility parser, covered by its golden test, and not used by Run.
+package codex
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/codexharness"
+)
+
+// ProviderID is the codex provider's id.
+const ProviderID agent.ProviderID = "codex"
+
+// Defaults.
+const (
+	DefaultBin            = "codex"
+	DefaultVersionTimeout = 10 * time.Second
+	installHint           = "npm install -g @openai/codex"
+)
+
+// VerifiedVersions are the codex-cli versions this adapter was verified with
+// (the reference captures and the end-to-end tests).
+var VerifiedVersions = []string{"0.169.0"}
+
+// CredentialEnv are the variables whose values key the capability cache.
+var CredentialEnv = []string{"OPENAI_API_KEY", "CODEX_API_KEY"}
+
+// Options configures a Provider. Zero values take the defaults.
+type Options struct {
+	// Bin is the executable; default "codex". RunRequest.Bin overrides it.
+	Bin string
+	// Env is extra environment for every run (below RunRequest.Env).
+	Env map[string]string
+	// CodexHome, when set, is the child's CODEX_HOME; empty leaves Codex its
+	// default (~/.codex of the child's HOME).
+	CodexHome string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child (see procrun.Environ).
+	Secret func(key string) bool
+	// ApprovalPolicy and Sandbox are thread defaults (codexharness defaults:
+	// "untrusted", "workspace-write"); RunRequest.Sandbox wins over Sandbox.
+	ApprovalPolicy, Sandbox string
+	// ModelProvider selects a model provider of the Codex config; empty keeps
+	// the config's default.
+	ModelProvider string
+	// InterruptTimeout is how long a cancelled run waits for the interrupted
+	// turn before the process is killed; default 10 s.
+	InterruptTimeout time.Duration
+	// VersionTimeout bounds `codex --version`; default 10 s.
+	VersionTimeout time.Duration
+	// CatalogTTL and DiscoveryTimeout tune model discovery (codexharness defaults).
+	CatalogTTL, DiscoveryTimeout time.Duration
+}
+
+// Provider runs Codex.
+type Provider struct {
+	logger  *slog.Logger
+	opts    Options
+	harness *codexharness.Harness
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a Provider. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) *Provider {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bin == "" {
+		opts.Bin = DefaultBin
+	}
+	if opts.VersionTimeout <= 0 {
+		opts.VersionTimeout = DefaultVersionTimeout
+	}
+	h := codexharness.New(logger, codexharness.Options{
+		Provider:         ProviderID,
+		Label:            "Codex",
+		Bin:              opts.Bin,
+		Env:              opts.Env,
+		CodexHome:        opts.CodexHome,
+		HostEnv:          opts.HostEnv,
+		Secret:           opts.Secret,
+		ModelProvider:    opts.ModelProvider,
+		ApprovalPolicy:   opts.ApprovalPolicy,
+		Sandbox:          opts.Sandbox,
+		InterruptTimeout: opts.InterruptTimeout,
+		CredentialEnv:    CredentialEnv,
+		CatalogTTL:       opts.CatalogTTL,
+		DiscoveryTimeout: opts.DiscoveryTimeout,
+	})
+	return &Provider{logger: logger, opts: opts, harness: h}
+}
+
+// ID returns "codex".
+func (p *Provider) ID() agent.ProviderID { return ProviderID }
+
+// InstallHint tells an operator how to install the CLI.
+func (p *Provider) InstallHint() string { return installHint }
+
+// VerifiedWith lists the CLI versions this adapter was verified with.
+func (p *Provider) VerifiedWith() []string { return append([]string(nil), VerifiedVersions...) }
+
+// Harness is the App Server harness the provider drives.
+func (p *Provider) Harness() *codexharness.Harness { return p.harness }
+
+// Catalog returns the model catalog (cached; see codexharness.Harness.Discover).
+func (p *Provider) Catalog(ctx context.Context, bin string) (codexharness.Catalog, error) {
+	return p.harness.Discover(ctx, bin, nil)
+}
+
+// Capabilities reports the CLI version (`codex --version`) and the model
+// catalog. A missing executable returns an error wrapping
+// agent.ErrNotInstalled. A catalog that fell back is not an error.
+func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
+	caps := agent.Capabilities{Resume: true, Fork: true, Interactions: true, Images: true}
+	v, err := p.harness.Version(ctx, req.Bin, nil, p.opts.VersionTimeout)
+	if err != nil {
+		return caps, withHint(err)
+	}
+	caps.Version = v
+	cat, err := p.harness.Discover(ctx, req.Bin, nil)
+	if err != nil {
+		return caps, withHint(err)
+	}
+	caps.Models, caps.Efforts = cat.ModelIDs(), cat.Efforts()
+	return caps, nil
+}
+
+// Run executes one turn through `codex app-server`. See the agent and
+// codexharness package docs for the contract.
+func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	return withHint(p.harness.Run(ctx, req, emit))
+}
+
+func withHint(err error) error {
+	if errors.Is(err, agent.ErrNotInstalled) {
+		return fmt.Errorf("%w (install: %s)", err, installHint)
+	}
+	return err
+}

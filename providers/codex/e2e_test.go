@@ -1,0 +1,468 @@
+// End-to-end tests: the provider drives the real `codex app-server` (pinned in
+// package.json, installed by scripts/install-agents.sh) against the scripted
+// fake Responses API, inside a network namespace where only loopback is up.
+//
+//	sudo THREADLINE_E2E=1 go test -run 'TestE2E' -v ./providers/codex/
+//
+// Without the CLI, or without the rights to create a network namespace, the
+// tests skip; THREADLINE_E2E=1 turns those skips into failures.
+
+package codex_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
+	"github.com/threadline-bot/threadline/providers/codexharness"
+	"github.com/threadline-bot/threadline/providers/providertest"
+)
+
+// runTimeout bounds one Run of the real CLI.
+const runTimeout = 30 * time.Second
+
+type e2e struct {
+	t    *testing.T
+	fake *fakeresponses.Server
+	prov *codex.Provider
+	env  map[string]string
+	cwd  string
+}
+
+// setupE2E returns nil in the outer test process (the test then ran, or was
+// skipped, in the netns child) and the harness inside the netns.
+func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
+	t.Helper()
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	if !providertest.InNetns(t) {
+		return nil
+	}
+	fake := fakeresponses.New(t, scripts...)
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	home, env, err := fake.CodexHome(t.TempDir(), "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &e2e{
+		t:    t,
+		fake: fake,
+		prov: codex.New(logger, codex.Options{Bin: bin, Env: env, CodexHome: home, InterruptTimeout: 5 * time.Second}),
+		env:  env,
+		cwd:  t.TempDir(),
+	}
+}
+
+type runResult struct {
+	events  []agent.Event
+	err     error
+	elapsed time.Duration
+}
+
+func (r *runResult) of(typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (r *runResult) last() agent.Event {
+	if len(r.events) == 0 {
+		return agent.Event{}
+	}
+	return r.events[len(r.events)-1]
+}
+
+func (r *runResult) text() string {
+	var sb strings.Builder
+	for _, ev := range r.of(agent.EventAssistantDelta) {
+		sb.WriteString(ev.Text)
+	}
+	return sb.String()
+}
+
+func (r *runResult) sessionID() string {
+	for _, ev := range r.of(agent.EventSessionUpdated) {
+		if ev.SessionID != "" {
+			return ev.SessionID
+		}
+	}
+	return ""
+}
+
+// run executes one turn. onEvent (optional) sees each event with the run's
+// cancel and a function that answers an interaction.
+func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc, answer func(agent.InteractionResponse))) *runResult {
+	h.t.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.cwd
+	}
+	if req.RunID == "" {
+		req.RunID = "run-" + h.t.Name()
+	}
+	req.ChatID = "chat-e2e"
+	responses := make(chan agent.InteractionResponse, 8)
+	if req.Approval == "" || req.Approval == agent.ApprovalAsk {
+		req.Responses = responses
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	res := &runResult{}
+	var mu sync.Mutex
+	done := false
+	start := time.Now()
+	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
+		mu.Lock()
+		if done {
+			h.t.Errorf("event %s emitted after Run returned", ev.Type)
+		}
+		mu.Unlock()
+		res.events = append(res.events, ev)
+		if onEvent != nil {
+			onEvent(ev, cancel, func(r agent.InteractionResponse) { responses <- r })
+		}
+	})
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	res.elapsed = time.Since(start)
+	var types []string
+	for _, ev := range res.events {
+		types = append(types, string(ev.Type))
+	}
+	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
+	if ctx.Err() == context.DeadlineExceeded {
+		h.t.Fatalf("Run hit the %s timeout", runTimeout)
+	}
+	terminals := 0
+	for i, ev := range res.events {
+		if ev.Type.Terminal() {
+			terminals++
+			if i != len(res.events)-1 {
+				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
+			}
+		}
+	}
+	if terminals != 1 {
+		h.t.Errorf("%d terminal events", terminals)
+	}
+	return res
+}
+
+// answerAll answers every interaction with d.
+func answerAll(d agent.Decision, answers map[string]string) func(agent.Event, context.CancelFunc, func(agent.InteractionResponse)) {
+	return func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
+		if ev.Type == agent.EventInteractionRequested {
+			answer(agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: d, Answers: answers, By: "e2e"})
+		}
+	}
+}
+
+func TestE2ENetnsNoRouteOut(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	if err := providertest.CheckNoRouteOut(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestE2EStreamedText(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-text",
+		fakeresponses.Thinking([]string{"Pondering ", "the request."}, "Hello ", "from ", "the ", "fake API.")))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	if deltas := r.of(agent.EventAssistantDelta); len(deltas) < 3 {
+		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
+	}
+	if got := r.text(); got != "Hello from the fake API." {
+		t.Errorf("streamed text %q", got)
+	}
+	var reasoning strings.Builder
+	for _, ev := range r.of(agent.EventReasoningDelta) {
+		reasoning.WriteString(ev.Text)
+	}
+	if reasoning.String() != "Pondering the request." {
+		t.Errorf("reasoning %q", reasoning.String())
+	}
+	if r.sessionID() == "" {
+		t.Error("no session.updated with a thread id")
+	}
+	if last := r.last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
+		t.Errorf("last event %+v", last)
+	}
+	if u := r.of(agent.EventUsageUpdated); len(u) == 0 || u[len(u)-1].Usage.InputTokens != 120 {
+		t.Errorf("usage %+v", u)
+	}
+	reqs := h.fake.Requests()
+	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != "e2e-text: say hello" || !reqs[0].HasAuth {
+		t.Errorf("fake saw %d requests", len(reqs))
+	}
+}
+
+func TestE2EApprove(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		decision agent.Decision
+		status   string
+	}{
+		{"approve", agent.DecisionApprove, codexharness.StatusApproved},
+		{"session", agent.DecisionApproveSession, codexharness.StatusApprovedForSession},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := setupE2E(t, fakeresponses.When("e2e-shell", fakeresponses.Shell("echo e2e-shell-ok > marker.txt && cat marker.txt")))
+			if h == nil {
+				return
+			}
+			r := h.run(agent.RunRequest{Prompt: "e2e-shell: write the marker"}, answerAll(tt.decision, nil))
+			if r.err != nil {
+				t.Fatalf("Run: %v", r.err)
+			}
+			req := r.of(agent.EventInteractionRequested)
+			if len(req) != 1 || req[0].Interaction.Kind != agent.KindCommandApproval || !strings.Contains(req[0].Interaction.Command, "e2e-shell-ok") {
+				t.Fatalf("interaction.requested %+v", req)
+			}
+			res := r.of(agent.EventInteractionResolved)
+			if len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.By != "e2e" {
+				t.Errorf("interaction.resolved %+v", res)
+			}
+			done := r.of(agent.EventToolCompleted)
+			if len(done) != 1 || done[0].Tool.IsError || !strings.Contains(done[0].Tool.Output, "e2e-shell-ok") {
+				t.Errorf("tool.completed %+v", done)
+			}
+			if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-shell-ok" {
+				t.Errorf("marker.txt: %q, %v", b, err)
+			}
+			if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "e2e-shell-ok") {
+				t.Errorf("last event %+v", last)
+			}
+			reqs := h.fake.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("fake saw %d requests, want 2", len(reqs))
+			}
+			if outs := reqs[1].FunctionOutputs(); len(outs) != 1 || !strings.Contains(outs[0].OutputText(), "e2e-shell-ok") {
+				t.Errorf("function_call_output sent to the model: %+v", outs)
+			}
+		})
+	}
+}
+
+func TestE2EDecline(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-decline", fakeresponses.Shell("echo nope > marker.txt")))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-decline: try it"}, answerAll(agent.DecisionDecline, nil))
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusDeclined {
+		t.Errorf("interaction.resolved %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
+		t.Error("the declined command ran")
+	}
+	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "rejected") {
+		t.Errorf("last event %+v (the model is told the user rejected it)", last)
+	}
+}
+
+func TestE2ECancelMidStream(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-slow", fakeresponses.Slow(300, 100*time.Millisecond)))
+	if h == nil {
+		return
+	}
+	var cancelledAt time.Time
+	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc, _ func(agent.InteractionResponse)) {
+		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() && strings.Contains(ev.Text, "word02") {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if cancelledAt.IsZero() {
+		t.Fatalf("never saw the third delta; err %v", r.err)
+	}
+	if r.err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunInterrupted || last.Text != "interrupted" {
+		t.Errorf("last event %+v, want run.interrupted from turn/completed", last)
+	}
+	took := time.Since(cancelledAt)
+	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("Run returned %s after cancel", took)
+	}
+	if strings.Contains(r.text(), "word299") {
+		t.Error("stream ran to the end despite the cancel")
+	}
+}
+
+func TestE2EQuestionInPlanMode(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-ask", fakeresponses.AskUser(fakeresponses.Question{
+		ID: "color", Header: "Color", Question: "Which color?",
+		Options: []fakeresponses.Option{{Label: "Red", Description: "warm"}, {Label: "Blue", Description: "cool"}},
+	})))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-ask: ask me", Mode: agent.ModePlan}, answerAll(agent.DecisionAnswer, map[string]string{"color": "Blue"}))
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	req := r.of(agent.EventInteractionRequested)
+	if len(req) != 1 || req[0].Interaction.Kind != agent.KindQuestion || len(req[0].Interaction.Questions) != 1 || req[0].Interaction.Questions[0].Text != "Which color?" {
+		t.Fatalf("interaction.requested %+v", req)
+	}
+	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusAnswered {
+		t.Errorf("interaction.resolved %+v", res)
+	}
+	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Blue"`) {
+		t.Errorf("last event %+v", last)
+	}
+	reqs := h.fake.Requests()
+	if len(reqs) == 0 || !strings.Contains(strings.Join(reqs[0].ToolNames(), ","), "request_user_input") {
+		t.Errorf("request_user_input not offered (Plan mode not applied)")
+	}
+}
+
+func TestE2EInterruptWhileApprovalPending(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-pending", fakeresponses.Shell("echo never > marker.txt")))
+	if h == nil {
+		return
+	}
+	var cancelledAt time.Time
+	r := h.run(agent.RunRequest{Prompt: "e2e-pending: run it"}, func(ev agent.Event, cancel context.CancelFunc, _ func(agent.InteractionResponse)) {
+		if ev.Type == agent.EventInteractionRequested {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if r.err != nil || cancelledAt.IsZero() {
+		t.Fatalf("Run = %v (cancelled %v)", r.err, !cancelledAt.IsZero())
+	}
+	if last := r.last(); last.Type != agent.EventRunInterrupted {
+		t.Errorf("last event %+v", last)
+	}
+	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusTurnEnded {
+		t.Errorf("interaction.resolved %+v", res)
+	}
+	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
+		t.Error("the pending command ran")
+	}
+	if took := time.Since(cancelledAt); took > 5*time.Second {
+		t.Errorf("Run returned %s after cancel", took)
+	}
+}
+
+func TestE2EResumeInFreshProcess(t *testing.T) {
+	h := setupE2E(t,
+		fakeresponses.WhenLast("e2e-remember", fakeresponses.Text("Noted: ", "the word is ", "alpha.")),
+		fakeresponses.WhenLast("e2e-recall", fakeresponses.Text("The word ", "was alpha.")),
+	)
+	if h == nil {
+		return
+	}
+	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
+	if r1.err != nil {
+		t.Fatalf("run 1: %v", r1.err)
+	}
+	sid := r1.sessionID()
+	if sid == "" {
+		t.Fatal("run 1 reported no thread id")
+	}
+	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
+	if r2.err != nil {
+		t.Fatalf("run 2: %v", r2.err)
+	}
+	for _, ev := range r2.of(agent.EventSessionUpdated) {
+		if ev.SessionID != sid {
+			t.Errorf("resumed run moved to thread %q, want %q", ev.SessionID, sid)
+		}
+	}
+	if last := r2.last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
+		t.Errorf("run 2 last event %+v", last)
+	}
+	reqs := h.fake.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("fake saw %d requests, want 2", len(reqs))
+	}
+	tr := reqs[1].Transcript()
+	for _, want := range []string{"user: e2e-remember the word alpha", "assistant: Noted: the word is alpha.", "user: e2e-recall the word"} {
+		if !strings.Contains(tr, want) {
+			t.Errorf("resumed request lacks %q; transcript:\n%s", want, tr)
+		}
+	}
+}
+
+func TestE2EResumeUnknownThread(t *testing.T) {
+	h := setupE2E(t)
+	if h == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	defer cancel()
+	var events []agent.Event
+	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {
+		events = append(events, ev)
+	})
+	if !errors.Is(err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", err)
+	}
+	for _, ev := range events {
+		if ev.Type.Terminal() {
+			t.Errorf("terminal %s for a missing thread", ev.Type)
+		}
+	}
+	if n := len(h.fake.Requests()); n != 0 {
+		t.Errorf("fake saw %d requests for a stale resume", n)
+	}
+}
+
+func TestE2EAPIError(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-bad", fakeresponses.Error(400, "fake: scripted failure")))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
+	if !errors.Is(r.err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, want ErrRunFailed", r.err)
+	}
+	if last := r.last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
+		t.Errorf("last event %+v", last)
+	}
+}
+
+func TestE2ECapabilities(t *testing.T) {
+	h := setupE2E(t)
+	if h == nil {
+		return
+	}
+	caps, err := h.prov.Capabilities(context.Background(), agent.CapabilityRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Version != "0.169.0" || len(caps.Models) == 0 || len(caps.Efforts) == 0 {
+		t.Errorf("capabilities %+v", caps)
+	}
+	cat, err := h.prov.Catalog(context.Background(), "")
+	if err != nil || cat.Source != codexharness.SourceAppServer || len(cat.Modes) != 2 {
+		t.Errorf("catalog source %q, %d modes, err %v", cat.Source, len(cat.Modes), err)
+	}
+}

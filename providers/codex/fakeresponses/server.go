@@ -1,0 +1,319 @@
+// Package fakeresponses is a scripted fake of the OpenAI Responses API for
+// end-to-end tests of the Codex app-server harness. It listens on 127.0.0.1
+// only, answers POST /v1/responses with an SSE stream in the shape codex-cli
+// 0.169.0 consumes (response.created, output_item.added, content_part.added,
+// output_text.delta, function_call_arguments.delta, reasoning summary deltas,
+// output_item.done, response.completed with usage), records every request,
+// and picks each reply from a list of Scripts (usually keyed on the prompt
+// text, see When). CodexHome writes a CODEX_HOME whose config.toml points
+// the model provider at the fake and turns off everything that would reach
+// the network at startup.
+package fakeresponses
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Logger is what the server logs to; testing.TB satisfies it.
+type Logger interface {
+	Logf(format string, args ...any)
+}
+
+// Server is a running fake Responses API.
+type Server struct {
+	log     Logger
+	scripts []Script
+	ln      net.Listener
+	srv     *http.Server
+	url     string
+
+	mu     sync.Mutex
+	reqs   []Request
+	closed bool
+
+	closeOnce sync.Once
+}
+
+// New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
+// the server is closed at cleanup.
+func New(log Logger, scripts ...Script) *Server {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("fakeresponses: listen: %v", err))
+	}
+	s := &Server{log: log, scripts: scripts, ln: ln, url: "http://" + ln.Addr().String()}
+	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = s.srv.Serve(ln) }()
+	if c, ok := log.(interface{ Cleanup(func()) }); ok {
+		c.Cleanup(s.Close)
+	}
+	return s
+}
+
+// URL is the server's root, e.g. http://127.0.0.1:41234.
+func (s *Server) URL() string { return s.url }
+
+// BaseURL is the model provider base_url (codex POSTs <base_url>/responses).
+func (s *Server) BaseURL() string { return s.url + "/v1" }
+
+// Close stops the server and drops open streams.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closed = true
+		s.mu.Unlock()
+		_ = s.srv.Close()
+	})
+}
+
+// Requests returns a copy of every recorded POST /v1/responses, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+func (s *Server) logf(format string, args ...any) {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if s.log != nil && !closed {
+		s.log.Logf("fakeresponses: "+format, args...)
+	}
+}
+
+// APIKeyEnv is the variable the provider config reads the (dummy) key from.
+const APIKeyEnv = "FAKE_API_KEY"
+
+// ProviderID is the model provider id in the generated config.
+const ProviderID = "fake"
+
+// ConfigTOML is a CODEX_HOME config.toml for model on this server: the
+// custom provider, no retries (a scripted error fails at once), and
+// plugins, remote plugins, apps, analytics and update checks off so that
+// nothing but the provider's base_url is contacted.
+func (s *Server) ConfigTOML(model string) string {
+	return fmt.Sprintf(`model = %q
+model_provider = %q
+check_for_update_on_startup = false
+
+[model_providers.%s]
+name = "Fake Responses"
+base_url = %q
+env_key = %q
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[analytics]
+enabled = false
+`, model, ProviderID, ProviderID, s.BaseURL(), APIKeyEnv)
+}
+
+// CodexHome creates dir/codex-home with ConfigTOML(model) and returns it with
+// the child environment for it: CODEX_HOME, HOME and XDG dirs under dir, the
+// dummy key and no proxy for loopback.
+func (s *Server) CodexHome(dir, model string) (string, map[string]string, error) {
+	home := filepath.Join(dir, "codex-home")
+	userHome := filepath.Join(dir, "home")
+	for _, d := range []string{home, userHome} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", nil, err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(s.ConfigTOML(model)), 0o600); err != nil {
+		return "", nil, err
+	}
+	env := map[string]string{
+		"HOME":            userHome,
+		"XDG_CONFIG_HOME": filepath.Join(userHome, ".config"),
+		"XDG_CACHE_HOME":  filepath.Join(userHome, ".cache"),
+		"XDG_DATA_HOME":   filepath.Join(userHome, ".local", "share"),
+		"XDG_STATE_HOME":  filepath.Join(userHome, ".local", "state"),
+		APIKeyEnv:         "dummy-key",
+		"NO_PROXY":        "127.0.0.1,localhost",
+		"no_proxy":        "127.0.0.1,localhost",
+		"RUST_LOG":        "warn",
+	}
+	return home, env, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	h := r.Header.Clone()
+	for _, k := range []string{"Authorization", "Cookie"} {
+		h.Del(k)
+	}
+	rec := Request{Method: r.Method, Path: r.URL.Path, Header: h, Raw: raw, Time: time.Now(),
+		HasAuth: strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")}
+	_ = json.Unmarshal(raw, &rec.Body)
+	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
+		s.logf("%s %s: not found", r.Method, r.URL.Path)
+		http.NotFound(w, r)
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, rec)
+	s.mu.Unlock()
+	s.logf("POST %s model=%s prompt=%q inputs=%d", r.URL.Path, rec.Body.Model, clip(rec.Prompt(), 80), len(rec.Body.Input))
+
+	var reply *Reply
+	for _, sc := range s.scripts {
+		if reply = sc(&rec); reply != nil {
+			break
+		}
+	}
+	if reply == nil {
+		reply = TextReply("No scenario for this prompt.")
+	}
+	if reply.Err != nil {
+		writeError(w, reply.Err)
+		return
+	}
+	s.stream(r.Context(), w, rec.Body.Model, reply)
+}
+
+func writeError(w http.ResponseWriter, e *APIError) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Status)
+	b, _ := json.Marshal(map[string]any{"error": map[string]any{"message": e.Message, "type": e.Type, "param": nil, "code": "fake_error"}})
+	_, _ = w.Write(b)
+}
+
+var seq atomic.Int64
+
+func newID(prefix string) string { return fmt.Sprintf("%s_fake_%d", prefix, seq.Add(1)) }
+
+// sse writes one server-sent event.
+type sse struct {
+	w   http.ResponseWriter
+	f   http.Flusher
+	n   int
+	err error
+}
+
+func (e *sse) send(typ string, fields map[string]any) {
+	if e.err != nil {
+		return
+	}
+	fields["type"] = typ
+	fields["sequence_number"] = e.n
+	e.n++
+	b, _ := json.Marshal(fields)
+	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
+		e.err = err
+		return
+	}
+	e.f.Flush()
+}
+
+func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string, reply *Reply) {
+	if reply.Model != "" {
+		model = reply.Model
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	f, _ := w.(http.Flusher)
+	e := &sse{w: w, f: f}
+	respID := newID("resp")
+	base := map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(), "model": model, "status": "in_progress", "output": []any{}}
+	e.send("response.created", map[string]any{"response": base})
+	wait := func() bool {
+		if reply.Delay <= 0 {
+			return true
+		}
+		t := time.NewTimer(reply.Delay)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		}
+	}
+	var output []any
+	for i, it := range reply.Items {
+		var done map[string]any
+		switch it.Type {
+		case "reasoning":
+			id := newID("rs")
+			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "reasoning", "summary": []any{}}})
+			e.send("response.reasoning_summary_part.added", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
+			for _, c := range it.Chunks {
+				if !wait() {
+					return
+				}
+				e.send("response.reasoning_summary_text.delta", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "delta": c})
+			}
+			text := strings.Join(it.Chunks, "")
+			e.send("response.reasoning_summary_text.done", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "text": text})
+			e.send("response.reasoning_summary_part.done", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": text}})
+			done = map[string]any{"id": id, "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": text}}}
+		case "function_call":
+			id, callID := newID("fc"), it.CallID
+			if callID == "" {
+				callID = newID("call")
+			}
+			args := it.argsJSON()
+			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "function_call", "status": "in_progress", "call_id": callID, "name": it.Name, "arguments": ""}})
+			half := len(args) / 2
+			for _, c := range []string{args[:half], args[half:]} {
+				e.send("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": c})
+			}
+			e.send("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args})
+			done = map[string]any{"id": id, "type": "function_call", "status": "completed", "call_id": callID, "name": it.Name, "arguments": args}
+		default: // message
+			id := newID("msg")
+			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
+			e.send("response.content_part.added", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
+			for _, c := range it.Chunks {
+				if !wait() {
+					return
+				}
+				e.send("response.output_text.delta", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "delta": c})
+			}
+			text := strings.Join(it.Chunks, "")
+			part := map[string]any{"type": "output_text", "text": text, "annotations": []any{}}
+			e.send("response.output_text.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "text": text})
+			e.send("response.content_part.done", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": part})
+			done = map[string]any{"id": id, "type": "message", "status": "completed", "role": "assistant", "content": []any{part}}
+		}
+		e.send("response.output_item.done", map[string]any{"output_index": i, "item": done})
+		output = append(output, done)
+	}
+	final := map[string]any{"id": respID, "object": "response", "created_at": base["created_at"], "model": model, "status": "completed", "output": output,
+		"usage": map[string]any{
+			"input_tokens": 120, "input_tokens_details": map[string]any{"cached_tokens": 20},
+			"output_tokens": 12, "output_tokens_details": map[string]any{"reasoning_tokens": 3}, "total_tokens": 132,
+		}}
+	e.send("response.completed", map[string]any{"response": final})
+	if e.err != nil && !errors.Is(e.err, context.Canceled) {
+		s.logf("stream: %v", e.err)
+	}
+}
+
+func clip(s string, n int) string {
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
