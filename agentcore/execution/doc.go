@@ -12,8 +12,9 @@
 //     container deleted or stopped behind the bot's back is noticed. "Already
 //     running" is success; "not found" creates the instance from the project's
 //     image (else the configured default) with the configured profiles, turns
-//     on boot autostart, mounts the project's workspace directory (if any) at
-//     /workspace, and starts it.
+//     on boot autostart, starts it and mounts the project's workspace
+//     directory (if any) at /workspace, with id shifting where the LXD host
+//     supports it (else a plain mount, where host-root files show as nobody).
 //  3. Emit system/container_preparing when provisioning starts: the first time
 //     this process prepares the instance, and after it was (re)created. It
 //     enables boot autostart.

@@ -303,6 +303,12 @@ func (p *Preparer) ensureRunning(ctx context.Context, log *slog.Logger, proj Pro
 	if err := p.opts.LXD.SetConfig(ctx, in, "boot.autostart", "true"); err != nil {
 		log.WarnContext(ctx, "enable boot autostart", "err", err)
 	}
+	if err := p.opts.LXD.Start(ctx, in); err != nil {
+		return false, fmt.Errorf("start new container %s: %w", in.Ref(), err)
+	}
+	// The workspace is attached to the running container: only then does
+	// LXD tell whether it can shift ids (a stopped one accepts shift=true and
+	// then fails to start).
 	if proj.Workspace != "" {
 		if err := p.mountWorkspace(ctx, log, in, proj.Workspace); err != nil {
 			// Without its workspace the container is not what the project
@@ -312,9 +318,6 @@ func (p *Preparer) ensureRunning(ctx context.Context, log *slog.Logger, proj Pro
 			}
 			return false, err
 		}
-	}
-	if err := p.opts.LXD.Start(ctx, in); err != nil {
-		return false, fmt.Errorf("start new container %s: %w", in.Ref(), err)
 	}
 	return true, nil
 }
