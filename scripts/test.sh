@@ -22,12 +22,15 @@ if ! pg_ready; then
 	exit 1
 fi
 
-# Agent CLIs at pinned versions; in CI their absence fails the end-to-end tests.
+# Agent CLIs at pinned versions and the Dendrite homeserver of the Matrix tests;
+# in CI their absence fails the end-to-end tests.
 if [[ "${CI:-}" == "true" || "${THREADLINE_E2E:-}" == "1" ]]; then
 	scripts/install-agents.sh
+	scripts/install-dendrite.sh
 	export THREADLINE_E2E=1
-elif [[ ! -x node_modules/.bin/claude ]]; then
-	echo "test: the Claude Code CLI is not installed (scripts/install-agents.sh); its end-to-end tests will skip"
+else
+	[[ -x node_modules/.bin/claude ]] || echo "test: the agent CLIs are not installed (scripts/install-agents.sh); their end-to-end tests will skip"
+	[[ -x .cache/dendrite/bin/dendrite ]] || echo "test: Dendrite is not installed (scripts/install-dendrite.sh); the Matrix tests will skip"
 fi
 
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
