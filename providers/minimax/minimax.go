@@ -1,0 +1,222 @@
+// Package minimax runs MiniMax models through the Codex CLI's App Server:
+// the same provider-neutral providers/codexharness as the codex provider,
+// with MiniMax's own identity. This package owns the provider id
+// ("minimax"), its label, the endpoint, the key variable (MINIMAX_API_KEY),
+// the model catalog and an isolated CODEX_HOME whose config.toml (written
+// before every run) points Codex's model provider at MiniMax.
+//
+// codex-cli 0.169.0 only speaks the Responses wire API (wire_api "chat" is
+// rejected), so BaseURL must serve POST <BaseURL>/responses.
+//
+// The key reaches the child only when the operator configures it (Options.Env
+// or the run's env): like every host variable outside procrun's allow-list,
+// a host MINIMAX_API_KEY does not pass by itself.
+package minimax
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/codexharness"
+)
+
+// ProviderID is the minimax provider's id.
+const ProviderID agent.ProviderID = "minimax"
+
+// Defaults.
+const (
+	DefaultBin            = "codex"
+	DefaultBaseURL        = "https://api.minimax.io/v1"
+	DefaultModel          = "MiniMax-M2.1"
+	KeyEnv                = "MINIMAX_API_KEY"
+	DefaultVersionTimeout = 10 * time.Second
+	// modelProvider is the model provider id inside the generated config.
+	modelProvider = "minimax"
+	installHint   = "npm install -g @openai/codex (MiniMax runs through the Codex CLI)"
+)
+
+// DefaultModels is the catalog offered when Options.Models is empty. The App
+// Server's model/list always returns OpenAI's bundled catalog, whatever the
+// provider, so MiniMax keeps its own.
+var DefaultModels = []string{"MiniMax-M2.1", "MiniMax-M2"}
+
+// Options configures a Provider. Zero values take the defaults.
+type Options struct {
+	// Bin is the Codex executable; default "codex". RunRequest.Bin overrides it.
+	Bin string
+	// Env is extra environment for every run; put MINIMAX_API_KEY here.
+	Env map[string]string
+	// CodexHome is MiniMax's own CODEX_HOME; default
+	// $XDG_STATE_HOME/threadline/minimax/codex-home (~/.local/state/...).
+	CodexHome string
+	// BaseURL is the Responses endpoint; default DefaultBaseURL.
+	BaseURL string
+	// Model is the default model; default DefaultModel.
+	Model string
+	// Models is the catalog; default DefaultModels.
+	Models []string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child.
+	Secret func(key string) bool
+	// InterruptTimeout: see codexharness.Options; default 10 s.
+	InterruptTimeout time.Duration
+	// VersionTimeout bounds `codex --version`; default 10 s.
+	VersionTimeout time.Duration
+}
+
+// Provider runs MiniMax through the Codex App Server.
+type Provider struct {
+	logger  *slog.Logger
+	opts    Options
+	harness *codexharness.Harness
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a Provider. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) *Provider {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bin == "" {
+		opts.Bin = DefaultBin
+	}
+	if opts.BaseURL == "" {
+		opts.BaseURL = DefaultBaseURL
+	}
+	if opts.Model == "" {
+		opts.Model = DefaultModel
+	}
+	if len(opts.Models) == 0 {
+		opts.Models = DefaultModels
+	}
+	if opts.CodexHome == "" {
+		opts.CodexHome = defaultCodexHome()
+	}
+	if opts.VersionTimeout <= 0 {
+		opts.VersionTimeout = DefaultVersionTimeout
+	}
+	h := codexharness.New(logger, codexharness.Options{
+		Provider:         ProviderID,
+		Label:            "MiniMax",
+		Bin:              opts.Bin,
+		Env:              opts.Env,
+		CodexHome:        opts.CodexHome,
+		HostEnv:          opts.HostEnv,
+		Secret:           opts.Secret,
+		ModelProvider:    modelProvider,
+		InterruptTimeout: opts.InterruptTimeout,
+		CredentialEnv:    []string{KeyEnv},
+	})
+	return &Provider{logger: logger, opts: opts, harness: h}
+}
+
+func defaultCodexHome() string {
+	state := os.Getenv("XDG_STATE_HOME")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = "."
+		}
+		state = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(state, "threadline", "minimax", "codex-home")
+}
+
+// ID returns "minimax".
+func (p *Provider) ID() agent.ProviderID { return ProviderID }
+
+// InstallHint tells an operator how to install the CLI.
+func (p *Provider) InstallHint() string { return installHint }
+
+// CodexHome is the provider's CODEX_HOME.
+func (p *Provider) CodexHome() string { return p.opts.CodexHome }
+
+// ConfigTOML is the config.toml of the provider's CODEX_HOME: MiniMax as the
+// model provider (Responses wire API, key from MINIMAX_API_KEY) and plugins,
+// remote plugins, apps, analytics and update checks off.
+func (p *Provider) ConfigTOML() string {
+	return fmt.Sprintf(`# Written by Threadline for the minimax provider; rewritten before every run.
+model = %s
+model_provider = %s
+check_for_update_on_startup = false
+
+[model_providers.%s]
+name = "MiniMax"
+base_url = %s
+env_key = %s
+wire_api = "responses"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[analytics]
+enabled = false
+`, tomlString(p.opts.Model), tomlString(modelProvider), modelProvider, tomlString(p.opts.BaseURL), tomlString(KeyEnv))
+}
+
+// tomlString quotes s as a TOML basic string (JSON escapes are valid TOML).
+func tomlString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// WriteConfig creates CODEX_HOME and writes config.toml when it differs.
+func (p *Provider) WriteConfig() error {
+	if err := os.MkdirAll(p.opts.CodexHome, 0o700); err != nil {
+		return fmt.Errorf("minimax codex home: %w", err)
+	}
+	path := filepath.Join(p.opts.CodexHome, "config.toml")
+	want := []byte(p.ConfigTOML())
+	if have, err := os.ReadFile(path); err == nil && string(have) == string(want) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, want, 0o600); err != nil {
+		return fmt.Errorf("minimax config: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("minimax config: %w", err)
+	}
+	return nil
+}
+
+// Capabilities reports the Codex CLI version and MiniMax's catalog.
+func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
+	caps := agent.Capabilities{Resume: true, Fork: true, Interactions: true, Models: append([]string(nil), p.opts.Models...)}
+	v, err := p.harness.Version(ctx, req.Bin, nil, p.opts.VersionTimeout)
+	if err != nil {
+		return caps, withHint(err)
+	}
+	caps.Version = v
+	return caps, nil
+}
+
+// Run writes the CODEX_HOME config and executes one turn through
+// `codex app-server` with MiniMax as the model provider.
+func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	if err := p.WriteConfig(); err != nil {
+		return err
+	}
+	if req.Model == "" {
+		req.Model = p.opts.Model
+	}
+	return withHint(p.harness.Run(ctx, req, emit))
+}
+
+func withHint(err error) error {
+	if errors.Is(err, agent.ErrNotInstalled) {
+		return fmt.Errorf("%w (install: %s)", err, installHint)
+	}
+	return err
+}

@@ -1,0 +1,230 @@
+// Tests: the generated CODEX_HOME config, the child environment and the
+// thread/turn requests (the test binary re-executed as a minimal
+// app-server), and an end-to-end run of the real Codex CLI against the fake
+// Responses API with MiniMax's configuration.
+
+package minimax
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
+	"github.com/threadline-bot/threadline/providers/providertest"
+)
+
+const envFake = "MINIMAX_TEST_FAKE" // path of the record file: act as the app-server
+
+func TestMain(m *testing.M) {
+	if rec := os.Getenv(envFake); rec != "" {
+		os.Exit(fakeAppServer(rec))
+	}
+	os.Exit(m.Run())
+}
+
+// fakeAppServer records argv, env and stdin and answers the handshake, the
+// thread and the turn, then completes the turn.
+func fakeAppServer(recPath string) int {
+	rec, err := os.Create(recPath)
+	if err != nil {
+		return 98
+	}
+	defer rec.Close()
+	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ()})
+	fmt.Fprintf(rec, "%s\n", head)
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		fmt.Fprintf(rec, "%s\n", sc.Bytes())
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.Unmarshal(sc.Bytes(), &m)
+		switch m.Method {
+		case "initialize":
+			fmt.Printf(`{"id":%s,"result":{"userAgent":"fake"}}`+"\n", m.ID)
+		case "thread/start":
+			fmt.Printf(`{"id":%s,"result":{"thread":{"id":"thr-1"},"model":"MiniMax-M2.1","modelProvider":"minimax"}}`+"\n", m.ID)
+		case "turn/start":
+			fmt.Printf(`{"id":%s,"result":{"turn":{"id":"turn-1","status":"inProgress"}}}`+"\n", m.ID)
+			fmt.Println(`{"method":"item/agentMessage/delta","params":{"threadId":"thr-1","turnId":"turn-1","itemId":"m1","delta":"hi"}}`)
+			fmt.Println(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed","items":[]}}}`)
+		}
+	}
+	return 0
+}
+
+func TestConfigTOML(t *testing.T) {
+	p := New(nil, Options{CodexHome: t.TempDir(), BaseURL: "https://example.test/v1", Model: `M"2`})
+	want := `# Written by Threadline for the minimax provider; rewritten before every run.
+model = "M\"2"
+model_provider = "minimax"
+check_for_update_on_startup = false
+
+[model_providers.minimax]
+name = "MiniMax"
+base_url = "https://example.test/v1"
+env_key = "MINIMAX_API_KEY"
+wire_api = "responses"
+
+[features]
+plugins = false
+remote_plugin = false
+apps = false
+
+[analytics]
+enabled = false
+`
+	if got := p.ConfigTOML(); got != want {
+		t.Errorf("config.toml:\n%s\nwant:\n%s", got, want)
+	}
+	d := New(nil, Options{CodexHome: t.TempDir()})
+	if !strings.Contains(d.ConfigTOML(), `base_url = "https://api.minimax.io/v1"`) || !strings.Contains(d.ConfigTOML(), `model = "MiniMax-M2.1"`) {
+		t.Errorf("defaults:\n%s", d.ConfigTOML())
+	}
+	if !strings.HasSuffix(New(nil, Options{}).CodexHome(), filepath.Join("threadline", "minimax", "codex-home")) {
+		t.Error("default CODEX_HOME is not MiniMax's own")
+	}
+}
+
+func TestRunConfigEnvAndRequests(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(t.TempDir(), "mm-home")
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	p := New(nil, Options{
+		Bin: exe, CodexHome: home,
+		Env: map[string]string{envFake: rec, KeyEnv: "mm-configured"},
+		HostEnv: func() []string {
+			return []string{"PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "SLACK_BOT_TOKEN=xoxb", "CODEX_HOME=/home/x/.codex"}
+		},
+	})
+	var events []agent.Event
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := p.Run(ctx, agent.RunRequest{Prompt: "hello"}, func(ev agent.Event) { events = append(events, ev) }); err != nil {
+		t.Fatal(err)
+	}
+	if last := events[len(events)-1]; last.Type != agent.EventRunCompleted || last.Native == nil || last.Native.Provider != ProviderID {
+		t.Errorf("last %+v", last)
+	}
+	for _, ev := range events {
+		if ev.Native != nil && ev.Native.Provider != ProviderID {
+			t.Errorf("event %s carries provider %q", ev.Type, ev.Native.Provider)
+		}
+	}
+	cfg, err := os.ReadFile(filepath.Join(home, "config.toml"))
+	if err != nil || string(cfg) != p.ConfigTOML() {
+		t.Errorf("config.toml %q, %v", cfg, err)
+	}
+	data, err := os.ReadFile(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var head struct {
+		Argv []string
+		Env  []string
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(head.Argv, []string{"app-server"}) {
+		t.Errorf("argv %q", head.Argv)
+	}
+	for _, want := range []string{"CODEX_HOME=" + home, KeyEnv + "=mm-configured", "HOME=/home/x"} {
+		if !slices.Contains(head.Env, want) {
+			t.Errorf("child env lacks %s: %q", want, head.Env)
+		}
+	}
+	for _, kv := range head.Env {
+		if strings.HasPrefix(kv, "OPENAI_API_KEY=") || strings.HasPrefix(kv, "SLACK_") || kv == "CODEX_HOME=/home/x/.codex" {
+			t.Errorf("child env has %s", kv)
+		}
+	}
+	var thread, turn string
+	for _, l := range lines[1:] {
+		switch {
+		case strings.Contains(l, `"method":"thread/start"`):
+			thread = l
+		case strings.Contains(l, `"method":"turn/start"`):
+			turn = l
+		}
+	}
+	if !strings.Contains(thread, `"model":"MiniMax-M2.1","modelProvider":"minimax"`) {
+		t.Errorf("thread/start %s", thread)
+	}
+	if !strings.Contains(turn, `"model":"MiniMax-M2.1"`) {
+		t.Errorf("turn/start %s", turn)
+	}
+}
+
+func TestHostKeyDoesNotPass(t *testing.T) {
+	exe, _ := os.Executable()
+	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	p := New(nil, Options{Bin: exe, CodexHome: t.TempDir(), Env: map[string]string{envFake: rec},
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", KeyEnv + "=mm-host"} }})
+	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(rec)
+	if strings.Contains(string(data), "mm-host") {
+		t.Error("the host's MINIMAX_API_KEY reached the child without being configured")
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	p := New(nil, Options{Bin: "/nonexistent/codex", CodexHome: t.TempDir()})
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
+		t.Errorf("Run = %v", err)
+	}
+	if _, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); !errors.Is(err, agent.ErrNotInstalled) {
+		t.Errorf("Capabilities = %v", err)
+	}
+}
+
+// TestE2EMiniMaxConfig runs the real Codex CLI with the generated MiniMax
+// config, its endpoint pointed at the fake Responses API.
+func TestE2EMiniMaxConfig(t *testing.T) {
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	if !providertest.InNetns(t) {
+		return
+	}
+	fake := fakeresponses.New(t, fakeresponses.When("e2e-minimax", fakeresponses.Text("Hello ", "from ", "MiniMax.")))
+	dir := t.TempDir()
+	env := map[string]string{KeyEnv: "mm-dummy", "HOME": filepath.Join(dir, "home"), "NO_PROXY": "127.0.0.1"}
+	p := New(nil, Options{Bin: bin, Env: env, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var events []agent.Event
+	err := p.Run(ctx, agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()}, func(ev agent.Event) { events = append(events, ev) })
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	var text strings.Builder
+	for _, ev := range events {
+		if ev.Type == agent.EventAssistantDelta {
+			text.WriteString(ev.Text)
+		}
+	}
+	if text.String() != "Hello from MiniMax." || events[len(events)-1].Type != agent.EventRunCompleted {
+		t.Errorf("text %q, last %+v", text.String(), events[len(events)-1])
+	}
+	reqs := fake.Requests()
+	if len(reqs) != 1 || reqs[0].Body.Model != DefaultModel || !reqs[0].HasAuth {
+		t.Fatalf("fake saw %d requests: %+v", len(reqs), reqs)
+	}
+}
