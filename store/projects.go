@@ -1,0 +1,187 @@
+// projects.go: projects and their secrets (migration 0004).
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+)
+
+// Project binds a name to an LXD container; project chats run inside it.
+type Project struct {
+	Name string
+	// Container is the LXD instance name (unique across projects).
+	Container string
+	// Image creates the container when it is missing; empty uses lxd.image.
+	Image string
+	// Workspace is the host directory mounted at /workspace; empty: none.
+	Workspace string
+	// Status is the container status the preparer last recorded.
+	Status    string
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// ProjectSecret is one secret environment variable of a project.
+type ProjectSecret struct {
+	Name  string
+	Value string
+}
+
+type projectRow struct {
+	Name      string    `db:"name"`
+	Container string    `db:"container"`
+	Image     string    `db:"image"`
+	Workspace string    `db:"workspace"`
+	Status    string    `db:"status"`
+	CreatedAt time.Time `db:"created_at"`
+	UpdatedAt time.Time `db:"updated_at"`
+}
+
+func (r projectRow) project() Project {
+	return Project{Name: r.Name, Container: r.Container, Image: r.Image, Workspace: r.Workspace, Status: r.Status,
+		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
+}
+
+const (
+	projectColumns = `name, container, image, workspace, status, created_at, updated_at`
+
+	queryInsertProject = `INSERT INTO projects (` + projectColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	queryGetProject    = `SELECT ` + projectColumns + ` FROM projects WHERE name = $1`
+	queryListProjects  = `SELECT ` + projectColumns + ` FROM projects ORDER BY name`
+	queryProjectStatus = `UPDATE projects SET status = $2, updated_at = $3 WHERE name = $1`
+	queryDeleteSecrets = `DELETE FROM project_secrets WHERE project = $1`
+	queryDeleteProject = `DELETE FROM projects WHERE name = $1`
+
+	queryUpsertSecret = `INSERT INTO project_secrets (project, name, value, updated_at) VALUES ($1, $2, $3, $4)
+ON CONFLICT (project, name) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at`
+	querySecretNames  = `SELECT name FROM project_secrets WHERE project = $1 ORDER BY name`
+	querySecrets      = `SELECT name, value FROM project_secrets WHERE project = $1 ORDER BY name`
+	queryDeleteSecret = `DELETE FROM project_secrets WHERE project = $1 AND name = $2`
+	queryProjectCount = `SELECT COUNT(*) FROM projects WHERE name = $1`
+)
+
+// CreateProject inserts p, setting CreatedAt and UpdatedAt. A duplicate name,
+// or a container another project uses, is ErrConflict.
+func (s *Store) CreateProject(ctx context.Context, p *Project) error {
+	if p.Name == "" || p.Container == "" {
+		return fmt.Errorf("store: create project: name and container are required")
+	}
+	t := now()
+	if _, err := s.db.ExecContext(ctx, queryInsertProject, p.Name, p.Container, p.Image, p.Workspace, p.Status, t, t); err != nil {
+		return fmt.Errorf("store: create project %s: %w", p.Name, translate(err))
+	}
+	p.CreatedAt, p.UpdatedAt = t, t
+	return nil
+}
+
+// GetProject returns the project or ErrNotFound.
+func (s *Store) GetProject(ctx context.Context, name string) (Project, error) {
+	var r projectRow
+	if err := s.db.GetContext(ctx, &r, queryGetProject, name); err != nil {
+		return Project{}, fmt.Errorf("store: get project %s: %w", name, translate(err))
+	}
+	return r.project(), nil
+}
+
+// ListProjects returns every project by name.
+func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
+	var rows []projectRow
+	if err := s.db.SelectContext(ctx, &rows, queryListProjects); err != nil {
+		return nil, fmt.Errorf("store: list projects: %w", translate(err))
+	}
+	out := make([]Project, len(rows))
+	for i, r := range rows {
+		out[i] = r.project()
+	}
+	return out, nil
+}
+
+// SetProjectStatus records the container status of the project, or returns
+// ErrNotFound.
+func (s *Store) SetProjectStatus(ctx context.Context, name, status string) error {
+	res, err := s.db.ExecContext(ctx, queryProjectStatus, name, status, now())
+	if err != nil {
+		return fmt.Errorf("store: set status of project %s: %w", name, translate(err))
+	}
+	return expectOne(res, "set status of project "+name)
+}
+
+// DeleteProject removes the project and its secrets, or returns ErrNotFound.
+// Its container is not touched.
+func (s *Store) DeleteProject(ctx context.Context, name string) error {
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, queryDeleteSecrets, name); err != nil {
+			return translate(err)
+		}
+		res, err := tx.ExecContext(ctx, queryDeleteProject, name)
+		if err != nil {
+			return translate(err)
+		}
+		return expectOne(res, "delete project "+name)
+	})
+	if err != nil {
+		return fmt.Errorf("store: delete project %s: %w", name, err)
+	}
+	return nil
+}
+
+// SetProjectSecret sets (or replaces) the project's secret name. A project
+// that does not exist is ErrNotFound. The value is never part of the error.
+func (s *Store) SetProjectSecret(ctx context.Context, project, name, value string) error {
+	if name == "" {
+		return fmt.Errorf("store: set secret of project %s: empty name", project)
+	}
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, queryProjectCount, project); err != nil {
+			return translate(err)
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		_, err := tx.ExecContext(ctx, queryUpsertSecret, project, name, value, now())
+		return translate(err)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set secret %s of project %s: %w", name, project, err)
+	}
+	return nil
+}
+
+// ProjectSecretNames lists the names of the project's secrets, sorted.
+func (s *Store) ProjectSecretNames(ctx context.Context, project string) ([]string, error) {
+	var names []string
+	if err := s.db.SelectContext(ctx, &names, querySecretNames, project); err != nil {
+		return nil, fmt.Errorf("store: secret names of project %s: %w", project, translate(err))
+	}
+	return names, nil
+}
+
+// ProjectSecrets returns the project's secrets with their values, sorted by
+// name. Only the preparer of the project's container should call it.
+func (s *Store) ProjectSecrets(ctx context.Context, project string) ([]ProjectSecret, error) {
+	var rows []struct {
+		Name  string `db:"name"`
+		Value string `db:"value"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, querySecrets, project); err != nil {
+		return nil, fmt.Errorf("store: secrets of project %s: %w", project, translate(err))
+	}
+	out := make([]ProjectSecret, len(rows))
+	for i, r := range rows {
+		out[i] = ProjectSecret{Name: r.Name, Value: r.Value}
+	}
+	return out, nil
+}
+
+// DeleteProjectSecret removes the project's secret name, or returns ErrNotFound.
+func (s *Store) DeleteProjectSecret(ctx context.Context, project, name string) error {
+	res, err := s.db.ExecContext(ctx, queryDeleteSecret, project, name)
+	if err != nil {
+		return fmt.Errorf("store: delete secret %s of project %s: %w", name, project, translate(err))
+	}
+	return expectOne(res, fmt.Sprintf("delete secret %s of project %s", name, project))
+}
