@@ -1,0 +1,55 @@
+// Unit tests of the provider's own decisions: identity, environment, hint.
+
+package codex_test
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/codex"
+)
+
+func TestIdentity(t *testing.T) {
+	p := codex.New(nil, codex.Options{})
+	if p.ID() != "codex" || p.InstallHint() != "npm install -g @openai/codex" || !slices.Equal(p.VerifiedWith(), []string{"0.169.0"}) {
+		t.Errorf("id %q hint %q verified %q", p.ID(), p.InstallHint(), p.VerifiedWith())
+	}
+	if o := p.Harness().Options(); o.Provider != "codex" || o.Label != "Codex" || o.Bin != "codex" || o.ApprovalPolicy != "untrusted" {
+		t.Errorf("harness options %+v", o)
+	}
+}
+
+func TestChildEnv(t *testing.T) {
+	host := func() []string {
+		return []string{"PATH=/bin", "HOME=/home/u", "OPENAI_API_KEY=sk-host", "CODEX_API_KEY=ck-host", "SLACK_BOT_TOKEN=x", "DATABASE_URL=pg"}
+	}
+	t.Run("host keys never pass", func(t *testing.T) {
+		env := codex.New(nil, codex.Options{HostEnv: host}).Harness().ChildEnv(nil)
+		if !slices.Equal(env, []string{"PATH=/bin", "HOME=/home/u"}) {
+			t.Errorf("env %q", env)
+		}
+	})
+	t.Run("an explicitly configured key passes, bot secrets do not", func(t *testing.T) {
+		env := codex.New(nil, codex.Options{HostEnv: host, CodexHome: "/srv/codex",
+			Env: map[string]string{"OPENAI_API_KEY": "sk-conf", "SLACK_APP_TOKEN": "x"}}).Harness().ChildEnv(map[string]string{"THREADLINE_X": "y"})
+		want := []string{"PATH=/bin", "HOME=/home/u", "CODEX_HOME=/srv/codex", "OPENAI_API_KEY=sk-conf"}
+		if !slices.Equal(env, want) {
+			t.Errorf("env %q, want %q", env, want)
+		}
+	})
+}
+
+func TestNotInstalledNamesTheInstall(t *testing.T) {
+	p := codex.New(nil, codex.Options{Bin: "/nonexistent/codex"})
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
+		t.Errorf("Run = %v", err)
+	}
+	caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{})
+	if !errors.Is(err, agent.ErrNotInstalled) || !caps.Resume || !caps.Interactions {
+		t.Errorf("Capabilities = %+v, %v", caps, err)
+	}
+}
