@@ -1,0 +1,221 @@
+// The unstructured CLIs: command lines, prompt delivery, sign-in hints.
+
+package plain
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// CLI names one supported unstructured CLI.
+type CLI string
+
+// CLIs.
+const (
+	Antigravity CLI = "antigravity"
+	Aider       CLI = "aider"
+	Grok        CLI = "grok"
+	Qwen        CLI = "qwen"
+	DeepSeek    CLI = "deepseek"
+	AtomCode    CLI = "atomcode"
+)
+
+// CLIs lists every supported CLI.
+var CLIs = []CLI{Antigravity, Aider, Grok, Qwen, DeepSeek, AtomCode}
+
+// Errors.
+var (
+	// ErrUnknownCLI is returned by New and Command for an unsupported CLI.
+	ErrUnknownCLI = errors.New("plain: unknown CLI")
+	// ErrPromptTooLarge is returned (after run.failed) when a CLI that only
+	// takes the prompt as an argument gets one longer than the argv limit.
+	ErrPromptTooLarge = errors.New("prompt too large for the command line")
+)
+
+// delivery is how a prompt reaches the CLI.
+type delivery int
+
+const (
+	viaArgv  delivery = iota // as one argument
+	viaStdin                 // written to stdin, then closed
+	viaFile                  // a private temporary file named on the command line
+)
+
+// cliInfo is the per-CLI table.
+type cliInfo struct {
+	name    string // display name
+	bin     string
+	install string
+	// longPrompt is the delivery used when the prompt does not fit argv
+	// (viaArgv: none, refuse).
+	argv, longPrompt delivery
+	signIn           *regexp.Regexp
+	signInHelp       string
+	resume           bool
+}
+
+var signInGeneric = regexp.MustCompile(`(?i)not logged in|not authenticated|please (log|sign) ?in|authentication required|invalid api[ _-]?key|missing api[ _-]?key|no api[ _-]?key|api key (is )?(not set|missing|required)|\b401\b.*unauthori[sz]ed|unauthori[sz]ed.*\b401\b`)
+
+var clis = map[CLI]cliInfo{
+	Antigravity: {
+		name: "Antigravity", bin: "agy", install: "see https://antigravity.google",
+		argv: viaArgv, longPrompt: viaArgv, resume: true,
+		signIn: regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
+		signInHelp: "Antigravity needs to sign in, and print mode cannot finish a Google sign-in. " +
+			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry.",
+	},
+	Aider: {
+		name: "Aider", bin: "aider", install: "python -m pip install aider-install && aider-install",
+		argv: viaArgv, longPrompt: viaFile, signIn: signInGeneric,
+		signInHelp: "Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry.",
+	},
+	Grok: {
+		name: "Grok Build", bin: "grok", install: "curl -fsSL https://x.ai/cli/install.sh | bash",
+		argv: viaArgv, longPrompt: viaArgv, signIn: signInGeneric,
+		signInHelp: "Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry.",
+	},
+	Qwen: {
+		name: "Qwen Code", bin: "qwen", install: "npm install -g @qwen-code/qwen-code",
+		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
+		signInHelp: "Qwen Code is not signed in: run `qwen` once in a terminal on this host to log in (or set OPENAI_API_KEY/OPENAI_BASE_URL in agents.qwen.env), then retry.",
+	},
+	DeepSeek: {
+		name: "DeepSeek TUI", bin: "deepseek", install: "install DeepSeek TUI (the `deepseek` dispatcher)",
+		argv: viaArgv, longPrompt: viaArgv,
+		signIn:     regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
+		signInHelp: "DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry.",
+	},
+	AtomCode: {
+		name: "AtomCode", bin: "atomcode", install: "npm install -g @atomgit.com/atomcode",
+		argv: viaFile, longPrompt: viaFile, signIn: signInGeneric,
+		signInHelp: "AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry.",
+	},
+}
+
+// Invocation is one run's command line and prompt delivery.
+type Invocation struct {
+	Args []string
+	// Stdin is written to the child's stdin (then closed); nil means /dev/null.
+	Stdin []byte
+	// PromptFile, when set, must hold the prompt: PromptFileArg is the
+	// placeholder in Args that Run replaces with the file's path.
+	PromptFile bool
+}
+
+// PromptFileArg stands for the prompt file's path in Invocation.Args.
+const PromptFileArg = "\x00prompt-file\x00"
+
+// Command builds the invocation of cli for req. argvLimit is the longest
+// prompt passed as one argument; a longer one (or one holding a NUL byte)
+// goes through the CLI's long-prompt route, and a CLI without one returns
+// ErrPromptTooLarge. An argv prompt starting with '-' gets a leading space so
+// it is not read as an option. resumeFlag is the resume option (Antigravity only).
+// Approval flags are passed only for ApprovalAccept (print modes cannot ask):
+//
+//	antigravity  agy --print [--add-dir CWD] [--model M] [--resume ID] PROMPT
+//	aider        aider --no-pretty --no-git --no-auto-commits --no-suggest-shell-commands
+//	             --no-show-model-warnings [--yes-always] [--model M] (--message PROMPT | --message-file F)
+//	grok         grok -p PROMPT [--model M] [--effort E]
+//	qwen         qwen [--yolo] [--model M]          (prompt on stdin)
+//	deepseek     deepseek exec [--auto] [--model M] PROMPT
+//	atomcode     atomcode --prompt-file F [-y] [--model M]
+func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (Invocation, error) {
+	info, ok := clis[cli]
+	if !ok {
+		return Invocation{}, fmt.Errorf("%w: %q", ErrUnknownCLI, cli)
+	}
+	d := info.argv
+	if d == viaArgv && (len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0)) {
+		d = info.longPrompt
+		if d == viaArgv {
+			return Invocation{}, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
+				ErrPromptTooLarge, info.name, len(req.Prompt), argvLimit)
+		}
+	}
+	accept := req.Approval == agent.ApprovalAccept
+	if d == viaArgv && strings.HasPrefix(req.Prompt, "-") {
+		// An argument starting with '-' would be read as an option.
+		req.Prompt = " " + req.Prompt
+	}
+	var inv Invocation
+	args := []string{}
+	add := func(a ...string) { args = append(args, a...) }
+	model := func(flag string) {
+		if req.Model != "" {
+			add(flag, req.Model)
+		}
+	}
+	switch cli {
+	case Antigravity:
+		add("--print")
+		if req.Cwd != "" {
+			add("--add-dir", req.Cwd)
+		}
+		model("--model")
+		if id := resumeID(req); id != "" {
+			add(resumeFlag, id)
+		}
+		add(req.Args...)
+		add(req.Prompt)
+	case Aider:
+		add("--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings")
+		if accept {
+			add("--yes-always")
+		}
+		model("--model")
+		add(req.Args...)
+		if d == viaFile {
+			add("--message-file", PromptFileArg)
+		} else {
+			add("--message", req.Prompt)
+		}
+	case Grok:
+		add("-p", req.Prompt)
+		model("--model")
+		if req.Effort != "" {
+			add("--effort", req.Effort)
+		}
+		add(req.Args...)
+	case Qwen:
+		if accept {
+			add("--yolo")
+		}
+		model("--model")
+		add(req.Args...)
+	case DeepSeek:
+		add("exec")
+		if accept {
+			add("--auto")
+		}
+		model("--model")
+		add(req.Args...)
+		add(req.Prompt)
+	case AtomCode:
+		add("--prompt-file", PromptFileArg)
+		if accept {
+			add("-y")
+		}
+		model("--model")
+		add(req.Args...)
+	}
+	inv.Args = args
+	switch d {
+	case viaStdin:
+		inv.Stdin = []byte(req.Prompt)
+	case viaFile:
+		inv.PromptFile = true
+	}
+	return inv, nil
+}
+
+// resumeID is the session a run continues: none for a fork (no native fork).
+func resumeID(req agent.RunRequest) string {
+	if req.Fork {
+		return ""
+	}
+	return req.ResumeID
+}

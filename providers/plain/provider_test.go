@@ -1,0 +1,360 @@
+// Provider tests against fake CLIs: streaming, sessions, failures, cancel.
+
+package plain
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// fake writes a fake CLI recording argv (one per line) to dir/args and
+// stdin to dir/stdin, then running body. $BRAIN is the brain directory.
+func fake(t *testing.T, body string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, "cli")
+	script := "#!/bin/sh\nBRAIN=\"" + filepath.Join(dir, "brain") + "\"\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\n" +
+		"if [ \"$FAKE_STDIN\" = 1 ]; then cat > \"" + dir + "/stdin\"; fi\n" + body + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "brain"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+type recorder struct {
+	mu  sync.Mutex
+	evs []agent.Event
+}
+
+func (r *recorder) emit(ev agent.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.evs = append(r.evs, ev)
+}
+
+func (r *recorder) events() []agent.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]agent.Event(nil), r.evs...)
+}
+
+func types(evs []agent.Event) []agent.EventType {
+	out := make([]agent.EventType, len(evs))
+	for i, e := range evs {
+		out[i] = e.Type
+	}
+	return out
+}
+
+func deltas(evs []agent.Event) (text string, n int) {
+	var b strings.Builder
+	for _, e := range evs {
+		if e.Type == agent.EventAssistantDelta {
+			b.WriteString(e.Text)
+			n++
+		}
+	}
+	return b.String(), n
+}
+
+func provider(t *testing.T, cli CLI, bin, dir string, env map[string]string) *Provider {
+	t.Helper()
+	p, err := New(nil, Options{CLI: cli, Bin: bin, BrainDir: filepath.Join(dir, "brain"), StopGrace: 300 * time.Millisecond,
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env, TempDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func args(t *testing.T, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+const markdown = "# Plan\n\nFirst paragraph.\n\n\n- item one\n- item two\n\n```go\nfmt.Println(\"héllo\")\n```\n"
+
+func TestAntigravityStreamsAndDiscoversSession(t *testing.T) {
+	// The answer arrives in pieces; a new session directory appears.
+	bin, dir := fake(t, "printf '# Plan\\n\\nFirst par'\n"+
+		"sleep 0.2\n"+
+		"printf 'agraph.\\n\\n\\n- item one\\n- item two\\n\\n'\n"+
+		"mkdir \"$BRAIN/9c1e7f02-session\"\n"+
+		"sleep 0.2\n"+
+		"printf '```go\\nfmt.Println(\"h\\303'\n"+
+		"sleep 0.1\n"+
+		"printf '\\251llo\")\\n```\\n'\n")
+	var rec recorder
+	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "make a plan", Cwd: dir, Model: "gemini-2.5-pro"}, rec.emit)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	evs := rec.events()
+	text, n := deltas(evs)
+	if text != markdown {
+		t.Errorf("text = %q\nwant %q", text, markdown)
+	}
+	if n < 2 {
+		t.Errorf("%d deltas: the output was not streamed in chunks", n)
+	}
+	last := evs[len(evs)-2:]
+	if last[0].Type != agent.EventSessionUpdated || last[0].SessionID != "9c1e7f02-session" || last[1].Type != agent.EventRunCompleted {
+		t.Errorf("end = %+v", last)
+	}
+	want := []string{"--print", "--add-dir", dir, "--model", "gemini-2.5-pro", "make a plan"}
+	if got := args(t, dir); !slices.Equal(got, want) {
+		t.Errorf("args = %q\nwant %q", got, want)
+	}
+}
+
+func TestAntigravityAmbiguousSession(t *testing.T) {
+	for _, tc := range []struct{ name, mk string }{
+		{"none", ""},
+		{"two", `mkdir "$BRAIN/a" "$BRAIN/b"`},
+		{"symlink only", `ln -s /tmp "$BRAIN/link"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, dir := fake(t, tc.mk+"\necho answer")
+			var rec recorder
+			if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit); err != nil {
+				t.Fatal(err)
+			}
+			if got := types(rec.events()); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
+				t.Errorf("events = %v", got)
+			}
+		})
+	}
+}
+
+func TestAntigravityResumeAndFork(t *testing.T) {
+	bin, dir := fake(t, `mkdir -p "$BRAIN/new-$$"; echo continued`)
+	var rec recorder
+	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "more", ResumeID: "old-id"}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if got := types(rec.events()); slices.Contains(got, agent.EventSessionUpdated) {
+		t.Errorf("a resumed run discovered a session: %v", got)
+	}
+	if a := args(t, dir); !slices.Equal(a[len(a)-3:], []string{"--resume", "old-id", "more"}) {
+		t.Errorf("args = %q", a)
+	}
+	// A fork cannot continue natively: fresh run, new session discovered.
+	rec = recorder{}
+	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "branch", ResumeID: "old-id", Fork: true}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if a := args(t, dir); slices.Contains(a, "--resume") {
+		t.Errorf("fork passed --resume: %q", a)
+	}
+	if got := types(rec.events()); !slices.Contains(got, agent.EventSessionUpdated) {
+		t.Errorf("fork did not discover its session: %v", got)
+	}
+}
+
+func TestSignInFailure(t *testing.T) {
+	bin, dir := fake(t, `echo "Authentication required. Please visit the URL to log in: https://accounts.google.com/o/oauth2/auth?client=antigravity"
+echo "Waiting for authentication (timeout 30s)..."
+echo "Error: authentication timed out." >&2
+exit 1`)
+	var rec recorder
+	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	evs := rec.events()
+	last := evs[len(evs)-1]
+	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "Run `agy` once in a terminal") {
+		t.Fatalf("last = %+v", last)
+	}
+	if evs[len(evs)-2].Subtype != SubtypeSignIn {
+		t.Errorf("no sign_in_required system event: %+v", evs)
+	}
+}
+
+func TestFailureCarriesTail(t *testing.T) {
+	bin, dir := fake(t, `i=0; while [ $i -lt 300 ]; do echo "noise line $i padding padding padding" >&2; i=$((i+1)); done
+echo "fatal: model quota exhausted" >&2
+exit 3`)
+	var rec recorder
+	err := provider(t, Grok, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", err)
+	}
+	last := rec.events()[len(rec.events())-1]
+	if last.Type != agent.EventRunFailed || !strings.HasPrefix(last.Text, "Grok Build exited with status 3: ") || !strings.Contains(last.Text, "model quota exhausted") || strings.Contains(last.Text, "noise line 1 ") {
+		t.Fatalf("last = %.300q", last.Text)
+	}
+}
+
+func TestNoOutputFails(t *testing.T) {
+	bin, dir := fake(t, `exit 0`)
+	var rec recorder
+	err := provider(t, DeepSeek, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, agent.ErrRunFailed) || rec.events()[0].Type != agent.EventRunFailed {
+		t.Fatalf("err %v, events %+v", err, rec.events())
+	}
+}
+
+func TestCancel(t *testing.T) {
+	for _, tc := range []struct{ name, body string }{
+		{"obeys SIGINT", `trap 'echo stopping; exit 130' INT; echo working; while :; do sleep 0.05; done`},
+		{"ignores SIGINT", `trap '' INT; echo working; while :; do sleep 0.05; done`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin, dir := fake(t, tc.body)
+			ctx, cancel := context.WithCancel(t.Context())
+			var rec recorder
+			done := make(chan error, 1)
+			go func() {
+				done <- provider(t, Aider, bin, dir, nil).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
+					rec.emit(ev)
+					if ev.Type == agent.EventAssistantDelta {
+						cancel()
+					}
+				})
+			}()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("cancelled Run returned %v", err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatal("Run did not stop")
+			}
+			got := types(rec.events())
+			if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
+				t.Fatalf("events = %v", got)
+			}
+		})
+	}
+}
+
+func TestPromptDelivery(t *testing.T) {
+	t.Run("atomcode prompt file", func(t *testing.T) {
+		bin, dir := fake(t, `while [ $# -gt 0 ]; do if [ "$1" = --prompt-file ]; then cat "$2"; echo; echo "$2" > "$(dirname "$0")/pf"; fi; shift; done`)
+		var rec recorder
+		if err := provider(t, AtomCode, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "from a file\n\nwith lines", Approval: agent.ApprovalAccept, Model: "glm-5.2"}, rec.emit); err != nil {
+			t.Fatal(err)
+		}
+		if text, _ := deltas(rec.events()); text != "from a file\n\nwith lines\n" {
+			t.Errorf("text = %q", text)
+		}
+		pf, _ := os.ReadFile(filepath.Join(dir, "pf"))
+		if _, err := os.Stat(strings.TrimSpace(string(pf))); !os.IsNotExist(err) {
+			t.Errorf("prompt file %q left behind (%v)", pf, err)
+		}
+		a := args(t, dir)
+		if a[0] != "--prompt-file" || !slices.Equal(a[2:], []string{"-y", "--model", "glm-5.2"}) {
+			t.Errorf("args = %q", a)
+		}
+	})
+	t.Run("qwen stdin", func(t *testing.T) {
+		bin, dir := fake(t, `echo ok`)
+		var rec recorder
+		if err := provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}).Run(t.Context(), agent.RunRequest{Prompt: "via stdin"}, rec.emit); err != nil {
+			t.Fatal(err)
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "via stdin\n" {
+			t.Errorf("stdin = %q", b)
+		}
+		if a := args(t, dir); len(a) != 1 || a[0] != "" {
+			t.Errorf("args = %q", a)
+		}
+	})
+	t.Run("aider long prompt goes to a file", func(t *testing.T) {
+		inv, err := Command(Aider, agent.RunRequest{Prompt: strings.Repeat("x", 100)}, 50, DefaultResumeFlag)
+		if err != nil || !inv.PromptFile || !slices.Contains(inv.Args, "--message-file") || slices.Contains(inv.Args, "--message") {
+			t.Fatalf("inv = %+v, %v", inv, err)
+		}
+		inv, _ = Command(Aider, agent.RunRequest{Prompt: "short"}, 50, DefaultResumeFlag)
+		if inv.PromptFile || !slices.Equal(inv.Args[len(inv.Args)-2:], []string{"--message", "short"}) {
+			t.Fatalf("short inv = %+v", inv)
+		}
+	})
+	t.Run("argv-only too long", func(t *testing.T) {
+		bin, dir := fake(t, `echo never`)
+		var rec recorder
+		p, _ := New(nil, Options{CLI: Grok, Bin: bin, ArgvLimit: 10, TempDir: dir})
+		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.emit)
+		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.events()[0].Type != agent.EventRunFailed {
+			t.Fatalf("err %v, events %+v", err, rec.events())
+		}
+		if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
+			t.Error("the CLI ran")
+		}
+	})
+	t.Run("dash prompt", func(t *testing.T) {
+		inv, _ := Command(DeepSeek, agent.RunRequest{Prompt: "--help me"}, 100, DefaultResumeFlag)
+		if inv.Args[len(inv.Args)-1] != " --help me" {
+			t.Fatalf("args = %q", inv.Args)
+		}
+	})
+}
+
+func TestCommands(t *testing.T) {
+	req := agent.RunRequest{Prompt: "P", Model: "M", Effort: "high", Approval: agent.ApprovalAccept, Args: []string{"--x"}}
+	for _, tc := range []struct {
+		cli  CLI
+		want []string
+	}{
+		{Aider, []string{"--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings", "--yes-always", "--model", "M", "--x", "--message", "P"}},
+		{Grok, []string{"-p", "P", "--model", "M", "--effort", "high", "--x"}},
+		{Qwen, []string{"--yolo", "--model", "M", "--x"}},
+		{DeepSeek, []string{"exec", "--auto", "--model", "M", "--x", "P"}},
+		{AtomCode, []string{"--prompt-file", PromptFileArg, "-y", "--model", "M", "--x"}},
+		{Antigravity, []string{"--print", "--model", "M", "--x", "P"}},
+	} {
+		inv, err := Command(tc.cli, req, DefaultArgvLimit, DefaultResumeFlag)
+		if err != nil || !slices.Equal(inv.Args, tc.want) {
+			t.Errorf("%s: %q %v\nwant %q", tc.cli, inv.Args, err, tc.want)
+		}
+	}
+	deny := req
+	deny.Approval = agent.ApprovalDeny
+	for _, cli := range CLIs {
+		inv, _ := Command(cli, deny, DefaultArgvLimit, DefaultResumeFlag)
+		for _, flag := range []string{"--yes-always", "--yolo", "--auto", "-y"} {
+			if slices.Contains(inv.Args, flag) {
+				t.Errorf("%s passed %s without ApprovalAccept", cli, flag)
+			}
+		}
+	}
+	if _, err := Command("nope", req, 1, ""); !errors.Is(err, ErrUnknownCLI) {
+		t.Errorf("unknown CLI: %v", err)
+	}
+}
+
+func TestNotInstalled(t *testing.T) {
+	p, _ := New(nil, Options{CLI: Aider, Bin: filepath.Join(t.TempDir(), "none")})
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "aider-install") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); !errors.Is(err, agent.ErrNotInstalled) {
+		t.Fatalf("caps err = %v", err)
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	bin, dir := fake(t, `echo "agy 1.0.3"`)
+	caps, err := provider(t, Antigravity, bin, dir, nil).Capabilities(t.Context(), agent.CapabilityRequest{})
+	if err != nil || caps.Version != "1.0.3" || !caps.Resume || caps.Fork {
+		t.Fatalf("caps = %+v, %v", caps, err)
+	}
+}
