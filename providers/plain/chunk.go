@@ -16,7 +16,8 @@ type chunker struct {
 	pending []byte
 }
 
-// maxPending bounds a held-back escape sequence; a longer one is flushed as is.
+// maxPending bounds an escape sequence: one without a terminator within it
+// is not a sequence, and its ESC is dropped.
 const maxPending = 256
 
 // feed returns the text ready to emit after chunk b.
@@ -31,16 +32,16 @@ func (c *chunker) feed(b []byte) string {
 		case ch == '\r':
 			i++
 		case ch == 0x1b:
-			n, complete := escapeLen(buf[i:])
-			if !complete {
-				if len(buf)-i > maxPending {
-					out = append(out, buf[i:]...)
-					return string(out)
-				}
+			n, st := escapeLen(buf[i:])
+			switch st {
+			case escIncomplete:
 				c.pending = append([]byte(nil), buf[i:]...)
 				return string(out)
+			case escInvalid:
+				i++ // no terminator within maxPending: drop the lone ESC
+			default:
+				i += n
 			}
-			i += n
 		case ch < utf8.RuneSelf:
 			out = append(out, ch)
 			i++
@@ -67,32 +68,46 @@ func (c *chunker) flush() string {
 	return string(p)
 }
 
-// escapeLen returns the length of the escape sequence at b[0] == ESC and
-// whether it is complete within b.
-func escapeLen(b []byte) (int, bool) {
+type escState int
+
+const (
+	escComplete escState = iota
+	escIncomplete
+	escInvalid
+)
+
+// escapeLen returns the length of the escape sequence at b[0] == ESC and its
+// state: complete, incomplete (more input may finish it), or invalid (no
+// terminator within maxPending bytes). Deciding on a bounded prefix makes the
+// result independent of how the output was split into reads.
+func escapeLen(b []byte) (int, escState) {
 	if len(b) < 2 {
-		return 0, false
+		return 0, escIncomplete
 	}
+	limit := min(len(b), maxPending)
 	switch b[1] {
 	case '[': // CSI: parameters and intermediates, then a final byte 0x40–0x7E
-		for i := 2; i < len(b); i++ {
+		for i := 2; i < limit; i++ {
 			if b[i] >= 0x40 && b[i] <= 0x7e {
-				return i + 1, true
+				return i + 1, escComplete
 			}
 		}
-		return 0, false
 	case ']': // OSC: ends with BEL or ESC \
-		for i := 2; i < len(b); i++ {
+		for i := 2; i < limit; i++ {
 			if b[i] == 0x07 {
-				return i + 1, true
+				return i + 1, escComplete
 			}
-			if b[i] == 0x1b && i+1 < len(b) && b[i+1] == '\\' {
-				return i + 2, true
+			if b[i] == 0x1b && i+1 < limit && b[i+1] == '\\' {
+				return i + 2, escComplete
 			}
 		}
-		return 0, false
+	default:
+		return 2, escComplete
 	}
-	return 2, true
+	if len(b) >= maxPending {
+		return 0, escInvalid
+	}
+	return 0, escIncomplete
 }
 
 // tailBuffer keeps the last max bytes written, from stdout and stderr
