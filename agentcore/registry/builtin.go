@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // acp returns the common shape of an ACP adapter.
@@ -343,13 +344,14 @@ func Lookup(id string) (Definition, bool) {
 }
 
 // ParseLines returns one model id per non-empty line, skipping comments,
-// headers ending in ':' and lines with spaces; duplicates are dropped.
+// headers ending in ':' and lines with spaces or control characters;
+// duplicates are dropped.
 func ParseLines(stdout string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, l := range strings.Split(stdout, "\n") {
 		l = strings.TrimSpace(l)
-		if l == "" || strings.HasPrefix(l, "#") || strings.HasSuffix(l, ":") || strings.ContainsAny(l, " \t") || seen[l] {
+		if l == "" || strings.HasPrefix(l, "#") || strings.HasSuffix(l, ":") || strings.ContainsFunc(l, notIDRune) || seen[l] {
 			continue
 		}
 		seen[l] = true
@@ -357,6 +359,9 @@ func ParseLines(stdout string) []string {
 	}
 	return out
 }
+
+// notIDRune reports runes a model id never holds: spaces and controls.
+func notIDRune(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }
 
 var slashModel = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._/:@-]*$`)
 
