@@ -92,6 +92,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	chats := chatStore{st}
 	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{
 		Agents: agents, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
+		Preparer: newPreparer(cfg, st, log),
 	})
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)

@@ -24,7 +24,7 @@ import (
 
 // chatFlags are the flags chat and run share.
 type chatFlags struct {
-	config, chat, agent, model, cwd string
+	config, chat, agent, model, cwd, project string
 }
 
 func (f *chatFlags) register(fs *flag.FlagSet) {
@@ -33,6 +33,7 @@ func (f *chatFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.agent, "agent", "", "agent id (claude, ...)")
 	fs.StringVar(&f.model, "model", "", "model")
 	fs.StringVar(&f.cwd, "cwd", "", "working directory of a new chat (default: the current directory)")
+	fs.StringVar(&f.project, "project", "", "run the chat in this project's container (see threadline project)")
 }
 
 // openChat loads the chat named by --chat (applying --agent/--model/--cwd to it)
@@ -70,6 +71,9 @@ func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, e
 		if cwd != "" && cwd != c.Cwd {
 			c.Cwd, changed = cwd, true
 		}
+		if f.project != "" && f.project != c.Project {
+			c.Project, changed = f.project, true
+		}
 		if changed {
 			if err := (chatStore{a.store}).UpdateChat(ctx, c); err != nil {
 				return c, false, err
@@ -84,7 +88,7 @@ func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, e
 			return chatops.Chat{}, false, err
 		}
 	}
-	c, err := a.bot.NewChat(ctx, chatops.Chat{Agent: id, Model: f.model, Cwd: cwd})
+	c, err := a.bot.NewChat(ctx, chatops.Chat{Agent: id, Model: f.model, Cwd: cwd, Project: f.project})
 	return c, true, err
 }
 
@@ -112,7 +116,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
-	if _, _, err := a.launch(c.Agent); err != nil {
+	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
 		return err
 	}
 	verb := "continuing"
@@ -182,7 +186,7 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	if _, _, err := a.launch(c.Agent); err != nil {
+	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
 		return err
 	}
 	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", c.ID, c.ID)

@@ -112,6 +112,14 @@ type LXDConfig struct {
 	Remote string `yaml:"remote"`
 	// Image is the default image of new project containers.
 	Image string `yaml:"image"`
+	// Profiles are applied to new project containers; default [default].
+	Profiles []string `yaml:"profiles"`
+	// Instructions is a host file pushed into every project container as the
+	// agents' shared instructions (e.g. /root/.claude/CLAUDE.md).
+	Instructions string `yaml:"instructions"`
+	// CredentialSyncTimeout bounds copying an agent's refreshed credentials
+	// back from the container after a run; default 30s.
+	CredentialSyncTimeout Duration `yaml:"credential_sync_timeout"`
 }
 
 // Duration is a time.Duration written as "90s", "5m".

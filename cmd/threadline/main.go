@@ -25,12 +25,14 @@ const usage = `threadline: a chat-ops bot for coding-agent CLIs
 
 Usage:
   threadline serve [--config F]
-  threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--config F]
-  threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--interactions deny|accept]
+  threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--project P] [--config F]
+  threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--project P] [--interactions deny|accept]
                  [--config F] [--events jsonl] "prompt"
   threadline migrate [--config F]
   threadline audit [--chat ID] [--since T] [--json] [--config F]
   threadline doctor [--config F]
+  threadline project add NAME --container C [--image I] [--workspace HOST_DIR] | list | remove NAME
+  threadline project secret set|list|unset PROJECT [KEY]   (values from stdin, never printed)
   threadline version
 
 Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
@@ -77,6 +79,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		err = cmdDoctor(ctx, args[1:], stdout, stderr)
+	case "project":
+		err = cmdProject(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help":

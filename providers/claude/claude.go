@@ -155,11 +155,12 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 	}
 	spec := procrun.Spec{
-		Bin:   bin,
-		Args:  Args(req),
-		Dir:   req.Cwd,
-		Env:   procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
-		Stdin: true,
+		Bin:       bin,
+		Args:      Args(req),
+		Dir:       req.Cwd,
+		Env:       procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
+		Stdin:     true,
+		Container: req.Container,
 	}
 	if ctx.Err() != nil {
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
