@@ -1,0 +1,284 @@
+// cards.go: the buttons of the bot's messages (approval and question cards,
+// the Stop of a running answer). Matrix has no buttons: people react or reply,
+// and the bot maps that back to the button it stands for. The buttons travel
+// in the message content (buttonsField), so after a restart they are read back
+// from the homeserver; a cache spares the round trip.
+
+package matrix
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+// buttonsField carries a view's buttons in the bot's message content (and in
+// m.new_content of its edits).
+const buttonsField = "org.threadline.buttons"
+
+// ErrNoCard is returned when an event is not a bot message with buttons.
+var ErrNoCard = errors.New("matrix: not a message with buttons")
+
+// card is what the bot knows of one of its messages with buttons.
+type card struct {
+	place   chatops.Place
+	buttons []chatops.Button
+	at      time.Time
+}
+
+// open reports whether the card still asks for an answer (a running answer's
+// Stop alone is not a card).
+func (c *card) open() bool {
+	return slices.ContainsFunc(c.buttons, func(b chatops.Button) bool { return b.ID != chatops.ButtonStop })
+}
+
+func (c *card) button(id string) (chatops.Button, bool) {
+	for _, b := range c.buttons {
+		if b.ID == id {
+			return b, true
+		}
+	}
+	return chatops.Button{}, false
+}
+
+// cardBook caches the bot's messages with buttons by event id.
+type cardBook struct {
+	mu      sync.Mutex
+	byEvent map[id.EventID]*card
+}
+
+func newCardBook() *cardBook { return &cardBook{byEvent: map[id.EventID]*card{}} }
+
+const cardTTL = 7 * 24 * time.Hour
+
+func (cb *cardBook) put(evt id.EventID, p chatops.Place, buttons []chatops.Button) {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	now := time.Now()
+	for k, c := range cb.byEvent {
+		if now.Sub(c.at) > cardTTL {
+			delete(cb.byEvent, k)
+		}
+	}
+	cb.byEvent[evt] = &card{place: p, buttons: slices.Clone(buttons), at: now}
+}
+
+func (cb *cardBook) get(evt id.EventID) (*card, bool) {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	c, ok := cb.byEvent[evt]
+	return c, ok
+}
+
+// openIn returns the open cards of the thread, newest first.
+func (cb *cardBook) openIn(p chatops.Place) []*card {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	var out []*card
+	for _, c := range cb.byEvent {
+		if c.place == p && c.open() {
+			out = append(out, c)
+		}
+	}
+	slices.SortFunc(out, func(a, b *card) int { return b.at.Compare(a.at) })
+	return out
+}
+
+// withButtons returns the content as a map with the buttons added (to
+// m.new_content too, for an edit).
+func withButtons(c *event.MessageEventContent, buttons []chatops.Button) (map[string]any, error) {
+	raw, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	bs := make([]map[string]string, 0, len(buttons))
+	for _, b := range buttons {
+		bs = append(bs, map[string]string{"id": b.ID, "value": b.Value})
+	}
+	m[buttonsField] = bs
+	if nc, ok := m["m.new_content"].(map[string]any); ok {
+		nc[buttonsField] = bs
+	}
+	return m, nil
+}
+
+// buttonsOf reads the buttons of raw message content; ok is false when it
+// has the field absent.
+func buttonsOf(raw map[string]any) (out []chatops.Button, ok bool) {
+	bs, ok := raw[buttonsField].([]any)
+	if !ok {
+		return nil, false
+	}
+	for _, x := range bs {
+		m, _ := x.(map[string]any)
+		idv, _ := m["id"].(string)
+		val, _ := m["value"].(string)
+		if idv != "" {
+			out = append(out, chatops.Button{ID: idv, Value: val})
+		}
+	}
+	return out, true
+}
+
+// lookupCard returns the bot message evt of room with its current buttons:
+// from the cache, else from the homeserver (the message and its latest edit).
+// Only the bot's own messages count.
+func (b *Bot) lookupCard(ctx context.Context, room id.RoomID, evt id.EventID) (*card, error) {
+	if c, ok := b.cards.get(evt); ok {
+		return c, nil
+	}
+	orig, err := b.fetch(ctx, room, evt)
+	if err != nil {
+		return nil, err
+	}
+	if orig.Sender != b.me {
+		return nil, fmt.Errorf("%w: %s was sent by %s", ErrNoCard, evt, orig.Sender)
+	}
+	thread := evt
+	if rel := relatesTo(orig.Content.Raw); rel != nil && rel.GetThreadParent() != "" {
+		thread = rel.GetThreadParent()
+	}
+	buttons, ok := buttonsOf(orig.Content.Raw)
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoCard, evt)
+	}
+	// The latest edit by the bot carries the current buttons.
+	if edits, err := b.cli.GetRelations(ctx, room, evt, &mautrix.ReqGetRelations{RelationType: event.RelReplace, Dir: mautrix.DirectionBackward, Limit: 50}); err == nil {
+		var newest *event.Event
+		for _, e := range edits.Chunk {
+			if e.Sender != b.me {
+				continue
+			}
+			if newest == nil || e.Timestamp > newest.Timestamp {
+				newest = e
+			}
+		}
+		if newest != nil {
+			if dec, err := b.decrypted(ctx, newest); err == nil {
+				if nc, ok := dec.Content.Raw["m.new_content"].(map[string]any); ok {
+					if bs, ok := buttonsOf(nc); ok {
+						buttons = bs
+					} else {
+						buttons = nil
+					}
+				}
+			}
+		}
+	}
+	c := &card{place: b.place(room, thread), buttons: buttons, at: time.UnixMilli(orig.Timestamp)}
+	b.cards.put(evt, c.place, c.buttons)
+	return c, nil
+}
+
+// fetch gets an event, decrypted when it is encrypted.
+func (b *Bot) fetch(ctx context.Context, room id.RoomID, evt id.EventID) (*event.Event, error) {
+	e, err := b.cli.GetEvent(ctx, room, evt)
+	if err != nil {
+		return nil, err
+	}
+	e.RoomID = room
+	return b.decrypted(ctx, e)
+}
+
+func (b *Bot) decrypted(ctx context.Context, e *event.Event) (*event.Event, error) {
+	if e.Type != event.EventEncrypted {
+		return e, nil
+	}
+	if b.crypto == nil {
+		return nil, ErrEncryptionUnavailable
+	}
+	if err := e.Content.ParseRaw(e.Type); err != nil && !errors.Is(err, event.ErrContentAlreadyParsed) {
+		return nil, err
+	}
+	return b.crypto.Decrypt(ctx, e)
+}
+
+func relatesTo(raw map[string]any) *event.RelatesTo {
+	r, ok := raw["m.relates_to"]
+	if !ok {
+		return nil
+	}
+	b, _ := json.Marshal(r)
+	var rel event.RelatesTo
+	if json.Unmarshal(b, &rel) != nil {
+		return nil
+	}
+	return &rel
+}
+
+// answerWords maps a reply to the approval button it stands for.
+var answerWords = map[string]string{
+	"approve": chatops.ButtonApprove, "approved": chatops.ButtonApprove, "yes": chatops.ButtonApprove, "y": chatops.ButtonApprove,
+	"ok": chatops.ButtonApprove, "allow": chatops.ButtonApprove, KeyApprove: chatops.ButtonApprove,
+	"approve session": chatops.ButtonApproveSession, "approve for session": chatops.ButtonApproveSession,
+	"approve for the session": chatops.ButtonApproveSession, "always": chatops.ButtonApproveSession, "session": chatops.ButtonApproveSession,
+	"deny": chatops.ButtonDecline, "denied": chatops.ButtonDecline, "decline": chatops.ButtonDecline, "no": chatops.ButtonDecline,
+	"n": chatops.ButtonDecline, "reject": chatops.ButtonDecline, KeyDecline: chatops.ButtonDecline,
+	"stop": chatops.ButtonCancel, "cancel": chatops.ButtonCancel,
+}
+
+// replyAnswer is what a reply in a thread means for an open card: a button
+// press (button set) or a free-text answer (text set); ok is false when the
+// reply is not an answer to it.
+type replyAnswer struct {
+	button chatops.Button
+	text   string
+	qid    string
+}
+
+func parseReply(c *card, text string) (replyAnswer, bool) {
+	t := strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!"))
+	t = strings.Join(strings.Fields(t), " ")
+	if t == "" {
+		return replyAnswer{}, false
+	}
+	if _, isQuestion := c.button(chatops.ButtonAnswer); isQuestion {
+		if n, err := strconv.Atoi(t); err == nil {
+			if bt, ok := c.button(chatops.ButtonOptionPrefix + strconv.Itoa(n-1)); ok {
+				return replyAnswer{button: bt}, true
+			}
+		}
+		switch t {
+		case "deny", "decline", "skip", KeyDecline:
+			if bt, ok := c.button(chatops.ButtonDecline); ok {
+				return replyAnswer{button: bt}, true
+			}
+		}
+		return replyAnswer{text: strings.TrimSpace(text), qid: questionID(c)}, true
+	}
+	name, ok := answerWords[t]
+	if !ok {
+		return replyAnswer{}, false
+	}
+	bt, ok := c.button(name)
+	if !ok {
+		return replyAnswer{}, false
+	}
+	return replyAnswer{button: bt}, true
+}
+
+// questionID finds the id of the card's question from its buttons' refs.
+func questionID(c *card) string {
+	for _, b := range c.buttons {
+		if r, err := chatops.DecodeRef(b.Value); err == nil && r.QuestionID != "" {
+			return r.QuestionID
+		}
+	}
+	return ""
+}

@@ -1,0 +1,41 @@
+//go:build goolm
+
+// crypto_goolm.go: end-to-end encryption with mautrix's cryptohelper and the
+// pure-Go Olm/Megolm (goolm, this file's build tag), its keys in Threadline's
+// database through dbutil (Postgres, or modernc SQLite), so they survive
+// restarts.
+
+package matrix
+
+import (
+	"context"
+	"fmt"
+
+	"go.mau.fi/util/dbutil"
+	"maunium.net/go/mautrix/crypto/cryptohelper"
+)
+
+// EncryptionAvailable reports whether this build can do end-to-end encryption.
+const EncryptionAvailable = true
+
+func (b *Bot) initCrypto(ctx context.Context, pickleKey []byte) error {
+	db, err := dbutil.NewWithDB(b.cfg.CryptoDB, b.cfg.CryptoDialect)
+	if err != nil {
+		return fmt.Errorf("matrix: crypto database: %w", err)
+	}
+	db.Log = dbutil.ZeroLogger(zerologFor(b.log.With("component", "crypto_db")))
+	// The helper creates mautrix's state store (mx_*) and crypto store
+	// (crypto_*) in db. Its Close would close Threadline's database, so the
+	// bot never calls it.
+	h, err := cryptohelper.NewCryptoHelper(b.cli, pickleKey, db)
+	if err != nil {
+		return fmt.Errorf("matrix: encryption: %w", err)
+	}
+	h.DecryptErrorCallback = b.onUndecryptable
+	if err := h.Init(ctx); err != nil {
+		return fmt.Errorf("matrix: encryption: %w", err)
+	}
+	b.cli.Crypto = h
+	b.crypto = h
+	return nil
+}

@@ -1,0 +1,258 @@
+// format.go: chatops views as Matrix message content: a plain body and an HTML
+// formatted_body rendered from the view's Markdown with goldmark (raw HTML in
+// the agent's text is dropped, never passed through), kept under the event size
+// limit.
+
+package matrix
+
+import (
+	"bytes"
+	"encoding/json"
+	"html"
+	"strings"
+
+	"github.com/yuin/goldmark"
+	"github.com/yuin/goldmark/extension"
+	gmhtml "github.com/yuin/goldmark/renderer/html"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+// Event size budget. Dendrite refuses events over 65,536 bytes; an edit carries
+// the text once in m.new_content (mautrix cuts the fallback body), and
+// Megolm's base64 ciphertext is a third larger than the plaintext.
+const (
+	maxContentBytes          = 56 << 10
+	maxEncryptedContentBytes = 40 << 10
+)
+
+var markdown = goldmark.New(
+	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify, extension.TaskList),
+	goldmark.WithRendererOptions(gmhtml.WithHardWraps()),
+)
+
+// renderMarkdown returns md as HTML. Raw HTML in md is omitted by goldmark's
+// safe default.
+func renderMarkdown(md string) string {
+	var buf bytes.Buffer
+	if err := markdown.Convert([]byte(md), &buf); err != nil {
+		return "<pre>" + html.EscapeString(md) + "</pre>"
+	}
+	return strings.TrimSpace(buf.String())
+}
+
+// Reaction keys users answer cards with.
+const (
+	KeyApprove        = "✅"
+	KeyApproveSession = "🔁"
+	KeyDecline        = "❌"
+	KeyStop           = "⏹️"
+)
+
+// optionKeys are the reactions for a question's first options.
+var optionKeys = []string{"1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣", "6️⃣", "7️⃣", "8️⃣", "9️⃣", "🔟"}
+
+// reactionButton maps a reaction key to the button it presses; variation
+// selectors are ignored so "⏹" and "⏹️" are the same key.
+func reactionButton(key string) (string, bool) {
+	switch normKey(key) {
+	case normKey(KeyApprove), normKey("✔️"), normKey("👍"):
+		return chatops.ButtonApprove, true
+	case normKey(KeyApproveSession):
+		return chatops.ButtonApproveSession, true
+	case normKey(KeyDecline), normKey("👎"):
+		return chatops.ButtonDecline, true
+	case normKey(KeyStop), normKey("🛑"):
+		return chatops.ButtonStop, true
+	}
+	for i, k := range optionKeys {
+		if normKey(k) == normKey(key) {
+			return chatops.ButtonOptionPrefix + itoa(i), true
+		}
+	}
+	return "", false
+}
+
+func normKey(k string) string { return strings.ReplaceAll(k, "\ufe0f", "") }
+
+func itoa(i int) string {
+	b, _ := json.Marshal(i)
+	return string(b)
+}
+
+// cardKeys returns the reactions that answer a view's buttons, in order.
+func cardKeys(v chatops.View) []string {
+	var out []string
+	for _, b := range v.Buttons {
+		switch {
+		case b.ID == chatops.ButtonApprove:
+			out = append(out, KeyApprove)
+		case b.ID == chatops.ButtonApproveSession:
+			out = append(out, KeyApproveSession)
+		case b.ID == chatops.ButtonDecline:
+			out = append(out, KeyDecline)
+		case b.ID == chatops.ButtonCancel:
+			out = append(out, KeyStop)
+		case strings.HasPrefix(b.ID, chatops.ButtonOptionPrefix):
+			if n := optionIndex(b.ID); n >= 0 && n < len(optionKeys) {
+				out = append(out, optionKeys[n])
+			}
+		}
+	}
+	return out
+}
+
+func optionIndex(buttonID string) int {
+	var n int
+	if err := json.Unmarshal([]byte(strings.TrimPrefix(buttonID, chatops.ButtonOptionPrefix)), &n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// isCard reports whether the view asks the user for an answer.
+func isCard(v chatops.View) bool {
+	for _, b := range v.Buttons {
+		if b.ID != chatops.ButtonStop {
+			return true
+		}
+	}
+	return false
+}
+
+// hasStop reports whether the view is a running answer (it offers Stop).
+func hasStop(v chatops.View) bool {
+	for _, b := range v.Buttons {
+		if b.ID == chatops.ButtonStop {
+			return true
+		}
+	}
+	return false
+}
+
+// hint tells how to press the view's buttons in Matrix.
+func hint(v chatops.View) string {
+	if len(v.Buttons) == 0 {
+		return ""
+	}
+	var parts []string
+	options := 0
+	for _, b := range v.Buttons {
+		switch {
+		case b.ID == chatops.ButtonStop:
+			parts = append(parts, KeyStop+" stop")
+		case b.ID == chatops.ButtonApprove:
+			parts = append(parts, KeyApprove+" approve")
+		case b.ID == chatops.ButtonApproveSession:
+			parts = append(parts, KeyApproveSession+" approve for the session")
+		case b.ID == chatops.ButtonDecline:
+			parts = append(parts, KeyDecline+" decline")
+		case b.ID == chatops.ButtonCancel:
+			parts = append(parts, KeyStop+" stop the turn")
+		case strings.HasPrefix(b.ID, chatops.ButtonOptionPrefix):
+			options++
+		}
+	}
+	s := "React " + strings.Join(parts, " · ")
+	if !isCard(v) {
+		return s
+	}
+	if options > 0 || hasButton(v, chatops.ButtonAnswer) {
+		return s + ", or reply in this thread with an option's number or your answer."
+	}
+	return s + ", or reply in this thread: approve, approve session, deny or stop."
+}
+
+func hasButton(v chatops.View, id string) bool {
+	for _, b := range v.Buttons {
+		if b.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// content is the message content of a view: the plain body and the HTML body.
+func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
+	var plain []string
+	if v.Status != "" {
+		plain = append(plain, v.Status)
+	}
+	if v.Body != "" {
+		plain = append(plain, v.Body)
+	}
+	if len(v.Steps) > 0 {
+		plain = append(plain, strings.Join(v.Steps, "\n"))
+	}
+	if v.Footer != "" {
+		plain = append(plain, v.Footer)
+	}
+	h := hint(v)
+	if h != "" {
+		plain = append(plain, h)
+	}
+	var htmlParts []string
+	if v.Status != "" {
+		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Status)+"</em></p>")
+	}
+	if v.Body != "" {
+		htmlParts = append(htmlParts, renderMarkdown(v.Body))
+	}
+	if len(v.Steps) > 0 {
+		var b strings.Builder
+		b.WriteString("<ul>")
+		for _, s := range v.Steps {
+			b.WriteString("<li><code>" + html.EscapeString(s) + "</code></li>")
+		}
+		b.WriteString("</ul>")
+		htmlParts = append(htmlParts, b.String())
+	}
+	if v.Footer != "" {
+		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Footer)+"</em></p>")
+	}
+	if h != "" {
+		htmlParts = append(htmlParts, "<p><sub>"+html.EscapeString(h)+"</sub></p>")
+	}
+	c := &event.MessageEventContent{
+		MsgType:       event.MsgNotice,
+		Body:          strings.Join(plain, "\n\n"),
+		Format:        event.FormatHTML,
+		FormattedBody: strings.Join(htmlParts, "\n"),
+		Mentions:      &event.Mentions{UserIDs: mentions},
+	}
+	if c.Body == "" {
+		c.Body = "…"
+		c.Format, c.FormattedBody = "", ""
+	}
+	return c
+}
+
+// fit keeps the content under limit bytes of JSON: first without the HTML
+// body, then with the plain body cut. It reports whether it cut anything.
+func fit(c *event.MessageEventContent, limit int) bool {
+	size := func() int {
+		b, _ := json.Marshal(c)
+		return len(b)
+	}
+	if size() <= limit {
+		return false
+	}
+	c.Format, c.FormattedBody = "", ""
+	const suffix = "\n\n… (cut: the message is too long for one Matrix event)"
+	orig := c.Body
+	n := len(orig)
+	for size() > limit && n > 0 {
+		// JSON escaping can grow text up to six times (\u00XX): cut by the
+		// measured overshoot and measure again.
+		n = max(n-(size()-limit)-len(suffix), 0)
+		for n > 0 && !utf8RuneStart(orig[n]) {
+			n--
+		}
+		c.Body = orig[:n] + suffix
+	}
+	return true
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

@@ -1,0 +1,538 @@
+// harness_test.go: the world the end-to-end tests run in: a real Dendrite, the
+// real store (Postgres at TEST_DATABASE_URL, or SQLite), run hub, prompt
+// service and chatops.Threads, a scripted agent, the bot, and humans as
+// mautrix clients that sync and record what they see.
+
+package matrix_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/bot/matrix"
+	"github.com/threadline-bot/threadline/bot/matrix/dendritetest"
+	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/storetest"
+)
+
+// testLog is quiet unless MATRIX_TEST_LOG=1.
+func testLog(t *testing.T) *slog.Logger {
+	if os.Getenv("MATRIX_TEST_LOG") == "1" {
+		return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.DiscardHandler)
+}
+
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// scripted is an agent.Provider whose turns are functions.
+type scripted struct {
+	mu    sync.Mutex
+	turns []func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error
+}
+
+func (p *scripted) ID() agent.ProviderID { return "fake" }
+
+func (p *scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
+	return agent.Capabilities{Interactions: true}, nil
+}
+
+func (p *scripted) add(f func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.turns = append(p.turns, f)
+}
+
+func (p *scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	p.mu.Lock()
+	if len(p.turns) == 0 {
+		p.mu.Unlock()
+		emit(agent.Event{Type: agent.EventRunFailed, Text: "no scripted turn left"})
+		return agent.ErrRunFailed
+	}
+	f := p.turns[0]
+	p.turns = p.turns[1:]
+	p.mu.Unlock()
+	return f(ctx, req, emit)
+}
+
+// script is one agent turn: text streamed in pieces, optionally an approval
+// in the middle, optionally a gate the turn waits on before its last piece.
+type script struct {
+	before   []string
+	approval bool
+	after    []string
+	gate     <-chan struct{}
+	pause    time.Duration
+}
+
+func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s-" + req.RunID})
+	sleep := func() bool {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(s.pause):
+			return true
+		}
+	}
+	stream := func(parts []string) bool {
+		for _, p := range parts {
+			emit(agent.Event{Type: agent.EventAssistantDelta, Text: p})
+			if !sleep() {
+				return false
+			}
+		}
+		return true
+	}
+	interrupted := func() error {
+		emit(agent.Event{Type: agent.EventRunInterrupted})
+		return nil
+	}
+	if !stream(s.before) {
+		return interrupted()
+	}
+	if s.approval {
+		emit(agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t1", Name: "Bash", Summary: "Bash: rm -rf build"}})
+		emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
+			ID: "perm-1", NativeID: json.RawMessage(`"perm-1"`), Kind: agent.KindCommandApproval,
+			Title: "Bash: rm -rf build", Command: "rm -rf build",
+		}})
+		var resp agent.InteractionResponse
+		select {
+		case resp = <-req.Responses:
+		case <-ctx.Done():
+			return interrupted()
+		}
+		status := agent.StatusDeclined
+		switch resp.Decision {
+		case agent.DecisionApprove:
+			status = agent.StatusApproved
+		case agent.DecisionApproveSession:
+			status = agent.StatusApprovedForSession
+		case agent.DecisionCancel:
+			status = agent.StatusCancelled
+		}
+		emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: resp.InteractionID, Status: status, Decision: resp.Decision, By: resp.By}})
+		emit(agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{ID: "t1", Name: "Bash"}})
+	}
+	last := len(s.after)
+	if s.gate != nil && last > 0 {
+		last--
+	}
+	if !stream(s.after[:last]) {
+		return interrupted()
+	}
+	if s.gate != nil {
+		select {
+		case <-s.gate:
+		case <-ctx.Done():
+			return interrupted()
+		}
+		if !stream(s.after[last:]) {
+			return interrupted()
+		}
+	}
+	emit(agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{InputTokens: 1200, OutputTokens: 345}})
+	emit(agent.Event{Type: agent.EventRunCompleted})
+	return nil
+}
+
+// chatStore adapts store.Store to chatops.ChatStore and prompt.Chats (as
+// cmd/threadline does).
+type chatStore struct{ st *store.Store }
+
+func (c chatStore) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
+	if ch.ID == "" {
+		ch.ID = uuid.NewString()
+	}
+	sc := store.Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
+	if err := c.st.CreateChat(ctx, &sc); err != nil {
+		return chatops.Chat{}, err
+	}
+	return ch, nil
+}
+
+func (c chatStore) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
+	sc, err := c.st.GetChat(ctx, id)
+	if err != nil {
+		return chatops.Chat{}, err
+	}
+	return chatops.Chat{ID: sc.ID, Title: sc.Title, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
+}
+
+func (c chatStore) UpdateChat(ctx context.Context, ch chatops.Chat) error {
+	sc, err := c.st.GetChat(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	sc.Title, sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Title, ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
+	return c.st.UpdateChat(ctx, sc)
+}
+
+func (c chatStore) Chat(ctx context.Context, id string) (prompt.Chat, error) {
+	sc, err := c.st.GetChat(ctx, id)
+	if err != nil {
+		return prompt.Chat{}, err
+	}
+	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
+		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending}, nil
+}
+
+func (c chatStore) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
+	return c.st.SetSession(ctx, chatID, provider, sessionID)
+}
+
+type feed struct {
+	hub *runhub.Hub
+	st  *store.Store
+}
+
+func (f feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
+	return f.hub.Subscribe(ctx, chatID, afterSeq)
+}
+
+func (f feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
+	return f.st.LastSeq(ctx, chatID)
+}
+
+type ledger struct{ st *store.Store }
+
+func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
+	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
+}
+
+func (l ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
+	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
+}
+
+// world is one test's homeserver, backend and people.
+type world struct {
+	t       *testing.T
+	hs      *dendritetest.Server
+	st      *store.Store
+	dialect string
+	svc     *prompt.Service
+	core    *chatops.Bot
+	prov    *scripted
+	log     *slog.Logger
+	policy  *chatops.Policy
+
+	botUser    dendritetest.User
+	alice, bob dendritetest.User
+
+	// the running bot process: its Threads and Bot
+	threads *chatops.Threads
+	bot     *matrix.Bot
+	stop    context.CancelFunc
+	done    chan error
+}
+
+func newWorld(t *testing.T, dialect string) *world {
+	t.Helper()
+	hs := dendritetest.Start(t, dendritetest.Options{})
+	st := storetest.Open(t, dialect)
+	log := testLog(t)
+	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
+	t.Cleanup(func() { _ = hub.Close() })
+	prov := &scripted{}
+	chats := chatStore{st}
+	svc := prompt.New(hub, chats, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: ledger{st}})
+	w := &world{
+		t: t, hs: hs, st: st, dialect: dialect, svc: svc, prov: prov, log: log,
+		core:    chatops.New(chats, svc, feed{hub: hub, st: st}, nil, log),
+		botUser: hs.Register(t, "threadline"), alice: hs.Register(t, "alice"), bob: hs.Register(t, "bob"),
+	}
+	// alice may run and approve; bob may run but not approve.
+	w.policy = &chatops.Policy{}
+	w.policy.Set(chatops.Scope{Platform: matrix.Platform, Workspace: dendritetest.ServerName},
+		chatops.Rules{Allow: []string{string(w.alice.ID), string(w.bob.ID)}, Approvers: []string{string(w.alice.ID)}})
+	return w
+}
+
+// startBot starts a bot process (Threads + Bot) over the world's store.
+func (w *world) startBot(encryption bool) {
+	t := w.t
+	t.Helper()
+	w.threads = chatops.NewThreads(w.core, w.st, w.policy, chatops.ThreadsOptions{
+		DefaultAgent: "fake", Workdir: t.TempDir(),
+		Budget: chatops.Budget{MinInterval: 150 * time.Millisecond},
+	}, w.log)
+	bot, err := matrix.New(matrix.Config{
+		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
+		Encryption: encryption, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect,
+		TypingTimeout: 3 * time.Second,
+	}, w.threads, w.st, w.st, w.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- bot.Run(ctx) }()
+	select {
+	case <-bot.Ready():
+	case err := <-done:
+		cancel()
+		t.Fatalf("bot did not start: %v", err)
+	case <-time.After(60 * time.Second):
+		cancel()
+		t.Fatal("bot not ready after 60 s")
+	}
+	w.bot, w.stop, w.done = bot, cancel, done
+	t.Cleanup(w.stopBot)
+}
+
+// stopBot stops the bot process: the sync and the renderers.
+func (w *world) stopBot() {
+	if w.stop == nil {
+		return
+	}
+	w.stop()
+	select {
+	case err := <-w.done:
+		if err != nil {
+			w.t.Errorf("bot.Run: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		w.t.Error("bot did not stop within 30 s")
+	}
+	_ = w.threads.Close()
+	w.stop = nil
+}
+
+// human is a person's client that syncs and records what it sees.
+type human struct {
+	t    *testing.T
+	user dendritetest.User
+	cli  *mautrix.Client
+
+	mu     sync.Mutex
+	events []*event.Event
+	typers map[id.UserID]bool // users ever seen typing
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// humanCrypto sets up end-to-end encryption for a human's client; nil in
+// builds without goolm.
+var humanCrypto func(t *testing.T, cli *mautrix.Client)
+
+func (w *world) human(u dendritetest.User, encryption bool) *human {
+	t := w.t
+	t.Helper()
+	cli := w.hs.Login(t, u, id.DeviceID(strings.ToUpper(u.Name[:3])+"DEV"))
+	h := &human{t: t, user: u, cli: cli, typers: map[id.UserID]bool{}, done: make(chan struct{})}
+	syncer := mautrix.NewDefaultSyncer()
+	cli.Syncer = syncer
+	cli.Store = mautrix.NewMemorySyncStore()
+	if encryption {
+		if humanCrypto == nil {
+			t.Fatal("encryption needs -tags goolm")
+		}
+		humanCrypto(t, cli)
+	} else {
+		cli.StateStore = mautrix.NewMemoryStateStore()
+		syncer.OnEvent(cli.StateStoreSyncHandler)
+	}
+	syncer.OnEvent(func(_ context.Context, evt *event.Event) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		switch evt.Type {
+		case event.EventMessage, event.EventReaction, event.StateMember:
+			h.events = append(h.events, evt)
+		case event.EphemeralEventTyping:
+			for _, u := range evt.Content.AsTyping().UserIDs {
+				h.typers[u] = true
+			}
+		}
+	})
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop = cancel
+	go func() {
+		defer close(h.done)
+		if err := cli.SyncWithContext(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			t.Logf("%s sync: %v", u.Name, err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-h.done
+	})
+	return h
+}
+
+func (h *human) snapshot() []*event.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.events)
+}
+
+func (h *human) sawTyping(u id.UserID) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.typers[u]
+}
+
+// wait polls cond over what h has seen until it holds.
+func (h *human) wait(what string, timeout time.Duration, cond func(evs []*event.Event) bool) []*event.Event {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		evs := h.snapshot()
+		if cond(evs) {
+			return evs
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("%s: waited %s for %s; saw:\n%s", h.user.Name, timeout, what, dump(evs))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func dump(evs []*event.Event) string {
+	var b strings.Builder
+	for _, e := range evs {
+		raw, _ := json.Marshal(e.Content.Raw)
+		if len(raw) > 300 {
+			raw = append(raw[:300], "…"...)
+		}
+		fmt.Fprintf(&b, "  %s %s %s %s\n", e.ID, e.Sender, e.Type.Type, raw)
+	}
+	return b.String()
+}
+
+// room creates a room with the bot and bob invited (encrypted when asked)
+// and waits until both joined.
+func (w *world) room(alice, bob *human, encrypted bool) id.RoomID {
+	t := w.t
+	t.Helper()
+	req := &mautrix.ReqCreateRoom{Preset: "private_chat", Name: "threadline test", Invite: []id.UserID{w.botUser.ID, w.bob.ID}}
+	if encrypted {
+		req.InitialState = []*event.Event{{
+			Type: event.StateEncryption, StateKey: new(string),
+			Content: event.Content{Parsed: &event.EncryptionEventContent{Algorithm: id.AlgorithmMegolmV1}},
+		}}
+	}
+	resp, err := alice.cli.CreateRoom(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := bob.cli.JoinRoomByID(t.Context(), resp.RoomID); err != nil {
+		t.Fatal(err)
+	}
+	joined := func(u id.UserID) func([]*event.Event) bool {
+		return func(evs []*event.Event) bool {
+			return slices.ContainsFunc(evs, func(e *event.Event) bool {
+				return e.RoomID == resp.RoomID && e.Type == event.StateMember && e.GetStateKey() == string(u) &&
+					e.Content.AsMember().Membership == event.MembershipJoin
+			})
+		}
+	}
+	alice.wait("the bot to join", 30*time.Second, joined(w.botUser.ID))
+	alice.wait("bob to join", 30*time.Second, joined(w.bob.ID))
+	return resp.RoomID
+}
+
+// say sends a text message (a mention of the bot when mention is set) and
+// returns its id; thread is the thread to post in ("" for the main timeline).
+func (h *human) say(room id.RoomID, thread id.EventID, text string, mention ...id.UserID) id.EventID {
+	h.t.Helper()
+	c := &event.MessageEventContent{MsgType: event.MsgText, Body: text, Mentions: &event.Mentions{UserIDs: mention}}
+	if thread != "" {
+		c.GetRelatesTo().SetThread(thread, thread)
+	}
+	resp, err := h.cli.SendMessageEvent(h.t.Context(), room, event.EventMessage, c)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp.EventID
+}
+
+func (h *human) react(room id.RoomID, target id.EventID, key string) {
+	h.t.Helper()
+	if _, err := h.cli.SendReaction(h.t.Context(), room, target, key); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// Views of what a human saw from the bot.
+
+func msgContent(e *event.Event) *event.MessageEventContent {
+	if e.Type != event.EventMessage {
+		return nil
+	}
+	_ = e.Content.ParseRaw(e.Type)
+	return e.Content.AsMessage()
+}
+
+// botPosts returns the bot's messages in the thread that are not edits.
+func botPosts(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.EventID) []*event.Event {
+	var out []*event.Event
+	for _, e := range evs {
+		c := msgContent(e)
+		if c == nil || e.Sender != bot || e.RoomID != room || c.RelatesTo.GetReplaceID() != "" {
+			continue
+		}
+		if c.RelatesTo.GetThreadParent() == thread {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// editsOf returns the edits of orig in order.
+func editsOf(evs []*event.Event, orig id.EventID) []*event.Event {
+	var out []*event.Event
+	for _, e := range evs {
+		if c := msgContent(e); c != nil && c.RelatesTo.GetReplaceID() == orig {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// current returns what the message shows now: its latest edit's new content
+// or the original.
+func current(evs []*event.Event, orig *event.Event) *event.MessageEventContent {
+	c := msgContent(orig)
+	for _, e := range editsOf(evs, orig.ID) {
+		if ec := msgContent(e); ec != nil && ec.NewContent != nil {
+			c = ec.NewContent
+		}
+	}
+	return c
+}
+
+// postWith returns the bot's first post in the thread whose current content
+// contains text.
+func postWith(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.EventID, text string) *event.Event {
+	for _, p := range botPosts(evs, bot, room, thread) {
+		if c := current(evs, p); c != nil && strings.Contains(c.Body, text) {
+			return p
+		}
+	}
+	return nil
+}

@@ -1,0 +1,324 @@
+// inbound.go: what people do in the bot's rooms, turned into chatops calls:
+// invites (joined when an allowed user invites), messages (a mention, the
+// display name or "!threadline" addresses the bot; a Matrix thread is a chat,
+// and a mention outside a thread starts a thread on that message), replies
+// that answer an open card, reactions that press a card's buttons, and
+// encrypted events the bot cannot read.
+
+package matrix
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+// CommandPrefix addresses the bot without a mention: "!threadline stop".
+const CommandPrefix = "!threadline"
+
+// firstSeen reports whether the event is new (not a replay after a restart).
+func (b *Bot) firstSeen(ctx context.Context, evt *event.Event) bool {
+	if b.seen == nil {
+		return true
+	}
+	ok, err := b.seen.FirstSeen(ctx, Platform, string(evt.ID))
+	if err != nil {
+		b.log.WarnContext(ctx, "record a seen event", "event_id", evt.ID, "err", err)
+		return true
+	}
+	return ok
+}
+
+// onMember joins rooms an allowed user invites the bot to and declines the
+// other invites.
+func (b *Bot) onMember(ctx context.Context, evt *event.Event) {
+	if evt.GetStateKey() != string(b.me) {
+		return
+	}
+	m := evt.Content.AsMember()
+	if m.Membership != event.MembershipInvite {
+		return
+	}
+	room := evt.RoomID
+	if b.cli.StateStore.IsInRoom(ctx, room, b.me) {
+		return
+	}
+	p := b.place(room, "")
+	if !b.desk.Policy().Allowed(user(evt.Sender), p, chatops.ActRun) {
+		b.log.InfoContext(ctx, "declining an invite from a user who may not use the bot", "room_id", room, "inviter", evt.Sender)
+		if _, err := b.cli.LeaveRoom(ctx, room, &mautrix.ReqLeave{Reason: "only allowed users may invite this bot"}); err != nil {
+			b.log.WarnContext(ctx, "decline invite", "room_id", room, "err", err)
+		}
+		return
+	}
+	if _, err := b.cli.JoinRoomByID(ctx, room); err != nil {
+		b.log.WarnContext(ctx, "join room", "room_id", room, "err", err)
+		return
+	}
+	b.log.InfoContext(ctx, "joined room", "room_id", room, "inviter", evt.Sender)
+}
+
+// addressed reports whether the message is for the bot and returns its text
+// without the bot's mention or command prefix.
+func (b *Bot) addressed(c *event.MessageEventContent) (bool, string) {
+	text := strings.TrimSpace(c.Body)
+	mentioned := c.Mentions != nil && c.Mentions.Has(b.me)
+	if rest, ok := cutPrefixFold(text, CommandPrefix); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\n') {
+		return true, strings.TrimSpace(rest)
+	}
+	for _, name := range []string{string(b.me), b.displayName, "@" + b.me.Localpart()} {
+		if name == "" {
+			continue
+		}
+		if rest, ok := cutPrefixFold(text, name); ok && (rest == "" || strings.ContainsRune(" :,\n", rune(rest[0]))) {
+			return true, strings.TrimSpace(strings.TrimLeft(rest, ":, \n"))
+		}
+	}
+	for _, name := range []string{string(b.me), b.displayName} {
+		if name != "" && containsWord(text, name) {
+			return true, text
+		}
+	}
+	return mentioned, text
+}
+
+func cutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+func containsWord(text, name string) bool {
+	re, err := regexp.Compile(`(?i)(^|[^\pL\pN_@])` + regexp.QuoteMeta(name) + `($|[^\pL\pN_])`)
+	return err == nil && re.MatchString(text)
+}
+
+// onMessage hands a message to chatops, or to an open card of its thread.
+func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
+	if evt.Sender == b.me {
+		return
+	}
+	c := evt.Content.AsMessage()
+	if c == nil || c.RelatesTo.GetReplaceID() != "" || c.MsgType == event.MsgNotice || c.MsgType == event.MsgVerificationRequest {
+		return // edits, other bots' notices, verification requests
+	}
+	if !b.firstSeen(ctx, evt) {
+		return
+	}
+	c.RemoveReplyFallback()
+	mentioned, text := b.addressed(c)
+	thread := c.RelatesTo.GetThreadParent()
+	if thread != "" && b.answerCard(ctx, evt, b.place(evt.RoomID, thread), text, mentioned) {
+		return
+	}
+	if thread == "" {
+		thread = evt.ID
+	}
+	msg := chatops.Message{
+		Place: b.place(evt.RoomID, thread), ID: string(evt.ID), User: user(evt.Sender),
+		Text: text, Mentioned: mentioned, Direct: b.direct(ctx, evt.RoomID),
+	}
+	if c.MsgType.IsMedia() {
+		if !mentioned && !msg.Direct {
+			// A file is a prompt only in a bound thread that takes replies
+			// without mentions; chatops decides.
+			msg.Text = ""
+		}
+		f, err := b.download(ctx, c)
+		if err != nil {
+			b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
+		} else {
+			msg.Files = []chatops.File{f}
+			msg.Text = strings.TrimSpace(c.GetCaption())
+		}
+	}
+	if err := b.desk.HandleMessage(ctx, msg); err != nil && !errors.Is(err, chatops.ErrForbidden) {
+		b.log.WarnContext(ctx, "handle message", "event_id", evt.ID, "room_id", evt.RoomID, "err", err)
+	}
+}
+
+// direct reports whether the room is a conversation of the bot and one person.
+func (b *Bot) direct(ctx context.Context, room id.RoomID) bool {
+	members, err := b.cli.StateStore.GetRoomJoinedOrInvitedMembers(ctx, room)
+	return err == nil && len(members) == 2
+}
+
+// answerCard treats a reply in a thread with an open card as its answer. It
+// reports whether the message was taken as one.
+func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place, text string, mentioned bool) bool {
+	cards := b.cards.openIn(p)
+	if len(cards) == 0 {
+		return false
+	}
+	c := cards[0]
+	ans, ok := parseReply(c, text)
+	if !ok {
+		return false
+	}
+	u := user(evt.Sender)
+	if !b.desk.MayAnswer(u, p) {
+		if ans.button.ID == "" && !mentioned {
+			return false // free text from someone else: an ordinary message
+		}
+		if err := b.Ephemeral(ctx, p, u, "You are not allowed to answer the agent's requests here; ask an approver."); err != nil {
+			b.log.WarnContext(ctx, "refuse an answer", "err", err)
+		}
+		return true
+	}
+	if ans.button.ID != "" {
+		b.click(ctx, p, u, ans.button)
+		return true
+	}
+	ref, err := b.answerRef(c)
+	if err != nil || ans.qid == "" {
+		_ = b.Ephemeral(ctx, p, u, "I cannot tell which question this answers; react with an option instead.")
+		return true
+	}
+	if err := b.desk.HandleAnswer(ctx, chatops.Answer{Place: p, User: u, Ref: ref, Answers: map[string]string{ans.qid: ans.text}}); err != nil {
+		b.log.InfoContext(ctx, "answer a question", "err", err)
+	}
+	return true
+}
+
+func (b *Bot) answerRef(c *card) (chatops.Ref, error) {
+	bt, ok := c.button(chatops.ButtonAnswer)
+	if !ok {
+		return chatops.Ref{}, ErrNoCard
+	}
+	return chatops.DecodeRef(bt.Value)
+}
+
+func (b *Bot) click(ctx context.Context, p chatops.Place, u chatops.User, bt chatops.Button) {
+	ref, err := chatops.DecodeRef(bt.Value)
+	if err != nil {
+		b.log.WarnContext(ctx, "card button without a ref", "button", bt.ID, "err", err)
+		return
+	}
+	if err := b.desk.HandleClick(ctx, chatops.Click{Place: p, User: u, Button: bt.ID, Ref: ref}); err != nil && !errors.Is(err, chatops.ErrForbidden) {
+		b.log.InfoContext(ctx, "handle a card answer", "button", bt.ID, "err", err)
+	}
+}
+
+// onReaction presses the button a reaction on one of the bot's messages
+// stands for.
+func (b *Bot) onReaction(ctx context.Context, evt *event.Event) {
+	if evt.Sender == b.me {
+		return
+	}
+	r := evt.Content.AsReaction()
+	if r == nil {
+		return
+	}
+	name, ok := reactionButton(r.RelatesTo.GetAnnotationKey())
+	if !ok {
+		return
+	}
+	if !b.firstSeen(ctx, evt) {
+		return
+	}
+	c, err := b.lookupCard(ctx, evt.RoomID, r.RelatesTo.GetAnnotationID())
+	if err != nil {
+		if !errors.Is(err, ErrNoCard) {
+			b.log.InfoContext(ctx, "reaction to an unknown message", "event_id", evt.ID, "err", err)
+		}
+		return
+	}
+	bt, ok := c.button(name)
+	if !ok && name == chatops.ButtonStop {
+		bt, ok = c.button(chatops.ButtonCancel) // ⏹ on a card stops the turn
+	}
+	if !ok {
+		if len(c.buttons) == 0 {
+			_ = b.Ephemeral(ctx, c.place, user(evt.Sender), "That request is no longer waiting for an answer.")
+		}
+		return
+	}
+	b.click(ctx, c.place, user(evt.Sender), bt)
+}
+
+// undecryptableCooldown spaces the notices about unreadable messages in one
+// room.
+const undecryptableCooldown = 20 * time.Second
+
+// notifyUnreadable tells the room that the bot could not read evt.
+func (b *Bot) notifyUnreadable(ctx context.Context, evt *event.Event, why string) {
+	b.noticeMu.Lock()
+	if time.Since(b.noticedAt[evt.RoomID]) < undecryptableCooldown {
+		b.noticeMu.Unlock()
+		return
+	}
+	b.noticedAt[evt.RoomID] = time.Now()
+	b.noticeMu.Unlock()
+	text := fmt.Sprintf("%s: I could not decrypt your message, so I did not act on it. %s", b.Mention(user(evt.Sender).Qualified()), why)
+	c := content(chatops.View{Body: text}, []id.UserID{evt.Sender})
+	rel := relatesTo(evt.Content.Raw)
+	if rel != nil && rel.GetThreadParent() != "" {
+		c.GetRelatesTo().SetThread(rel.GetThreadParent(), evt.ID)
+	} else {
+		c.GetRelatesTo().SetReplyTo(evt.ID)
+	}
+	if _, err := b.send(ctx, evt.RoomID, "notice", c); err != nil {
+		b.log.WarnContext(ctx, "post an undecryptable notice", "room_id", evt.RoomID, "err", err)
+	}
+}
+
+// onEncryptedWithoutCrypto answers encrypted messages when encryption is off.
+func (b *Bot) onEncryptedWithoutCrypto(ctx context.Context, evt *event.Event) {
+	if evt.Sender == b.me || !b.firstSeen(ctx, evt) {
+		return
+	}
+	b.log.InfoContext(ctx, "encrypted message while encryption is off", "room_id", evt.RoomID, "event_id", evt.ID)
+	b.notifyUnreadable(ctx, evt, "This bot runs without end-to-end encryption (matrix.encryption is off); use an unencrypted room or ask the operator to enable encryption.")
+}
+
+// onUndecryptable is the crypto helper's report of an event it could not
+// decrypt (no session arrived, or a bad one).
+func (b *Bot) onUndecryptable(evt *event.Event, err error) {
+	if evt.Sender == b.me {
+		return
+	}
+	b.log.Warn("undecryptable event", "room_id", evt.RoomID, "event_id", evt.ID, "sender", evt.Sender, "err", err)
+	b.enqueue(context.Background(), evt, func(ctx context.Context, evt *event.Event) {
+		if !b.firstSeen(ctx, evt) {
+			return
+		}
+		b.notifyUnreadable(ctx, evt, "Its keys did not reach my device ("+err.Error()+"). Make sure your client shares room keys with unverified devices, then send it again.")
+	})
+}
+
+// download fetches a message's attachment, decrypting encrypted files.
+func (b *Bot) download(ctx context.Context, c *event.MessageEventContent) (chatops.File, error) {
+	name := c.GetFileName()
+	mime := ""
+	if c.Info != nil {
+		mime = c.Info.MimeType
+	}
+	uri := c.URL
+	if c.File != nil {
+		uri = c.File.URL
+	}
+	parsed, err := uri.Parse()
+	if err != nil {
+		return chatops.File{}, err
+	}
+	data, err := b.cli.DownloadBytes(ctx, parsed)
+	if err != nil {
+		return chatops.File{}, err
+	}
+	if c.File != nil {
+		if err := c.File.DecryptInPlace(data); err != nil {
+			return chatops.File{}, err
+		}
+	}
+	return chatops.File{Name: name, MediaType: mime, Data: data}, nil
+}
