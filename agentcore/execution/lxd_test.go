@@ -157,7 +157,7 @@ func TestLXDPreparerLifecycle(t *testing.T) {
 		projects: map[string]execution.Project{"p": {Name: "p", Container: name}},
 		secrets:  map[string][]agent.EnvVar{"p": {{Key: "API_KEY", Value: "sk-it-secret"}}},
 	}
-	prep, err := execution.New(nil, execution.Options{
+	prep := execution.New(nil, execution.Options{
 		LXD: c, Projects: projects, Image: image, Instructions: instructions,
 		Agents: map[agent.ProviderID]execution.Agent{
 			"shagent": {
@@ -168,9 +168,6 @@ func TestLXDPreparerLifecycle(t *testing.T) {
 			"missing": {Bin: "no-such-agent", InstallHint: "npm install -g no-such-agent"},
 		},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	prepare := func(t *testing.T, provider agent.ProviderID) (*agent.ContainerTarget, []agent.Event, error) {
 		t.Helper()
 		var evs []agent.Event
@@ -276,10 +273,7 @@ func TestLXDWorkspaceMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	projects := &memProjects{projects: map[string]execution.Project{"p": {Name: "p", Container: name, Workspace: ws}}}
-	prep, err := execution.New(nil, execution.Options{LXD: c, Projects: projects, Image: image, Agents: map[agent.ProviderID]execution.Agent{"shagent": {Bin: "sh"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	prep := execution.New(nil, execution.Options{LXD: c, Projects: projects, Image: image, Agents: map[agent.ProviderID]execution.Agent{"shagent": {Bin: "sh"}}})
 	if _, err := prep.Prepare(t.Context(), "shagent", agent.RunRequest{Project: "p"}, func(agent.Event) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -516,11 +510,8 @@ func TestLXDProjectRunEndToEnd(t *testing.T) {
 	}
 	var logs bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	prep, err := execution.New(logger, execution.Options{LXD: &execution.LXC{Logger: logger}, Projects: projects, Image: image,
+	prep := execution.New(logger, execution.Options{Projects: projects, Image: image,
 		Agents: map[agent.ProviderID]execution.Agent{"shagent": {Bin: "sh"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	st := storetest.Open(t, store.DialectSQLite)
 	hub := runhub.New(st, logger, runhub.Options{Owner: "it"})
 	t.Cleanup(func() { hub.Close() })

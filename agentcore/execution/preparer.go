@@ -115,7 +115,7 @@ type Credential struct {
 
 // Options configure a Preparer.
 type Options struct {
-	// LXD is the seam to LXD (normally &LXC{}); required.
+	// LXD is the seam to LXD; nil means &LXC{Bin: Client}.
 	LXD LXD
 	// Projects reads projects and their secrets; required.
 	Projects Projects
@@ -148,18 +148,22 @@ type Preparer struct {
 	provisioned map[string]bool
 }
 
-// New returns a Preparer. A nil logger discards logs.
-func New(logger *slog.Logger, opts Options) (*Preparer, error) {
-	if opts.LXD == nil || opts.Projects == nil {
-		return nil, errors.New("execution: LXD and Projects are required")
+// New returns a Preparer. A nil logger discards logs. opts.Projects is
+// required (New panics without it: a wiring error).
+func New(logger *slog.Logger, opts Options) *Preparer {
+	if opts.Projects == nil {
+		panic("execution: Options.Projects is required")
 	}
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	if opts.LXD == nil {
+		opts.LXD = &LXC{Bin: opts.Client, Logger: logger}
+	}
 	if opts.CredentialTimeout <= 0 {
 		opts.CredentialTimeout = DefaultCredentialTimeout
 	}
-	return &Preparer{log: logger, opts: opts, locks: map[string]chan struct{}{}, provisioned: map[string]bool{}}, nil
+	return &Preparer{log: logger, opts: opts, locks: map[string]chan struct{}{}, provisioned: map[string]bool{}}
 }
 
 func (p *Preparer) agent(id agent.ProviderID) Agent {

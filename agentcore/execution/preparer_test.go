@@ -84,11 +84,7 @@ func newFixture(t *testing.T, mutate func(*Options)) *fixture {
 	if mutate != nil {
 		mutate(&opts)
 	}
-	var err error
-	f.prep, err = New(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f.prep = New(slog.New(slog.NewTextHandler(f.logs, &slog.HandlerOptions{Level: slog.LevelDebug})), opts)
 	return f
 }
 
