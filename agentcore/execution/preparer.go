@@ -34,16 +34,16 @@ const DefaultCredentialTimeout = 30 * time.Second
 var (
 	// ErrProjectNotFound is returned (by Projects, passed through) when the
 	// chat names a project that does not exist.
-	ErrProjectNotFound = errors.New("execution: project not found")
+	ErrProjectNotFound = errors.New("project not found")
 	// ErrNoContainer is returned for a project without a container name.
-	ErrNoContainer = errors.New("execution: the project has no container")
+	ErrNoContainer = errors.New("the project has no container")
 	// ErrNoImage is returned when a missing container has to be created and
 	// neither the project nor the configuration names an image.
-	ErrNoImage = errors.New("execution: no image to create the container from")
+	ErrNoImage = errors.New("no image to create the container from")
 	// ErrAgentMissing is returned when the agent CLI is not on the
 	// container's PATH; the text has the install hint. It wraps
 	// agent.ErrNotInstalled.
-	ErrAgentMissing = fmt.Errorf("execution: %w in the project container", agent.ErrNotInstalled)
+	ErrAgentMissing = fmt.Errorf("%w in the project container", agent.ErrNotInstalled)
 )
 
 // Project is the part of a project the preparer needs.
@@ -210,17 +210,18 @@ func system(subtype, text string) agent.Event {
 // Prepare readies the container of req.Project for a run of provider and
 // returns the target the provider executes in (see the package doc). emit
 // receives the system/container_* events; it is the run's event path. The
-// errors name the project and container; they never contain a secret value.
+// errors name the container (the caller names the project); they never
+// contain a secret value.
 func (p *Preparer) Prepare(ctx context.Context, provider agent.ProviderID, req agent.RunRequest, emit func(agent.Event)) (*agent.ContainerTarget, error) {
 	if req.Project == "" {
 		return nil, fmt.Errorf("%w: the chat has no project", ErrProjectNotFound)
 	}
 	proj, err := p.opts.Projects.Project(ctx, req.Project)
 	if err != nil {
-		return nil, fmt.Errorf("project %s: %w", req.Project, err)
+		return nil, err
 	}
 	if proj.Container == "" {
-		return nil, fmt.Errorf("project %s: %w", proj.Name, ErrNoContainer)
+		return nil, fmt.Errorf("%w (set one with threadline project add %s --container C)", ErrNoContainer, proj.Name)
 	}
 	in := Instance{Remote: p.opts.Remote, Name: proj.Container}
 	log := p.log.With("project", proj.Name, "container", in.Ref(), "chat_id", req.ChatID, "run_id", req.RunID)
@@ -232,7 +233,7 @@ func (p *Preparer) Prepare(ctx context.Context, provider agent.ProviderID, req a
 
 	created, err := p.ensureRunning(ctx, log, proj, in, emit)
 	if err != nil {
-		return nil, fmt.Errorf("project %s: %w", proj.Name, err)
+		return nil, err
 	}
 	if proj.Status != StatusRunning {
 		if err := p.opts.Projects.SetProjectStatus(ctx, proj.Name, StatusRunning); err != nil {
@@ -251,7 +252,7 @@ func (p *Preparer) Prepare(ctx context.Context, provider agent.ProviderID, req a
 		}
 	}
 	if err := p.provision(ctx, log, in, proj, prof, bin); err != nil {
-		return nil, fmt.Errorf("project %s: %w", proj.Name, err)
+		return nil, err
 	}
 	p.setProvisioned(in.Ref(), true)
 

@@ -398,7 +398,7 @@ type projectStore struct{ st *store.Store }
 func (p projectStore) Project(ctx context.Context, name string) (execution.Project, error) {
 	sp, err := p.st.GetProject(ctx, name)
 	if errors.Is(err, store.ErrNotFound) {
-		return execution.Project{}, fmt.Errorf("%w: %s (add it with: threadline project add %s --container C)", execution.ErrProjectNotFound, name, name)
+		return execution.Project{}, fmt.Errorf("%w (add it with: threadline project add %s --container C)", execution.ErrProjectNotFound, name)
 	}
 	if err != nil {
 		return execution.Project{}, err

@@ -93,6 +93,17 @@ func TestProjectCommands(t *testing.T) {
 		}
 	})
 
+	t.Run("a run in an unknown project fails clearly", func(t *testing.T) {
+		code, out, errs, err := run(t, "", "run", "--config", cfg, "--agent", "claude", "--project", "nope", "--events", "jsonl", "hi")
+		if code == 0 || err == nil {
+			t.Fatalf("run succeeded: %s", out)
+		}
+		want := "Project nope: project not found (add it with: threadline project add nope --container C)"
+		if !strings.Contains(out, want) {
+			t.Errorf("events lack %q:\n%s\n%s", want, out, errs)
+		}
+	})
+
 	t.Run("remove keeps the container by default", func(t *testing.T) {
 		out := mustRun(t, "", "project", "remove", "api")
 		if !strings.Contains(out, "container api-c is kept") {
