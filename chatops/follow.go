@@ -6,6 +6,8 @@ package chatops
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -42,13 +44,14 @@ func (t *Threads) ensureFollower(ctx context.Context, chatID string, place Place
 		}
 		from = seq
 	}
-	t.start(chatID, place, from, f == nil)
+	t.start(chatID, place, from, f == nil, false)
 	return nil
 }
 
 // start runs the chat's follower from seq from (or from where the last one
-// stopped when fresh is false) unless one runs.
-func (t *Threads) start(chatID string, place Place, from int64, fresh bool) {
+// stopped when fresh is false) unless one runs. resumed marks a follower
+// started after a restart, which ends runs the event log never ended.
+func (t *Threads) start(chatID string, place Place, from int64, fresh, resumed bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	f := t.followers[chatID]
@@ -64,7 +67,7 @@ func (t *Threads) start(chatID string, place Place, from int64, fresh bool) {
 	}
 	f.place, f.running, f.kick = place, true, false
 	start := f.next
-	t.wg.Go(func() { t.follow(f, start) })
+	t.wg.Go(func() { t.follow(f, start, resumed) })
 }
 
 // Resume restarts the rendering of the platform's runs whose messages do not
@@ -86,7 +89,7 @@ func (t *Threads) Resume(ctx context.Context, platform string) error {
 	}
 	for chatID, seq := range from {
 		t.log.InfoContext(ctx, "resuming the rendering of a chat", "chat", chatID, "after_seq", seq)
-		t.start(chatID, place[chatID], seq, true)
+		t.start(chatID, place[chatID], seq, true, true)
 	}
 	return nil
 }
@@ -96,7 +99,7 @@ func renderTick(b Budget) time.Duration {
 }
 
 // follow renders the chat until it has been idle for IdleFollow.
-func (t *Threads) follow(f *follower, from int64) {
+func (t *Threads) follow(f *follower, from int64, resumed bool) {
 	ctx, cancel := context.WithCancel(t.base)
 	defer cancel()
 	log := t.log.With("chat", f.chatID)
@@ -153,7 +156,7 @@ func (t *Threads) follow(f *follower, from int64) {
 		t.mu.Unlock()
 	}
 	// orphan ends a run the event log never ended (the process that ran it
-	// died): its messages say so.
+	// died, or its events could not be stored): its messages say so.
 	orphan := func() {
 		if cur == nil || cur.done() {
 			return
@@ -185,6 +188,7 @@ func (t *Threads) follow(f *follower, from int64) {
 					cur = newRunState(ropts, f.chatID, ev.RunID, project)
 				}
 				cur.apply(ev)
+				t.noteInteraction(cur, ev.Type)
 				switch {
 				case cur.done():
 					finish()
@@ -195,7 +199,9 @@ func (t *Threads) follow(f *follower, from int64) {
 				}
 			}
 			log.DebugContext(ctx, "render event", "seq", ev.Seq, "type", ev.Type, "caught_up", caughtUp)
-			if ev.Seq == caughtUp {
+			if resumed && ev.Seq == caughtUp {
+				// The replay after a restart reached the end of the log: a
+				// run still open there died with the process that ran it.
 				orphan()
 			}
 			if !idle.Stop() {
@@ -239,4 +245,42 @@ func urgent(typ string) bool {
 		return true
 	}
 	return false
+}
+
+// noteInteraction keeps the pending interactions of live runs, for the
+// front-ends' answer forms.
+func (t *Threads) noteInteraction(r *runState, typ string) {
+	switch agent.EventType(typ) {
+	case agent.EventInteractionRequested, agent.EventInteractionResolved:
+	default:
+		if !r.done() {
+			return
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, c := range r.cards {
+		k := r.runID + "|" + id
+		if c.res == nil && !r.done() {
+			in := c.in
+			t.pending[k] = &in
+		} else {
+			delete(t.pending, k)
+		}
+	}
+}
+
+// ErrNoInteraction is returned by Questions for an interaction that is not
+// pending.
+var ErrNoInteraction = errors.New("chatops: no such pending interaction")
+
+// Questions returns the questions of the pending interaction a button names.
+func (t *Threads) Questions(_ context.Context, ref Ref) ([]agent.Question, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	in, ok := t.pending[ref.RunID+"|"+ref.InteractionID]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoInteraction, ref.InteractionID)
+	}
+	return in.Questions, nil
 }

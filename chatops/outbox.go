@@ -136,12 +136,13 @@ type outbox struct {
 	log     *slog.Logger
 	stream  bool
 
-	mu      sync.Mutex
-	slots   map[string]*oslot // by run id + "|" + slot
-	paused  time.Time
-	buckets map[opKind]*bucket
-	stats   OutboxStats
-	wake    chan struct{}
+	mu          sync.Mutex
+	streamFails int
+	slots       map[string]*oslot // by run id + "|" + slot
+	paused      time.Time
+	buckets     map[opKind]*bucket
+	stats       OutboxStats
+	wake        chan struct{}
 }
 
 func newOutbox(s Surface, st Store, b Budget, stream bool, log *slog.Logger) *outbox {
@@ -372,9 +373,13 @@ func (o *outbox) send(ctx context.Context, j *job) {
 		if err == nil {
 			streaming, newStreamed = true, j.sv.View.Body
 		} else if errors.Is(err, ErrStreamingUnavailable) {
-			o.log.InfoContext(ctx, "native streaming unavailable, posting and editing", "workspace", rm.Place.Workspace, "err", err)
+			// Post this message; after a few refusals stop trying to stream.
 			o.mu.Lock()
-			o.stream = false
+			o.streamFails++
+			if o.streamFails >= 3 {
+				o.stream = false
+				o.log.InfoContext(ctx, "native streaming unavailable, posting and editing", "workspace", rm.Place.Workspace, "err", err)
+			}
 			o.mu.Unlock()
 			id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
 		}

@@ -363,7 +363,7 @@ func (r *runState) cardView(c *card) View {
 	default:
 		title = "The agent asks for approval"
 	}
-	fmt.Fprintf(&b, "*%s*", oneLine(title, 200))
+	fmt.Fprintf(&b, "**%s**", oneLine(title, 200))
 	if in.Command != "" {
 		fmt.Fprintf(&b, "\n```\n%s\n```", clipBlock(in.Command, r.opts.CardLimit))
 	}
@@ -379,7 +379,7 @@ func (r *runState) cardView(c *card) View {
 	for _, q := range in.Questions {
 		b.WriteString("\n")
 		if q.Header != "" {
-			fmt.Fprintf(&b, "*%s* ", oneLine(q.Header, 100))
+			fmt.Fprintf(&b, "**%s** ", oneLine(q.Header, 100))
 		}
 		b.WriteString(oneLine(q.Text, 500))
 		for i, o := range q.Options {
@@ -460,7 +460,7 @@ func resolutionWord(res *agent.Resolution) string {
 }
 
 func (r *runState) resolutionLine(res *agent.Resolution) string {
-	s := "*" + resolutionWord(res) + "*"
+	s := "**" + resolutionWord(res) + "**"
 	if res.By != "" {
 		s += " by " + r.opts.Mention(res.By)
 	}

@@ -59,6 +59,7 @@ type Threads struct {
 	queues    map[string][]queued
 	watching  map[string]bool
 	binding   map[Place]*sync.Mutex
+	pending   map[string]*agent.Interaction // by run id + "|" + interaction id
 }
 
 type queued struct {
@@ -87,6 +88,7 @@ func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger 
 		base: ctx, cancel: cancel,
 		surfaces: map[string]Surface{}, outboxes: map[string]*outbox{}, followers: map[string]*follower{},
 		queues: map[string][]queued{}, watching: map[string]bool{}, binding: map[Place]*sync.Mutex{},
+		pending: map[string]*agent.Interaction{},
 	}
 }
 
@@ -145,6 +147,12 @@ func (t *Threads) Stats(platform, workspace string) OutboxStats {
 		return OutboxStats{}
 	}
 	return o.snapshot()
+}
+
+// FirstSeen records an inbound platform event id (Slack event_id) and reports
+// whether it is new: retries and duplicates report false and must be dropped.
+func (t *Threads) FirstSeen(ctx context.Context, platform, eventID string) (bool, error) {
+	return t.store.FirstSeen(ctx, platform, eventID)
 }
 
 // File is a file attached to a message.

@@ -339,7 +339,7 @@ func TestThreads(t *testing.T) {
 			}
 			waitFor(t, "the answered card", func() bool {
 				c := f.find(thread, func(m *message) bool { return m.id == card.id })
-				return strings.Contains(c.view.Body, "*Approved for this session* by <@UAPPROVER>") && len(c.view.Buttons) == 0
+				return strings.Contains(c.view.Body, "**Approved for this session** by <@UAPPROVER>") && len(c.view.Buttons) == 0
 			})
 			// A second click on the answered card is refused politely.
 			if err := f.threads.HandleClick(t.Context(), chatops.Click{Place: thread, User: user("UAPPROVER"), Button: approveSession.ID, Ref: ref}); err == nil {

@@ -1,0 +1,250 @@
+// Package slack is the Slack front-end: Slack threads become chats through
+// chatops. It speaks Socket Mode (default) or the HTTP Events API with an
+// interactivity endpoint, over slack-go v0.35.0.
+//
+// Every inbound request is acknowledged first (Slack wants an answer within
+// 3 s) and acted on after; Events API retries and duplicate deliveries are
+// dropped by event_id, recorded in the store so that this holds across
+// restarts. Messages of one thread are handled in order.
+package slack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/slack-go/slack"
+	"github.com/slack-go/slack/slackevents"
+	"github.com/slack-go/slack/socketmode"
+
+	"github.com/threadline-bot/threadline/chatops"
+)
+
+// Bot is a running Slack front-end.
+type Bot struct {
+	cfg     Config
+	api     *slack.Client
+	threads *chatops.Threads
+	log     *slog.Logger
+	surface *surface
+
+	mu      sync.Mutex
+	ready   chan struct{}
+	botUser string
+	team    string
+	lanes   map[string]*lane
+	wg      sync.WaitGroup
+	base    context.Context
+	cancel  context.CancelFunc
+}
+
+// New checks the config and returns a Bot over threads. Call Run to connect.
+// Options are for tests (slack.OptionHTTPClient, ...).
+func New(cfg Config, threads *chatops.Threads, logger *slog.Logger, opts ...slack.Option) (*Bot, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	o := []slack.Option{slack.OptionAPIURL(cfg.APIURL)}
+	if cfg.AppToken != "" {
+		o = append(o, slack.OptionAppLevelToken(cfg.AppToken))
+	}
+	api := slack.New(cfg.BotToken, append(o, opts...)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	b := &Bot{
+		cfg: cfg, api: api, threads: threads, log: logger.With("platform", Platform),
+		surface: &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}},
+		ready:   make(chan struct{}), lanes: map[string]*lane{}, base: ctx, cancel: cancel,
+	}
+	return b, nil
+}
+
+// Run connects (auth.test), resumes the rendering of runs a previous process
+// left unfinished and serves Slack until ctx ends: over Socket Mode, or, in
+// http mode, through Handler (which must be mounted by the caller).
+func (b *Bot) Run(ctx context.Context) error {
+	defer func() {
+		b.cancel()
+		b.wg.Wait()
+	}()
+	auth, err := b.api.AuthTestContext(ctx)
+	if err != nil {
+		return fmt.Errorf("slack: auth.test: %w", err)
+	}
+	b.mu.Lock()
+	b.botUser, b.team = auth.UserID, auth.TeamID
+	b.mu.Unlock()
+	b.threads.Attach(Platform, b.surface)
+	close(b.ready)
+	b.log.InfoContext(ctx, "slack connected", "team", auth.TeamID, "bot_user", auth.UserID, "mode", b.cfg.Mode)
+	if err := b.threads.Resume(ctx, Platform); err != nil {
+		b.log.WarnContext(ctx, "resume rendering", "err", err)
+	}
+	if b.cfg.Mode == ModeHTTP {
+		<-ctx.Done()
+		return nil
+	}
+	return b.runSocket(ctx)
+}
+
+// Ready is closed once Run has connected.
+func (b *Bot) Ready() <-chan struct{} { return b.ready }
+
+func (b *Bot) identity() (botUser, team string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.botUser, b.team
+}
+
+// runSocket reads Socket Mode events until ctx ends. The client reconnects by
+// itself; envelopes are acked before they are acted on.
+func (b *Bot) runSocket(ctx context.Context) error {
+	sm := socketmode.New(b.api)
+	errc := make(chan error, 1)
+	go func() { errc <- sm.RunContext(ctx) }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errc:
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("slack: socket mode: %w", err)
+		case ev, ok := <-sm.Events:
+			if !ok {
+				return nil
+			}
+			b.onSocketEvent(ctx, sm, ev)
+		}
+	}
+}
+
+func (b *Bot) onSocketEvent(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
+	switch ev.Type {
+	case socketmode.EventTypeConnected:
+		b.log.InfoContext(ctx, "socket mode connected")
+	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage:
+		b.log.WarnContext(ctx, "socket mode trouble", "type", ev.Type, "err", fmt.Sprint(ev.Data))
+	case socketmode.EventTypeInvalidAuth:
+		b.log.ErrorContext(ctx, "socket mode: invalid app token")
+	case socketmode.EventTypeEventsAPI:
+		if ev.Request != nil {
+			b.ack(ctx, sm, ev.Request, nil)
+		}
+		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
+			b.onEventsAPI(e)
+		}
+	case socketmode.EventTypeInteractive:
+		cb, ok := ev.Data.(slack.InteractionCallback)
+		if !ok || ev.Request == nil {
+			return
+		}
+		var payload any
+		if cb.Type == slack.InteractionTypeViewSubmission {
+			if resp := validateSubmission(cb); resp != nil {
+				b.ack(ctx, sm, ev.Request, resp)
+				return
+			}
+		}
+		b.ack(ctx, sm, ev.Request, payload)
+		b.onInteraction(cb)
+	case socketmode.EventTypeSlashCommand:
+		cmd, ok := ev.Data.(slack.SlashCommand)
+		if ev.Request != nil {
+			b.ack(ctx, sm, ev.Request, nil)
+		}
+		if ok {
+			b.onSlash(cmd)
+		}
+	}
+}
+
+func (b *Bot) ack(ctx context.Context, sm *socketmode.Client, req *socketmode.Request, payload any) {
+	var err error
+	if payload != nil {
+		err = sm.AckCtx(ctx, req.EnvelopeID, payload)
+	} else {
+		err = sm.AckCtx(ctx, req.EnvelopeID, nil)
+	}
+	if err != nil {
+		b.log.WarnContext(ctx, "socket mode ack", "envelope", req.EnvelopeID, "err", err)
+	}
+}
+
+// Handler serves the HTTP Events API (/slack/events), interactivity
+// (/slack/interactivity) and the slash command (/slack/commands), each
+// signature-checked. Mount it on the http listener in http mode.
+func (b *Bot) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /slack/events", b.serveEvents)
+	mux.HandleFunc("POST /slack/interactivity", b.serveInteractivity)
+	mux.HandleFunc("POST /slack/commands", b.serveCommand)
+	return mux
+}
+
+// lane runs one thread's work in order.
+type lane struct {
+	work chan func(context.Context)
+}
+
+const laneDepth = 64
+
+// enqueue runs f on the key's lane after the ack; work of one key runs in
+// order, different keys concurrently.
+func (b *Bot) enqueue(key string, f func(ctx context.Context)) {
+	b.mu.Lock()
+	l := b.lanes[key]
+	if l == nil {
+		l = &lane{work: make(chan func(context.Context), laneDepth)}
+		b.lanes[key] = l
+		b.wg.Go(func() { b.drainLane(key, l) })
+	}
+	select {
+	case l.work <- f:
+	default:
+		b.log.Warn("slack work queue full, dropping an event", "lane", key)
+	}
+	b.mu.Unlock()
+}
+
+func (b *Bot) drainLane(key string, l *lane) {
+	for {
+		b.mu.Lock()
+		select {
+		case f := <-l.work:
+			b.mu.Unlock()
+			b.safely(f)
+		default:
+			delete(b.lanes, key)
+			b.mu.Unlock()
+			return
+		}
+	}
+}
+
+// safely runs f, turning a panic into a log line.
+func (b *Bot) safely(f func(context.Context)) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.Error("slack handler panic", "panic", fmt.Sprint(r))
+		}
+	}()
+	f(b.base)
+}
+
+// report logs what a handler returned; refusals are not errors.
+func (b *Bot) report(ctx context.Context, what string, err error) {
+	switch {
+	case err == nil:
+	case errors.Is(err, chatops.ErrForbidden):
+		b.log.InfoContext(ctx, "refused", "what", what, "err", err)
+	default:
+		b.log.WarnContext(ctx, "slack handler", "what", what, "err", err)
+	}
+}

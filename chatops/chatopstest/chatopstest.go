@@ -1,0 +1,211 @@
+// Package chatopstest wires the real prompt service, run hub and store behind a
+// chatops.Bot with a scripted agent provider, for the tests of chatops and of
+// the front-ends.
+package chatopstest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/store"
+)
+
+// Turn is one scripted agent turn.
+type Turn func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error
+
+// Scripted is an agent.Provider ("fake") whose turns are scripted.
+type Scripted struct {
+	mu    sync.Mutex
+	turns []Turn
+	reqs  []agent.RunRequest
+}
+
+var _ agent.Provider = (*Scripted)(nil)
+
+// ID implements agent.Provider.
+func (p *Scripted) ID() agent.ProviderID { return "fake" }
+
+// Capabilities implements agent.Provider.
+func (p *Scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
+	return agent.Capabilities{Resume: true, Interactions: true, Images: true}, nil
+}
+
+// Run plays the next scripted turn.
+func (p *Scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	p.mu.Lock()
+	p.reqs = append(p.reqs, req)
+	if len(p.turns) == 0 {
+		p.mu.Unlock()
+		return errors.New("no scripted turn left")
+	}
+	f := p.turns[0]
+	p.turns = p.turns[1:]
+	p.mu.Unlock()
+	return f(ctx, req, emit)
+}
+
+// Add queues turns.
+func (p *Scripted) Add(f ...Turn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.turns = append(p.turns, f...)
+}
+
+// Requests returns the requests the provider received.
+func (p *Scripted) Requests() []agent.RunRequest {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]agent.RunRequest(nil), p.reqs...)
+}
+
+// Answer is a turn that streams text and completes with usage.
+func Answer(text ...string) Turn {
+	return func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s1"})
+		for _, t := range text {
+			emit(agent.Event{Type: agent.EventAssistantDelta, Text: t})
+		}
+		emit(agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.0123}})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	}
+}
+
+// Gated streams text, then waits for release (or cancellation).
+func Gated(release <-chan struct{}, text string) Turn {
+	return func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventAssistantDelta, Text: text})
+		select {
+		case <-release:
+			emit(agent.Event{Type: agent.EventRunCompleted})
+		case <-ctx.Done():
+			emit(agent.Event{Type: agent.EventRunInterrupted})
+		}
+		return nil
+	}
+}
+
+// Asking asks for approval of command, reports the answer on got, and then
+// answers text.
+func Asking(id, command string, got chan<- agent.InteractionResponse, text string) Turn {
+	return func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
+			ID: id, NativeID: []byte(`"` + id + `"`), Kind: agent.KindCommandApproval, Title: "Run a command", Command: command}})
+		var r agent.InteractionResponse
+		select {
+		case r = <-req.Responses:
+		case <-ctx.Done():
+			emit(agent.Event{Type: agent.EventRunInterrupted})
+			return nil
+		}
+		got <- r
+		status := map[agent.Decision]string{agent.DecisionApprove: "approved", agent.DecisionApproveSession: "approved_for_session",
+			agent.DecisionDecline: "declined", agent.DecisionCancel: "cancelled", agent.DecisionAnswer: "answered"}[r.Decision]
+		emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: id, Status: status, Decision: r.Decision, By: r.By}})
+		emit(agent.Event{Type: agent.EventAssistantDelta, Text: text})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	}
+}
+
+// Chats adapts store.Store to chatops.ChatStore and prompt.Chats.
+type Chats struct{ St *store.Store }
+
+// CreateChat implements chatops.ChatStore.
+func (c Chats) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
+	sc := store.Chat{ID: ch.ID, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
+	return ch, c.St.CreateChat(ctx, &sc)
+}
+
+// GetChat implements chatops.ChatStore.
+func (c Chats) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
+	sc, err := c.St.GetChat(ctx, id)
+	if err != nil {
+		return chatops.Chat{}, err
+	}
+	return chatops.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
+}
+
+// UpdateChat implements chatops.ChatStore.
+func (c Chats) UpdateChat(ctx context.Context, ch chatops.Chat) error {
+	sc, err := c.St.GetChat(ctx, ch.ID)
+	if err != nil {
+		return err
+	}
+	sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
+	return c.St.UpdateChat(ctx, sc)
+}
+
+// Chat implements prompt.Chats.
+func (c Chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
+	sc, err := c.St.GetChat(ctx, id)
+	if err != nil {
+		return prompt.Chat{}, err
+	}
+	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Mode: agent.Mode(sc.Mode), Project: sc.Project,
+		Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending}, nil
+}
+
+// SetSession implements prompt.Chats.
+func (c Chats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
+	return c.St.SetSession(ctx, chatID, provider, sessionID)
+}
+
+// Feed adapts the hub and store to chatops.Feed.
+type Feed struct {
+	Hub *runhub.Hub
+	St  *store.Store
+}
+
+// Subscribe implements chatops.Feed.
+func (f Feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
+	return f.Hub.Subscribe(ctx, chatID, afterSeq)
+}
+
+// LastSeq implements chatops.Feed.
+func (f Feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
+	return f.St.LastSeq(ctx, chatID)
+}
+
+// Stack is the core behind a chatops.Bot.
+type Stack struct {
+	St   *store.Store
+	Hub  *runhub.Hub
+	Svc  *prompt.Service
+	Prov *Scripted
+	Bot  *chatops.Bot
+}
+
+// NewStack wires a Bot over st with a scripted provider; the hub is closed in
+// t.Cleanup.
+func NewStack(t testing.TB, st *store.Store, log *slog.Logger) *Stack {
+	t.Helper()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
+	t.Cleanup(func() { hub.Close() })
+	prov := &Scripted{}
+	svc := prompt.New(hub, Chats{st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test"})
+	return &Stack{St: st, Hub: hub, Svc: svc, Prov: prov, Bot: chatops.New(Chats{st}, svc, Feed{hub, st}, nil, log)}
+}
+
+// WaitFor polls cond every 10 ms until it holds or 20 s passed.
+func WaitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
