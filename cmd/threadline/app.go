@@ -21,6 +21,8 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/providers/claude"
+	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/minimax"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -39,6 +41,22 @@ var builtins = map[string]builtin{
 		installHint: "npm install -g @anthropic-ai/claude-code",
 		new: func(log *slog.Logger) agent.Provider {
 			return claude.New(log, claude.Options{})
+		},
+	},
+	"codex": {
+		name:        "Codex",
+		defaultBin:  "codex",
+		installHint: "npm install -g @openai/codex",
+		new: func(log *slog.Logger) agent.Provider {
+			return codex.New(log, codex.Options{})
+		},
+	},
+	"minimax": {
+		name:        "MiniMax (through the Codex CLI)",
+		defaultBin:  "codex",
+		installHint: "npm install -g @openai/codex, then set agents.minimax.env.MINIMAX_API_KEY",
+		new: func(log *slog.Logger) agent.Provider {
+			return minimax.New(log, minimax.Options{})
 		},
 	},
 }
