@@ -94,6 +94,10 @@ func builtins() []Definition {
 		InstallHint: "npm install -g opencode-ai",
 		Docs:        "https://opencode.ai/docs/cli/",
 	}
+	// opencode is driven over ACP (`opencode acp`): approvals reach the chat as
+	// cards. Its print mode (`opencode run --format json`) is opencode-run.
+	opencodeRun := opencode.clone()
+	opencodeRun.ID, opencodeRun.Name = "opencode-run", "OpenCode (run --format json)"
 	mimo := opencode.clone()
 	mimo.ID, mimo.Name, mimo.Executable, mimo.Fallbacks = "mimo", "MiMo Code", "mimo", nil
 	mimo.VerifiedVersions = nil
@@ -309,7 +313,7 @@ func builtins() []Definition {
 	codebuddy.Docs = "https://www.codebuddy.ai/cli"
 
 	return []Definition{
-		claude, codex, minimax, opencode, gemini, qwen, kimi, kiro, kilo, devin, hermes, vibe,
+		claude, codex, minimax, opencodeACP(opencode), opencodeRun, gemini, qwen, kimi, kiro, kilo, devin, hermes, vibe,
 		reasonix, vela, trae, pi, antigravity, aider, grok, deepseek, atomcode, cursor, mimo,
 		copilot, qoder, amp, codebuddy,
 	}
@@ -399,4 +403,13 @@ func ParseCursorModels(stdout string) []string {
 		out = append(out, m[1])
 	}
 	return out
+}
+
+// opencodeACP is OpenCode over ACP, sharing the executable, versions, models and
+// auth check of its print-mode definition.
+func opencodeACP(run Definition) Definition {
+	d := acp("opencode", "OpenCode", run.Executable, "acp")
+	d.Fallbacks, d.VerifiedVersions, d.Models, d.Auth = run.Fallbacks, run.VerifiedVersions, run.Models, run.Auth
+	d.InstallHint, d.Docs, d.NativeFork = run.InstallHint, "https://opencode.ai/docs/acp/", false
+	return d
 }
