@@ -122,6 +122,7 @@ const fakeClaude = `#!/bin/sh
 read -r line
 sid=in-container-session
 tok=missing; [ "$PROJECT_TOKEN" = "sk-in-container-secret" ] && tok=present
+grep -q '"host-login"' /root/.claude/.credentials.json && printf '{"token":"refreshed-in-container"}' > /root/.claude/.credentials.json
 printf '{"type":"system","subtype":"init","session_id":"%s","model":"fake","cwd":"%s"}\n' "$sid" "$(pwd)"
 printf '{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"host=%s cwd=%s token=%s"}},"session_id":"%s"}\n' "$(hostname)" "$(pwd)" "$tok" "$sid"
 printf '{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"%s"}\n' "$sid"
@@ -136,6 +137,17 @@ func TestProjectRunInContainer(t *testing.T) {
 	image := lxdImage(t)
 	dir := isolate(t)
 	cfg := projectConfig(t, dir, "lxd:\n  image: "+image+"\n")
+	// The host's Claude login: pushed into the container before a run, and
+	// copied back after a completed run that refreshed it.
+	claudeDir := filepath.Join(dir, "claude")
+	t.Setenv("CLAUDE_CONFIG_DIR", claudeDir)
+	creds := filepath.Join(claudeDir, ".credentials.json")
+	if err := os.MkdirAll(claudeDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(creds, []byte(`{"token":"host-login"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
 	container := "tl-cmd-" + hex.EncodeToString(b)
@@ -189,6 +201,9 @@ func TestProjectRunInContainer(t *testing.T) {
 	}
 	if strings.Contains(out+errs, "sk-in-container-secret") {
 		t.Error("the secret value was printed")
+	}
+	if got, err := os.ReadFile(creds); err != nil || string(got) != `{"token":"refreshed-in-container"}` {
+		t.Errorf("host credentials after the run = %q, %v; want the container's refreshed login", got, err)
 	}
 }
 
