@@ -371,7 +371,7 @@ func (o *outbox) send(ctx context.Context, j *job) {
 	case id == "" && o.stream && isAnswer && !j.sv.Final:
 		id, err = o.surface.(Streamer).StartStream(ctx, rm.Place, j.sv.View)
 		if err == nil {
-			streaming, newStreamed = true, j.sv.View.Body
+			streaming, newStreamed = true, streamBody(j.sv.View)
 		} else if errors.Is(err, ErrStreamingUnavailable) {
 			// Post this message; after a few refusals stop trying to stream.
 			o.mu.Lock()
@@ -386,7 +386,7 @@ func (o *outbox) send(ctx context.Context, j *job) {
 	case id == "":
 		id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
 	case streaming:
-		body := j.sv.View.Body
+		body := streamBody(j.sv.View)
 		if !strings.HasPrefix(body, streamed) {
 			// Not an append (cannot happen for a frozen part): end the stream
 			// with the whole view and edit from now on.
@@ -465,4 +465,13 @@ func (o *outbox) send(ctx context.Context, j *job) {
 			o.log.ErrorContext(ctx, "save rendered message", "run_id", row.RunID, "slot", row.Slot, "err", serr)
 		}
 	}
+}
+
+// streamBody is the Markdown a native stream shows for v: a placeholder shows
+// nothing, so that the answer's text can be appended to it.
+func streamBody(v View) string {
+	if v.Working {
+		return ""
+	}
+	return v.Body
 }

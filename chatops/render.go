@@ -223,7 +223,7 @@ func (r *runState) views() []SlotView {
 					len(body), map[bool]string{true: "attached as answer.md", false: "attached when the run ends"}[final])
 			}
 			if v.Body == "" && !final {
-				v.Body = "_Working…_"
+				v.Body, v.Working = "_Working…_", true
 			}
 			if final {
 				v.Footer = r.footer()
@@ -249,7 +249,7 @@ func (r *runState) views() []SlotView {
 
 func fallback(v View) string {
 	s := v.Body
-	if s == "" || s == "_Working…_" {
+	if s == "" || v.Working {
 		s = v.Status
 	}
 	const max = 3000

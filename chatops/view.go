@@ -29,6 +29,9 @@ type View struct {
 	// Fallback is plain text for notifications and clients without rich
 	// rendering; empty means Body.
 	Fallback string `json:"fallback,omitempty"`
+	// Working marks Body as a placeholder shown before the answer's first
+	// text (a native stream starts empty instead).
+	Working bool `json:"working,omitempty"`
 }
 
 // Text is the view's plain-text fallback.

@@ -199,10 +199,12 @@ func buttons(t testing.TB, m slacktest.Message) []chatops.Button {
 // context lines of a message.
 func blockText(t testing.TB, m slacktest.Message) (body string, context []string) {
 	t.Helper()
+	hasBody := false
 	for _, b := range parseBlocks(t, m) {
 		switch b.Type {
 		case "markdown":
 			_ = json.Unmarshal(b.Text, &body)
+			hasBody = true
 		case "context":
 			for _, raw := range b.Elements {
 				var e struct {
@@ -213,8 +215,8 @@ func blockText(t testing.TB, m slacktest.Message) (body string, context []string
 			}
 		}
 	}
-	if m.Markdown != "" {
-		body = m.Markdown
+	if !hasBody && m.Markdown != "" {
+		body = m.Markdown // streamed natively
 	}
 	return body, context
 }

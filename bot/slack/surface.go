@@ -169,7 +169,10 @@ func (s *surface) StartStream(ctx context.Context, p chatops.Place, v chatops.Vi
 	if !s.stream || p.Thread == "" {
 		return "", fmt.Errorf("%w: streaming is off", chatops.ErrStreamingUnavailable)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionTS(p.Thread), slack.MsgOptionMarkdownText(clip(v.Body, maxMarkdownText))}
+	opts := []slack.MsgOption{slack.MsgOptionTS(p.Thread)}
+	if !v.Working && v.Body != "" {
+		opts = append(opts, slack.MsgOptionMarkdownText(clip(v.Body, maxMarkdownText)))
+	}
 	if !strings.HasPrefix(p.Channel, "D") {
 		u, ok := s.recipient(p)
 		if !ok {

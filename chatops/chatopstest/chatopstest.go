@@ -209,3 +209,21 @@ func WaitFor(t testing.TB, what string, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// Slow streams the chunks with delay between them and completes.
+func Slow(chunks []string, delay time.Duration) Turn {
+	return func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		for _, c := range chunks {
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				emit(agent.Event{Type: agent.EventRunInterrupted})
+				return nil
+			}
+			emit(agent.Event{Type: agent.EventAssistantDelta, Text: c})
+		}
+		emit(agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{InputTokens: 10, OutputTokens: 20}})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	}
+}
