@@ -178,7 +178,7 @@ func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent
 		bin = h.opts.Bin
 	}
 	args := append(append(append([]string{}, h.opts.Args...), "app-server"), req.Args...)
-	spec := procrun.Spec{Bin: bin, Args: args, Dir: req.Cwd, Env: h.ChildEnv(req.Env), Stdin: true}
+	spec := procrun.Spec{Bin: bin, Args: args, Dir: req.Cwd, Env: h.ChildEnv(req.Env), Stdin: true, Container: req.Container}
 	// The process is deliberately not tied to ctx: cancellation reaches the
 	// agent as turn/interrupt; a kill is only the fallback.
 	proc, err := procrun.Start(context.WithoutCancel(ctx), logger, spec)

@@ -259,6 +259,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Args: args,
 		Dir:  req.Cwd,
 		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
+		// A project chat runs in its container (procrun builds the lxc exec).
+		Container: req.Container,
 	}
 	// One write of the whole prompt; WriteLine adds the final newline.
 	err = procrun.Run(ctx, logger, spec, parser, procrun.RunOptions{

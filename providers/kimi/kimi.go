@@ -154,6 +154,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Args: inv.Args,
 		Dir:  req.Cwd,
 		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
+		// A project chat runs in its container (procrun builds the lxc exec).
+		Container: req.Container,
 	}
 	ro := procrun.RunOptions{Provider: ProviderID, StopGrace: p.opts.StopGrace}
 	if inv.Stdin != nil {
