@@ -173,16 +173,26 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	}
 
 	// Antigravity reports no session id: snapshot its brain directory
-	// around a fresh run.
+	// around a fresh run. Inside a project container the directory is not on
+	// this host, so no session is discovered there.
 	var brain string
 	var before map[string]bool
-	if p.opts.CLI == Antigravity && resumeID(req) == "" {
+	if p.opts.CLI == Antigravity && resumeID(req) == "" && req.Container == nil {
 		brain = p.brainDir(env)
 		before = snapshot(brain)
 	}
 
+	dir := req.Cwd
+	if req.Container != nil {
+		// A project chat runs in its container: the same streaming over lxc exec.
+		bin, args, clientEnv, err := procrun.ContainerCommand(procrun.Spec{Bin: path, Args: inv.Args, Env: env, Container: req.Container})
+		if err != nil {
+			return err
+		}
+		path, inv.Args, env, dir = bin, args, clientEnv, ""
+	}
 	r := &run{p: p, logger: logger, emit: emit, tail: &tailBuffer{max: TailBytes}}
-	err = r.exec(ctx, path, inv, req.Cwd, env)
+	err = r.exec(ctx, path, inv, dir, env)
 	if err != nil || r.terminal != "" {
 		return err
 	}
