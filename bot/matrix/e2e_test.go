@@ -298,3 +298,101 @@ func TestInviteFromStranger(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// questionCard returns the bot's post in the thread that carries an answer
+// button (a question card).
+func questionCard(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.EventID) *event.Event {
+	for _, p := range botPosts(evs, bot, room, thread) {
+		if bs, ok := p.Content.Raw["org.threadline.buttons"].([]any); ok && strings.Contains(jsonString(bs), chatops.ButtonAnswer) {
+			return p
+		}
+	}
+	return nil
+}
+
+// TestAnswersByReply: cards are answered by replying in the thread: "deny"
+// declines an approval, a number picks a question's option, free text
+// answers it; a reply from someone who may not approve gets a notice.
+func TestAnswersByReply(t *testing.T) {
+	w := newWorld(t, "postgres")
+	w.startBot(false)
+	alice := w.human(w.alice, false)
+	bob := w.human(w.bob, false)
+	room := w.room(alice, bob, false)
+	bot := w.botUser.ID
+
+	// An approval denied by a reply.
+	w.prov.add(script{approval: true, after: []string{"Skipped."}}.turn)
+	root := alice.say(room, "", "!threadline clean up")
+	alice.wait("the approval card", waitLong, func(evs []*event.Event) bool { return cardPost(evs, bot, room, root) != nil })
+	bob.say(room, root, "approve")
+	alice.wait("the refusal to bob", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, bot, room, root, "not allowed to answer") != nil
+	})
+	alice.say(room, root, "deny")
+	evs := alice.wait("the declined card", waitLong, func(evs []*event.Event) bool {
+		c := cardPost(evs, bot, room, root)
+		return c != nil && strings.Contains(current(evs, c).Body, "Declined")
+	})
+	alice.wait("the end of the turn", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "Skipped.")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	_ = evs
+
+	// A question answered with an option's number, in a new thread.
+	w.prov.add(script{question: true}.turn)
+	root2 := alice.say(room, "", w.botUser.Name+": pick a color", bot)
+	evs = alice.wait("the question card", waitLong, func(evs []*event.Event) bool { return questionCard(evs, bot, room, root2) != nil })
+	q := questionCard(evs, bot, room, root2)
+	if body := msgContent(q).Body; !strings.Contains(body, "2. green") || !strings.Contains(body, "number") {
+		t.Errorf("question card %q", body)
+	}
+	alice.say(room, root2, "2")
+	alice.wait("the answer using green", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root2, "You chose green.")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+
+	// A question answered with free text.
+	w.prov.add(script{question: true}.turn)
+	alice.say(room, root2, "again", bot)
+	evs = alice.wait("the second question card", waitLong, func(evs []*event.Event) bool {
+		n := 0
+		for _, p := range botPosts(evs, bot, room, root2) {
+			if bs, ok := p.Content.Raw["org.threadline.buttons"].([]any); ok && strings.Contains(jsonString(bs), chatops.ButtonAnswer) {
+				n++
+			}
+		}
+		return n == 2
+	})
+	alice.say(room, root2, "Teal, please")
+	alice.wait("the answer using the free text", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root2, "You chose Teal, please.")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+}
+
+// TestThreadCommands: "!threadline <command>" and a mention with a command run
+// chatops commands in the thread.
+func TestThreadCommands(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	w.startBot(false)
+	alice := w.human(w.alice, false)
+	bob := w.human(w.bob, false)
+	room := w.room(alice, bob, false)
+	root := alice.say(room, "", "!threadline help")
+	alice.wait("the help", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, w.botUser.ID, room, root, "Commands") != nil
+	})
+	w.prov.add(script{before: []string{"Hi."}}.turn)
+	alice.say(room, root, "hello", w.botUser.ID)
+	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, w.botUser.ID, room, root, "Hi.")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	alice.say(room, root, "!threadline status")
+	alice.wait("the status", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, w.botUser.ID, room, root, "agent fake") != nil
+	})
+}

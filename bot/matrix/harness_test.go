@@ -84,6 +84,8 @@ func (p *scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 type script struct {
 	before   []string
 	approval bool
+	// question asks "Which color?" (red, green, blue) instead of an approval.
+	question bool
 	after    []string
 	gate     <-chan struct{}
 	pause    time.Duration
@@ -114,6 +116,24 @@ func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.
 	}
 	if !stream(s.before) {
 		return interrupted()
+	}
+	if s.question {
+		emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
+			ID: "ask-1", NativeID: json.RawMessage(`7`), Kind: agent.KindQuestion, Title: "Which color?",
+			Questions: []agent.Question{{ID: "color", Text: "Which color?", Options: []string{"red", "green", "blue"}}},
+		}})
+		var resp agent.InteractionResponse
+		select {
+		case resp = <-req.Responses:
+		case <-ctx.Done():
+			return interrupted()
+		}
+		status := agent.StatusDeclined
+		if resp.Decision == agent.DecisionAnswer {
+			status = agent.StatusAnswered
+			emit(agent.Event{Type: agent.EventAssistantDelta, Text: "You chose " + resp.Answers["color"] + ". "})
+		}
+		emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: resp.InteractionID, Status: status, Decision: resp.Decision, By: resp.By}})
 	}
 	if s.approval {
 		emit(agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t1", Name: "Bash", Summary: "Bash: rm -rf build"}})
@@ -240,6 +260,8 @@ type world struct {
 	prov    *scripted
 	log     *slog.Logger
 	policy  *chatops.Policy
+	// homeserver is the URL the bot talks to (default: Dendrite's).
+	homeserver string
 
 	botUser    dendritetest.User
 	alice, bob dendritetest.User
@@ -281,8 +303,12 @@ func (w *world) startBot(encryption bool) {
 		DefaultAgent: "fake", Workdir: t.TempDir(),
 		Budget: chatops.Budget{MinInterval: 150 * time.Millisecond},
 	}, w.log)
+	hsURL := w.homeserver
+	if hsURL == "" {
+		hsURL = w.hs.URL
+	}
 	bot, err := matrix.New(matrix.Config{
-		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
+		Homeserver: hsURL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
 		Encryption: encryption, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect,
 		TypingTimeout: 3 * time.Second,
 	}, w.threads, w.st, w.st, w.log)
