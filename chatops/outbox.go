@@ -118,7 +118,10 @@ type oslot struct {
 	retryAt   time.Time
 	streaming bool
 	streamed  string
-	waiters   []chan struct{}
+	// placeholder is set while the message shows a placeholder: its first
+	// real text does not wait for MinInterval.
+	placeholder bool
+	waiters     []chan struct{}
 }
 
 func (s *oslot) resolve() {
@@ -300,7 +303,7 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 			continue
 		}
 		ready := s.retryAt
-		if s.want.Priority == PriorityProgress {
+		if s.want.Priority == PriorityProgress && !(s.placeholder && !s.want.View.Working) {
 			ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
 		}
 		if ready.After(now) {
@@ -422,6 +425,7 @@ func (o *outbox) send(ctx context.Context, j *job) {
 		s.rm.MessageID, s.rm.Hash, s.rm.LastSeq, s.rm.Final = id, j.hash, j.seq, j.sv.Final
 		s.streaming, s.streamed = streaming, newStreamed
 		s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
+		s.placeholder = j.sv.View.Working
 		if s.gen == j.gen {
 			s.want = nil
 		}

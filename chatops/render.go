@@ -214,10 +214,10 @@ func (r *runState) views() []SlotView {
 	out := make([]SlotView, 0, len(parts)+len(r.cardOrder)+1)
 	for i, p := range parts {
 		v := View{Body: p}
-		if i == 0 {
-			v.Status = r.status()
-		}
 		if i == len(parts)-1 {
+			// The live part carries the status line, the steps and the Stop
+			// button, so that earlier parts never change again.
+			v.Status = r.status()
 			if overflow {
 				v.Body += fmt.Sprintf("\n\n_… the answer is %d bytes long; the whole answer is %s._",
 					len(body), map[bool]string{true: "attached as answer.md", false: "attached when the run ends"}[final])

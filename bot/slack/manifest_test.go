@@ -1,0 +1,67 @@
+package slack_test
+
+import (
+	"os"
+	"slices"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// TestManifest keeps configs/slack-manifest.yaml in step with what the bot uses.
+func TestManifest(t *testing.T) {
+	raw, err := os.ReadFile("../../configs/slack-manifest.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m struct {
+		Features struct {
+			SlashCommands []struct {
+				Command string `yaml:"command"`
+				URL     string `yaml:"url"`
+			} `yaml:"slash_commands"`
+		} `yaml:"features"`
+		OAuth struct {
+			Scopes struct {
+				Bot []string `yaml:"bot"`
+			} `yaml:"scopes"`
+		} `yaml:"oauth_config"`
+		Settings struct {
+			Events struct {
+				RequestURL string   `yaml:"request_url"`
+				BotEvents  []string `yaml:"bot_events"`
+			} `yaml:"event_subscriptions"`
+			Interactivity struct {
+				Enabled    bool   `yaml:"is_enabled"`
+				RequestURL string `yaml:"request_url"`
+			} `yaml:"interactivity"`
+			SocketMode bool `yaml:"socket_mode_enabled"`
+		} `yaml:"settings"`
+	}
+	if err := yaml.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write", "files:read", "files:write", "reactions:write", "commands"} {
+		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
+			t.Errorf("scope %s missing", s)
+		}
+	}
+	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im"} {
+		if !slices.Contains(m.Settings.Events.BotEvents, e) {
+			t.Errorf("event %s missing", e)
+		}
+	}
+	if len(m.Features.SlashCommands) != 1 || m.Features.SlashCommands[0].Command != "/threadline" {
+		t.Errorf("slash commands %+v", m.Features.SlashCommands)
+	}
+	if !m.Settings.SocketMode || !m.Settings.Interactivity.Enabled {
+		t.Error("socket mode and interactivity must be enabled")
+	}
+	// The HTTP endpoints match Handler's routes.
+	for url, path := range map[string]string{m.Settings.Events.RequestURL: "/slack/events",
+		m.Settings.Interactivity.RequestURL: "/slack/interactivity", m.Features.SlashCommands[0].URL: "/slack/commands"} {
+		if len(url) < len(path) || url[len(url)-len(path):] != path {
+			t.Errorf("request url %q does not end in %s", url, path)
+		}
+	}
+}
