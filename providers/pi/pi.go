@@ -1,0 +1,561 @@
+// Provider: runs one pi turn over the RPC mode's JSON lines.
+
+package pi
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// installHint tells an operator how to install the CLI.
+const installHint = "npm install -g @mariozechner/pi-coding-agent"
+
+// Defaults.
+const (
+	DefaultBin              = "pi"
+	DefaultInterruptTimeout = 5 * time.Second
+	DefaultVersionTimeout   = 10 * time.Second
+	// DefaultRetryGrace is how long a failed agent_end waits for pi's
+	// auto_retry_start (observed within 1 ms) before it ends the run.
+	DefaultRetryGrace = time.Second
+)
+
+// VerifiedWith lists the pi versions this adapter was checked against.
+var VerifiedWith = []string{"0.73.1"}
+
+// ReadOnlyTools is the --tools allowlist used when pi cannot ask for
+// approval: every policy but accept, and plan mode.
+var ReadOnlyTools = []string{"read", "grep", "find", "ls"}
+
+// Efforts are pi's thinking levels (--thinking).
+var Efforts = []string{"off", "minimal", "low", "medium", "high", "xhigh"}
+
+// DefaultEnv is added to every child's environment unless the run's env sets
+// the same key: no startup network traffic, install ping or version check.
+var DefaultEnv = map[string]string{
+	"PI_OFFLINE":            "1",
+	"PI_TELEMETRY":          "0",
+	"PI_SKIP_VERSION_CHECK": "1",
+}
+
+// Options configures a Provider.
+type Options struct {
+	// Bin is the executable; default "pi". RunRequest.Bin overrides it.
+	Bin string
+	// Env is extra environment for every run (below RunRequest.Env).
+	Env map[string]string
+	// HostEnv returns the host environment to filter; default os.Environ.
+	HostEnv func() []string
+	// Secret reports keys that must never reach the child (see procrun.Environ).
+	Secret func(key string) bool
+	// InterruptTimeout is how long a cancelled run waits for pi's agent_end
+	// after abort, and how long a finished run waits for pi to exit after
+	// stdin closed, before the process is killed; default 5 s.
+	InterruptTimeout time.Duration
+	// RetryGrace: see DefaultRetryGrace.
+	RetryGrace time.Duration
+	// VersionTimeout bounds `pi --version`; default 10 s.
+	VersionTimeout time.Duration
+}
+
+// Provider runs pi in RPC mode.
+type Provider struct {
+	logger *slog.Logger
+	opts   Options
+}
+
+var _ agent.Provider = (*Provider)(nil)
+
+// New returns a Provider. A nil logger discards logs.
+func New(logger *slog.Logger, opts Options) *Provider {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Bin == "" {
+		opts.Bin = DefaultBin
+	}
+	if opts.HostEnv == nil {
+		opts.HostEnv = os.Environ
+	}
+	if opts.InterruptTimeout <= 0 {
+		opts.InterruptTimeout = DefaultInterruptTimeout
+	}
+	if opts.RetryGrace <= 0 {
+		opts.RetryGrace = DefaultRetryGrace
+	}
+	if opts.VersionTimeout <= 0 {
+		opts.VersionTimeout = DefaultVersionTimeout
+	}
+	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
+}
+
+// ID returns "pi".
+func (p *Provider) ID() agent.ProviderID { return ProviderID }
+
+// InstallHint tells an operator how to install the CLI.
+func (p *Provider) InstallHint() string { return installHint }
+
+var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
+
+// Capabilities runs `pi --version` and reports what the adapter supports:
+// resume, the thinking levels as efforts, images; no interactions (pi has no
+// approval flow). A missing executable returns an error wrapping
+// agent.ErrNotInstalled.
+func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	caps := agent.Capabilities{Resume: true, Images: true, Efforts: Efforts}
+	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
+	defer cancel()
+	env := procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env), p.opts.Secret)
+	proc, err := procrun.Start(ctx, p.logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
+	if err != nil {
+		if errors.Is(err, agent.ErrNotInstalled) {
+			return caps, fmt.Errorf("%w (install: %s)", err, installHint)
+		}
+		return caps, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
+	defer stop()
+	var out bytes.Buffer
+	_ = proc.Each(func(line []byte) error {
+		if out.Len() < 4096 {
+			out.Write(line)
+			out.WriteByte('\n')
+		}
+		return nil
+	})
+	if err := proc.Wait(); err != nil {
+		if ctx.Err() != nil {
+			return caps, fmt.Errorf("%s --version: %w", bin, ctx.Err())
+		}
+		return caps, fmt.Errorf("%s --version: %w", bin, err)
+	}
+	caps.Version = versionRE.FindString(out.String())
+	if caps.Version == "" {
+		caps.Version = strings.TrimSpace(out.String())
+	}
+	return caps, nil
+}
+
+// readOnly reports whether the run is limited to ReadOnlyTools.
+func readOnly(req agent.RunRequest) bool {
+	return req.Approval != agent.ApprovalAccept || req.Mode == agent.ModePlan
+}
+
+// Args returns the CLI arguments for req (without the executable):
+//
+//	--mode rpc [--session ID] [--model M] [--thinking E] [--tools read,grep,find,ls] [args...]
+//
+// pi has no approval prompts: only Approval accept runs with every tool;
+// other policies and plan mode get the read-only allowlist.
+func Args(req agent.RunRequest) []string {
+	args := []string{"--mode", "rpc"}
+	if req.ResumeID != "" && !req.Fork {
+		args = append(args, "--session", req.ResumeID)
+	}
+	if req.ResumeID != "" && req.Fork {
+		args = append(args, "--fork", req.ResumeID)
+	}
+	if req.Model != "" {
+		args = append(args, "--model", req.Model)
+	}
+	if req.Effort != "" {
+		args = append(args, "--thinking", req.Effort)
+	}
+	if readOnly(req) {
+		args = append(args, "--tools", strings.Join(ReadOnlyTools, ","))
+	}
+	return append(args, req.Args...)
+}
+
+// PromptLine is the prompt command carrying req.Prompt and its images.
+func PromptLine(req agent.RunRequest, id string) ([]byte, error) {
+	type image struct {
+		Type     string `json:"type"`
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
+	}
+	cmd := struct {
+		Type    string  `json:"type"`
+		ID      string  `json:"id"`
+		Message string  `json:"message"`
+		Images  []image `json:"images,omitempty"`
+	}{Type: "prompt", ID: id, Message: req.Prompt}
+	for _, img := range req.Images {
+		if img.MediaType == "" || len(img.Data) == 0 {
+			return nil, fmt.Errorf("image %q: missing media type or data", img.Name)
+		}
+		cmd.Images = append(cmd.Images, image{Type: "image", Data: base64.StdEncoding.EncodeToString(img.Data), MimeType: img.MediaType})
+	}
+	return json.Marshal(cmd)
+}
+
+// childEnv merges DefaultEnv and the given maps (later wins).
+func childEnv(ms ...map[string]string) map[string]string {
+	out := maps.Clone(DefaultEnv)
+	for _, m := range ms {
+		maps.Copy(out, m)
+	}
+	return out
+}
+
+// Session-not-found texts pi prints on stderr before it exits 1.
+var sessionNotFoundTexts = []string{"No session found matching", "Session found in different project"}
+
+// Command ids the provider uses.
+const (
+	stateID  = "threadline-state"
+	promptID = "threadline-prompt"
+)
+
+// Run executes one turn. See the agent package doc for the contract and the
+// package doc for the protocol.
+func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	if req.ResumeID != "" && strings.ContainsRune(req.ResumeID, filepath.Separator) {
+		// --session <path> of a missing file silently starts a new session
+		// at that path: check first.
+		if _, err := os.Stat(req.ResumeID); err != nil {
+			return fmt.Errorf("pi session %s: %w", req.ResumeID, agent.ErrSessionNotFound)
+		}
+	}
+	prompt, err := PromptLine(req, promptID)
+	if err != nil {
+		return fmt.Errorf("pi prompt: %w", err)
+	}
+	if ctx.Err() != nil {
+		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+		return nil
+	}
+	bin := req.Bin
+	if bin == "" {
+		bin = p.opts.Bin
+	}
+	known := req.ResumeID
+	if req.Fork {
+		known = ""
+	}
+	parser := NewParser(known)
+	parser.AutoAnswer = agent.DecisionDecline
+	if req.Responses != nil && (req.Approval == agent.ApprovalAsk || req.Approval == "") {
+		parser.AutoAnswer = ""
+	} else if req.Approval == agent.ApprovalAccept {
+		parser.AutoAnswer = agent.DecisionApprove
+	}
+	spec := procrun.Spec{
+		Bin:   bin,
+		Args:  Args(req),
+		Dir:   req.Cwd,
+		Env:   procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
+		Stdin: true,
+	}
+	proc, err := procrun.Start(ctx, logger, spec)
+	if err != nil {
+		if errors.Is(err, agent.ErrNotInstalled) {
+			return fmt.Errorf("%w (install: %s)", err, installHint)
+		}
+		return err
+	}
+	r := &run{p: p, logger: logger, proc: proc, parser: parser, emit: emit, req: req}
+	if readOnly(req) {
+		r.send(agent.Event{Type: agent.EventSystem, Subtype: "read_only_tools",
+			Text: "pi cannot ask for approval: this run only has the tools " + strings.Join(ReadOnlyTools, ", ")})
+	}
+	r.write([]byte(`{"type":"get_state","id":"` + stateID + `"}`))
+	parser.StartTurn(promptID)
+	r.write(prompt)
+	return r.loop(ctx)
+}
+
+// run is the state of one Run, owned by the Run goroutine.
+type run struct {
+	p      *Provider
+	logger *slog.Logger
+	proc   *procrun.Process
+	parser *Parser
+	emit   func(agent.Event)
+	req    agent.RunRequest
+
+	terminal    agent.EventType
+	lastFailure string
+	cancelled   bool
+	closed      bool
+	fatal       error
+
+	graceTimer *time.Timer
+	graceC     <-chan time.Time
+	stopTimer  *time.Timer
+	stopC      <-chan time.Time
+}
+
+func (r *run) loop(ctx context.Context) error {
+	lines := make(chan []byte, 64)
+	readDone := make(chan error, 1)
+	go func() {
+		readDone <- r.proc.Each(func(line []byte) error {
+			lines <- bytes.Clone(line)
+			return nil
+		})
+		close(lines)
+	}()
+	defer func() {
+		for _, t := range []*time.Timer{r.graceTimer, r.stopTimer} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	responses := r.req.Responses
+	ctxDone := ctx.Done()
+	for lines != nil {
+		if r.closed {
+			responses = nil
+		}
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				lines = nil
+				break
+			}
+			r.handleLine(line)
+		case resp, ok := <-responses:
+			if !ok {
+				responses = nil
+				break
+			}
+			r.respond(resp)
+		case <-ctxDone:
+			ctxDone = nil
+			r.cancel()
+		case <-r.graceC:
+			r.graceC = nil
+			for _, ev := range r.parser.Settle() {
+				r.send(ev)
+			}
+			r.afterEvents()
+		case <-r.stopC:
+			r.stopC = nil
+			r.logger.Warn("pi did not stop in time, killing", "timeout", r.p.opts.InterruptTimeout)
+			_ = r.proc.Kill()
+		}
+	}
+	if err := <-readDone; err != nil {
+		r.logger.Warn("read stdout", "err", err)
+	}
+	return r.finish(r.proc.Wait())
+}
+
+func (r *run) write(line []byte) {
+	if err := r.proc.WriteLine(line); err != nil {
+		r.logger.Debug("write stdin", "err", err)
+	}
+}
+
+func (r *run) flush() {
+	for _, l := range r.parser.TakeOutgoing() {
+		r.write(l)
+	}
+}
+
+func (r *run) handleLine(line []byte) {
+	evs, err := r.parser.Parse(line)
+	if err != nil {
+		if errors.Is(err, ErrDuplicateRequest) && r.fatal == nil {
+			r.fatal = err
+			r.logger.Error("protocol violation, stopping pi", "err", err)
+			_ = r.proc.Kill()
+		} else {
+			r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
+		}
+	}
+	r.flush()
+	for _, ev := range evs {
+		r.send(ev)
+	}
+	r.afterEvents()
+}
+
+// afterEvents arms or disarms the retry window and ends the conversation
+// after the terminal event.
+func (r *run) afterEvents() {
+	switch {
+	case r.parser.PendingFailure() && r.graceC == nil:
+		r.graceTimer = time.NewTimer(r.p.opts.RetryGrace)
+		r.graceC = r.graceTimer.C
+	case !r.parser.PendingFailure() && r.graceC != nil:
+		r.graceTimer.Stop()
+		r.graceC = nil
+	}
+	if r.terminal != "" && !r.closed {
+		r.flush()
+		r.closed = true
+		_ = r.proc.CloseStdin()
+		r.armStop()
+	}
+}
+
+func (r *run) armStop() {
+	if r.stopTimer == nil {
+		r.stopTimer = time.NewTimer(r.p.opts.InterruptTimeout)
+		r.stopC = r.stopTimer.C
+	}
+}
+
+// cancel aborts the run natively (abort, plus abort_retry while pi waits to
+// retry) and arms the kill deadline.
+func (r *run) cancel() {
+	r.cancelled = true
+	r.parser.Interrupting = true
+	if r.terminal != "" {
+		return
+	}
+	r.logger.Info("aborting pi")
+	if r.parser.PendingFailure() {
+		for _, ev := range r.parser.Settle() {
+			r.send(ev)
+		}
+		r.afterEvents()
+		return
+	}
+	if r.parser.Retrying() {
+		r.write([]byte(`{"type":"abort_retry","id":"threadline-abort-retry"}`))
+	}
+	r.write([]byte(`{"type":"abort","id":"threadline-abort"}`))
+	r.armStop()
+}
+
+func (r *run) respond(resp agent.InteractionResponse) {
+	ev, err := r.parser.Respond(resp)
+	if err != nil {
+		r.logger.Warn("interaction response ignored", "err", err)
+		return
+	}
+	r.flush()
+	r.send(ev)
+}
+
+// send emits ev unless the run already ended.
+func (r *run) send(ev agent.Event) {
+	if r.terminal != "" {
+		r.logger.Debug("event after terminal dropped", "type", ev.Type)
+		return
+	}
+	if ev.Type.Terminal() {
+		r.terminal = ev.Type
+		if ev.Type == agent.EventRunFailed {
+			r.lastFailure = ev.Text
+		}
+	}
+	r.emit(ev)
+}
+
+func (r *run) finish(waitErr error) error {
+	if r.terminal == "" {
+		for _, ev := range r.parser.Settle() {
+			r.send(ev)
+		}
+	}
+	if r.terminal == "" {
+		for _, ev := range r.parser.EndPending() {
+			r.send(ev)
+		}
+	}
+	stderr := r.proc.Stderr()
+	switch {
+	case r.fatal != nil:
+		if r.terminal == "" {
+			r.send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
+		}
+		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
+	case r.terminal == "" && r.req.ResumeID != "" && sessionNotFound(stderr):
+		r.send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found", Text: procrun.StderrTail(stderr, 512)})
+		return fmt.Errorf("pi --session %s: %w", r.req.ResumeID, agent.ErrSessionNotFound)
+	case r.terminal == agent.EventRunCompleted:
+		if waitErr != nil {
+			r.logger.Warn("pi exited non-zero after a completed run", "err", waitErr)
+		}
+		return nil
+	case r.terminal == agent.EventRunInterrupted:
+		return nil
+	case r.terminal == agent.EventRunFailed:
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.lastFailure)
+	case r.cancelled:
+		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
+		return nil
+	}
+	msg := "pi exited without ending the run"
+	if tail := procrun.StderrTail(stderr, 512); tail != "" {
+		msg += ": " + tail
+	}
+	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	if waitErr != nil {
+		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
+	}
+	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+}
+
+func sessionNotFound(stderr string) bool {
+	for _, s := range sessionNotFoundTexts {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// ConfigProvider is the provider name Configure writes.
+const ConfigProvider = "threadline"
+
+// Configure writes pi's configuration under home (used as $HOME) for an
+// OpenAI-compatible endpoint (baseURL ends in /v1): ~/.pi/agent/models.json
+// with provider "threadline" (api openai-completions, no developer role) and
+// ~/.pi/agent/settings.json selecting it and model by default, without the
+// install ping. It returns the environment to run pi with (HOME and XDG
+// dirs under home).
+func Configure(home, baseURL, apiKey, model string) (map[string]string, error) {
+	dir := filepath.Join(home, ".pi", "agent")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	models := map[string]any{"providers": map[string]any{ConfigProvider: map[string]any{
+		"baseUrl": baseURL, "api": "openai-completions", "apiKey": apiKey,
+		"compat": map[string]any{"supportsDeveloperRole": false, "supportsReasoningEffort": false},
+		"models": []any{map[string]any{"id": model, "name": model, "contextWindow": 128000, "maxTokens": 4096}},
+	}}}
+	settings := map[string]any{"defaultProvider": ConfigProvider, "defaultModel": model, "enableInstallTelemetry": false}
+	for name, v := range map[string]any{"models.json": models, "settings.json": settings} {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			return nil, fmt.Errorf("pi %s: %w", name, err)
+		}
+	}
+	return map[string]string{
+		"HOME":            home,
+		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
+		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
+		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
+		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
+		"NO_PROXY":        "127.0.0.1,localhost",
+		"no_proxy":        "127.0.0.1,localhost",
+	}, nil
+}

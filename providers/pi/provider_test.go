@@ -1,0 +1,577 @@
+// Provider tests: the test binary re-executed as a scripted fake pi
+// (PI_FAKE=1); the prompt text picks the behaviour.
+
+package pi
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+const (
+	envFake   = "PI_FAKE"        // "1" turns the test binary into the fake pi
+	envRecord = "PI_FAKE_RECORD" // argv and every stdin line are appended here
+	envFile   = "PI_FAKE_FILE"   // the session file get_state reports
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envFake) == "1" {
+		os.Exit(fakePi())
+	}
+	os.Exit(m.Run())
+}
+
+type fakeOut struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (o *fakeOut) send(v any) {
+	b, _ := json.Marshal(v)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.w.Write(append(b, '\n'))
+	o.w.Flush()
+}
+
+func assistant(text, stop, errMsg string) map[string]any {
+	m := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}, "stopReason": stop,
+		"provider": "fake", "model": "fake-model",
+		"usage": map[string]any{"input": 10, "output": 5, "cacheRead": 1, "cacheWrite": 0, "cost": map[string]any{"total": 0.5}}}
+	if errMsg != "" {
+		m["errorMessage"] = errMsg
+	}
+	return m
+}
+
+func fakePi() int {
+	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 98
+	}
+	defer rec.Close()
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("0.73.1")
+		return 0
+	}
+	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:]})
+	rec.Write(append(head, '\n'))
+	file := os.Getenv(envFile)
+	if i := slices.Index(os.Args, "--session"); i > 0 && i+1 < len(os.Args) {
+		s := os.Args[i+1]
+		if s == "bogus" {
+			fmt.Fprintf(os.Stderr, "No session found matching '%s'\n", s)
+			return 1
+		}
+		file = s
+	}
+	out := &fakeOut{w: bufio.NewWriter(os.Stdout)}
+	abort := make(chan struct{}, 1)
+	dialog := make(chan json.RawMessage, 1)
+	in := bufio.NewReader(os.Stdin)
+	var wg sync.WaitGroup
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			rec.Write(line)
+		}
+		if err != nil {
+			break
+		}
+		var cmd struct {
+			Type    string `json:"type"`
+			ID      string `json:"id"`
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(line, &cmd)
+		switch cmd.Type {
+		case "get_state":
+			out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "get_state", "success": true,
+				"data": map[string]any{"sessionId": "sid-1", "sessionFile": file, "model": map[string]any{"id": "fake-model", "provider": "fake"}}})
+		case "prompt":
+			if cmd.Message == "refuse" {
+				out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": false, "error": "Agent is already processing."})
+				continue
+			}
+			if cmd.Message == "crash" {
+				fmt.Fprintln(os.Stderr, "pi: fatal error in the fake")
+				return 2
+			}
+			out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": true})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				fakeRun(out, cmd.Message, abort, dialog)
+			}()
+		case "abort":
+			select {
+			case abort <- struct{}{}:
+			default:
+			}
+		case "extension_ui_response":
+			dialog <- line
+		}
+	}
+	wg.Wait()
+	return 0
+}
+
+func fakeRun(out *fakeOut, prompt string, abort chan struct{}, dialog chan json.RawMessage) {
+	delta := func(kind, d string) {
+		out.send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": kind, "delta": d, "partial": map[string]any{}}})
+	}
+	end := func(msgs ...map[string]any) {
+		out.send(map[string]any{"type": "agent_end", "messages": msgs})
+	}
+	out.send(map[string]any{"type": "agent_start"})
+	out.send(map[string]any{"type": "message_start", "message": map[string]any{"role": "assistant", "content": []any{}}})
+	switch prompt {
+	case "text":
+		delta("thinking_delta", "hmm")
+		delta("text_start", "")
+		delta("text_delta", "Hel")
+		delta("text_delta", "lo")
+		out.send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": "brand_new"}})
+		a := assistant("Hello", "stop", "")
+		out.send(map[string]any{"type": "message_end", "message": a})
+		out.send(map[string]any{"type": "queue_update", "steering": []any{}, "followUp": []any{}})
+		end(a)
+	case "tool":
+		out.send(map[string]any{"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": map[string]any{"command": "ls -la"}})
+		for _, s := range []string{"a", "ab"} {
+			out.send(map[string]any{"type": "tool_execution_update", "toolCallId": "c1", "toolName": "bash", "partialResult": map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}})
+		}
+		out.send(map[string]any{"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "ab"}}}, "isError": true})
+		a := assistant("done", "stop", "")
+		out.send(map[string]any{"type": "message_end", "message": a}) // no deltas: the text comes from here
+		end(a)
+	case "retry-ok", "retry-fail":
+		bad := assistant("", "error", "500 fake upstream failure")
+		out.send(map[string]any{"type": "message_end", "message": bad})
+		end(bad)
+		out.send(map[string]any{"type": "auto_retry_start", "attempt": 1, "maxAttempts": 2, "delayMs": 50, "errorMessage": "500 fake upstream failure"})
+		time.Sleep(50 * time.Millisecond)
+		out.send(map[string]any{"type": "agent_start"})
+		if prompt == "retry-fail" {
+			end(bad)
+			out.send(map[string]any{"type": "auto_retry_end", "success": false, "attempt": 2, "finalError": "500 fake upstream failure"})
+			return
+		}
+		delta("text_delta", "recovered")
+		a := assistant("recovered", "stop", "")
+		out.send(map[string]any{"type": "message_end", "message": a})
+		end(a)
+		out.send(map[string]any{"type": "auto_retry_end", "success": true, "attempt": 2})
+	case "error":
+		bad := assistant("", "error", "400 bad request")
+		out.send(map[string]any{"type": "message_end", "message": bad})
+		end(bad)
+	case "length":
+		end(assistant("cut", "length", ""))
+	case "slow", "hang":
+		if prompt == "hang" {
+			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+		}
+		for i := range 500 {
+			delta("text_delta", fmt.Sprintf("w%03d ", i))
+			select {
+			case <-abort:
+				if prompt == "slow" {
+					a := assistant("partial", "aborted", "Request was aborted")
+					out.send(map[string]any{"type": "message_end", "message": a})
+					end(a)
+					out.send(map[string]any{"id": "threadline-abort", "type": "response", "command": "abort", "success": true})
+					return
+				}
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	case "confirm":
+		out.send(map[string]any{"type": "extension_ui_request", "id": "d1", "method": "confirm", "title": "Allow rm?", "message": "It deletes files."})
+		out.send(map[string]any{"type": "extension_ui_request", "id": "n1", "method": "notify", "message": "fyi"})
+		ans := <-dialog
+		a := assistant("answer: "+string(bytes.TrimSpace(ans)), "stop", "")
+		out.send(map[string]any{"type": "message_end", "message": a})
+		end(a)
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	prov   *Provider
+	record string
+	cwd    string
+	file   string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "session.jsonl")
+	if err := os.WriteFile(file, []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	record := filepath.Join(dir, "record.jsonl")
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	prov := New(logger, Options{
+		Bin:              os.Args[0],
+		Env:              map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
+		HostEnv:          func() []string { return nil },
+		InterruptTimeout: 2 * time.Second,
+		RetryGrace:       200 * time.Millisecond,
+	})
+	cwd := filepath.Join(dir, "work")
+	_ = os.MkdirAll(cwd, 0o755)
+	return &harness{t: t, prov: prov, record: record, cwd: cwd, file: file}
+}
+
+type result struct {
+	events  []agent.Event
+	err     error
+	elapsed time.Duration
+}
+
+func (r *result) of(typ agent.EventType) []agent.Event {
+	var out []agent.Event
+	for _, ev := range r.events {
+		if ev.Type == typ {
+			out = append(out, ev)
+		}
+	}
+	return out
+}
+
+func (r *result) last() agent.Event { return r.events[len(r.events)-1] }
+
+func (r *result) types() string {
+	var s []string
+	for _, ev := range r.events {
+		s = append(s, string(ev.Type))
+	}
+	return strings.Join(s, " ")
+}
+
+func (h *harness) run(req agent.RunRequest, onEvent func(agent.Event, context.CancelFunc)) *result {
+	h.t.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.cwd
+	}
+	ctx, cancel := context.WithTimeout(h.t.Context(), 20*time.Second)
+	defer cancel()
+	res := &result{}
+	start := time.Now()
+	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
+		res.events = append(res.events, ev)
+		if onEvent != nil {
+			onEvent(ev, cancel)
+		}
+	})
+	res.elapsed = time.Since(start)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		h.t.Fatal("Run hit the test timeout")
+	}
+	for i, ev := range res.events {
+		if ev.Type.Terminal() && i != len(res.events)-1 {
+			h.t.Errorf("terminal %s is not last: %s", ev.Type, res.types())
+		}
+	}
+	return res
+}
+
+// recorded returns the fake's argv and the client's stdin lines.
+func (h *harness) recorded() (argv []string, lines []string) {
+	h.t.Helper()
+	data, err := os.ReadFile(h.record)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if i == 0 {
+			var head struct {
+				Argv []string `json:"argv"`
+			}
+			_ = json.Unmarshal([]byte(l), &head)
+			argv = head.Argv
+			continue
+		}
+		lines = append(lines, l)
+	}
+	return argv, lines
+}
+
+func TestRunText(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(agent.RunRequest{Prompt: "text", Approval: agent.ApprovalAccept, Model: "fake/fake-model", Effort: "high"}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	want := "session.updated reasoning.delta assistant.delta assistant.delta provider.native provider.native usage.updated run.completed"
+	if r.types() != want {
+		t.Fatalf("events\n got %s\nwant %s", r.types(), want)
+	}
+	if ev := r.events[0]; ev.SessionID != h.file || ev.Model != "fake/fake-model" {
+		t.Errorf("session.updated %+v", ev)
+	}
+	if u := r.of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CacheReadTokens != 1 || u.CostUSD != 0.5 {
+		t.Errorf("usage %+v", u)
+	}
+	if r.last().Text != "Hello" {
+		t.Errorf("final %q", r.last().Text)
+	}
+	argv, lines := h.recorded()
+	if !slices.Equal(argv, []string{"--mode", "rpc", "--model", "fake/fake-model", "--thinking", "high"}) {
+		t.Errorf("argv %q", argv)
+	}
+	if len(lines) != 2 || lines[0] != `{"type":"get_state","id":"threadline-state"}` || lines[1] != `{"type":"prompt","id":"threadline-prompt","message":"text"}` {
+		t.Errorf("stdin %q", lines)
+	}
+}
+
+func TestRunReadOnlyUnlessAccept(t *testing.T) {
+	for _, req := range []agent.RunRequest{{Approval: agent.ApprovalDeny}, {Approval: agent.ApprovalAsk, Responses: make(chan agent.InteractionResponse)}, {Approval: agent.ApprovalAccept, Mode: agent.ModePlan}} {
+		h := newHarness(t)
+		req.Prompt = "text"
+		r := h.run(req, nil)
+		if r.err != nil || r.events[0].Subtype != "read_only_tools" {
+			t.Fatalf("%+v: Run = %v, events %s", req, r.err, r.types())
+		}
+		argv, _ := h.recorded()
+		if !slices.Equal(argv, []string{"--mode", "rpc", "--tools", "read,grep,find,ls"}) {
+			t.Errorf("%+v: argv %q", req, argv)
+		}
+	}
+}
+
+func TestRunTool(t *testing.T) {
+	h := newHarness(t)
+	r := h.run(agent.RunRequest{Prompt: "tool", Approval: agent.ApprovalAccept}, nil)
+	if r.err != nil {
+		t.Fatalf("Run: %v", r.err)
+	}
+	st := r.of(agent.EventToolStarted)
+	if len(st) != 1 || st[0].Tool.Summary != "bash: ls -la" || string(st[0].Tool.Input) != `{"command":"ls -la"}` {
+		t.Fatalf("tool.started %+v", st)
+	}
+	var outs []string
+	for _, ev := range r.of(agent.EventToolOutput) {
+		outs = append(outs, ev.Text)
+	}
+	if !slices.Equal(outs, []string{"a", "b"}) {
+		t.Errorf("tool.output %q", outs)
+	}
+	if c := r.of(agent.EventToolCompleted); len(c) != 1 || c[0].Tool.Output != "ab" || !c[0].Tool.IsError {
+		t.Errorf("tool.completed %+v", c)
+	}
+	if d := r.of(agent.EventAssistantDelta); len(d) != 1 || d[0].Text != "done" {
+		t.Errorf("unstreamed text %+v", d)
+	}
+}
+
+func TestRunRetry(t *testing.T) {
+	t.Run("recovers", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "retry-ok", Approval: agent.ApprovalAccept}, nil)
+		if r.err != nil || r.last().Type != agent.EventRunCompleted || r.last().Text != "recovered" {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+		if sys := r.of(agent.EventSystem); len(sys) != 1 || sys[0].Subtype != "api_retry" || !strings.Contains(sys[0].Text, "attempt 1 of 2") {
+			t.Errorf("system %+v", sys)
+		}
+	})
+	t.Run("gives up", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "retry-fail", Approval: agent.ApprovalAccept}, nil)
+		if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Type != agent.EventRunFailed || r.last().Text != "500 fake upstream failure" {
+			t.Fatalf("Run = %v, events %s, last %+v", r.err, r.types(), r.last())
+		}
+	})
+	t.Run("no retry follows", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "error", Approval: agent.ApprovalAccept}, nil)
+		if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Text != "400 bad request" {
+			t.Fatalf("Run = %v, last %+v", r.err, r.last())
+		}
+		if r.elapsed < 200*time.Millisecond {
+			t.Errorf("ended after %s, before the retry window", r.elapsed)
+		}
+	})
+}
+
+func TestRunFailures(t *testing.T) {
+	for prompt, want := range map[string]string{
+		"refuse": "pi refused the prompt: Agent is already processing.",
+		"length": "output token limit",
+		"crash":  "pi: fatal error in the fake",
+	} {
+		t.Run(prompt, func(t *testing.T) {
+			h := newHarness(t)
+			r := h.run(agent.RunRequest{Prompt: prompt, Approval: agent.ApprovalAccept}, nil)
+			if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Type != agent.EventRunFailed || !strings.Contains(r.last().Text, want) {
+				t.Fatalf("Run = %v, last %+v", r.err, r.last())
+			}
+		})
+	}
+}
+
+func TestRunAbort(t *testing.T) {
+	h := newHarness(t)
+	var at time.Time
+	r := h.run(agent.RunRequest{Prompt: "slow", Approval: agent.ApprovalAccept}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && ev.Text == "w002 " {
+			at = time.Now()
+			cancel()
+		}
+	})
+	if r.err != nil || r.last().Type != agent.EventRunInterrupted || r.last().Text != "Request was aborted" {
+		t.Fatalf("Run = %v, events %s", r.err, r.types())
+	}
+	if d := time.Since(at); d > time.Second {
+		t.Errorf("returned %s after cancel", d)
+	}
+	if _, lines := h.recorded(); !slices.Contains(lines, `{"type":"abort","id":"threadline-abort"}`) {
+		t.Errorf("no abort sent: %q", lines)
+	}
+}
+
+func TestRunAbortKillsAfterDeadline(t *testing.T) {
+	h := newHarness(t)
+	h.prov.opts.InterruptTimeout = 300 * time.Millisecond
+	var at time.Time
+	r := h.run(agent.RunRequest{Prompt: "hang", Approval: agent.ApprovalAccept}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && at.IsZero() {
+			at = time.Now()
+			cancel()
+		}
+	})
+	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, events %s", r.err, r.types())
+	}
+	if d := time.Since(at); d < 300*time.Millisecond || d > 3*time.Second {
+		t.Errorf("returned %s after cancel", d)
+	}
+}
+
+func TestRunDialogs(t *testing.T) {
+	t.Run("asked", func(t *testing.T) {
+		h := newHarness(t)
+		responses := make(chan agent.InteractionResponse, 1)
+		r := h.run(agent.RunRequest{Prompt: "confirm", Responses: responses}, func(ev agent.Event, _ context.CancelFunc) {
+			if ev.Type == agent.EventInteractionRequested {
+				responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionApprove, By: "alice"}
+			}
+		})
+		if r.err != nil {
+			t.Fatalf("Run: %v", r.err)
+		}
+		in := r.of(agent.EventInteractionRequested)[0].Interaction
+		if in.ID != "d1" || string(in.NativeID) != `"d1"` || in.Kind != agent.KindPermission || in.Title != "Allow rm?" || in.Reason != "It deletes files." {
+			t.Errorf("interaction %+v", in)
+		}
+		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.Status != StatusApproved || res.By != "alice" {
+			t.Errorf("resolution %+v", res)
+		}
+		if r.last().Text != `answer: {"confirmed":true,"id":"d1","type":"extension_ui_response"}` {
+			t.Errorf("pi got %q", r.last().Text)
+		}
+	})
+	t.Run("policy", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "confirm", Approval: agent.ApprovalDeny}, nil)
+		if r.err != nil || !strings.Contains(r.last().Text, `"confirmed":false`) {
+			t.Fatalf("Run = %v, last %+v", r.err, r.last())
+		}
+		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.By != "policy" || res.Status != StatusDeclined {
+			t.Errorf("resolution %+v", res)
+		}
+	})
+}
+
+func TestRunSessions(t *testing.T) {
+	t.Run("resume by file", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: h.file, Approval: agent.ApprovalAccept}, nil)
+		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+		if argv, _ := h.recorded(); !slices.Equal(argv[:4], []string{"--mode", "rpc", "--session", h.file}) {
+			t.Errorf("argv %q", argv)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: filepath.Join(h.cwd, "gone.jsonl")}, nil)
+		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+	})
+	t.Run("unknown id", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: "bogus"}, nil)
+		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.of(agent.EventRunFailed)) != 0 || r.last().Subtype != "session_not_found" {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+	})
+	t.Run("fork", func(t *testing.T) {
+		h := newHarness(t)
+		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: h.file, Fork: true, Approval: agent.ApprovalAccept}, nil)
+		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 1 {
+			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		}
+		if argv, _ := h.recorded(); !slices.Equal(argv[:4], []string{"--mode", "rpc", "--fork", h.file}) {
+			t.Errorf("argv %q", argv)
+		}
+	})
+}
+
+func TestRunImages(t *testing.T) {
+	line, err := PromptLine(agent.RunRequest{Prompt: "see", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1, 2, 3}}}}, "p")
+	if err != nil || string(line) != `{"type":"prompt","id":"p","message":"see","images":[{"type":"image","data":"AQID","mimeType":"image/png"}]}` {
+		t.Fatalf("%s %v", line, err)
+	}
+	if _, err := PromptLine(agent.RunRequest{Images: []agent.Image{{Name: "x"}}}, "p"); err == nil {
+		t.Error("empty image accepted")
+	}
+}
+
+func TestCapabilities(t *testing.T) {
+	h := newHarness(t)
+	caps, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{})
+	if err != nil || caps.Version != "0.73.1" || !caps.Resume || caps.Interactions || len(caps.Efforts) != 6 {
+		t.Fatalf("caps %+v %v", caps, err)
+	}
+	if _, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{Bin: "threadline-no-such-pi"}); !errors.Is(err, agent.ErrNotInstalled) {
+		t.Errorf("missing bin: %v", err)
+	}
+	err = New(nil, Options{Bin: "threadline-no-such-pi"}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), installHint) {
+		t.Errorf("Run: %v", err)
+	}
+}
+
+func TestRunCancelBeforeStart(t *testing.T) {
+	h := newHarness(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var evs []agent.Event
+	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "text"}, func(ev agent.Event) { evs = append(evs, ev) })
+	if err != nil || len(evs) != 1 || evs[0].Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, %+v", err, evs)
+	}
+}
