@@ -446,3 +446,29 @@ func TestLongAnswerContinues(t *testing.T) {
 		last = at
 	}
 }
+
+// TestStopByReaction: ⏹ on the running answer stops the turn; the answer
+// says so.
+func TestStopByReaction(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	w.startBot(false)
+	alice := w.human(w.alice, false)
+	bob := w.human(w.bob, false)
+	room := w.room(alice, bob, false)
+	bot := w.botUser.ID
+	never := make(chan struct{})
+	w.prov.add(script{before: []string{"Working on it. "}, after: []string{"a", "never"}, gate: never, pause: 50 * time.Millisecond}.turn)
+	root := alice.say(room, "", w.botUser.Name+": take your time", bot)
+	evs := alice.wait("the running answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "Working on it.")
+		return p != nil && strings.Contains(current(evs, p).Body, matrix.KeyStop)
+	})
+	answer := postWith(evs, bot, room, root, "Working on it.")
+	alice.react(room, answer.ID, "⏹")
+	alice.wait("the stopped answer", waitLong, func(evs []*event.Event) bool {
+		return strings.Contains(current(evs, answer).Body, "Stopped")
+	})
+	if _, ok := w.svc.Active(w.binding(room, root).ChatID); ok {
+		t.Error("the run is still active")
+	}
+}

@@ -155,6 +155,9 @@ func hint(v chatops.View) string {
 			options++
 		}
 	}
+	if options > 0 {
+		parts = append([]string{optionKeys[0] + "… an option"}, parts...)
+	}
 	s := "React " + strings.Join(parts, " · ")
 	if !isCard(v) {
 		return s
