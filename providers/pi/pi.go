@@ -112,15 +112,15 @@ func (p *Provider) InstallHint() string { return installHint }
 var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
 
 // Capabilities runs `pi --version` and reports what the adapter supports:
-// resume, the thinking levels as efforts, images; no interactions (pi has no
-// approval flow). A missing executable returns an error wrapping
+// resume and fork (--session / --fork), the thinking levels as efforts,
+// images; no interactions (pi has no approval flow). A missing executable returns an error wrapping
 // agent.ErrNotInstalled.
 func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
 	bin := req.Bin
 	if bin == "" {
 		bin = p.opts.Bin
 	}
-	caps := agent.Capabilities{Resume: true, Images: true, Efforts: Efforts}
+	caps := agent.Capabilities{Resume: true, Fork: true, Images: true, Efforts: Efforts}
 	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
 	defer cancel()
 	env := procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env), p.opts.Secret)

@@ -553,7 +553,7 @@ func TestRunImages(t *testing.T) {
 func TestCapabilities(t *testing.T) {
 	h := newHarness(t)
 	caps, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil || caps.Version != "0.73.1" || !caps.Resume || caps.Interactions || len(caps.Efforts) != 6 {
+	if err != nil || caps.Version != "0.73.1" || !caps.Resume || !caps.Fork || caps.Interactions || len(caps.Efforts) != 6 {
 		t.Fatalf("caps %+v %v", caps, err)
 	}
 	if _, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{Bin: "threadline-no-such-pi"}); !errors.Is(err, agent.ErrNotInstalled) {
