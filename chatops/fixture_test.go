@@ -2,7 +2,6 @@ package chatops_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -12,128 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/store"
 )
-
-// scripted is a Provider whose turns are functions of the request.
-type scripted struct {
-	mu    sync.Mutex
-	turns []func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error
-	reqs  []agent.RunRequest
-}
-
-func (p *scripted) ID() agent.ProviderID { return "fake" }
-
-func (p *scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
-	return agent.Capabilities{Resume: true, Interactions: true}, nil
-}
-
-func (p *scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	p.mu.Lock()
-	p.reqs = append(p.reqs, req)
-	if len(p.turns) == 0 {
-		p.mu.Unlock()
-		return errors.New("no scripted turn left")
-	}
-	f := p.turns[0]
-	p.turns = p.turns[1:]
-	p.mu.Unlock()
-	return f(ctx, req, emit)
-}
-
-func (p *scripted) add(f ...func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.turns = append(p.turns, f...)
-}
-
-func (p *scripted) requests() []agent.RunRequest {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]agent.RunRequest(nil), p.reqs...)
-}
-
-// answer streams text and completes.
-func answer(text ...string) func(context.Context, agent.RunRequest, func(agent.Event)) error {
-	return func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
-		emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s1"})
-		for _, t := range text {
-			emit(agent.Event{Type: agent.EventAssistantDelta, Text: t})
-		}
-		emit(agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{InputTokens: 1200, OutputTokens: 34, CostUSD: 0.0123}})
-		emit(agent.Event{Type: agent.EventRunCompleted})
-		return nil
-	}
-}
-
-// gated streams text, then waits for release (or cancellation).
-func gated(release <-chan struct{}, text string) func(context.Context, agent.RunRequest, func(agent.Event)) error {
-	return func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
-		emit(agent.Event{Type: agent.EventAssistantDelta, Text: text})
-		select {
-		case <-release:
-			emit(agent.Event{Type: agent.EventRunCompleted})
-		case <-ctx.Done():
-			emit(agent.Event{Type: agent.EventRunInterrupted})
-		}
-		return nil
-	}
-}
-
-// chats adapts store.Store to chatops.ChatStore and prompt.Chats.
-type chats struct{ st *store.Store }
-
-func (c chats) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
-	sc := store.Chat{ID: ch.ID, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
-	return ch, c.st.CreateChat(ctx, &sc)
-}
-
-func (c chats) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return chatops.Chat{}, err
-	}
-	return chatops.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
-}
-
-func (c chats) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := c.st.GetChat(ctx, ch.ID)
-	if err != nil {
-		return err
-	}
-	sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
-	return c.st.UpdateChat(ctx, sc)
-}
-
-func (c chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return prompt.Chat{}, err
-	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Mode: agent.Mode(sc.Mode), Project: sc.Project,
-		Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending}, nil
-}
-
-func (c chats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
-}
-
-type feed struct {
-	hub *runhub.Hub
-	st  *store.Store
-}
-
-func (f feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
-	return f.hub.Subscribe(ctx, chatID, afterSeq)
-}
-
-func (f feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
-	return f.st.LastSeq(ctx, chatID)
-}
 
 // message is one message the fake surface holds.
 type message struct {
@@ -270,7 +153,7 @@ type fixture struct {
 	st      *store.Store
 	hub     *runhub.Hub
 	svc     *prompt.Service
-	prov    *scripted
+	prov    *chatopstest.Scripted
 	bot     *chatops.Bot
 	threads *chatops.Threads
 	surf    *surface
@@ -287,10 +170,8 @@ func setup(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture 
 	if os.Getenv("CHATOPS_TEST_LOG") != "" {
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
-	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
-	prov := &scripted{}
-	svc := prompt.New(hub, chats{st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test"})
-	bot := chatops.New(chats{st}, svc, feed{hub, st}, nil, log)
+	stack := chatopstest.NewStack(t, st, log)
+	hub, svc, prov, bot := stack.Hub, stack.Svc, stack.Prov, stack.Bot
 	policy := &chatops.Policy{Admins: []string{"slack:UADMIN"}}
 	policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
 		Defaults: chatops.Defaults{Agent: "fake", Model: "m1", Project: "proj"},
@@ -311,10 +192,7 @@ func setup(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture 
 	threads := chatops.NewThreads(bot, st, policy, opts, log)
 	surf := newSurface()
 	threads.Attach("slack", surf)
-	t.Cleanup(func() {
-		threads.Close()
-		hub.Close()
-	})
+	t.Cleanup(func() { threads.Close() })
 	return &fixture{st: st, hub: hub, svc: svc, prov: prov, bot: bot, threads: threads, surf: surf, policy: policy, work: work}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -17,7 +18,7 @@ func TestRenderer(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("replay renders the same as live", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+			f.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "Let me look.\n"})
 				time.Sleep(60 * time.Millisecond)
 				emit(agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t1", Name: "Edit", Summary: "Edit: main.go", Input: []byte(`{"file_path":"main.go"}`)}})
@@ -65,7 +66,7 @@ func TestRenderer(t *testing.T) {
 		t.Run("restart edits the same message and posts nothing twice", func(t *testing.T) {
 			f1 := setup(t, st, chatops.ThreadsOptions{})
 			hang := make(chan struct{})
-			f1.prov.add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+			f1.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "partial answer"})
 				<-hang // the process "dies": nothing more is persisted
 				return nil
@@ -122,7 +123,7 @@ func TestRenderer(t *testing.T) {
 			for i := 0; i < len(text); i += 37 {
 				chunks = append(chunks, text[i:min(i+37, len(text))])
 			}
-			f.prov.add(answer(chunks...))
+			f.prov.Add(chatopstest.Answer(chunks...))
 			if err := f.mention(t, "UALLOWED", "long"); err != nil {
 				t.Fatal(err)
 			}
@@ -152,7 +153,7 @@ func TestRenderer(t *testing.T) {
 			f.surf.mu.Lock()
 			f.surf.limitNext, f.surf.retryAfter = 1, 300*time.Millisecond
 			f.surf.mu.Unlock()
-			f.prov.add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+			f.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "after"})
 				time.Sleep(100 * time.Millisecond)
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: " the limit"})
@@ -181,7 +182,7 @@ func TestRenderer(t *testing.T) {
 			for i := range 1000 {
 				fmt.Fprintf(&want, "w%d ", i)
 			}
-			f.prov.add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+			f.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				for i := range 1000 {
 					s := fmt.Sprintf("w%d ", i)
 					emit(agent.Event{Type: agent.EventAssistantDelta, Text: s})

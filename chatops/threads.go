@@ -155,6 +155,11 @@ func (t *Threads) FirstSeen(ctx context.Context, platform, eventID string) (bool
 	return t.store.FirstSeen(ctx, platform, eventID)
 }
 
+// PruneSeen forgets inbound event ids seen before t.
+func (t *Threads) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
+	return t.store.PruneSeen(ctx, before)
+}
+
 // File is a file attached to a message.
 type File struct {
 	Name      string

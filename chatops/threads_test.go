@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -123,7 +124,7 @@ func TestThreads(t *testing.T) {
 
 		t.Run("first mention creates the chat with the channel defaults and streams the answer", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(answer("Hello", " there.\n\n```go\nfmt.Println(1)\n```\n"))
+			f.prov.Add(chatopstest.Answer("Hello", " there.\n\n```go\nfmt.Println(1)\n```\n"))
 			if err := f.mention(t, "UALLOWED", "say hello"); err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +162,7 @@ func TestThreads(t *testing.T) {
 				t.Errorf("the first rendering has no Stop button: %+v", ans.history[0])
 			}
 			// The prompt reached the agent as an interactive run from the user.
-			reqs := f.prov.requests()
+			reqs := f.prov.Requests()
 			if len(reqs) != 1 || reqs[0].Prompt != "say hello" || reqs[0].Responses == nil {
 				t.Fatalf("requests %+v", reqs)
 			}
@@ -169,7 +170,7 @@ func TestThreads(t *testing.T) {
 			if err := f.threads.HandleMessage(t.Context(), chatops.Message{Place: thread, User: user("UALLOWED"), Text: "ignored"}); err != nil {
 				t.Fatal(err)
 			}
-			f.prov.add(answer("Again."))
+			f.prov.Add(chatopstest.Answer("Again."))
 			if err := f.mention(t, "UALLOWED", "again"); err != nil {
 				t.Fatal(err)
 			}
@@ -179,7 +180,7 @@ func TestThreads(t *testing.T) {
 			if got := f.chatOf(t, thread); got != chatID {
 				t.Fatalf("second mention bound chat %s, want %s", got, chatID)
 			}
-			if n := len(f.prov.requests()); n != 2 {
+			if n := len(f.prov.Requests()); n != 2 {
 				t.Fatalf("%d runs, want 2 (the reply without mention must not run)", n)
 			}
 		})
@@ -188,7 +189,7 @@ func TestThreads(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
 			f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{Defaults: chatops.Defaults{Agent: "fake"},
 				Allow: []string{"UALLOWED"}, ReplyWithoutMention: true})
-			f.prov.add(answer("one"), answer("two"))
+			f.prov.Add(chatopstest.Answer("one"), chatopstest.Answer("two"))
 			if err := f.mention(t, "UALLOWED", "first"); err != nil {
 				t.Fatal(err)
 			}
@@ -206,7 +207,7 @@ func TestThreads(t *testing.T) {
 		t.Run("busy thread queues the message and runs it next", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
 			release := make(chan struct{})
-			f.prov.add(gated(release, "working"), answer("queued answer"))
+			f.prov.Add(chatopstest.Gated(release, "working"), chatopstest.Answer("queued answer"))
 			if err := f.mention(t, "UALLOWED", "long job"); err != nil {
 				t.Fatal(err)
 			}
@@ -231,7 +232,7 @@ func TestThreads(t *testing.T) {
 			waitFor(t, "the queued answer", func() bool {
 				return f.find(thread, func(m *message) bool { return m.view.Body == "queued answer" && m.view.Footer != "" }) != nil
 			})
-			reqs := f.prov.requests()
+			reqs := f.prov.Requests()
 			if len(reqs) != 2 || !strings.HasSuffix(reqs[1].Prompt, "next please") {
 				t.Fatalf("requests %+v", reqs)
 			}
@@ -239,7 +240,7 @@ func TestThreads(t *testing.T) {
 
 		t.Run("stop command and Stop button", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(gated(make(chan struct{}), "spinning"))
+			f.prov.Add(chatopstest.Gated(make(chan struct{}), "spinning"))
 			if err := f.mention(t, "UALLOWED", "spin"); err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +270,7 @@ func TestThreads(t *testing.T) {
 			waitFor(t, "the stopped footer", func() bool {
 				return f.find(thread, func(m *message) bool { return strings.HasPrefix(m.view.Footer, "Stopped") }) != nil
 			})
-			f.prov.add(gated(make(chan struct{}), "again"))
+			f.prov.Add(chatopstest.Gated(make(chan struct{}), "again"))
 			if err := f.mention(t, "UALLOWED", "spin again"); err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +284,7 @@ func TestThreads(t *testing.T) {
 		t.Run("approval card: approvers only, exact id, card says who", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
 			got := make(chan agent.InteractionResponse, 1)
-			f.prov.add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+			f.prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 				in := &agent.Interaction{ID: "perm-7", NativeID: []byte(`"7"`), Kind: agent.KindCommandApproval, Title: "Run a command", Command: "rm -rf build/"}
 				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: in})
 				select {
@@ -361,7 +362,7 @@ func TestThreads(t *testing.T) {
 					return nil
 				}
 			}
-			f.prov.add(q("ask-1"), q("ask-2"))
+			f.prov.Add(q("ask-1"), q("ask-2"))
 			if err := f.mention(t, "UADMIN", "pick"); err != nil {
 				t.Fatal(err)
 			}
@@ -401,7 +402,7 @@ func TestThreads(t *testing.T) {
 
 		t.Run("commands", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(answer("ok"))
+			f.prov.Add(chatopstest.Answer("ok"))
 			if err := f.mention(t, "UALLOWED", "hello"); err != nil {
 				t.Fatal(err)
 			}
@@ -453,7 +454,7 @@ func TestThreads(t *testing.T) {
 
 		t.Run("files and images reach the agent", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(answer("seen"))
+			f.prov.Add(chatopstest.Answer("seen"))
 			err := f.threads.HandleMessage(t.Context(), chatops.Message{Place: thread, User: user("UALLOWED"), Text: "look", Mentioned: true,
 				Files: []chatops.File{
 					{Name: "../../etc/notes.txt", MediaType: "text/plain", Data: []byte("hello file")},
@@ -462,8 +463,8 @@ func TestThreads(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the run", func() bool { return len(f.prov.requests()) == 1 })
-			req := f.prov.requests()[0]
+			waitFor(t, "the run", func() bool { return len(f.prov.Requests()) == 1 })
+			req := f.prov.Requests()[0]
 			if !strings.Contains(req.Prompt, "look") || !strings.Contains(req.Prompt, "notes.txt") {
 				t.Fatalf("prompt %q", req.Prompt)
 			}
@@ -478,7 +479,7 @@ func TestThreads(t *testing.T) {
 
 		t.Run("failure is told in plain words", func(t *testing.T) {
 			f := setup(t, st, chatops.ThreadsOptions{})
-			f.prov.add(func(context.Context, agent.RunRequest, func(agent.Event)) error {
+			f.prov.Add(func(context.Context, agent.RunRequest, func(agent.Event)) error {
 				return errors.New("claude exit: sign-in expired")
 			})
 			if err := f.mention(t, "UALLOWED", "hi"); err != nil {

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
@@ -85,11 +86,34 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.threads.Resume(ctx, Platform); err != nil {
 		b.log.WarnContext(ctx, "resume rendering", "err", err)
 	}
+	b.wg.Go(func() { b.pruneSeen(ctx) })
 	if b.cfg.Mode == ModeHTTP {
 		<-ctx.Done()
 		return nil
 	}
 	return b.runSocket(ctx)
+}
+
+// seenRetention is how long inbound event ids are kept for dedup; Slack
+// retries a delivery for about an hour.
+const seenRetention = 48 * time.Hour
+
+// pruneSeen forgets old event ids every hour.
+func (b *Bot) pruneSeen(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := b.threads.PruneSeen(ctx, time.Now().Add(-seenRetention)); err != nil {
+			b.log.WarnContext(ctx, "prune seen event ids", "err", err)
+		} else if n > 0 {
+			b.log.DebugContext(ctx, "pruned seen event ids", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 // Ready is closed once Run has connected.
