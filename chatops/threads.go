@@ -594,6 +594,11 @@ func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
 		return t.refuse(ctx, a.Place, a.User, "You are not allowed to answer the agent's requests in this channel; ask an approver.")
 	}
 	resp := agent.InteractionResponse{InteractionID: a.Ref.InteractionID, Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
+	if qs, err := t.Questions(ctx, a.Ref); err == nil {
+		for _, q := range qs {
+			resp.Secret = resp.Secret || q.Secret
+		}
+	}
 	return t.respond(ctx, a.Place, a.User, a.Ref, resp)
 }
 

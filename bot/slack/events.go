@@ -24,6 +24,13 @@ const maxBody = 1 << 20
 // "v0:ts:body", timestamp within 5 minutes). It answers 401 itself and
 // returns ok false when the request is forged or stale.
 func (b *Bot) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	select {
+	case <-b.ready:
+	default:
+		// Not connected yet: Slack retries later.
+		http.Error(w, "starting", http.StatusServiceUnavailable)
+		return nil, false
+	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
 	if err != nil {
 		http.Error(w, "bad body", http.StatusBadRequest)

@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -35,6 +36,8 @@ type harness struct {
 	bot     *slackbot.Bot
 	http    *httptest.Server
 	work    string
+	// stop stops the bot (as a process exit would); it is also run at cleanup.
+	stop func()
 }
 
 var testBudget = chatops.Budget{MinInterval: 20 * time.Millisecond,
@@ -93,15 +96,19 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- bot.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Error("bot.Run did not return")
-		}
-		threads.Close()
-	})
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Error("bot.Run did not return")
+			}
+			threads.Close()
+		})
+	}
+	t.Cleanup(stop)
 	select {
 	case <-bot.Ready():
 	case err := <-done:
@@ -109,7 +116,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	case <-time.After(10 * time.Second):
 		t.Fatal("bot not ready")
 	}
-	h := &harness{fake: fake, stack: stack, threads: threads, bot: bot, work: work}
+	h := &harness{fake: fake, stack: stack, threads: threads, bot: bot, work: work, stop: stop}
 	if o.mode == slackbot.ModeSocket {
 		if err := fake.WaitConnected(10 * time.Second); err != nil {
 			t.Fatal(err)

@@ -80,6 +80,31 @@ func TestSocketMode(t *testing.T) {
 			}
 		})
 
+		t.Run("a redelivery after a restart is still dropped", func(t *testing.T) {
+			h1 := start(t, st, options{})
+			h1.stack.Prov.Add(chatopstest.Answer("before the restart"))
+			root := h1.fake.PostUserMessage("C1", "", "hi")
+			payload := callback(eventID(), mention("UALLOWED", "C1", root, "", "hi"))
+			if _, err := h1.fake.Envelope("events_api", payload, 0); err != nil {
+				t.Fatal(err)
+			}
+			chatopstest.WaitFor(t, "the answer", func() bool { _, _, ok := finalAnswer(t, h1.fake, "C1", root); return ok })
+			h1.stop()
+			h2 := start(t, st, options{fake: h1.fake})
+			h2.stack.Prov.Add(chatopstest.Answer("after the restart"))
+			env, err := h2.fake.Envelope("events_api", payload, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h2.fake.WaitAck(env, 3*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if n := len(h2.stack.Prov.Requests()); n != 0 {
+				t.Fatalf("the redelivered event ran again after the restart (%d runs)", n)
+			}
+		})
+
 		t.Run("not allowed: ephemeral refusal, nothing runs", func(t *testing.T) {
 			h := start(t, st, options{})
 			root := h.fake.PostUserMessage("C1", "", "hi")
