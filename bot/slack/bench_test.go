@@ -103,6 +103,18 @@ func threadText(t testing.TB, fake *slacktest.Server, channel, root string) (str
 	return b.String(), n
 }
 
+// waitLong polls cond for up to five minutes (a real-time benchmark run).
+func waitLong(b *testing.B, what string, cond func() bool) {
+	b.Helper()
+	deadline := time.Now().Add(5 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // BenchmarkStream10kDeltas streams 10,000 deltas over (compressed) 60 s
 // through the renderer into the fake with Tier 3 enforced, and reports the
 // API calls for the answer, the first-text latency and whether the final text
@@ -125,7 +137,7 @@ func BenchmarkStream10kDeltas(b *testing.B) {
 		if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UALLOWED", "C1", root, "", "stream")), 0); err != nil {
 			b.Fatal(err)
 		}
-		chatopstest.WaitFor(b, "the final answer", func() bool { _, _, ok := finalAnswer(b, h.fake, "C1", root); return ok })
+		waitLong(b, "the final answer", func() bool { _, _, ok := finalAnswer(b, h.fake, "C1", root); return ok })
 		b.StopTimer()
 		got, msgs := threadText(b, h.fake, "C1", root)
 		if got != want {
@@ -213,7 +225,7 @@ func Benchmark50Runs(b *testing.B) {
 			}
 			_ = i
 		}
-		chatopstest.WaitFor(b, "every final answer", func() bool {
+		waitLong(b, "every final answer", func() bool {
 			for _, th := range threads {
 				if _, _, ok := finalAnswer(b, h.fake, th.channel, th.root); !ok {
 					return false
