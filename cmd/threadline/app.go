@@ -8,67 +8,17 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
-	"sort"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
-	"github.com/threadline-bot/threadline/providers/claude"
-	"github.com/threadline-bot/threadline/providers/codex"
-	"github.com/threadline-bot/threadline/providers/minimax"
 	"github.com/threadline-bot/threadline/store"
 )
-
-// builtin describes a built-in agent adapter.
-type builtin struct {
-	name        string
-	defaultBin  string
-	installHint string
-	new         func(log *slog.Logger) agent.Provider
-}
-
-var builtins = map[string]builtin{
-	"claude": {
-		name:        "Claude Code",
-		defaultBin:  "claude",
-		installHint: "npm install -g @anthropic-ai/claude-code",
-		new: func(log *slog.Logger) agent.Provider {
-			return claude.New(log, claude.Options{})
-		},
-	},
-	"codex": {
-		name:        "Codex",
-		defaultBin:  "codex",
-		installHint: "npm install -g @openai/codex",
-		new: func(log *slog.Logger) agent.Provider {
-			return codex.New(log, codex.Options{})
-		},
-	},
-	"minimax": {
-		name:        "MiniMax (through the Codex CLI)",
-		defaultBin:  "codex",
-		installHint: "npm install -g @openai/codex, then set agents.minimax.env.MINIMAX_API_KEY",
-		new: func(log *slog.Logger) agent.Provider {
-			return minimax.New(log, minimax.Options{})
-		},
-	},
-}
-
-func builtinIDs() []string {
-	ids := make([]string, 0, len(builtins))
-	for id := range builtins {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
 
 // app is everything a command needs, wired.
 type app struct {
@@ -80,6 +30,7 @@ type app struct {
 	bot     *chatops.Bot
 	owner   string
 	metrics *metrics
+	agents  *agentSet
 
 	liveCtx  context.Context
 	stopLive context.CancelFunc
@@ -88,13 +39,9 @@ type app struct {
 
 // openApp opens and migrates the store and wires the services.
 func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.ApprovalPolicy) (*app, error) {
-	agents := map[string]prompt.AgentConfig{}
-	for id := range cfg.Agents {
-		pid, a, err := cfg.agent(id)
-		if err != nil {
-			return nil, err
-		}
-		agents[id] = prompt.AgentConfig{Provider: agent.ProviderID(pid), Bin: a.Bin, Args: a.Args, Env: a.Env, Model: a.Model}
+	agents, err := loadAgents(cfg, log)
+	if err != nil {
+		return nil, err
 	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
@@ -103,16 +50,12 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	owner := replicaID()
 	m := newMetrics()
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
-	var providers []agent.Provider
-	for _, id := range builtinIDs() {
-		providers = append(providers, builtins[id].new(log.With("agent", id)))
-	}
 	chats := chatStore{st}
-	ps := prompt.New(hub, chats, st, providers, log, prompt.Options{
-		Agents: agents, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
+	ps := prompt.New(hub, chats, st, agents.providers, log, prompt.Options{
+		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
 		Preparer: newPreparer(cfg, st, log),
 	})
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m}
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
@@ -133,94 +76,31 @@ func replicaID() string {
 	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
-// launch resolves an agent id to its provider, configuration and executable path.
-func (a *app) launch(id string) (builtin, string, error) {
-	pid, ac, err := a.cfg.agent(id)
-	if err != nil {
-		return builtin{}, "", err
-	}
-	b := builtins[pid]
-	bin := ac.Bin
-	if bin == "" {
-		bin = b.defaultBin
-	}
-	path, err := exec.LookPath(bin)
-	if err != nil {
-		return b, bin, fmt.Errorf("%w: %s (%s) was not found (looked for %q). Install it with: %s",
-			agent.ErrNotInstalled, id, b.name, bin, b.installHint)
-	}
-	return b, path, nil
+// launch resolves an agent id to its definition and executable, as a run would.
+func (a *app) launch(id string) (registry.Definition, string, error) { return a.agents.launch(id) }
+
+// Agents reports every known agent; it implements chatops.Agents.
+func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
+	return agentInfos(a.agents.probe(ctx, a.log))
 }
 
-// Agents reports every configured and built-in agent; it implements chatops.Agents.
-func (a *app) Agents(ctx context.Context) []chatops.AgentInfo { return a.probeAll(ctx) }
+// defaultAgents are tried in this order when the config names no default.
+var defaultAgents = []string{"claude", "codex", "opencode", "gemini", "qwen", "pi", "kimi"}
 
-// agentIDs lists the built-in and configured agent ids, sorted.
-func (a *app) agentIDs() []string {
-	ids := map[string]bool{}
-	for _, id := range builtinIDs() {
-		ids[id] = true
-	}
-	for id := range a.cfg.Agents {
-		ids[id] = true
-	}
-	sorted := make([]string, 0, len(ids))
-	for id := range ids {
-		sorted = append(sorted, id)
-	}
-	sort.Strings(sorted)
-	return sorted
-}
-
-// probeAll probes every known agent concurrently (version, models), isolating
-// failures to their agent. It needs no store.
-func (a *app) probeAll(ctx context.Context) []chatops.AgentInfo {
-	ids := a.agentIDs()
-	out := make([]chatops.AgentInfo, len(ids))
-	var wg sync.WaitGroup
-	for i, id := range ids {
-		wg.Go(func() { out[i] = a.probe(ctx, id) })
-	}
-	wg.Wait()
-	return out
-}
-
-func (a *app) probe(ctx context.Context, id string) chatops.AgentInfo {
-	info := chatops.AgentInfo{ID: id}
-	b, path, err := a.launch(id)
-	info.InstallHint = b.installHint
-	if err != nil {
-		if !errors.Is(err, agent.ErrNotInstalled) {
-			info.Problem = err.Error()
-		}
-		return info
-	}
-	info.Installed = true
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	caps, err := b.new(a.log).Capabilities(ctx, agent.CapabilityRequest{Bin: path})
-	if err != nil {
-		info.Problem = err.Error()
-		return info
-	}
-	info.Version, info.Models = caps.Version, caps.Models
-	return info
-}
-
-// defaultAgent is the configured default, else the first installed built-in.
+// defaultAgent is the configured default, else the first installed agent.
 func (a *app) defaultAgent() (string, error) {
 	if a.cfg.Defaults.Agent != "" {
 		return a.cfg.Defaults.Agent, nil
 	}
 	var missing []string
-	for _, id := range builtinIDs() {
+	for _, id := range defaultAgents {
 		_, _, err := a.launch(id)
 		if err == nil {
 			return id, nil
 		}
 		missing = append(missing, err.Error())
 	}
-	return "", fmt.Errorf("no agent CLI is installed:\n  %s", strings.Join(missing, "\n  "))
+	return "", fmt.Errorf("no agent CLI is installed:\n  %s\n(`threadline agents --all` lists every agent Threadline can run)", strings.Join(missing, "\n  "))
 }
 
 // chatStore adapts store.Store to chatops.ChatStore and prompt.Chats.

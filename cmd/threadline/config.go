@@ -388,22 +388,3 @@ func expandHome(p string) (string, error) {
 	}
 	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
 }
-
-// agent returns the configuration of an agent id, with a local profile's base resolved.
-func (c *Config) agent(id string) (provider string, a AgentConfig, err error) {
-	a, ok := c.Agents[id]
-	if !ok {
-		return id, AgentConfig{}, nil
-	}
-	provider = id
-	if a.Base != "" {
-		if _, builtin := builtins[id]; builtin {
-			return "", a, fmt.Errorf("agents.%s: a profile cannot replace the built-in agent %s", id, id)
-		}
-		provider = a.Base
-	}
-	if _, ok := builtins[provider]; !ok {
-		return "", a, fmt.Errorf("agents.%s: unknown agent %q (known: %s)", id, provider, strings.Join(builtinIDs(), ", "))
-	}
-	return provider, a, nil
-}

@@ -37,13 +37,11 @@ agents:
 	if got := cfg.Agents["claude"].Env["K"]; got != "v$1" {
 		t.Errorf("env K = %q, want the value verbatim", got)
 	}
-	pid, a, err := cfg.agent("fast")
-	if err != nil || pid != "claude" || a.Model != "haiku" {
-		t.Errorf("agent(fast) = %q %+v %v", pid, a, err)
+	if a := cfg.Agents["fast"]; a.Base != "claude" || a.Model != "haiku" {
+		t.Errorf("agents.fast = %+v", a)
 	}
-	pid, a, err = cfg.agent("claude")
-	if err != nil || pid != "claude" || a.Bin != "/opt/claude" || a.Args[0] != "--foo" {
-		t.Errorf("agent(claude) = %q %+v %v", pid, a, err)
+	if a := cfg.Agents["claude"]; a.Bin != "/opt/claude" || a.Args[0] != "--foo" {
+		t.Errorf("agents.claude = %+v", a)
 	}
 }
 
@@ -67,23 +65,6 @@ func TestLoadConfigErrors(t *testing.T) {
 			t.Fatal("no error for a missing --config file")
 		}
 	})
-}
-
-func TestAgentProfiles(t *testing.T) {
-	cfg := &Config{Agents: map[string]AgentConfig{
-		"claude":  {Base: "claude2"},
-		"unknown": {Base: "nosuch"},
-		"mine":    {Base: "claude"},
-	}}
-	if _, _, err := cfg.agent("claude"); err == nil || !strings.Contains(err.Error(), "cannot replace the built-in") {
-		t.Errorf("profile replacing a built-in: %v", err)
-	}
-	if _, _, err := cfg.agent("unknown"); err == nil || !strings.Contains(err.Error(), `unknown agent "nosuch"`) {
-		t.Errorf("unknown base: %v", err)
-	}
-	if pid, _, err := cfg.agent("mine"); err != nil || pid != "claude" {
-		t.Errorf("mine: %q %v", pid, err)
-	}
 }
 
 func TestDefaultDatabaseIsSQLiteInXDGDataHome(t *testing.T) {

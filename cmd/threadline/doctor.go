@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -99,24 +100,43 @@ func checkDatabase(ctx context.Context, cfg *Config) []finding {
 }
 
 func checkAgents(ctx context.Context, cfg *Config) []finding {
-	a := &app{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+	log := slog.New(slog.DiscardHandler)
+	set, err := loadAgents(cfg, log)
+	if err != nil {
+		return []finding{{name: "agents", detail: err.Error(), fix: "Fix the agents section of the config."}}
+	}
 	var out []finding
+	var missing []string
 	installed := 0
-	for _, info := range a.probeAll(ctx) {
-		f := finding{name: "agent " + info.ID}
+	for _, r := range set.probe(ctx, log) {
+		f := finding{name: "agent " + r.ID}
 		switch {
-		case !info.Installed:
-			f.warn, f.detail, f.fix = true, "not installed", "Install it: "+info.InstallHint
-		case info.Problem != "":
-			f.detail, f.fix = info.Problem, "Run the CLI by hand to see what it needs (sign-in, a newer version)."
+		case r.Status == registry.StatusMissing:
+			if _, configured := cfg.Agents[r.ID]; !configured && r.ID != cfg.Defaults.Agent {
+				missing = append(missing, r.ID)
+				continue
+			}
+			f.detail, f.fix = "not installed", "Install it: "+r.InstallHint
+		case r.Status == registry.StatusBroken:
+			f.detail = strings.Join(r.Problems, "; ")
+			f.fix = "Run the CLI by hand to see what it needs (sign-in, a newer version)."
+		case r.VersionWarning != "" || len(r.Problems) > 0:
+			f.warn, f.detail = true, strings.TrimSpace(r.Version+" — "+strings.Join(append([]string{r.VersionWarning}, r.Problems...), "; "))
+			f.fix = "It may work; Threadline was verified with other versions of this CLI."
+			installed++
 		default:
-			f.ok, f.detail = true, info.Version
+			f.ok, f.detail = true, r.Version
+			if r.Auth != "" && r.Auth != registry.AuthUnknown {
+				f.detail += ", auth " + string(r.Auth)
+			}
 			installed++
 		}
 		out = append(out, f)
 	}
 	if installed == 0 {
-		out = append(out, finding{name: "agents", detail: "no agent CLI is installed", fix: "Install at least one, e.g. npm install -g @anthropic-ai/claude-code"})
+		out = append(out, finding{name: "agents", detail: "no agent CLI is installed", fix: "Install at least one, e.g. npm install -g @anthropic-ai/claude-code (`threadline agents --all` lists them)"})
+	} else if len(missing) > 0 {
+		out = append(out, finding{name: "other agents", ok: true, detail: "not installed: " + strings.Join(missing, ", ")})
 	}
 	return out
 }

@@ -30,6 +30,7 @@ Usage:
                  [--config F] [--events jsonl] "prompt"
   threadline migrate [--config F]
   threadline audit [--chat ID] [--since T] [--json] [--config F]
+  threadline agents [--all] [--json] [--config F]
   threadline doctor [--config F]
   threadline project add NAME --container C [--image I] [--workspace HOST_DIR] | list | remove NAME
   threadline project secret set|list|unset PROJECT [KEY]   (values from stdin, never printed)
@@ -77,6 +78,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdMigrate(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
+	case "agents":
+		err = cmdAgents(ctx, args[1:], stdout, stderr)
 	case "doctor":
 		err = cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "project":

@@ -129,7 +129,7 @@ func TestDoctor(t *testing.T) {
 	if code != 1 || err == nil {
 		t.Fatalf("doctor without any agent: exit %d err %v\n%s", code, err, out)
 	}
-	for _, want := range []string{"ok    config", "ok    database", "sqlite, schema up to date", "warn  agent claude", "npm install -g @anthropic-ai/claude-code", "FAIL  agents"} {
+	for _, want := range []string{"ok    config", "ok    database", "sqlite, schema up to date", "FAIL  agent claude", "npm install -g @anthropic-ai/claude-code", "FAIL  agents"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("doctor output lacks %q:\n%s", want, out)
 		}

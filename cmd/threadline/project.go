@@ -21,6 +21,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -427,8 +428,8 @@ func (p projectStore) SetProjectStatus(ctx context.Context, name, status string)
 // pushed in and synced back.
 func containerAgents() map[agent.ProviderID]execution.Agent {
 	out := map[agent.ProviderID]execution.Agent{}
-	for id, b := range builtins {
-		out[agent.ProviderID(id)] = execution.Agent{Bin: b.defaultBin, InstallHint: b.installHint}
+	for _, d := range registry.Builtins() {
+		out[agent.ProviderID(d.ID)] = execution.Agent{Bin: d.Executable, InstallHint: d.InstallHint}
 	}
 	if a, ok := out["claude"]; ok {
 		a.Instructions = "/root/.claude/CLAUDE.md"

@@ -1,0 +1,211 @@
+// Agents: the registry's definitions (built-ins and the config's local profiles),
+// the provider that runs each, detection, and `threadline agents`.
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/providers/acp"
+	"github.com/threadline-bot/threadline/providers/claude"
+	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/jsonstream"
+	"github.com/threadline-bot/threadline/providers/kimi"
+	"github.com/threadline-bot/threadline/providers/minimax"
+	"github.com/threadline-bot/threadline/providers/plain"
+)
+
+// errNoRunner marks a detected CLI that this build cannot run yet.
+var errNoRunner = errors.New("no runner for this agent in this build")
+
+// newProvider builds the provider of a built-in definition.
+func newProvider(def registry.Definition, log *slog.Logger) (agent.Provider, error) {
+	id := agent.ProviderID(def.ID)
+	switch def.Format {
+	case registry.FormatClaudeStreamJSON:
+		if def.ID == "claude" {
+			return claude.New(log, claude.Options{}), nil
+		}
+	case registry.FormatCodexAppServer:
+		switch def.ID {
+		case "codex":
+			return codex.New(log, codex.Options{}), nil
+		case "minimax":
+			return minimax.New(log, minimax.Options{}), nil
+		}
+	case registry.FormatACP:
+		if d, ok := acp.Lookup(id); ok {
+			return acp.New(d, log, acp.Options{}), nil
+		}
+	case registry.FormatKimiStreamJSON:
+		return kimi.New(log, kimi.Options{}), nil
+	case registry.FormatJSONEvents:
+		return jsonstream.New(log, jsonstream.Options{Dialect: jsonstream.Dialect(def.Dialect), ID: id})
+	case registry.FormatPlain:
+		return plain.New(log, plain.Options{CLI: plain.CLI(def.ID), ID: id})
+	}
+	return nil, fmt.Errorf("%w: %s (%s)", errNoRunner, def.ID, def.Format)
+}
+
+// agentSet is every agent id this process knows: built-ins and local profiles.
+type agentSet struct {
+	defs      []registry.Definition
+	byID      map[string]registry.Definition
+	providers []agent.Provider
+	// configs are what the prompt service needs per agent id.
+	configs map[string]prompt.AgentConfig
+	// noRunner explains built-ins detected but not runnable here.
+	noRunner map[string]error
+}
+
+// loadAgents applies the config's agents section to the built-in definitions
+// and builds one provider per runnable built-in.
+func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
+	var profiles []registry.Profile
+	ids := make([]string, 0, len(cfg.Agents))
+	for id := range cfg.Agents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		a := cfg.Agents[id]
+		profiles = append(profiles, registry.Profile{ID: id, Base: a.Base, Bin: a.Bin, Args: a.Args, Env: a.Env})
+	}
+	defs, err := registry.Apply(registry.Builtins(), profiles)
+	if err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
+	}
+	s := &agentSet{defs: defs, byID: map[string]registry.Definition{}, configs: map[string]prompt.AgentConfig{}, noRunner: map[string]error{}}
+	for _, d := range defs {
+		s.byID[d.ID] = d
+		if d.Base != "" {
+			continue
+		}
+		p, err := newProvider(d, log.With("agent", d.ID))
+		if err != nil {
+			s.noRunner[d.ID] = err
+			continue
+		}
+		s.providers = append(s.providers, p)
+	}
+	for _, d := range defs {
+		base := d.ID
+		if d.Base != "" {
+			base = d.Base
+		}
+		s.configs[d.ID] = prompt.AgentConfig{
+			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: d.Env, Model: cfg.Agents[d.ID].Model,
+		}
+	}
+	return s, nil
+}
+
+// launch resolves an agent id to its executable, as a run would.
+func (s *agentSet) launch(id string) (registry.Definition, string, error) {
+	d, ok := s.byID[id]
+	if !ok {
+		return d, "", fmt.Errorf("unknown agent %q (see `threadline agents`)", id)
+	}
+	base := id
+	if d.Base != "" {
+		base = d.Base
+	}
+	if err := s.noRunner[base]; err != nil {
+		return d, "", err
+	}
+	l, err := registry.Resolve(d, exec.LookPath)
+	if err != nil {
+		return d, "", err
+	}
+	return d, l.Path, nil
+}
+
+// probe detects every agent concurrently.
+func (s *agentSet) probe(ctx context.Context, log *slog.Logger) []registry.Report {
+	reports := registry.Probe(ctx, s.defs, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})
+	for i, r := range reports {
+		base := r.ID
+		if r.Base != "" {
+			base = r.Base
+		}
+		if err := s.noRunner[base]; err != nil {
+			reports[i].Problems = append(reports[i].Problems, "detected only: "+err.Error())
+		}
+	}
+	return reports
+}
+
+// agentInfos turns reports into chatops' view.
+func agentInfos(reports []registry.Report) []chatops.AgentInfo {
+	out := make([]chatops.AgentInfo, 0, len(reports))
+	for _, r := range reports {
+		info := chatops.AgentInfo{ID: r.ID, Installed: r.Status != registry.StatusMissing, Version: r.Version, Models: r.Models, InstallHint: r.InstallHint}
+		if r.VersionWarning != "" {
+			info.Problem = r.VersionWarning
+		}
+		if len(r.Problems) > 0 {
+			info.Problem = r.Problems[0]
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
+func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "config file")
+	asJSON := fs.Bool("json", false, "JSON output")
+	all := fs.Bool("all", false, "also list agents that are not installed")
+	if err := fs.Parse(args); err != nil {
+		return &exitError{2, err}
+	}
+	cfg, err := loadConfig(*config)
+	if err != nil {
+		return err
+	}
+	log := newLogger(stderr, slog.LevelWarn, cfg)
+	set, err := loadAgents(cfg, log)
+	if err != nil {
+		return err
+	}
+	reports := set.probe(ctx, log)
+	if !*all && !*asJSON {
+		shown := reports[:0:0]
+		for _, r := range reports {
+			if r.Status != registry.StatusMissing {
+				shown = append(shown, r)
+			}
+		}
+		if len(shown) == 0 {
+			fmt.Fprintln(stdout, "No agent CLI is installed. `threadline agents --all` lists the ones Threadline can run, with install commands.")
+			return nil
+		}
+		reports = shown
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(reports)
+	}
+	out := registry.Table(reports)
+	if !strings.HasSuffix(out, "\n") {
+		out += "\n"
+	}
+	_, err = io.WriteString(stdout, out)
+	return err
+}
