@@ -87,7 +87,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	cfg.Apply(policy)
 	work := t.TempDir()
 	threads := chatops.NewThreads(stack.Bot, st, policy, chatops.ThreadsOptions{
-		Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off",
+		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off",
 	}, log)
 	bot, err := slackbot.New(cfg, threads, log)
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
@@ -102,6 +103,52 @@ func TestSocketMode(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			if n := len(h2.stack.Prov.Requests()); n != 0 {
 				t.Fatalf("the redelivered event ran again after the restart (%d runs)", n)
+			}
+		})
+
+		t.Run("direct message and thread replies", func(t *testing.T) {
+			h := start(t, st, options{channels: map[string]slackbot.ChannelConfig{
+				"C1": {Agent: "fake", Allow: []string{"UALLOWED"}, ReplyWithoutMention: true}}})
+			h.stack.Prov.Add(chatopstest.Answer("dm answer"), chatopstest.Answer("thread answer"), chatopstest.Answer("reply answer"))
+			dm := h.fake.PostUserMessage("D1", "", "hello bot")
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "D1", "channel_type": "im",
+				"user": "UADMIN", "text": "hello bot", "ts": dm}), 0); err != nil {
+				t.Fatal(err)
+			}
+			chatopstest.WaitFor(t, "the DM answer", func() bool { _, b, ok := finalAnswer(t, h.fake, "D1", dm); return ok && b == "dm answer" })
+			// A channel message that mentions the bot arrives as message and as
+			// app_mention: it runs once.
+			root := h.fake.PostUserMessage("C1", "", "<@"+slacktest.BotUserID+"> go")
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
+				"user": "UALLOWED", "text": "<@" + slacktest.BotUserID + "> go", "ts": root}), 0); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UALLOWED", "C1", root, "", "go")), 0); err != nil {
+				t.Fatal(err)
+			}
+			chatopstest.WaitFor(t, "the thread answer", func() bool { _, b, ok := finalAnswer(t, h.fake, "C1", root); return ok && b == "thread answer" })
+			// reply_without_mention: a plain reply in the bound thread continues it.
+			reply := h.fake.PostUserMessage("C1", root, "and more")
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
+				"user": "UALLOWED", "text": "and more", "ts": reply, "thread_ts": root}), 0); err != nil {
+				t.Fatal(err)
+			}
+			chatopstest.WaitFor(t, "the reply answer", func() bool {
+				for _, m := range h.fake.Thread("C1", root) {
+					if b, _ := blockText(t, m); b == "reply answer" {
+						return true
+					}
+				}
+				return false
+			})
+			// The bot's own messages are ignored.
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "C1", "channel_type": "channel",
+				"user": slacktest.BotUserID, "bot_id": slacktest.BotID, "text": "echo", "ts": h.fake.PostUserMessage("C1", root, "echo"), "thread_ts": root}), 0); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(200 * time.Millisecond)
+			if n := len(h.stack.Prov.Requests()); n != 3 {
+				t.Fatalf("%d runs, want 3", n)
 			}
 		})
 

@@ -197,6 +197,15 @@ func (s *Server) DisableStreaming(err string) {
 	s.noStream = err
 }
 
+// Advance moves the fake's clock (timestamps, trigger expiry, rate limits)
+// forward by d.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	prev := s.now
+	s.now = func() time.Time { return prev().Add(d) }
+}
+
 // NewTrigger mints a trigger_id valid for 3 s, like the one in an interaction.
 func (s *Server) NewTrigger() string {
 	s.mu.Lock()
