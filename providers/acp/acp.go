@@ -237,6 +237,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		SessionNotFound: p.def.SessionNotFound,
 		AutoDecision:    decision,
 		FS:              DirFS{Root: cwd, ReadOnly: decision == agent.DecisionDecline},
+		VerifiedWith:    p.def.VerifiedWith,
 	})
 	spec := procrun.Spec{
 		Bin:   bin,

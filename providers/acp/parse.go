@@ -75,6 +75,9 @@ type ParserOptions struct {
 	AutoDecision agent.Decision
 	// FS serves fs/read_text_file and fs/write_text_file; nil refuses them.
 	FS FileSystem
+	// VerifiedWith names the CLI versions the definition was verified with,
+	// for the message that refuses an unknown protocol version.
+	VerifiedWith []string
 }
 
 // Reply is an agent's answer to one of the client's requests.
@@ -274,8 +277,12 @@ func (p *Parser) initialized(r *Reply) []agent.Event {
 	}
 	var v int
 	if json.Unmarshal(p.caps.ProtocolVersion, &v) != nil || !slices.Contains(KnownProtocolVersions, v) {
-		return []agent.Event{{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s answered ACP protocolVersion %s; this client speaks %v",
-			p.agentName(), bytes.TrimSpace(p.caps.ProtocolVersion), KnownProtocolVersions), Native: p.nat("initialize", nil, bounded(r.Result))}}
+		verified := "not verified with any version of it"
+		if len(p.opts.VerifiedWith) > 0 {
+			verified = fmt.Sprintf("verified with %s %s", p.opts.Provider, strings.Join(p.opts.VerifiedWith, ", "))
+		}
+		return []agent.Event{{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s answered ACP protocolVersion %s; this client speaks protocolVersion %v and was %s",
+			p.agentName(), bytes.TrimSpace(p.caps.ProtocolVersion), KnownProtocolVersions, verified), Native: p.nat("initialize", nil, bounded(r.Result))}}
 	}
 	return nil
 }

@@ -578,7 +578,7 @@ func TestRunFailures(t *testing.T) {
 		{"unknown stop reason", "stop:weird", "", `unknown stop reason "weird"`, agent.EventRunFailed},
 		{"unsolicited cancelled", "stop:cancelled", "", "cancelled", agent.EventRunInterrupted},
 		{"crash", "crash", "", "boom: the fake agent crashed", agent.EventRunFailed},
-		{"protocol version", "text", "2", "answered ACP protocolVersion 2; this client speaks [1]", agent.EventRunFailed},
+		{"protocol version", "text", "2", "fake-acp 9.9.9 answered ACP protocolVersion 2; this client speaks protocolVersion [1] and was verified with fake 9.9.9", agent.EventRunFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
