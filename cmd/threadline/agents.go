@@ -26,6 +26,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 	"github.com/threadline-bot/threadline/providers/kimi"
 	"github.com/threadline-bot/threadline/providers/minimax"
+	"github.com/threadline-bot/threadline/providers/pi"
 	"github.com/threadline-bot/threadline/providers/plain"
 )
 
@@ -51,6 +52,8 @@ func newProvider(def registry.Definition, log *slog.Logger) (agent.Provider, err
 		if d, ok := acp.Lookup(id); ok {
 			return acp.New(d, log, acp.Options{}), nil
 		}
+	case registry.FormatPiRPC:
+		return pi.New(log, pi.Options{}), nil
 	case registry.FormatKimiStreamJSON:
 		return kimi.New(log, kimi.Options{}), nil
 	case registry.FormatJSONEvents:

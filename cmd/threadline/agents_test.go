@@ -35,7 +35,7 @@ func TestLoadAgents(t *testing.T) {
 			t.Errorf("%s: neither a provider nor a reason", d.ID)
 		}
 	}
-	for _, id := range []string{"claude", "codex", "minimax", "opencode", "opencode-run", "gemini", "qwen", "kimi", "cursor-agent", "antigravity", "aider"} {
+	for _, id := range []string{"claude", "codex", "minimax", "opencode", "opencode-run", "gemini", "qwen", "kimi", "cursor-agent", "antigravity", "aider", "pi"} {
 		if !slices.Contains(runnable, id) {
 			t.Errorf("no provider for %s (%v)", id, set.noRunner[id])
 		}
