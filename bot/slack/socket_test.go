@@ -91,6 +91,7 @@ func TestSocketMode(t *testing.T) {
 			}
 			chatopstest.WaitFor(t, "the answer", func() bool { _, _, ok := finalAnswer(t, h1.fake, "C1", root); return ok })
 			h1.stop()
+			chatopstest.WaitFor(t, "the first bot's connection to close", func() bool { return h1.fake.Connected() == 0 })
 			h2 := start(t, st, options{fake: h1.fake})
 			h2.stack.Prov.Add(chatopstest.Answer("after the restart"))
 			env, err := h2.fake.Envelope("events_api", payload, 1)
