@@ -31,6 +31,7 @@ type app struct {
 	owner   string
 	metrics *metrics
 	agents  *agentSet
+	deskState
 
 	liveCtx  context.Context
 	stopLive context.CancelFunc

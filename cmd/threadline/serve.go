@@ -136,6 +136,12 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		log.Warn("shutdown: runs still ending", "err", err)
 	}
 	cancel()
+	if a.threads != nil {
+		// After the runs ended, so that their last state is rendered.
+		if err := a.threads.Close(); err != nil {
+			log.Warn("shutdown: front desk", "err", err)
+		}
+	}
 
 	log.Info("shutdown 3/4: flush the event writer")
 	a.stopLive()
