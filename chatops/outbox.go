@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -292,9 +293,23 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 		best     *oslot
 		earliest = now.Add(idleWait)
 	)
+	// A run's answer parts are posted in order, and its file after them.
+	firstUnposted := map[string]int{}
+	for _, s := range o.slots {
+		if k, ok := answerIndex(s.rm.Slot); ok && s.rm.MessageID == "" {
+			if cur, seen := firstUnposted[s.rm.RunID]; !seen || k < cur {
+				firstUnposted[s.rm.RunID] = k
+			}
+		}
+	}
 	for _, s := range o.slots {
 		if s.want == nil {
 			continue
+		}
+		if first, waiting := firstUnposted[s.rm.RunID]; waiting && s.rm.MessageID == "" {
+			if k, ok := answerIndex(s.rm.Slot); (ok && k > first) || s.rm.Slot == SlotFile {
+				continue
+			}
 		}
 		if s.want.View.Hash() == s.rm.Hash && s.rm.MessageID != "" && (s.rm.Final || !s.want.Final) {
 			// Already shows exactly this (a replay after a restart).
@@ -439,6 +454,11 @@ func (o *outbox) send(ctx context.Context, j *job) {
 		if id != "" && s.rm.MessageID == "" {
 			s.rm.MessageID = id // posted, then limited on a follow-up call
 		}
+	case errors.Is(err, ErrMessageGone) && s.rm.MessageID == id:
+		// Deleted in the client: post the content anew.
+		o.stats.Failures++
+		o.log.InfoContext(ctx, "message gone, posting it again", "run_id", rm.RunID, "slot", rm.Slot)
+		s.rm.MessageID, s.rm.Hash, s.streaming, s.streamed = "", "", false, ""
 	default:
 		o.stats.Failures++
 		s.attempts++
@@ -478,4 +498,14 @@ func streamBody(v View) string {
 		return ""
 	}
 	return v.Body
+}
+
+// answerIndex returns k of an "answer/k" slot.
+func answerIndex(slot string) (int, bool) {
+	n, ok := strings.CutPrefix(slot, slotAnswerPref)
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(n)
+	return k, err == nil
 }

@@ -211,3 +211,28 @@ func TestRenderer(t *testing.T) {
 		})
 	})
 }
+
+func TestPartsPostedInOrder(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		f := setup(t, st, chatops.ThreadsOptions{Render: chatops.RenderOptions{PartLimit: 100, MaxParts: 20}})
+		var text strings.Builder
+		for i := range 60 {
+			fmt.Fprintf(&text, "Line %02d of a long answer.\n\n", i)
+		}
+		// One delta: every part appears at once.
+		f.prov.Add(chatopstest.Answer(text.String()))
+		if err := f.mention(t, "UALLOWED", "long"); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the answer", func() bool { return f.find(thread, func(m *message) bool { return m.view.Footer != "" }) != nil })
+		var got strings.Builder
+		for _, m := range f.surf.inThread(thread) {
+			if strings.HasPrefix(m.view.Body, "Line") {
+				got.WriteString(m.view.Body)
+			}
+		}
+		if got.String() != text.String() {
+			t.Fatalf("parts out of order:\n%s", got.String())
+		}
+	})
+}

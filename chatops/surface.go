@@ -51,6 +51,9 @@ var (
 	// message no longer streams (Slack message_not_in_streaming_state): the
 	// caller updates it instead.
 	ErrNotStreaming = errors.New("chatops: message is not streaming")
+	// ErrMessageGone is returned by Update when the message no longer exists
+	// (deleted in the client): the caller posts a new one.
+	ErrMessageGone = errors.New("chatops: message is gone")
 	// ErrForbidden is returned when a user may not do what they asked.
 	ErrForbidden = errors.New("chatops: not allowed")
 )

@@ -6,6 +6,18 @@
 // 3 s) and acted on after; Events API retries and duplicate deliveries are
 // dropped by event_id, recorded in the store so that this holds across
 // restarts. Messages of one thread are handled in order.
+//
+// Wiring (cmd/threadline serve), with st a *store.Store and core the
+// *chatops.Bot of the app:
+//
+//	policy := &chatops.Policy{Admins: cfg.Access.Admins}
+//	cfg.Slack.Apply(policy) // the channels' defaults, allow and approver lists
+//	threads := chatops.NewThreads(core, st, policy, chatops.ThreadsOptions{
+//		DefaultAgent: defaultAgent, Workdir: cfg.Workdir}, log)
+//	defer threads.Close() // after Run returned
+//	sb, err := slack.New(cfg.Slack, threads, log) // validates cfg.Slack
+//	go sb.Run(ctx)                                // auth.test, resume, Socket Mode
+//	mux.Handle("/slack/", sb.Handler())           // mode http only
 package slack
 
 import (

@@ -128,12 +128,44 @@ func TestRendering(t *testing.T) {
 			if n != 8 {
 				t.Fatalf("%d answer messages, want 8", n)
 			}
-			// Every chat.postMessage and chat.update passed the fake's size checks.
+			// Every chat.postMessage and chat.update of the thread passed the
+			// fake's size checks.
+			mine := map[string]bool{}
+			for _, m := range h.fake.Thread("C1", root) {
+				mine[m.TS] = true
+			}
 			for _, c := range h.fake.Calls("") {
-				if c.Error != "" {
+				if c.Error != "" && (c.Form.Get("thread_ts") == root || mine[c.Form.Get("ts")]) {
 					t.Fatalf("%s failed: %s", c.Method, c.Error)
 				}
 			}
 		})
 	})
+}
+
+func TestDeletedMessageIsPostedAgain(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	h := start(t, st, options{})
+	h.stack.Prov.Add(chatopstest.Slow([]string{"one ", "two ", "three ", "four"}, 150*time.Millisecond))
+	root := h.fake.PostUserMessage("C1", "", "go")
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UALLOWED", "C1", root, "", "go")), 0); err != nil {
+		t.Fatal(err)
+	}
+	var first string
+	chatopstest.WaitFor(t, "the first rendering", func() bool {
+		for _, m := range h.fake.Thread("C1", root) {
+			if m.TS != root {
+				first = m.TS
+				return true
+			}
+		}
+		return false
+	})
+	// Someone deletes the bot's message while it streams.
+	h.fake.FailNext("chat.update", 1, "message_not_found")
+	chatopstest.WaitFor(t, "the final answer", func() bool { _, b, ok := finalAnswer(t, h.fake, "C1", root); return ok && b == "one two three four" })
+	m, _, _ := finalAnswer(t, h.fake, "C1", root)
+	if m.TS == first {
+		t.Fatalf("the final answer was not posted anew after message_not_found")
+	}
 }

@@ -255,6 +255,8 @@ func translate(method string, err error) error {
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch {
+		case se.Err == "message_not_found" && (method == "chat.update" || method == "chat.appendStream" || method == "chat.stopStream"):
+			return fmt.Errorf("%s: %w: %w", method, chatops.ErrMessageGone, err)
 		case se.Err == "message_not_in_streaming_state":
 			return fmt.Errorf("%s: %w: %w", method, chatops.ErrNotStreaming, err)
 		case method == "chat.startStream" && streamUnavailable[se.Err]:
