@@ -228,7 +228,17 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return fmt.Errorf("%s cwd: %w", p.def.ID, err)
 	}
+	var fsys FileSystem
+	if req.Container != nil {
+		// A project chat: the agent runs in its container, where the session's
+		// cwd is the container's workspace; the host's files are not its files,
+		// so the fs client methods are refused there.
+		cwd = req.Container.Dir()
+	}
 	decision := autoDecision(req)
+	if req.Container == nil {
+		fsys = DirFS{Root: cwd, ReadOnly: decision == agent.DecisionDecline}
+	}
 	parser := NewParser(ParserOptions{
 		Provider:        p.def.ID,
 		KnownSession:    req.ResumeID,
@@ -236,7 +246,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		HoldReplay:      p.def.LoadQuiet > 0,
 		SessionNotFound: p.def.SessionNotFound,
 		AutoDecision:    decision,
-		FS:              DirFS{Root: cwd, ReadOnly: decision == agent.DecisionDecline},
+		FS:              fsys,
 		VerifiedWith:    p.def.VerifiedWith,
 	})
 	spec := procrun.Spec{
@@ -245,6 +255,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Dir:   cwd,
 		Env:   procrun.Environ(p.opts.HostEnv(), p.def.LaunchEnv(req, p.opts.Env), p.opts.Secret),
 		Stdin: true,
+		// A project chat runs in its container (procrun builds the lxc exec).
+		Container: req.Container,
 	}
 	proc, err := procrun.Start(ctx, logger, spec)
 	if err != nil {

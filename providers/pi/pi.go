@@ -265,6 +265,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Dir:   req.Cwd,
 		Env:   procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
 		Stdin: true,
+		// A project chat runs in its container (procrun builds the lxc exec).
+		Container: req.Container,
 	}
 	proc, err := procrun.Start(ctx, logger, spec)
 	if err != nil {
