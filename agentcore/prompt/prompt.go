@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -62,6 +64,9 @@ type AgentConfig struct {
 	Args     []string
 	Env      map[string]string
 	Model    string
+	// Skills is how the agent takes skills (slash commands, $-mentions,
+	// instructions pointing at SKILL.md files, or none).
+	Skills registry.SkillStrategy
 }
 
 // Options configure a Service.
@@ -79,6 +84,8 @@ type Options struct {
 	Observer Observer
 	// Preparer readies project chats' containers; nil runs every chat on the host.
 	Preparer Preparer
+	// Skills apply to every run (the config's defaults.skills).
+	Skills []registry.Skill
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
@@ -143,6 +150,9 @@ type StartRequest struct {
 	// InteractionTimeout, when positive, declines requests nobody answered in
 	// time (recorded as timed_out); zero waits for an answer.
 	InteractionTimeout time.Duration
+	// Skills are applied to the prompt in the agent's declared way, after the
+	// service's default skills.
+	Skills []registry.Skill
 }
 
 // Run is a started run.
@@ -235,6 +245,10 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if model == "" {
 		model = cfg.Model
 	}
+	text, err := registry.ApplySkills(req.Prompt, cfg.Skills, append(slices.Clone(s.opts.Skills), req.Skills...))
+	if err != nil {
+		return nil, err
+	}
 	run := &Run{
 		ID: uuid.NewString(), ChatID: chat.ID, Agent: chat.Agent,
 		responses: make(chan agent.InteractionResponse, 8),
@@ -276,7 +290,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 
 	areq := agent.RunRequest{
 		ChatID: chat.ID, RunID: run.ID,
-		Prompt: req.Prompt, Images: req.Images,
+		Prompt: text, Images: req.Images,
 		Model: model, Effort: chat.Effort, Mode: chat.Mode,
 		Cwd: chat.Cwd, Project: chat.Project,
 		Bin: cfg.Bin, Args: cfg.Args, Env: cfg.Env,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -366,5 +367,27 @@ func TestShutdownInterruptsEveryRun(t *testing.T) {
 		if row, _ := st.GetRun(t.Context(), r.ID); row.Status != "interrupted" {
 			t.Errorf("run row %s: %s", r.ID, row.Status)
 		}
+	}
+}
+
+func TestSkillsFollowTheAgentsStrategy(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	f := setup(t, st)
+	f.svc = prompt.New(f.hub, chats{st}, st, []agent.Provider{f.prov}, slog.New(slog.DiscardHandler), prompt.Options{
+		Owner:  "test",
+		Agents: map[string]prompt.AgentConfig{"fake": {Provider: "fake", Skills: registry.SkillsSlash}},
+		Skills: []registry.Skill{{Name: "review", Path: "/skills/review/SKILL.md"}},
+	})
+	f.prov.turns = append(f.prov.turns, answer("s", "ok"))
+	r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: f.chat, Prompt: "look at this", Skills: []registry.Skill{{Name: "deploy"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.Done()
+	if got := f.prov.requests()[0].Prompt; got != "/review\n/deploy\n\nlook at this" {
+		t.Errorf("prompt = %q", got)
+	}
+	if _, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: f.chat, Prompt: "x", Skills: []registry.Skill{{Name: "bad name; rm -rf"}}}); err == nil {
+		t.Error("an invalid skill name was accepted")
 	}
 }

@@ -112,6 +112,7 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 		}
 		s.configs[d.ID] = prompt.AgentConfig{
 			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: d.Env, Model: cfg.Agents[d.ID].Model,
+			Skills: d.Skills,
 		}
 	}
 	return s, nil

@@ -54,7 +54,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	chats := chatStore{st}
 	ps := prompt.New(hub, chats, st, agents.providers, log, prompt.Options{
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
-		Preparer: newPreparer(cfg, st, log),
+		Preparer: newPreparer(cfg, st, log), Skills: cfg.skills(),
 	})
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // Config is the whole configuration file.
@@ -57,6 +59,9 @@ type DefaultsConfig struct {
 	Agent string `yaml:"agent"`
 	// InteractionTimeout declines approvals nobody answered in time; empty waits.
 	InteractionTimeout Duration `yaml:"interaction_timeout"`
+	// Skills are skill directories (each with a SKILL.md) applied to every run
+	// in the way the agent takes skills.
+	Skills []string `yaml:"skills"`
 }
 
 // AgentConfig overrides an agent's launch.
@@ -297,6 +302,11 @@ func (c *Config) validate() error {
 			return fmt.Errorf("agents.%s: base must name another agent", id)
 		}
 	}
+	for _, p := range c.Defaults.Skills {
+		if _, err := skillOf(p); err != nil {
+			return fmt.Errorf("defaults.skills: %w", err)
+		}
+	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 			return fmt.Errorf("http.listen: %q is not host:port (e.g. 127.0.0.1:8780)", c.HTTP.Listen)
@@ -387,4 +397,35 @@ func expandHome(p string) (string, error) {
 		return "", err
 	}
 	return filepath.Join(home, strings.TrimPrefix(p, "~")), nil
+}
+
+// skillOf reads a skill directory (or its SKILL.md): the name is the directory's.
+func skillOf(p string) (registry.Skill, error) {
+	p, err := expandHome(p)
+	if err != nil {
+		return registry.Skill{}, err
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return registry.Skill{}, err
+	}
+	if filepath.Base(abs) == "SKILL.md" {
+		abs = filepath.Dir(abs)
+	}
+	file := filepath.Join(abs, "SKILL.md")
+	if _, err := os.Stat(file); err != nil {
+		return registry.Skill{}, fmt.Errorf("%s has no SKILL.md", p)
+	}
+	return registry.Skill{Name: filepath.Base(abs), Path: file}, nil
+}
+
+// skills are the default skills of every run.
+func (c *Config) skills() []registry.Skill {
+	var out []registry.Skill
+	for _, p := range c.Defaults.Skills {
+		if s, err := skillOf(p); err == nil {
+			out = append(out, s)
+		}
+	}
+	return out
 }

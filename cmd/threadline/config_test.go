@@ -121,3 +121,20 @@ func TestConfigValidation(t *testing.T) {
 		}
 	})
 }
+
+func TestDefaultSkills(t *testing.T) {
+	dir := t.TempDir()
+	skill := filepath.Join(dir, "review")
+	os.MkdirAll(skill, 0o755)
+	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("# Review\n"), 0o644)
+	cfg, err := loadConfig(writeConfig(t, "defaults:\n  skills: ["+skill+"]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := cfg.skills(); len(s) != 1 || s[0].Name != "review" || s[0].Path != filepath.Join(skill, "SKILL.md") {
+		t.Errorf("skills = %+v", s)
+	}
+	if _, err := loadConfig(writeConfig(t, "defaults:\n  skills: ["+dir+"]\n")); err == nil || !strings.Contains(err.Error(), "has no SKILL.md") {
+		t.Errorf("a directory without SKILL.md: %v", err)
+	}
+}
