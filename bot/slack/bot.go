@@ -284,3 +284,17 @@ func (b *Bot) report(ctx context.Context, what string, err error) {
 		b.log.WarnContext(ctx, "slack handler", "what", what, "err", err)
 	}
 }
+
+// Healthy reports whether the bot is connected and its token still works
+// (auth.test).
+func (b *Bot) Healthy(ctx context.Context) error {
+	select {
+	case <-b.ready:
+	default:
+		return errors.New("not connected yet")
+	}
+	if _, err := b.api.AuthTestContext(ctx); err != nil {
+		return fmt.Errorf("auth.test: %w", err)
+	}
+	return nil
+}

@@ -88,15 +88,19 @@ type ChannelConfig struct {
 
 // SlackConfig configures the Slack front-end.
 type SlackConfig struct {
-	Mode              string                   `yaml:"mode"`
-	AppToken          string                   `yaml:"app_token"`
-	AppTokenFile      string                   `yaml:"app_token_file"`
-	BotToken          string                   `yaml:"bot_token"`
-	BotTokenFile      string                   `yaml:"bot_token_file"`
-	SigningSecret     string                   `yaml:"signing_secret"`
-	SigningSecretFile string                   `yaml:"signing_secret_file"`
-	APIURL            string                   `yaml:"api_url"`
-	Channels          map[string]ChannelConfig `yaml:"channels"`
+	Mode              string `yaml:"mode"`
+	AppToken          string `yaml:"app_token"`
+	AppTokenFile      string `yaml:"app_token_file"`
+	BotToken          string `yaml:"bot_token"`
+	BotTokenFile      string `yaml:"bot_token_file"`
+	SigningSecret     string `yaml:"signing_secret"`
+	SigningSecretFile string `yaml:"signing_secret_file"`
+	APIURL            string `yaml:"api_url"`
+	// Streaming is "auto" (chat.startStream where the workspace allows it) or "off".
+	Streaming string                   `yaml:"streaming"`
+	Channels  map[string]ChannelConfig `yaml:"channels"`
+	// Workspace applies to every channel of the workspace.
+	Workspace ChannelConfig `yaml:"workspace"`
 }
 
 // MatrixConfig configures the Matrix front-end.

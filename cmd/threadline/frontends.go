@@ -12,20 +12,24 @@ import (
 	"sync"
 
 	"github.com/threadline-bot/threadline/bot/matrix"
+	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
 func init() {
-	frontEndBuilders = append(frontEndBuilders, buildMatrix)
+	frontEndBuilders = append(frontEndBuilders, buildSlack, buildMatrix)
 }
 
 // desk returns the chatops front desk shared by every front-end of this process.
 func (a *app) desk() *chatops.Threads {
 	a.deskOnce.Do(func() {
 		policy := &chatops.Policy{Admins: a.cfg.Access.Admins}
-		for platform, channels := range map[string]map[string]ChannelConfig{"slack": a.slackChannels(), "matrix": a.matrixRooms()} {
-			for id, c := range channels {
-				policy.Set(chatops.Scope{Platform: platform, Channel: id}, chatops.Rules{
+		if a.cfg.Slack != nil {
+			a.slackConfig().Apply(policy)
+		}
+		if a.cfg.Matrix != nil {
+			for room, c := range a.cfg.Matrix.Rooms {
+				policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
 					Defaults:            chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir},
 					Allow:               c.Allow,
 					Approvers:           c.Approvers,
@@ -50,18 +54,52 @@ func (a *app) desk() *chatops.Threads {
 	return a.threads
 }
 
-func (a *app) slackChannels() map[string]ChannelConfig {
-	if a.cfg.Slack == nil {
-		return nil
+// slackConfig is the config's slack section in bot/slack's terms.
+func (a *app) slackConfig() slackbot.Config {
+	c := a.cfg.Slack
+	channel := func(cc ChannelConfig) slackbot.ChannelConfig {
+		return slackbot.ChannelConfig{
+			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
+			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
+		}
 	}
-	return a.cfg.Slack.Channels
+	out := slackbot.Config{
+		Mode: c.Mode, AppToken: c.AppToken, BotToken: c.BotToken, SigningSecret: c.SigningSecret,
+		APIURL: c.APIURL, Streaming: c.Streaming, Workspace: channel(c.Workspace),
+		Channels: map[string]slackbot.ChannelConfig{},
+	}
+	for id, cc := range c.Channels {
+		out.Channels[id] = channel(cc)
+	}
+	return out
 }
 
-func (a *app) matrixRooms() map[string]ChannelConfig {
-	if a.cfg.Matrix == nil {
+// slackFront runs the Slack bot.
+type slackFront struct {
+	bot  *slackbot.Bot
+	mode string
+}
+
+func buildSlack(_ context.Context, a *app) (frontEnd, error) {
+	if a.cfg.Slack == nil {
+		return nil, nil
+	}
+	cfg := a.slackConfig()
+	bot, err := slackbot.New(cfg, a.desk(), a.log)
+	if err != nil {
+		return nil, err
+	}
+	return &slackFront{bot: bot, mode: a.cfg.Slack.Mode}, nil
+}
+
+func (s *slackFront) Name() string                      { return "slack" }
+func (s *slackFront) Run(ctx context.Context) error     { return s.bot.Run(ctx) }
+func (s *slackFront) Healthy(ctx context.Context) error { return s.bot.Healthy(ctx) }
+func (s *slackFront) Handlers() map[string]http.Handler {
+	if s.mode != "http" {
 		return nil
 	}
-	return a.cfg.Matrix.Rooms
+	return map[string]http.Handler{"/slack/": s.bot.Handler()}
 }
 
 // matrixFront runs the Matrix bot.

@@ -2,24 +2,18 @@ package main
 
 import (
 	"context"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/prompt"
-	"github.com/threadline-bot/threadline/agentcore/runhub"
-	slackbot "github.com/threadline-bot/threadline/bot/slack"
+	"go.yaml.in/yaml/v3"
+
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
-	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
-	"github.com/threadline-bot/threadline/providers/claude"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
-	"github.com/threadline-bot/threadline/store"
 )
 
 // TestSlackEndToEnd drives the Slack front-end with the REAL Claude Code CLI
@@ -39,48 +33,32 @@ func TestSlackEndToEnd(t *testing.T) {
 	work := filepath.Join(dir, "work")
 	api := fakeapi.New(t,
 		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "touch approved.txt && echo approved-run", "description": "Create approved.txt"})),
-		fakeapi.When("SLOW", fakeapi.Slow(40, 60*time.Millisecond)),
+		fakeapi.When("SLOW", fakeapi.Slow(60, 60*time.Millisecond)),
 		fakeapi.Text("Hello", " from", " the fake", " API."),
 	)
-	log := slog.New(slog.DiscardHandler)
-	if os.Getenv("SLACK_TEST_LOG") != "" {
-		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	st, err := store.OpenAndMigrate(ctx, filepath.Join(dir, "tl.db"), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	hub := runhub.New(st, log, runhub.Options{Owner: "e2e"})
-	defer hub.Close()
-	svc := prompt.New(hub, chatopstest.Chats{St: st}, st, []agent.Provider{claude.New(log, claude.Options{})}, log, prompt.Options{
-		Owner:  "e2e",
-		Agents: map[string]prompt.AgentConfig{"claude": {Provider: "claude", Bin: bin, Env: api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
-	})
-	core := chatops.New(chatopstest.Chats{St: st}, svc, chatopstest.Feed{Hub: hub, St: st}, nil, log)
-
+	// The bot as a user runs it: `threadline serve` with a config file.
 	fake := slacktest.New(t)
-	cfg := slackbot.Config{AppToken: slacktest.AppToken, BotToken: slacktest.BotToken, APIURL: fake.APIURL(),
-		Channels: map[string]slackbot.ChannelConfig{"C1": {Agent: "claude", Allow: []string{"UDEV"}, Approvers: []string{"ULEAD"}}}}
-	policy := &chatops.Policy{}
-	cfg.Apply(policy)
-	threads := chatops.NewThreads(core, st, policy, chatops.ThreadsOptions{Workdir: work,
-		Budget: chatops.Budget{MinInterval: 250 * time.Millisecond}}, log)
-	defer threads.Close()
-	bot, err := slackbot.New(cfg, threads, log)
-	if err != nil {
+	cfg := map[string]any{
+		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"http":     map[string]any{"listen": freePort(t)},
+		"workdir":  work,
+		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
+		"slack": map[string]any{
+			"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"ULEAD"}}},
+		},
+	}
+	raw, _ := yaml.Marshal(cfg)
+	cfgPath := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- bot.Run(ctx) }()
-	select {
-	case <-bot.Ready():
-	case err := <-done:
-		t.Fatalf("slack bot: %v", err)
-	}
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
 	if err := fake.WaitConnected(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -123,16 +101,16 @@ func TestSlackEndToEnd(t *testing.T) {
 	root := fake.PostUserMessage("C1", "", "say hello")
 	mention("Ev1", root, "", "say hello")
 	m := final("the first answer", root, 1)
-	if !strings.Contains(string(m.Blocks), "Hello from the fake API.") {
-		t.Fatalf("first answer blocks %s", m.Blocks)
+	if !strings.Contains(string(m.Blocks)+m.Markdown, "Hello from the fake API.") {
+		t.Fatalf("first answer: blocks %s, streamed %q", m.Blocks, m.Markdown)
 	}
 
 	// 2. A slow answer in the same thread shows several edits while it streams.
 	slow := fake.PostUserMessage("C1", root, "SLOW please")
 	mention("Ev2", slow, root, "SLOW please")
 	m = final("the slow answer", root, 2)
-	if !strings.Contains(string(m.Blocks), "word39") || m.Edits < 3 {
-		t.Fatalf("slow answer: %d edits, blocks %s", m.Edits, m.Blocks)
+	if !strings.Contains(string(m.Blocks)+m.Markdown, "word59") || len(m.Versions) < 3 {
+		t.Fatalf("slow answer: %d versions, blocks %s, streamed %q", len(m.Versions), m.Blocks, m.Markdown)
 	}
 
 	// 3. A tool call: the card, a refused click, the Approve button, the result.
@@ -183,19 +161,15 @@ func TestSlackEndToEnd(t *testing.T) {
 	})
 	click("ULEAD")
 	m = final("the tool answer", root, 3)
-	if !strings.Contains(string(m.Blocks), "Tool result: approved-run") {
-		t.Fatalf("tool answer blocks %s", m.Blocks)
+	if !strings.Contains(string(m.Blocks)+m.Markdown, "Tool result: approved-run") {
+		t.Fatalf("tool answer: blocks %s, streamed %q", m.Blocks, m.Markdown)
 	}
 	chatopstest.WaitFor(t, "the answered card", func() bool {
 		c, _ := fake.Message("C1", card.TS)
 		return strings.Contains(string(c.Blocks), "Approved") && strings.Contains(string(c.Blocks), "\\u003c@ULEAD\\u003e") && !strings.Contains(string(c.Blocks), "tl_approve")
 	})
-	b, ok, err := st.Binding(ctx, chatops.Place{Platform: "slack", Workspace: slacktest.TeamID, Channel: "C1", Thread: root})
-	if err != nil || !ok {
-		t.Fatalf("binding: %v %v", ok, err)
-	}
-	if _, err := os.Stat(filepath.Join(work, b.ChatID, "approved.txt")); err != nil {
-		t.Fatalf("the approved tool did not run in the chat's directory: %v", err)
+	if ran, _ := filepath.Glob(filepath.Join(work, "*", "approved.txt")); len(ran) != 1 {
+		t.Fatalf("the approved tool did not run in the chat's directory: %v", ran)
 	}
 	// The three prompts continued one native session.
 	reqs := api.MessageRequests()
@@ -204,8 +178,11 @@ func TestSlackEndToEnd(t *testing.T) {
 	}
 	cancel()
 	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the slack bot did not stop")
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop\n%s", logs.String())
 	}
 }
