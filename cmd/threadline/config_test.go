@@ -138,3 +138,10 @@ func TestDefaultSkills(t *testing.T) {
 		t.Errorf("a directory without SKILL.md: %v", err)
 	}
 }
+
+func TestExampleConfigLoads(t *testing.T) {
+	t.Setenv("HOME", t.TempDir())
+	if _, err := loadConfig("../../configs/threadline.example.yaml"); err != nil {
+		t.Fatalf("configs/threadline.example.yaml: %v", err)
+	}
+}
