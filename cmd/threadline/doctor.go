@@ -14,7 +14,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/slack-go/slack"
+	"maunium.net/go/mautrix"
+	"maunium.net/go/mautrix/id"
+
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -160,4 +165,53 @@ func checkLXD(ctx context.Context, cfg *Config) []finding {
 	}
 	n := len(strings.Fields(string(out)))
 	return []finding{{name: "lxd", ok: true, detail: fmt.Sprintf("%s reachable, %d instance(s)", target, n)}}
+}
+
+func init() { doctorChecks = append(doctorChecks, checkSlack, checkMatrix) }
+
+// checkSlack calls auth.test with the bot token.
+func checkSlack(ctx context.Context, cfg *Config) []finding {
+	if cfg.Slack == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	apiURL := cfg.Slack.APIURL
+	if apiURL == "" {
+		apiURL = slackbot.DefaultAPIURL
+	}
+	res, err := slack.New(cfg.Slack.BotToken, slack.OptionAPIURL(apiURL)).AuthTestContext(ctx)
+	if err != nil {
+		return []finding{{name: "slack", detail: "auth.test: " + err.Error(),
+			fix: "Check slack.bot_token (xoxb-..., from the app's OAuth page after installing it) and that the app is installed in the workspace."}}
+	}
+	return []finding{{name: "slack", ok: true, detail: fmt.Sprintf("team %s (%s) as %s", res.Team, res.TeamID, res.User)}}
+}
+
+// checkMatrix asks the homeserver who the configured token belongs to.
+func checkMatrix(ctx context.Context, cfg *Config) []finding {
+	m := cfg.Matrix
+	if m == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	cli, err := mautrix.NewClient(m.Homeserver, id.UserID(m.UserID), m.AccessToken)
+	if err != nil {
+		return []finding{{name: "matrix", detail: err.Error(), fix: "Check matrix.homeserver and matrix.user_id."}}
+	}
+	if m.AccessToken == "" {
+		if _, err := cli.Versions(ctx); err != nil {
+			return []finding{{name: "matrix", detail: "homeserver: " + err.Error(), fix: "Check matrix.homeserver: it must be the client-server API URL."}}
+		}
+		return []finding{{name: "matrix", ok: true, detail: "homeserver reachable; the password logs in at the first start"}}
+	}
+	who, err := cli.Whoami(ctx)
+	if err != nil {
+		return []finding{{name: "matrix", detail: "whoami: " + err.Error(), fix: "Check matrix.access_token (or use password to log in again)."}}
+	}
+	if string(who.UserID) != m.UserID {
+		return []finding{{name: "matrix", detail: fmt.Sprintf("the token belongs to %s, not %s", who.UserID, m.UserID), fix: "Set matrix.user_id to the token's user."}}
+	}
+	return []finding{{name: "matrix", ok: true, detail: fmt.Sprintf("%s (device %s)", who.UserID, who.DeviceID)}}
 }

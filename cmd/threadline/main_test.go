@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 )
 
 // isolate points the XDG directories and the working directory at temp dirs so
@@ -142,5 +144,24 @@ func TestDoctor(t *testing.T) {
 	}
 	if strings.Contains(out, "pa55word-xyz") {
 		t.Errorf("doctor printed a secret:\n%s", out)
+	}
+}
+
+func TestDoctorChecksSlackCredentials(t *testing.T) {
+	dir := isolate(t)
+	fake := slacktest.New(t)
+	for token, want := range map[string]string{
+		slacktest.BotToken:   "ok    slack ",
+		"xoxb-revoked-token": "FAIL  slack ",
+	} {
+		cfg := filepath.Join(dir, "slack.yaml")
+		os.WriteFile(cfg, []byte("slack: {app_token: "+slacktest.AppToken+", bot_token: "+token+", api_url: '"+fake.APIURL()+"'}\n"), 0o600)
+		_, out, _, _ := run(t, "", "doctor", "--config", cfg)
+		if !strings.Contains(out, want) {
+			t.Errorf("token %s: doctor lacks %q:\n%s", token, want, out)
+		}
+		if strings.Contains(out, "xoxb-revoked-token") {
+			t.Errorf("doctor printed the token:\n%s", out)
+		}
 	}
 }
