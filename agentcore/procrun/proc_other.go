@@ -14,3 +14,5 @@ func setProcAttr(*exec.Cmd) {}
 func killTree(cmd *exec.Cmd) error { return cmd.Process.Kill() }
 
 var interruptSignal = os.Interrupt
+
+func setRelayAttr(*exec.Cmd) {}

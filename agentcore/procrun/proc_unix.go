@@ -26,3 +26,9 @@ func killTree(cmd *exec.Cmd) error {
 
 // interruptSignal asks a child to stop gracefully.
 var interruptSignal = syscall.SIGINT
+
+// setRelayAttr starts a relay in its own session, so that neither a signal to
+// the bot's process group nor the end of its terminal reaches it.
+func setRelayAttr(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+}

@@ -133,12 +133,20 @@ type Process struct {
 
 	waitOnce sync.Once
 	waitErr  error
+
+	// relay, when set, is the relayed child this Process stands for; the
+	// fields above are then unused (see relay.go).
+	relay *relayProc
 }
 
 // Start launches the child described by spec. ctx only scopes the start itself:
 // the child outlives it and is stopped with Signal or Kill. A missing
 // executable returns an error wrapping agent.ErrNotInstalled; for a container
 // run, a missing lxc client returns ErrContainerClient.
+//
+// When ctx carries a RelayRun (WithRelay) not yet claimed, the child runs
+// under a relay that outlives this process, or, for a reattach, the Process
+// follows the run's existing relay (see relay.go). The API is the same.
 func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -149,6 +157,9 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	l, err := launchOf(spec)
 	if err != nil {
 		return nil, err
+	}
+	if rr := relayOf(ctx); rr != nil && rr.claim() {
+		return startRelayed(ctx, logger, spec, l, rr)
 	}
 	cmd := exec.Command(l.path, l.args...)
 	cmd.Dir = l.dir
@@ -188,11 +199,22 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 }
 
 // Pid is the child's process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int {
+	if p.relay != nil {
+		return p.relay.childPid
+	}
+	return p.cmd.Process.Pid
+}
 
 // WriteLine writes line plus a newline (unless it already ends in one) to the
 // child's stdin. Writes are serialized.
 func (p *Process) WriteLine(line []byte) error {
+	if p.relay != nil {
+		if len(line) == 0 || line[len(line)-1] != '\n' {
+			line = append(append(make([]byte, 0, len(line)+1), line...), '\n')
+		}
+		return p.relay.writeLine(line)
+	}
 	p.stdinMu.Lock()
 	defer p.stdinMu.Unlock()
 	if p.stdin == nil {
@@ -210,6 +232,9 @@ func (p *Process) WriteLine(line []byte) error {
 
 // CloseStdin closes the child's stdin (EOF for the child). It is idempotent.
 func (p *Process) CloseStdin() error {
+	if p.relay != nil {
+		return p.relay.closeStdin()
+	}
 	p.stdinMu.Lock()
 	defer p.stdinMu.Unlock()
 	if p.stdin == nil {
@@ -222,23 +247,40 @@ func (p *Process) CloseStdin() error {
 
 // Signal sends sig to the child.
 func (p *Process) Signal(sig os.Signal) error {
+	if p.relay != nil {
+		return p.relay.signal(sig)
+	}
 	return p.cmd.Process.Signal(sig)
 }
 
 // Kill kills the child and, where supported, its process group.
 func (p *Process) Kill() error {
+	if p.relay != nil {
+		return p.relay.kill()
+	}
 	return killTree(p.cmd)
 }
 
 // Stderr returns the captured stderr tail so far.
-func (p *Process) Stderr() string { return p.stderr.String() }
+func (p *Process) Stderr() string {
+	if p.relay != nil {
+		return p.relay.stderr()
+	}
+	return p.stderr.String()
+}
 
 // Each reads stdout line by line until EOF and calls handle for every
 // non-empty line (without its line ending). The slice is only valid during
 // the call. A handler error is logged with a bounded excerpt and the line is
 // skipped. A line longer than MaxLineBytes is logged and discarded up to its
 // newline. Each returns nil at EOF and the read error otherwise.
+//
+// A relayed process reads its journal instead; after a detach Each returns
+// ErrDetached.
 func (p *Process) Each(handle func(line []byte) error) error {
+	if p.relay != nil {
+		return p.relay.each(handle)
+	}
 	r := bufio.NewReaderSize(p.stdout, 64<<10)
 	return eachLine(r, MaxLineBytes, p.logger, handle)
 }
@@ -326,8 +368,12 @@ func Excerpt(b []byte, max int) string {
 }
 
 // Wait waits for the child to exit, after Each returned. It returns nil on
-// exit status 0 and a *ProcessError otherwise. It is idempotent.
+// exit status 0 and a *ProcessError otherwise (ErrDetached after a detach).
+// It is idempotent.
 func (p *Process) Wait() error {
+	if p.relay != nil {
+		return p.relay.wait()
+	}
 	p.waitOnce.Do(func() {
 		err := p.cmd.Wait()
 		_ = p.CloseStdin()

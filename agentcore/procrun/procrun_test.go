@@ -35,6 +35,8 @@ func child(mode string) int {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	switch mode {
+	case "relay", "slowecho":
+		return relayChild(mode)
 	case "mixed":
 		fmt.Fprint(out, "{\"n\":1}\n\nnot json\r\n   \n{\"n\":2}\r\n{\"n\":3,\"type\":\"done\"}")
 	case "bigline":
