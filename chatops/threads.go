@@ -38,6 +38,9 @@ type ThreadsOptions struct {
 	IdleFollow time.Duration
 	// MaxFileBytes bounds an attached file (default 20 MiB).
 	MaxFileBytes int
+	// Redact, when set, scrubs every text posted to a platform (configured
+	// secrets, project secrets) before it leaves the process.
+	Redact Redactor
 }
 
 // Threads is the platform-neutral front desk of the chat platforms.
@@ -105,6 +108,9 @@ func (t *Threads) Policy() *Policy { return t.policy }
 // Attach registers the platform's Surface. Call it before handing Threads
 // anything from that platform.
 func (t *Threads) Attach(platform string, s Surface) {
+	if t.opts.Redact != nil {
+		s = redactSurface(s, t.opts.Redact)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.surfaces[platform] = s

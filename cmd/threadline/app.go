@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -31,6 +32,8 @@ type app struct {
 	owner   string
 	metrics *metrics
 	agents  *agentSet
+	// redactor scrubs secret values from what is posted to chat.
+	redactor *redact.Redactor
 	deskState
 
 	liveCtx  context.Context
@@ -52,11 +55,14 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	m := newMetrics()
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
 	chats := chatStore{st}
+	// Secrets of the config and of projects (added as runs load them) are
+	// scrubbed from everything posted to chat.
+	red := redact.New(cfg.secrets()...)
 	ps := prompt.New(hub, chats, st, agents.providers, log, prompt.Options{
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
-		Preparer: newPreparer(cfg, st, log), Skills: cfg.skills(),
+		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(),
 	})
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents}
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red}
 	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))

@@ -48,7 +48,7 @@ func (a *app) desk() *chatops.Threads {
 			agentID, _ = a.defaultAgent()
 		}
 		a.threads = chatops.NewThreads(a.bot, a.store, policy, chatops.ThreadsOptions{
-			DefaultAgent: agentID, Workdir: workdir, Stream: true,
+			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
 		}, a.log)
 	})
 	return a.threads

@@ -22,6 +22,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -394,7 +395,11 @@ func finishSecret(v, key string) (string, error) {
 }
 
 // projectStore adapts store.Store to execution.Projects.
-type projectStore struct{ st *store.Store }
+type projectStore struct {
+	st *store.Store
+	// redact learns the secrets loaded for runs, for outbound redaction.
+	redact *redact.Redactor
+}
 
 func (p projectStore) Project(ctx context.Context, name string) (execution.Project, error) {
 	sp, err := p.st.GetProject(ctx, name)
@@ -415,6 +420,10 @@ func (p projectStore) ProjectSecrets(ctx context.Context, name string) ([]agent.
 	out := make([]agent.EnvVar, len(secrets))
 	for i, s := range secrets {
 		out[i] = agent.EnvVar{Key: s.Name, Value: s.Value}
+		if p.redact != nil {
+			// Whatever the agent prints of them is scrubbed before it is posted.
+			p.redact.Add(s.Value)
+		}
 	}
 	return out, nil
 }
@@ -455,13 +464,13 @@ func claudeCredentials() string {
 }
 
 // newPreparer wires the preparer of project containers from the lxd config.
-func newPreparer(cfg *Config, st *store.Store, log *slog.Logger) *execution.Preparer {
+func newPreparer(cfg *Config, st *store.Store, log *slog.Logger, r *redact.Redactor) *execution.Preparer {
 	profiles := cfg.LXD.Profiles
 	if len(profiles) == 0 {
 		profiles = []string{"default"}
 	}
 	return execution.New(log.With("component", "execution"), execution.Options{
-		Projects:          projectStore{st},
+		Projects:          projectStore{st: st, redact: r},
 		Remote:            cfg.LXD.Remote,
 		Image:             cfg.LXD.Image,
 		Profiles:          profiles,
