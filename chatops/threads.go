@@ -469,6 +469,17 @@ func (t *Threads) Queued(chatID string) int {
 	return len(t.queues[chatID])
 }
 
+// QueueDepth is the number of messages waiting for busy chats, of every platform.
+func (t *Threads) QueueDepth() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, q := range t.queues {
+		n += len(q)
+	}
+	return n
+}
+
 // command runs a thread command.
 func (t *Threads) command(ctx context.Context, m Message, b Binding, cmd Command) error {
 	switch cmd.Name {

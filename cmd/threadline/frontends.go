@@ -10,6 +10,9 @@ import (
 	"net/http"
 	"path/filepath"
 	"sync"
+	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/threadline-bot/threadline/bot/matrix"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
@@ -50,6 +53,7 @@ func (a *app) desk() *chatops.Threads {
 		a.threads = chatops.NewThreads(a.bot, a.store, policy, chatops.ThreadsOptions{
 			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
 		}, a.log)
+		a.metrics.watchQueue(a.threads.QueueDepth)
 	})
 	return a.threads
 }
@@ -85,7 +89,8 @@ func buildSlack(_ context.Context, a *app) (frontEnd, error) {
 		return nil, nil
 	}
 	cfg := a.slackConfig()
-	bot, err := slackbot.New(cfg, a.desk(), a.log)
+	bot, err := slackbot.New(cfg, a.desk(), a.log,
+		slack.OptionHTTPClient(&http.Client{Transport: a.metrics.transport("slack", nil), Timeout: 60 * time.Second}))
 	if err != nil {
 		return nil, err
 	}
@@ -113,6 +118,7 @@ func buildMatrix(_ context.Context, a *app) (frontEnd, error) {
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: c.Homeserver, UserID: c.UserID, AccessToken: c.AccessToken, Password: c.Password,
 		Encryption: c.Encryption, CryptoDB: a.store.DB().DB, CryptoDialect: a.store.Dialect(),
+		HTTPClient: &http.Client{Transport: a.metrics.transport("matrix", nil)},
 	}, a.desk(), a.store, a.store, a.log.With("platform", "matrix"))
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,7 +26,6 @@ type metrics struct {
 	interactions *prometheus.CounterVec
 	chatCalls    *prometheus.CounterVec
 	chatLimited  *prometheus.CounterVec
-	queue        *prometheus.GaugeVec
 }
 
 func newMetrics() *metrics {
@@ -60,12 +60,9 @@ func newMetrics() *metrics {
 		chatLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "threadline_chat_api_rate_limited_total", Help: "Chat platform API calls answered 429, by platform and method.",
 		}, []string{"platform", "method"}),
-		queue: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "threadline_queue_depth", Help: "Messages waiting for a busy chat, by platform.",
-		}, []string{"platform"}),
 	}
 	m.reg.MustRegister(m.runs, m.active, m.duration, m.events, m.commit, m.pending, m.interactions,
-		m.chatCalls, m.chatLimited, m.queue,
+		m.chatCalls, m.chatLimited,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -103,9 +100,50 @@ func (m *metrics) ChatAPICall(platform, method string, limited bool) {
 	}
 }
 
-// QueueDepth sets the number of queued messages of a platform.
-func (m *metrics) QueueDepth(platform string, n int) {
-	m.queue.WithLabelValues(platform).Set(float64(n))
+// watchQueue exports the depth of the busy-chat queue.
+func (m *metrics) watchQueue(depth func() int) {
+	m.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "threadline_queue_depth", Help: "Messages waiting for a busy chat.",
+	}, func() float64 { return float64(depth()) }))
+}
+
+// transport counts the chat platform API calls made through base, and the 429s.
+func (m *metrics) transport(platform string, base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		res, err := base.RoundTrip(r)
+		m.ChatAPICall(platform, apiMethod(platform, r.URL.Path), err == nil && res.StatusCode == http.StatusTooManyRequests)
+		return res, err
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// apiMethod names an API call for a metric label without ids: Slack's method
+// ("chat.update"), or Matrix's endpoint ("sync", "rooms/send").
+func apiMethod(platform, path string) string {
+	if platform == "slack" {
+		if i := strings.LastIndex(path, "/"); i >= 0 {
+			return path[i+1:]
+		}
+		return path
+	}
+	p := path
+	if i := strings.Index(p, "/client/"); i >= 0 {
+		p = p[i+len("/client/"):]
+		if j := strings.IndexByte(p, '/'); j >= 0 { // the version: v3, unstable
+			p = p[j+1:]
+		}
+	}
+	parts := strings.Split(p, "/")
+	if parts[0] == "rooms" && len(parts) > 2 {
+		return "rooms/" + parts[2]
+	}
+	return parts[0]
 }
 
 // healthCheck is one named readiness check of /healthz.

@@ -54,3 +54,46 @@ func TestHTTPHandler(t *testing.T) {
 		t.Errorf("/healthz with the database down = %d %s", code, body)
 	}
 }
+
+func TestAPIMethodLabels(t *testing.T) {
+	for _, tc := range []struct{ platform, path, want string }{
+		{"slack", "/api/chat.update", "chat.update"},
+		{"matrix", "/_matrix/client/v3/sync", "sync"},
+		{"matrix", "/_matrix/client/v3/rooms/!abc:x/send/m.room.message/txn1", "rooms/send"},
+		{"matrix", "/_matrix/client/unstable/keys/upload", "keys"},
+	} {
+		if got := apiMethod(tc.platform, tc.path); got != tc.want {
+			t.Errorf("apiMethod(%s, %s) = %q, want %q", tc.platform, tc.path, got, tc.want)
+		}
+	}
+}
+
+func TestTransportCountsCallsAnd429s(t *testing.T) {
+	m := newMetrics()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "chat.update") {
+			w.WriteHeader(http.StatusTooManyRequests)
+		}
+	}))
+	defer srv.Close()
+	c := &http.Client{Transport: m.transport("slack", nil)}
+	for _, p := range []string{"/api/chat.update", "/api/chat.postMessage"} {
+		res, err := c.Get(srv.URL + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+	}
+	m.watchQueue(func() int { return 3 })
+	rec := httptest.NewRecorder()
+	httpHandler(m, nil).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	for _, want := range []string{
+		`threadline_chat_api_calls_total{method="chat.postMessage",platform="slack"} 1`,
+		`threadline_chat_api_rate_limited_total{method="chat.update",platform="slack"} 1`,
+		`threadline_queue_depth 3`,
+	} {
+		if !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
