@@ -18,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
@@ -181,74 +180,6 @@ func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.
 	return nil
 }
 
-// chatStore adapts store.Store to chatops.ChatStore and prompt.Chats (as
-// cmd/threadline does).
-type chatStore struct{ st *store.Store }
-
-func (c chatStore) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
-	if ch.ID == "" {
-		ch.ID = uuid.NewString()
-	}
-	sc := store.Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
-	if err := c.st.CreateChat(ctx, &sc); err != nil {
-		return chatops.Chat{}, err
-	}
-	return ch, nil
-}
-
-func (c chatStore) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return chatops.Chat{}, err
-	}
-	return chatops.Chat{ID: sc.ID, Title: sc.Title, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
-}
-
-func (c chatStore) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := c.st.GetChat(ctx, ch.ID)
-	if err != nil {
-		return err
-	}
-	sc.Title, sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Title, ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
-	return c.st.UpdateChat(ctx, sc)
-}
-
-func (c chatStore) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return prompt.Chat{}, err
-	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
-		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending}, nil
-}
-
-func (c chatStore) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
-}
-
-type feed struct {
-	hub *runhub.Hub
-	st  *store.Store
-}
-
-func (f feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
-	return f.hub.Subscribe(ctx, chatID, afterSeq)
-}
-
-func (f feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
-	return f.st.LastSeq(ctx, chatID)
-}
-
-type ledger struct{ st *store.Store }
-
-func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
-	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
-}
-
-func (l ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
-}
-
 // world is one test's homeserver, backend and people.
 type world struct {
 	t       *testing.T
@@ -281,11 +212,11 @@ func newWorld(t *testing.T, dialect string) *world {
 	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
 	t.Cleanup(func() { _ = hub.Close() })
 	prov := &scripted{}
-	chats := chatStore{st}
-	svc := prompt.New(hub, chats, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: ledger{st}})
+	chats := store.Chats{St: st}
+	svc := prompt.New(hub, chats, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: store.Ledger{St: st}})
 	w := &world{
 		t: t, hs: hs, st: st, dialect: dialect, svc: svc, prov: prov, log: log,
-		core:    chatops.New(chats, svc, feed{hub: hub, st: st}, nil, log),
+		core:    chatops.New(chats, svc, store.Feed{Hub: hub, St: st}, nil, log),
 		botUser: hs.Register(t, "threadline"), alice: hs.Register(t, "alice"), bob: hs.Register(t, "bob"),
 	}
 	// alice may run and approve; bob may run but not approve.

@@ -116,65 +116,6 @@ func Asking(id, command string, got chan<- agent.InteractionResponse, text strin
 	}
 }
 
-// Chats adapts store.Store to chatops.ChatStore and prompt.Chats.
-type Chats struct{ St *store.Store }
-
-// CreateChat implements chatops.ChatStore.
-func (c Chats) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
-	sc := store.Chat{ID: ch.ID, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
-	return ch, c.St.CreateChat(ctx, &sc)
-}
-
-// GetChat implements chatops.ChatStore.
-func (c Chats) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := c.St.GetChat(ctx, id)
-	if err != nil {
-		return chatops.Chat{}, err
-	}
-	return chatops.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
-}
-
-// UpdateChat implements chatops.ChatStore.
-func (c Chats) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := c.St.GetChat(ctx, ch.ID)
-	if err != nil {
-		return err
-	}
-	sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
-	return c.St.UpdateChat(ctx, sc)
-}
-
-// Chat implements prompt.Chats.
-func (c Chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.St.GetChat(ctx, id)
-	if err != nil {
-		return prompt.Chat{}, err
-	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Mode: agent.Mode(sc.Mode), Project: sc.Project,
-		Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending}, nil
-}
-
-// SetSession implements prompt.Chats.
-func (c Chats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.St.SetSession(ctx, chatID, provider, sessionID)
-}
-
-// Feed adapts the hub and store to chatops.Feed.
-type Feed struct {
-	Hub *runhub.Hub
-	St  *store.Store
-}
-
-// Subscribe implements chatops.Feed.
-func (f Feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
-	return f.Hub.Subscribe(ctx, chatID, afterSeq)
-}
-
-// LastSeq implements chatops.Feed.
-func (f Feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
-	return f.St.LastSeq(ctx, chatID)
-}
-
 // Stack is the core behind a chatops.Bot.
 type Stack struct {
 	St   *store.Store
@@ -194,8 +135,8 @@ func NewStack(t testing.TB, st *store.Store, log *slog.Logger) *Stack {
 	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
 	t.Cleanup(func() { hub.Close() })
 	prov := &Scripted{}
-	svc := prompt.New(hub, Chats{st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test"})
-	return &Stack{St: st, Hub: hub, Svc: svc, Prov: prov, Bot: chatops.New(Chats{st}, svc, Feed{hub, st}, nil, log)}
+	svc := prompt.New(hub, store.Chats{St: st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: store.Ledger{St: st}})
+	return &Stack{St: st, Hub: hub, Svc: svc, Prov: prov, Bot: chatops.New(store.Chats{St: st}, svc, store.Feed{Hub: hub, St: st}, nil, log)}
 }
 
 // WaitFor polls cond every 10 ms until it holds or 20 s passed.

@@ -10,8 +10,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/uuid"
-
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -42,7 +40,8 @@ type app struct {
 }
 
 // openApp opens and migrates the store and wires the services.
-func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.ApprovalPolicy) (*app, error) {
+func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.ApprovalPolicy, opts ...appOption) (*app, error) {
+	o := appOptionsOf(opts)
 	agents, err := loadAgents(cfg, log)
 	if err != nil {
 		return nil, err
@@ -54,16 +53,17 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	owner := replicaID()
 	m := newMetrics()
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
-	chats := chatStore{st}
+	chats := store.Chats{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
 	// scrubbed from everything posted to chat.
 	red := redact.New(cfg.secrets()...)
 	ps := prompt.New(hub, chats, st, agents.providers, log, prompt.Options{
-		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: ledger{st}, Observer: m,
-		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(),
+		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: store.Ledger{St: st}, Observer: m,
+		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay,
 	})
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red}
-	a.bot = chatops.New(chats, ps, feed{hub: hub, st: st}, a, log)
+	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
+	a.reattachRelays(ctx, o.relay)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
 	a.liveDone = make(chan struct{})
@@ -108,77 +108,4 @@ func (a *app) defaultAgent() (string, error) {
 		missing = append(missing, err.Error())
 	}
 	return "", fmt.Errorf("no agent CLI is installed:\n  %s\n(`threadline agents --all` lists every agent Threadline can run)", strings.Join(missing, "\n  "))
-}
-
-// chatStore adapts store.Store to chatops.ChatStore and prompt.Chats.
-type chatStore struct{ st *store.Store }
-
-func (c chatStore) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
-	if ch.ID == "" {
-		ch.ID = uuid.NewString()
-	}
-	sc := store.Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
-	if err := c.st.CreateChat(ctx, &sc); err != nil {
-		return chatops.Chat{}, err
-	}
-	return ch, nil
-}
-
-func (c chatStore) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return chatops.Chat{}, err
-	}
-	return chatops.Chat{ID: sc.ID, Title: sc.Title, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
-}
-
-func (c chatStore) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := c.st.GetChat(ctx, ch.ID)
-	if err != nil {
-		return err
-	}
-	sc.Title, sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Title, ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
-	return c.st.UpdateChat(ctx, sc)
-}
-
-func (c chatStore) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
-	if err != nil {
-		return prompt.Chat{}, err
-	}
-	return prompt.Chat{
-		ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
-		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
-	}, nil
-}
-
-func (c chatStore) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
-}
-
-// feed adapts the hub and store to chatops.Feed.
-type feed struct {
-	hub *runhub.Hub
-	st  *store.Store
-}
-
-func (f feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
-	return f.hub.Subscribe(ctx, chatID, afterSeq)
-}
-
-func (f feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
-	return f.st.LastSeq(ctx, chatID)
-}
-
-// ledger adapts store.Store to prompt.Ledger.
-type ledger struct{ st *store.Store }
-
-func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
-	return l.st.CreateInteraction(ctx, store.Interaction{
-		RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload,
-	})
-}
-
-func (l ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
 }

@@ -75,7 +75,7 @@ func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, e
 			c.Project, changed = f.project, true
 		}
 		if changed {
-			if err := (chatStore{a.store}).UpdateChat(ctx, c); err != nil {
+			if err := (store.Chats{St: a.store}).UpdateChat(ctx, c); err != nil {
 				return c, false, err
 			}
 		}
