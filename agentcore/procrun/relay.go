@@ -17,6 +17,7 @@
 //	exit.json  written once stdout is fully journaled and the agent exited:
 //	           exit code, stdin writes, masked stderr tail
 //	relay.log  the relay's own log (never arguments, environment or stdin)
+//	note.json  what the run's owner needs to rebuild the run (SetNote; no secrets)
 //
 // The launch (executable, arguments, environment with any project secrets) is
 // handed to the relay over its stdin pipe and never written to disk; stdin
@@ -63,6 +64,7 @@ const (
 	relayMeta = "meta.json"
 	relayExit = "exit.json"
 	relayLog  = "relay.log"
+	relayNote = "note.json"
 )
 
 // Errors of relayed processes.

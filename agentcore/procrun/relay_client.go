@@ -70,6 +70,38 @@ type RelayRun struct {
 	claimed  bool
 	detached bool
 	proc     *relayProc
+	note     []byte
+}
+
+// SetNote sets what the relay directory keeps for the run's owner besides the
+// journal (note.json): what a later process needs to rebuild the run. It must
+// hold no secret. Call it before the run's Start.
+func (rr *RelayRun) SetNote(b []byte) {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	rr.note = b
+}
+
+// Note returns the note the run's relay was started with.
+func (r Relay) Note(runID string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join(r.RunDir(runID), relayNote))
+	if err != nil {
+		return nil, fmt.Errorf("%w: run %s: %w", ErrRelayGone, runID, err)
+	}
+	return b, nil
+}
+
+// Reset forgets the run's relayed process and removes its directory, so
+// that the next Start of the run is relayed afresh (a retry of the turn).
+// It does nothing after Detach.
+func (rr *RelayRun) Reset() error {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.detached || !rr.claimed {
+		return nil
+	}
+	rr.claimed, rr.proc, rr.reattach = false, nil, false
+	return RemoveRelay(rr.relay.Dir, rr.runID)
 }
 
 type relayKey struct{}
@@ -248,6 +280,14 @@ func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch) error {
 	fail := func(err error) error {
 		_ = os.RemoveAll(rp.dir)
 		return err
+	}
+	rp.rr.mu.Lock()
+	note := rp.rr.note
+	rp.rr.mu.Unlock()
+	if note != nil {
+		if err := os.WriteFile(filepath.Join(rp.dir, relayNote), note, 0o600); err != nil {
+			return fail(fmt.Errorf("procrun: relay note: %w", err))
+		}
 	}
 	logf, err := os.OpenFile(filepath.Join(rp.dir, relayLog), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {

@@ -39,8 +39,11 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	started := time.Now()
 	prompt := req.Prompt
 	pid := string(prov.ID())
-	req.ResumeID = chat.Sessions[pid]
-	req.Fork = chat.ForkPending && req.ResumeID != ""
+	if run.replay == nil { // a reattached run keeps its original request (reattach.go)
+		req.ResumeID = chat.Sessions[pid]
+		req.Fork = chat.ForkPending && req.ResumeID != ""
+	}
+	ctx = s.relayContext(ctx, run, lease, req)
 
 	var (
 		a   *attempt
@@ -66,9 +69,13 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 				s.log.WarnContext(ctx, "read transcript", "chat", run.ChatID, "err", err)
 			}
 			req.ResumeID, req.Fork = "", false
+			s.retryRelay(ctx, run, lease, req)
 			continue
 		}
 		break
+	}
+	if s.endDetached(persistCtx, run, lease) {
+		return
 	}
 	for _, ev := range a.held {
 		s.appendEvent(persistCtx, run, ev)
@@ -106,6 +113,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	if rerr := lease.Release(persistCtx, status, usage, errText); rerr != nil {
 		s.log.ErrorContext(persistCtx, "release run", "chat", run.ChatID, "run", run.ID, "err", rerr)
 	}
+	s.removeRelay(persistCtx, run)
 	s.mu.Lock()
 	if s.active[run.ChatID] == run {
 		delete(s.active, run.ChatID)
@@ -125,6 +133,9 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 // emitter projects provider events into persisted chat events.
 func (s *Service) emitter(ctx context.Context, run *Run, provider string, resuming bool, a *attempt) func(agent.Event) {
 	return func(ev agent.Event) {
+		if s.replayed(ctx, run, ev, a) {
+			return
+		}
 		switch ev.Type {
 		case agent.EventSessionUpdated:
 			if ev.SessionID != "" {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
@@ -86,6 +87,9 @@ type Options struct {
 	Preparer Preparer
 	// Skills apply to every run (the config's defaults.skills).
 	Skills []registry.Skill
+	// Relay, when its Dir is set, runs every run's agent under a relay that
+	// outlives this process (see reattach.go).
+	Relay procrun.Relay
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
@@ -175,6 +179,9 @@ type Run struct {
 	interactions       map[string]*interactionState // open requests by id
 	resolved           map[string]bool              // ids resolved earlier in the run
 	interactionTimeout time.Duration
+
+	relay  *procrun.RelayRun // nil without a relay
+	replay *replayState      // set on a reattached run
 }
 
 // Done is closed when the run has ended and its lease is released.
@@ -249,8 +256,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	runID := uuid.NewString()
 	run := &Run{
-		ID: uuid.NewString(), ChatID: chat.ID, Agent: chat.Agent,
+		ID: runID, ChatID: chat.ID, Agent: chat.Agent,
 		responses: make(chan agent.InteractionResponse, 8),
 		done:      make(chan struct{}),
 		ending:    make(chan struct{}),
@@ -258,6 +266,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		interactions:       map[string]*interactionState{},
 		resolved:           map[string]bool{},
 		interactionTimeout: req.InteractionTimeout,
+		relay:              s.newRelayRun(runID),
 	}
 	s.awaitEnding(ctx, chat.ID)
 	lease, err := s.hub.Acquire(ctx, runhub.RunRecord{
