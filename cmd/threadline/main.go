@@ -84,6 +84,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "project":
 		err = cmdProject(ctx, args[1:], stdin, stdout, stderr)
+	case "relay": // hidden: started by threadline itself
+		err = cmdRelay(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":
 		fmt.Fprintln(stdout, versionString())
 	case "help", "-h", "--help":

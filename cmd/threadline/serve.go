@@ -54,7 +54,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	log := newLogger(stderr, slog.LevelInfo, cfg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk)
+	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""))
 	if err != nil {
 		return err
 	}
@@ -130,10 +130,14 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	_ = srv.Shutdown(sctx)
 	cancel()
 
-	log.Info("shutdown 2/4: interrupt running runs", "deadline", shutdownGrace)
+	log.Info("shutdown 2/4: detach relayed runs, interrupt the others", "deadline", shutdownGrace)
 	sctx, cancel = context.WithTimeout(context.Background(), shutdownGrace)
-	if err := a.prompt.Shutdown(sctx); err != nil {
+	n, err := a.prompt.Detach(sctx)
+	if err != nil {
 		log.Warn("shutdown: runs still ending", "err", err)
+	}
+	if n > 0 {
+		log.Info("shutdown: runs detached, the next start reattaches them", "runs", n)
 	}
 	cancel()
 	if a.threads != nil {
