@@ -436,3 +436,101 @@ func (l *lockedLog) String() string {
 	defer l.mu.Unlock()
 	return l.buf.String()
 }
+
+// TestServeShutdownDetachesRelayedRuns: SIGTERM (ctx end) detaches relayed
+// runs instead of interrupting them; the next start reattaches and finishes
+// them, the pending card answerable, nothing persisted twice.
+func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
+	dir := isolate(t)
+	relays, err := os.MkdirTemp("", "tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killRelays(relays); os.RemoveAll(relays) })
+	cfg, err := relayTestConfig(filepath.Join(dir, "tl.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.HTTP.Listen = "127.0.0.1:0"
+	ctx := context.Background()
+	var logs lockedLog
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withRelays(relays))
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := map[string]string{}
+	for i, text := range []string{"stream ASK", "stream"} {
+		chat := fmt.Sprintf("s%d", i)
+		if err := a.store.CreateChat(ctx, &store.Chat{ID: chat, Agent: "claude", Cwd: dir}); err != nil {
+			t.Fatal(err)
+		}
+		r, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: chat, Prompt: text, By: "test", Interactive: i == 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[chat] = r.ID
+	}
+	time.Sleep(time.Duration(fakeChunks/3) * fakeTick)
+	front := &fakeFront{ran: make(chan struct{}), stopped: make(chan struct{})}
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- serve(sctx, a, []frontEnd{front}) }()
+	<-front.ran
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "runs detached") || !strings.Contains(logs.String(), "runs=2") {
+		t.Fatalf("no detach logged:\n%s", logs.String())
+	}
+	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := map[string]int{}
+	for chat, id := range runs {
+		if r, _ := st.GetRun(ctx, id); r.Status != store.RunRunning {
+			t.Errorf("%s: detached run is %s", chat, r.Status)
+		}
+		before[chat] = len(runEvents(t, st, chat, id))
+	}
+	st.Close()
+
+	a2, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withRelays(relays))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a2.Close()
+	if !answerWhenAsked(t, a2, "s0", runs["s0"]) {
+		t.Fatal("pending card not answerable after the restart")
+	}
+	for chat, id := range runs {
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			r, _ := a2.store.GetRun(ctx, id)
+			if r.Status == store.RunCompleted {
+				break
+			}
+			if r.Status != store.RunRunning || time.Now().After(deadline) {
+				t.Fatalf("%s: %s (%s)\n%s", chat, r.Status, r.Error, logs.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		evs := runEvents(t, a2.store, chat, id)
+		seen := map[string]bool{}
+		var deltas int
+		for _, e := range evs {
+			if seen[e.Type+string(e.Payload)] {
+				t.Errorf("%s: duplicate %s %s", chat, e.Type, e.Payload)
+			}
+			seen[e.Type+string(e.Payload)] = true
+			if e.Type == string(agent.EventAssistantDelta) {
+				deltas++
+			}
+		}
+		if deltas != fakeChunks || before[chat] == 0 || before[chat] >= len(evs) {
+			t.Errorf("%s: %d deltas, %d events before the restart, %d after", chat, deltas, before[chat], len(evs))
+		}
+	}
+}
