@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 func mustParse(t *testing.T, p *Parser, line string) Parsed {
@@ -293,10 +294,10 @@ func TestConfigure(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, in := range transcripts(f) {
-		for _, l := range readTranscript(f, in) {
-			if l.Dir == "recv" && len(l.Msg) < 64<<10 {
-				f.Add([]byte(l.Msg))
+	for _, in := range providertest.Inputs(f, "testdata/*.jsonl") {
+		for _, l := range providertest.Messages(f, in, "recv") {
+			if len(l) < 64<<10 {
+				f.Add(l)
 			}
 		}
 	}

@@ -8,7 +8,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,68 +23,18 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/*.events.jsonl from the parser's output")
-
-func execInputs(t *testing.T) []string {
-	t.Helper()
-	all, _ := filepath.Glob("testdata/exec-*.jsonl")
-	var out []string
-	for _, f := range all {
-		if !strings.HasSuffix(f, ".events.jsonl") {
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no exec transcripts in testdata")
-	}
-	return out
-}
-
 func renderExec(t *testing.T, path string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := providertest.NewRecorder(t)
 	p := codex.NewExecParser("")
-	var buf bytes.Buffer
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		evs, err := p.Parse(l)
-		if err != nil {
-			b, _ := json.Marshal(map[string]string{"parse_error": err.Error()})
-			buf.Write(append(b, '\n'))
-		}
-		for _, ev := range evs {
-			b, _ := json.Marshal(ev)
-			buf.Write(append(b, '\n'))
-		}
+	for _, l := range providertest.Lines(t, path) {
+		r.Parsed(p.Parse(l))
 	}
-	return buf.Bytes()
+	return r.Bytes()
 }
 
 func TestExecGolden(t *testing.T) {
-	for _, in := range execInputs(t) {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			got := renderExec(t, in)
-			golden := strings.TrimSuffix(in, ".jsonl") + ".events.jsonl"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs; run go test -update and review the diff", golden)
-			}
-		})
-	}
+	providertest.Golden(t, "testdata/exec-*.jsonl", renderExec)
 }
 
 func TestExecParserFacts(t *testing.T) {

@@ -5,73 +5,34 @@
 package codexharness
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.events.jsonl from the parser's output")
-
-// transcriptRecord is one line of a reference transcript.
-type transcriptRecord struct {
-	T   float64         `json:"t"`
-	Dir string          `json:"dir"`
-	Msg json.RawMessage `json:"msg"`
-}
-
-func transcripts(t testing.TB) []string {
-	t.Helper()
-	all, err := filepath.Glob("testdata/*.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range all {
-		if !strings.HasSuffix(f, ".events.jsonl") {
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no transcripts in testdata")
-	}
-	return out
-}
 
 // serverLines returns the s2c messages of a transcript, compacted the way the
 // app-server writes them (one line each).
 func serverLines(t testing.TB, path string) [][]byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out [][]byte
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
-		var r transcriptRecord
-		if err := json.Unmarshal(l, &r); err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		if r.Dir != "s2c" {
-			continue
-		}
+	for _, msg := range providertest.Messages(t, path, "s2c") {
 		var buf bytes.Buffer
-		if err := json.Compact(&buf, r.Msg); err != nil {
+		if err := json.Compact(&buf, msg); err != nil {
 			t.Fatal(err)
 		}
 		out = append(out, buf.Bytes())
 	}
 	return out
+}
+
+// transcripts lists the reference transcripts under testdata.
+func transcripts(t testing.TB) []string {
+	t.Helper()
+	return providertest.Inputs(t, "testdata/*.jsonl")
 }
 
 // replay feeds server lines through the same pieces the run loop uses:
@@ -80,27 +41,20 @@ func serverLines(t testing.TB, path string) [][]byte {
 // JSON line.
 func replay(t testing.TB, lines [][]byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
-	put := func(v any) {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		buf.Write(append(b, '\n'))
-	}
+	r := providertest.NewRecorder(t)
 	p := NewParser("testprov")
 	in := newInteractions("testprov", "Test")
 	for _, l := range lines {
 		m, err := Decode(l)
 		if err != nil {
-			put(map[string]string{"decode_error": err.Error()})
+			r.Error("decode_error", err)
 			continue
 		}
 		var evs []agent.Event
 		switch m.Kind {
 		case KindResponse:
 			if m.Error != nil {
-				put(map[string]any{"response_error": m.Error.Message, "id": m.ID, "session_not_found": IsSessionNotFound(m.Error.Message)})
+				r.Put(map[string]any{"response_error": m.Error.Message, "id": m.ID, "session_not_found": IsSessionNotFound(m.Error.Message)})
 				continue
 			}
 			var th threadResult
@@ -114,9 +68,7 @@ func replay(t testing.TB, lines [][]byte) []byte {
 			}
 		case KindServerRequest:
 			out, err := in.request(&m, l, p, "")
-			if err != nil {
-				put(map[string]string{"request_error": err.Error()})
-			}
+			r.Error("request_error", err)
 			evs = out.events
 		case KindNotification:
 			if m.Method == "serverRequest/resolved" {
@@ -128,9 +80,7 @@ func replay(t testing.TB, lines [][]byte) []byte {
 			}
 			var err error
 			evs, err = p.Parse(m.Method, m.Params, l)
-			if err != nil {
-				put(map[string]string{"parse_error": err.Error()})
-			}
+			r.Error("parse_error", err)
 			for _, ev := range evs {
 				if ev.Type.Terminal() {
 					evs = append(in.endAll(), evs...)
@@ -138,52 +88,15 @@ func replay(t testing.TB, lines [][]byte) []byte {
 				}
 			}
 		}
-		for _, ev := range evs {
-			put(ev)
-		}
+		r.Events(evs)
 	}
-	return buf.Bytes()
-}
-
-func goldenName(path string) string {
-	return strings.TrimSuffix(path, ".jsonl") + ".events.jsonl"
+	return r.Bytes()
 }
 
 func TestGolden(t *testing.T) {
-	for _, in := range transcripts(t) {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			got := replay(t, serverLines(t, in))
-			golden := goldenName(in)
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs from the parser output; run go test -update and review the diff:\n%s", golden, firstDiff(got, want))
-			}
-		})
-	}
-}
-
-func firstDiff(got, want []byte) string {
-	g, w := bufio.NewScanner(bytes.NewReader(got)), bufio.NewScanner(bytes.NewReader(want))
-	g.Buffer(nil, 1<<20)
-	w.Buffer(nil, 1<<20)
-	for n := 1; ; n++ {
-		gok, wok := g.Scan(), w.Scan()
-		if !gok && !wok {
-			return "(no line differs)"
-		}
-		if g.Text() != w.Text() || gok != wok {
-			return "line " + strconv.Itoa(n) + ":\n got: " + g.Text() + "\nwant: " + w.Text()
-		}
-	}
+	providertest.Golden(t, "testdata/*.jsonl", func(t *testing.T, in string) []byte {
+		return replay(t, serverLines(t, in))
+	})
 }
 
 // The goldens pin the mapping; these spot checks say what must hold in them.
@@ -336,16 +249,10 @@ func TestGoldenFacts(t *testing.T) {
 // parser over every server line of the reference transcripts.
 func BenchmarkParse(b *testing.B) {
 	var lines [][]byte
-	var size int64
 	for _, path := range transcripts(b) {
-		for _, l := range serverLines(b, path) {
-			lines = append(lines, l)
-			size += int64(len(l)) + 1
-		}
+		lines = append(lines, serverLines(b, path)...)
 	}
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
+	providertest.BenchLines(b, lines, func() {
 		p := NewParser("bench")
 		for _, l := range lines {
 			m, err := Decode(l)
@@ -358,22 +265,18 @@ func BenchmarkParse(b *testing.B) {
 				}
 			}
 		}
-	}
+	})
 }
 
 // BenchmarkParseDeltas measures the streaming case alone: agent message deltas.
 func BenchmarkParseDeltas(b *testing.B) {
 	var lines [][]byte
-	var size int64
 	for _, l := range serverLines(b, "testdata/approve.jsonl") {
 		if bytes.Contains(l, []byte(`"item/agentMessage/delta"`)) {
 			lines = append(lines, l)
-			size += int64(len(l)) + 1
 		}
 	}
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
+	providertest.BenchLines(b, lines, func() {
 		p := NewParser("bench")
 		for _, l := range lines {
 			m, _ := Decode(l)
@@ -381,5 +284,5 @@ func BenchmarkParseDeltas(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-	}
+	})
 }

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // Fake app-server environment.
@@ -96,7 +97,7 @@ func fakeAppServer() int {
 		if len(bytes.TrimSpace(l)) == 0 {
 			continue
 		}
-		var r transcriptRecord
+		var r providertest.TranscriptLine
 		_ = json.Unmarshal(l, &r)
 		switch r.Dir {
 		case "s2c":
@@ -147,7 +148,7 @@ func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
 	data, _ := os.ReadFile(os.Getenv(envTranscript))
 	results := map[int]json.RawMessage{}
 	for _, l := range bytes.Split(data, []byte("\n")) {
-		var r transcriptRecord
+		var r providertest.TranscriptLine
 		if json.Unmarshal(l, &r) != nil || r.Dir != "s2c" {
 			continue
 		}

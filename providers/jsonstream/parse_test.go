@@ -3,43 +3,27 @@
 package jsonstream
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.events.jsonl from the parsers' output")
 
 // fixtures maps each input fixture to its dialect (the file name's prefix).
 func fixtures(t testing.TB) map[string]Dialect {
 	t.Helper()
-	all, err := filepath.Glob("testdata/*.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]Dialect{}
-	for _, f := range all {
-		if strings.HasSuffix(f, ".events.jsonl") {
-			continue
-		}
+	for _, f := range providertest.Inputs(t, "testdata/*.jsonl") {
 		d := dialectOf(f)
 		if d == "" {
 			t.Fatalf("%s: no dialect prefix", f)
 		}
 		out[f] = d
-	}
-	if len(out) == 0 {
-		t.Fatal("no fixtures")
 	}
 	return out
 }
@@ -55,21 +39,6 @@ func dialectOf(path string) Dialect {
 	return best
 }
 
-func fixtureLines(t testing.TB, path string) [][]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
-
 func newParser(t testing.TB, d Dialect) procrun.LineParser {
 	t.Helper()
 	p, err := NewParser(d, agent.ProviderID(d), "")
@@ -81,60 +50,19 @@ func newParser(t testing.TB, d Dialect) procrun.LineParser {
 
 func render(t testing.TB, d Dialect, ls [][]byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
+	r := providertest.NewRecorder(t)
 	p := newParser(t, d)
 	for _, l := range ls {
-		evs, err := p.Parse(l)
-		if err != nil {
-			b, _ := json.Marshal(map[string]string{"parse_error": err.Error()})
-			buf.Write(append(b, '\n'))
-		}
-		for _, ev := range evs {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf.Write(append(b, '\n'))
-		}
+		r.Parsed(p.Parse(l))
 	}
-	return buf.Bytes()
+	return r.Bytes()
 }
 
 func TestGolden(t *testing.T) {
-	for in, d := range fixtures(t) {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			got := render(t, d, fixtureLines(t, in))
-			golden := strings.TrimSuffix(in, ".jsonl") + ".events.jsonl"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs; run go test -update and review the diff:\n%s", golden, firstDiff(got, want))
-			}
-		})
-	}
-}
-
-func firstDiff(got, want []byte) string {
-	g, w := bufio.NewScanner(bytes.NewReader(got)), bufio.NewScanner(bytes.NewReader(want))
-	g.Buffer(nil, 1<<20)
-	w.Buffer(nil, 1<<20)
-	for n := 1; ; n++ {
-		gok, wok := g.Scan(), w.Scan()
-		if !gok && !wok {
-			return "(no line differs)"
-		}
-		if g.Text() != w.Text() || gok != wok {
-			return "line " + strconv.Itoa(n) + ":\n got: " + g.Text() + "\nwant: " + w.Text()
-		}
-	}
+	dialects := fixtures(t)
+	providertest.Golden(t, "testdata/*.jsonl", func(t *testing.T, in string) []byte {
+		return render(t, dialects[in], providertest.Lines(t, in))
+	})
 }
 
 // parseAll runs every line of a fixture and returns the events.
@@ -142,7 +70,7 @@ func parseAll(t *testing.T, d Dialect, path string) []agent.Event {
 	t.Helper()
 	p := newParser(t, d)
 	var evs []agent.Event
-	for _, l := range fixtureLines(t, path) {
+	for _, l := range providertest.Lines(t, path) {
 		e, _ := p.Parse(l)
 		evs = append(evs, e...)
 	}
@@ -417,7 +345,7 @@ func fuzzDialect(f *testing.F, d Dialect) {
 		if fd != d {
 			continue
 		}
-		for _, l := range fixtureLines(f, in) {
+		for _, l := range providertest.Lines(f, in) {
 			f.Add(l)
 		}
 	}
@@ -462,21 +390,15 @@ func BenchmarkParse(b *testing.B) {
 		{Qoder, "qoder-tool.jsonl"},
 	} {
 		b.Run(string(tc.d), func(b *testing.B) {
-			ls := fixtureLines(b, filepath.Join("testdata", tc.file))
-			var size int64
-			for _, l := range ls {
-				size += int64(len(l)) + 1
-			}
-			b.SetBytes(size)
-			b.ReportAllocs()
-			for b.Loop() {
+			ls := providertest.Lines(b, filepath.Join("testdata", tc.file))
+			providertest.BenchLines(b, ls, func() {
 				p, _ := NewParser(tc.d, agent.ProviderID(tc.d), "")
 				for _, l := range ls {
 					if _, err := p.Parse(l); err != nil {
 						b.Fatal(err)
 					}
 				}
-			}
+			})
 		})
 	}
 }

@@ -3,110 +3,30 @@
 package kimi
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.events.jsonl from the parser's output")
-
-func transcripts(t testing.TB) []string {
-	t.Helper()
-	all, err := filepath.Glob("testdata/*.jsonl")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []string
-	for _, f := range all {
-		if !strings.HasSuffix(f, ".events.jsonl") {
-			out = append(out, f)
-		}
-	}
-	if len(out) == 0 {
-		t.Fatal("no transcripts in testdata")
-	}
-	return out
-}
-
-func lines(t testing.TB, path string) [][]byte {
-	t.Helper()
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out [][]byte
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) > 0 {
-			out = append(out, l)
-		}
-	}
-	return out
-}
 
 // render parses lines with a fresh parser: one JSON line per event or parse error.
 func render(t testing.TB, ls [][]byte) []byte {
 	t.Helper()
-	var buf bytes.Buffer
+	r := providertest.NewRecorder(t)
 	p := NewParser("")
 	for _, l := range ls {
-		evs, err := p.Parse(l)
-		if err != nil {
-			b, _ := json.Marshal(map[string]string{"parse_error": err.Error()})
-			buf.Write(append(b, '\n'))
-		}
-		for _, ev := range evs {
-			b, err := json.Marshal(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			buf.Write(append(b, '\n'))
-		}
+		r.Parsed(p.Parse(l))
 	}
-	return buf.Bytes()
+	return r.Bytes()
 }
 
 func TestGolden(t *testing.T) {
-	for _, in := range transcripts(t) {
-		t.Run(filepath.Base(in), func(t *testing.T) {
-			got := render(t, lines(t, in))
-			golden := strings.TrimSuffix(in, ".jsonl") + ".events.jsonl"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("%s differs; run go test -update and review the diff:\n%s", golden, firstDiff(got, want))
-			}
-		})
-	}
-}
-
-func firstDiff(got, want []byte) string {
-	g, w := bufio.NewScanner(bytes.NewReader(got)), bufio.NewScanner(bytes.NewReader(want))
-	for n := 1; ; n++ {
-		gok, wok := g.Scan(), w.Scan()
-		if !gok && !wok {
-			return "(no line differs)"
-		}
-		if g.Text() != w.Text() || gok != wok {
-			return "line " + strconv.Itoa(n) + ":\n got: " + g.Text() + "\nwant: " + w.Text()
-		}
-	}
+	providertest.Golden(t, "testdata/*.jsonl", func(t *testing.T, in string) []byte {
+		return render(t, providertest.Lines(t, in))
+	})
 }
 
 func mustParse(t *testing.T, p *Parser, line string) []agent.Event {
@@ -129,7 +49,7 @@ func types(evs []agent.Event) []agent.EventType {
 func TestParseToolsTranscript(t *testing.T) {
 	p := NewParser("")
 	var evs []agent.Event
-	for _, l := range lines(t, "testdata/tools.jsonl") {
+	for _, l := range providertest.Lines(t, "testdata/tools.jsonl") {
 		e, err := p.Parse(l)
 		if err != nil {
 			t.Fatal(err)
@@ -247,8 +167,8 @@ func mustJSON(t *testing.T, v any) []byte {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, in := range transcripts(f) {
-		for _, l := range lines(f, in) {
+	for _, in := range providertest.Inputs(f, "testdata/*.jsonl") {
+		for _, l := range providertest.Lines(f, in) {
 			f.Add(l)
 		}
 	}
@@ -277,19 +197,13 @@ func FuzzParse(f *testing.F) {
 }
 
 func BenchmarkParse(b *testing.B) {
-	ls := lines(b, "testdata/tools.jsonl")
-	var size int64
-	for _, l := range ls {
-		size += int64(len(l)) + 1
-	}
-	b.SetBytes(size)
-	b.ReportAllocs()
-	for b.Loop() {
+	ls := providertest.Lines(b, "testdata/tools.jsonl")
+	providertest.BenchLines(b, ls, func() {
 		p := NewParser("")
 		for _, l := range ls {
 			if _, err := p.Parse(l); err != nil {
 				b.Fatal(err)
 			}
 		}
-	}
+	})
 }
