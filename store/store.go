@@ -56,6 +56,7 @@ type Store struct {
 	db      *sqlx.DB
 	dialect string
 	logger  *slog.Logger
+	url     string // Postgres only: for the LISTEN connection (notify.go)
 
 	insertOnce sync.Once
 	insertStmt *sql.Stmt
@@ -112,7 +113,7 @@ func openPostgres(ctx context.Context, rawURL string, logger *slog.Logger) (*Sto
 		return nil, fmt.Errorf("store: connect postgres at %s: %w", where, redact(err, u))
 	}
 	logger.InfoContext(ctx, "store opened", "dialect", DialectPostgres, "host", u.Host)
-	return &Store{db: db, dialect: DialectPostgres, logger: logger}, nil
+	return &Store{db: db, dialect: DialectPostgres, logger: logger, url: rawURL}, nil
 }
 
 // redact removes the URL's password from err's text, in case a driver quotes it.
