@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -169,12 +171,25 @@ func (s *Store) HeartbeatRuns(ctx context.Context, owner string) (int, error) {
 
 // MarkStaleRunsInterrupted is called at start-up and periodically: running runs
 // whose heartbeat (or start, when they never had one) is older than before are
-// taken to be dead — their replica stopped heartbeating — and become interrupted.
-// It returns them, so that their chats can say so.
-func (s *Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time) ([]Run, error) {
+// taken to be dead — their replica stopped heartbeating — and become interrupted,
+// except the runs listed in keep (their agents live on under a relay, waiting to
+// be reattached). It returns them, so that their chats can say so.
+func (s *Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time, keep ...string) ([]Run, error) {
 	const reason = "interrupted: the process running it stopped"
+	q, args := queryStaleRuns, []any{now(), reason, before.UTC()}
+	if len(keep) > 0 {
+		in, inArgs, err := sqlx.In(`?`, keep)
+		if err != nil {
+			return nil, fmt.Errorf("store: mark stale runs: %w", err)
+		}
+		// The keep list goes before RETURNING, as $4, $5, ...
+		i := strings.Index(q, " RETURNING ")
+		q = q[:i] + " AND id NOT IN (" + in + ")" + q[i:]
+		q = renumber(q, 4)
+		args = append(args, inArgs...)
+	}
 	var rows []runRow
-	if err := s.db.SelectContext(ctx, &rows, queryStaleRuns, now(), reason, before.UTC()); err != nil {
+	if err := s.db.SelectContext(ctx, &rows, q, args...); err != nil {
 		return nil, fmt.Errorf("store: mark stale runs: %w", translate(err))
 	}
 	out := make([]Run, len(rows))
@@ -182,6 +197,20 @@ func (s *Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time) 
 		out[i] = r.run()
 	}
 	return out, nil
+}
+
+// renumber replaces each ? of q by $n, $n+1, ...
+func renumber(q string, n int) string {
+	var b strings.Builder
+	for _, c := range q {
+		if c == '?' {
+			fmt.Fprintf(&b, "$%d", n)
+			n++
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
 }
 
 func expectOne(res sql.Result, what string) error {

@@ -220,6 +220,9 @@ func TestRuns(t *testing.T) {
 		if r, _ := s.GetRun(ctx, "r2"); r.Status != store.RunRunning {
 			t.Fatalf("r2, heartbeating, touched: %+v", r)
 		}
+		if rs, err := s.MarkStaleRunsInterrupted(ctx, time.Now().Add(time.Second), "r2", "r-other"); err != nil || len(rs) != 0 {
+			t.Fatalf("MarkStaleRunsInterrupted(later, keep r2) = %+v, %v", rs, err)
+		}
 		if rs, err := s.MarkStaleRunsInterrupted(ctx, time.Now().Add(time.Second)); err != nil || len(rs) != 1 || rs[0].ID != "r2" {
 			t.Fatalf("MarkStaleRunsInterrupted(later) = %+v, %v", rs, err)
 		}

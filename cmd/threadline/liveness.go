@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 const (
@@ -41,7 +42,7 @@ func (a *app) heartbeat() {
 // the interactions they left pending, appending events so that every front-end
 // shows it.
 func (a *app) sweep(ctx context.Context) {
-	runs, err := a.store.MarkStaleRunsInterrupted(ctx, time.Now().Add(-staleAfter))
+	runs, err := a.store.MarkStaleRunsInterrupted(ctx, time.Now().Add(-staleAfter), relayedRuns()...)
 	if err != nil {
 		a.log.WarnContext(ctx, "mark stale runs", "err", err)
 	}
@@ -69,4 +70,21 @@ func (a *app) appendEvent(ctx context.Context, chatID, runID string, ev agent.Ev
 	if _, err := a.hub.Append(ctx, chatID, runID, string(ev.Type), b); err != nil {
 		a.log.WarnContext(ctx, "append event", "chat", chatID, "type", ev.Type, "err", err)
 	}
+}
+
+// relayedRuns lists the runs whose agent lives on under a relay of this host
+// (or whose output it journaled to the end): a stopped `serve` reattaches them at
+// its next start, so no other process may mark them interrupted meanwhile.
+func relayedRuns() []string {
+	states, err := procrun.ListRelays(relayDir())
+	if err != nil {
+		return nil
+	}
+	var ids []string
+	for _, st := range states {
+		if st.Reattachable() {
+			ids = append(ids, st.RunID)
+		}
+	}
+	return ids
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -58,5 +59,40 @@ func TestRestartMarksDeadRunsAndExpiresCards(t *testing.T) {
 	}
 	if got := strings.Join(types, " "); got != "run.interrupted interaction.resolved" {
 		t.Errorf("events %q", got)
+	}
+}
+
+// TestSweepKeepsRelayedRuns: a `chat` or `run` process started while `serve` is
+// down must not mark serve's relayed runs interrupted; serve reattaches them.
+func TestSweepKeepsRelayedRuns(t *testing.T) {
+	dir := isolate(t)
+	relays := filepath.Join(dir, "relays")
+	t.Setenv("THREADLINE_RELAY_DIR", relays)
+	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
+	ctx := context.Background()
+	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.CreateChat(ctx, &store.Chat{ID: "c1", Agent: "claude"})
+	st.CreateChat(ctx, &store.Chat{ID: "c2", Agent: "claude"})
+	old := time.Now().Add(-time.Hour)
+	st.StartRun(ctx, store.RunRecord{ID: "relayed", ChatID: "c1", Owner: "serve:1", StartedAt: old})
+	st.StartRun(ctx, store.RunRecord{ID: "plain", ChatID: "c2", Owner: "run:2", StartedAt: old})
+	st.Close()
+	// The relayed run's agent finished while serve was down: its whole output is journaled.
+	os.MkdirAll(filepath.Join(relays, "relayed"), 0o700)
+	os.WriteFile(filepath.Join(relays, "relayed", "exit.json"), []byte(`{"code":0}`), 0o600)
+
+	a, err := openApp(ctx, cfg, slog.New(slog.DiscardHandler), agent.ApprovalDeny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if r, _ := a.store.GetRun(ctx, "relayed"); r.Status != store.RunRunning {
+		t.Errorf("relayed run: %s", r.Status)
+	}
+	if r, _ := a.store.GetRun(ctx, "plain"); r.Status != store.RunInterrupted {
+		t.Errorf("run without a relay: %s", r.Status)
 	}
 }
