@@ -28,9 +28,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
-// runTimeout bounds one Run of a real CLI.
-const runTimeout = 30 * time.Second
-
 // cli is one CLI under test.
 type cli struct {
 	def    acp.Definition
@@ -78,97 +75,13 @@ func setup(t *testing.T, c cli, scripts ...fakeopenai.Script) *e2e {
 	}
 }
 
-type runResult struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *runResult) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *runResult) last() agent.Event {
-	if len(r.events) == 0 {
-		return agent.Event{}
-	}
-	return r.events[len(r.events)-1]
-}
-
-func (r *runResult) text() string {
-	var sb strings.Builder
-	for _, ev := range r.of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
-	}
-	return sb.String()
-}
-
-func (r *runResult) sessionID() string {
-	for _, ev := range r.of(agent.EventSessionUpdated) {
-		return ev.SessionID
-	}
-	return ""
-}
-
-// run executes one turn; onEvent (optional) sees each event with the cancel.
-func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc)) *runResult {
+// run executes one turn in the harness's cwd (unless req sets one).
+func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	req.ChatID, req.RunID = "chat-e2e", "run-"+h.t.Name()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	res := &runResult{}
-	done := false
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		if done {
-			h.t.Errorf("event %s emitted after Run returned", ev.Type)
-		}
-		res.events = append(res.events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	done = true
-	res.elapsed = time.Since(start)
-	var types []string
-	for _, ev := range res.events {
-		types = append(types, string(ev.Type))
-	}
-	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		h.t.Fatalf("Run hit the %s timeout", runTimeout)
-	}
-	terminals := 0
-	for i, ev := range res.events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(res.events)-1 {
-				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
-			}
-		}
-	}
-	if terminals > 1 {
-		h.t.Errorf("%d terminal events", terminals)
-	}
-	return res
-}
-
-// answerWith answers every interaction with d.
-func answerWith(ch chan agent.InteractionResponse, d agent.Decision) func(agent.Event, context.CancelFunc) {
-	return func(ev agent.Event, _ context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested {
-			ch <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: d, By: "e2e"}
-		}
-	}
+	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
 // transcripts renders what the fake saw, for failure messages.
@@ -206,10 +119,10 @@ func testTool(t *testing.T, c cli) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	started, completed := r.of(agent.EventToolStarted), r.of(agent.EventToolCompleted)
+	started, completed := r.Of(agent.EventToolStarted), r.Of(agent.EventToolCompleted)
 	if len(started) != 1 || len(completed) != 1 || completed[0].Tool.ID != started[0].Tool.ID || completed[0].Tool.IsError {
 		t.Fatalf("tool.started %+v, tool.completed %+v", started, completed)
 	}
@@ -218,7 +131,7 @@ func testTool(t *testing.T, c cli) {
 	}
 	// Any approval the agent still asked for (gemini downgrades yolo in an
 	// untrusted folder) was answered by the policy.
-	for _, ev := range r.of(agent.EventInteractionResolved) {
+	for _, ev := range r.Of(agent.EventInteractionResolved) {
 		if ev.Resolution.By != "policy" || ev.Resolution.Status != acp.StatusApproved {
 			t.Errorf("resolution %+v", ev.Resolution)
 		}
@@ -234,10 +147,10 @@ func testTool(t *testing.T, c cli) {
 	if !sent {
 		t.Errorf("no request carried the tool result; transcripts:\n%s", transcripts(h.fake))
 	}
-	if !strings.Contains(r.last().Text, "Tool result:") || !strings.Contains(r.text(), "e2e-tool-ok") {
-		t.Errorf("final answer %q", r.last().Text)
+	if !strings.Contains(r.Last().Text, "Tool result:") || !strings.Contains(r.Text(), "e2e-tool-ok") {
+		t.Errorf("final answer %q", r.Last().Text)
 	}
-	if u := r.of(agent.EventUsageUpdated); len(u) != 1 || u[0].Usage.InputTokens == 0 {
+	if u := r.Of(agent.EventUsageUpdated); len(u) != 1 || u[0].Usage.InputTokens == 0 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -253,11 +166,11 @@ func testPermission(t *testing.T, c cli, d agent.Decision) {
 		return
 	}
 	responses := make(chan agent.InteractionResponse, 4)
-	r := h.run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses}, answerWith(responses, d))
-	if r.err != nil || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	r := h.run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses}, providertest.Answer(responses, providertest.Always(d, nil)))
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	req := r.of(agent.EventInteractionRequested)
+	req := r.Of(agent.EventInteractionRequested)
 	if len(req) != 1 {
 		t.Fatalf("%d interaction.requested", len(req))
 	}
@@ -269,7 +182,7 @@ func testPermission(t *testing.T, c cli, d agent.Decision) {
 	if in.Kind != agent.KindCommandApproval || !strings.Contains(in.Command, "echo perm") || string(in.NativeID) != "0" || !kinds[agent.DecisionApprove] || !kinds[agent.DecisionDecline] {
 		t.Errorf("interaction %+v", in)
 	}
-	res := r.of(agent.EventInteractionResolved)
+	res := r.Of(agent.EventInteractionResolved)
 	want := acp.StatusApproved
 	if d == agent.DecisionDecline {
 		want = acp.StatusDeclined
@@ -280,7 +193,7 @@ func testPermission(t *testing.T, c cli, d agent.Decision) {
 	if got := exists(filepath.Join(h.cwd, file)); got != (d == agent.DecisionApprove) {
 		t.Errorf("%s exists = %v after %s", file, got, d)
 	}
-	completed := r.of(agent.EventToolCompleted)
+	completed := r.Of(agent.EventToolCompleted)
 	if len(completed) != 1 || completed[0].Tool.IsError != (d == agent.DecisionDecline) {
 		t.Errorf("tool.completed %+v", completed)
 	}
@@ -299,12 +212,12 @@ func testCancel(t *testing.T, c cli) {
 		}
 	})
 	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.err)
+		t.Fatalf("never saw the third delta; err %v", r.Err)
 	}
-	if r.err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.Err)
 	}
-	last := r.last()
+	last := r.Last()
 	if last.Type != agent.EventRunInterrupted {
 		t.Errorf("last event %+v, want run.interrupted", last)
 	}
@@ -316,7 +229,7 @@ func testCancel(t *testing.T, c cli) {
 	if took > 8*time.Second {
 		t.Errorf("Run returned %s after cancel", took)
 	}
-	if strings.Contains(r.text(), "slow-299") {
+	if strings.Contains(r.Text(), "slow-299") {
 		t.Error("stream ran to the end despite the cancel")
 	}
 }
@@ -331,17 +244,17 @@ func testCancelPermission(t *testing.T, c cli) {
 			cancel()
 		}
 	})
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != acp.StatusCancelled {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != acp.StatusCancelled {
 		t.Errorf("resolution %+v", res)
 	}
 	if exists(filepath.Join(h.cwd, "never.txt")) {
 		t.Error("the command ran after the cancel")
 	}
-	if r.elapsed > 15*time.Second {
-		t.Errorf("took %s", r.elapsed)
+	if r.Elapsed > 15*time.Second {
+		t.Errorf("took %s", r.Elapsed)
 	}
 }
 
@@ -354,10 +267,10 @@ func testResume(t *testing.T, c cli) {
 		return
 	}
 	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
-	if r1.err != nil {
-		t.Fatalf("run 1: %v", r1.err)
+	if r1.Err != nil {
+		t.Fatalf("run 1: %v", r1.Err)
 	}
-	sid := r1.sessionID()
+	sid := r1.SessionID()
 	if !c.def.Resume {
 		// gemini: no native session is reported, and a resume is refused
 		// before anything runs (the core then uses the visible transcript).
@@ -365,8 +278,8 @@ func testResume(t *testing.T, c cli) {
 			t.Fatalf("run 1 reported session %q for a definition without resume", sid)
 		}
 		r2 := h.run(agent.RunRequest{Prompt: "e2e-recall", ResumeID: "any"}, nil)
-		if !errors.Is(r2.err, agent.ErrSessionNotFound) || len(r2.events) != 0 {
-			t.Fatalf("run 2 = %v, %d events", r2.err, len(r2.events))
+		if !errors.Is(r2.Err, agent.ErrSessionNotFound) || len(r2.Events) != 0 {
+			t.Fatalf("run 2 = %v, %d events", r2.Err, len(r2.Events))
 		}
 		return
 	}
@@ -374,13 +287,13 @@ func testResume(t *testing.T, c cli) {
 		t.Fatal("run 1 reported no session id")
 	}
 	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.err != nil || r2.last().Type != agent.EventRunCompleted {
-		t.Fatalf("run 2 = %v, last %+v", r2.err, r2.last())
+	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("run 2 = %v, last %+v", r2.Err, r2.Last())
 	}
-	if got := r2.text(); got != "The word was alpha." {
+	if got := r2.Text(); got != "The word was alpha." {
 		t.Errorf("run 2 text %q: the replayed history must not be emitted again", got)
 	}
-	if n := len(r2.of(agent.EventSessionUpdated)); n != 0 {
+	if n := len(r2.Of(agent.EventSessionUpdated)); n != 0 {
 		t.Errorf("run 2 moved to another session (%d session.updated)", n)
 	}
 	// The model saw the first turn in the resumed turn's request.
@@ -410,10 +323,10 @@ func testBogusSession(t *testing.T, c cli) {
 		bogus = "ses_doesnotexist000000000000"
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: bogus}, nil)
-	if !errors.Is(r.err, agent.ErrSessionNotFound) {
-		t.Fatalf("Run = %v, want ErrSessionNotFound", r.err)
+	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
-	if n := len(r.of(agent.EventRunFailed)); n != 0 {
+	if n := len(r.Of(agent.EventRunFailed)); n != 0 {
 		t.Errorf("%d run.failed for a stale session", n)
 	}
 	if n := len(h.fake.ChatRequests()); n != 0 {

@@ -25,9 +25,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// runTimeout bounds one Run of the real CLI.
-const runTimeout = 30 * time.Second
-
 type e2e struct {
 	t    *testing.T
 	fake *fakeapi.Server
@@ -56,93 +53,13 @@ func setupE2E(t *testing.T, scripts ...fakeapi.Script) *e2e {
 	}
 }
 
-type runResult struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *runResult) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *runResult) last() agent.Event {
-	if len(r.events) == 0 {
-		return agent.Event{}
-	}
-	return r.events[len(r.events)-1]
-}
-
-func (r *runResult) text() string {
-	var sb strings.Builder
-	for _, ev := range r.of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
-	}
-	return sb.String()
-}
-
-func (r *runResult) sessionID() string {
-	for _, ev := range r.of(agent.EventSessionUpdated) {
-		if ev.SessionID != "" {
-			return ev.SessionID
-		}
-	}
-	return ""
-}
-
-// run executes one turn; onEvent (optional) sees each event with the run's cancel.
-func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc)) *runResult {
+// run executes one turn in the harness's cwd (unless req sets one).
+func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	if req.RunID == "" {
-		req.RunID = "run-" + h.t.Name()
-	}
-	req.ChatID = "chat-e2e"
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	res := &runResult{}
-	done := false
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		if done {
-			h.t.Errorf("event %s emitted after Run returned", ev.Type)
-		}
-		res.events = append(res.events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	done = true
-	res.elapsed = time.Since(start)
-	var types []string
-	for _, ev := range res.events {
-		types = append(types, string(ev.Type))
-	}
-	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
-	if ctx.Err() == context.DeadlineExceeded {
-		h.t.Fatalf("Run hit the %s timeout", runTimeout)
-	}
-	terminals := 0
-	for i, ev := range res.events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(res.events)-1 {
-				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
-			}
-		}
-	}
-	if terminals > 1 {
-		h.t.Errorf("%d terminal events", terminals)
-	}
-	return res
+	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
 // TestE2ENetnsNoRouteOut proves the sandbox the CLI runs in: only lo, and a
@@ -163,26 +80,26 @@ func TestE2EStreamedText(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	deltas := r.of(agent.EventAssistantDelta)
+	deltas := r.Of(agent.EventAssistantDelta)
 	if len(deltas) < 3 {
 		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
 	}
-	if got := r.text(); got != "Hello from the fake API." {
+	if got := r.Text(); got != "Hello from the fake API." {
 		t.Errorf("streamed text %q", got)
 	}
-	if len(r.of(agent.EventReasoningDelta)) == 0 {
+	if len(r.Of(agent.EventReasoningDelta)) == 0 {
 		t.Error("no reasoning.delta for the thinking block")
 	}
-	if r.sessionID() == "" {
+	if r.SessionID() == "" {
 		t.Error("no session.updated with a session id")
 	}
-	if last := r.last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
 		t.Errorf("last event %+v", last)
 	}
-	if len(r.of(agent.EventUsageUpdated)) == 0 {
+	if len(r.Of(agent.EventUsageUpdated)) == 0 {
 		t.Error("no usage.updated")
 	}
 	reqs := h.fake.MessageRequests()
@@ -208,14 +125,14 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-bash: write the marker", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	started := r.of(agent.EventToolStarted)
+	started := r.Of(agent.EventToolStarted)
 	if len(started) != 1 || started[0].Tool == nil || started[0].Tool.Name != "Bash" {
 		t.Fatalf("tool.started %+v", started)
 	}
-	completed := r.of(agent.EventToolCompleted)
+	completed := r.Of(agent.EventToolCompleted)
 	if len(completed) != 1 || completed[0].Tool == nil || completed[0].Tool.ID != started[0].Tool.ID ||
 		completed[0].Tool.IsError || !strings.Contains(completed[0].Tool.Output, "e2e-tool-ok") {
 		t.Fatalf("tool.completed %+v", completed)
@@ -231,7 +148,7 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 	if len(tr) != 1 || tr[0].ToolUseID != started[0].Tool.ID || tr[0].IsError || strings.TrimSpace(tr[0].ResultText()) != "e2e-tool-ok" {
 		t.Errorf("tool_result sent to the API: %+v", tr)
 	}
-	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "Tool result: e2e-tool-ok") {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "Tool result: e2e-tool-ok") {
 		t.Errorf("last event %+v", last)
 	}
 }
@@ -245,23 +162,23 @@ func TestE2EResume(t *testing.T) {
 		return
 	}
 	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
-	if r1.err != nil {
-		t.Fatalf("run 1: %v", r1.err)
+	if r1.Err != nil {
+		t.Fatalf("run 1: %v", r1.Err)
 	}
-	sid := r1.sessionID()
+	sid := r1.SessionID()
 	if sid == "" {
 		t.Fatal("run 1 reported no session id")
 	}
 	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.err != nil {
-		t.Fatalf("run 2: %v", r2.err)
+	if r2.Err != nil {
+		t.Fatalf("run 2: %v", r2.Err)
 	}
-	for _, ev := range r2.of(agent.EventSessionUpdated) {
+	for _, ev := range r2.Of(agent.EventSessionUpdated) {
 		if ev.SessionID != sid {
 			t.Errorf("resumed run moved to session %q, want %q", ev.SessionID, sid)
 		}
 	}
-	if last := r2.last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
+	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
 		t.Errorf("run 2 last event %+v", last)
 	}
 	reqs := h.fake.MessageRequests()
@@ -282,8 +199,8 @@ func TestE2EResumeUnknownSession(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, nil)
-	if !errors.Is(r.err, agent.ErrSessionNotFound) {
-		t.Fatalf("Run = %v, want ErrSessionNotFound", r.err)
+	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
 	if n := len(h.fake.MessageRequests()); n != 0 {
 		t.Errorf("fake saw %d requests for a stale resume", n)
@@ -303,12 +220,12 @@ func TestE2ECancelMidStream(t *testing.T) {
 		}
 	})
 	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.err)
+		t.Fatalf("never saw the third delta; err %v", r.Err)
 	}
-	if r.err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunInterrupted {
+	if last := r.Last(); last.Type != agent.EventRunInterrupted {
 		t.Errorf("last event %+v, want run.interrupted", last)
 	}
 	took := time.Since(cancelledAt)
@@ -316,7 +233,7 @@ func TestE2ECancelMidStream(t *testing.T) {
 	if took > 8*time.Second {
 		t.Errorf("Run returned %s after cancel", took)
 	}
-	if strings.Contains(r.text(), "word299") {
+	if strings.Contains(r.Text(), "word299") {
 		t.Error("stream ran to the end despite the cancel")
 	}
 }
@@ -327,33 +244,19 @@ func TestE2EAPIError(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
-	if !errors.Is(r.err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.err)
+	if !errors.Is(r.Err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
+	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
 		t.Errorf("last event %+v", last)
 	}
 }
 
 // answering returns an onEvent that answers every interaction.requested with
 // decide(interaction) on ch (buffered), and the channel itself.
-func answering(decide func(in *agent.Interaction) agent.InteractionResponse) (chan agent.InteractionResponse, func(agent.Event, context.CancelFunc)) {
+func answering(decide func(in *agent.Interaction) agent.InteractionResponse) (chan agent.InteractionResponse, providertest.OnEvent) {
 	ch := make(chan agent.InteractionResponse, 4)
-	return ch, func(ev agent.Event, _ context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested && ev.Interaction != nil {
-			resp := decide(ev.Interaction)
-			resp.InteractionID = ev.Interaction.ID
-			ch <- resp
-		}
-	}
-}
-
-func resolutions(r *runResult) []string {
-	var out []string
-	for _, ev := range r.of(agent.EventInteractionResolved) {
-		out = append(out, ev.Resolution.Status)
-	}
-	return out
+	return ch, providertest.Answer(ch, decide)
 }
 
 func TestE2EApprovalDecline(t *testing.T) {
@@ -370,17 +273,17 @@ func TestE2EApprovalDecline(t *testing.T) {
 		return agent.InteractionResponse{Decision: agent.DecisionDecline, By: "tester"}
 	})
 	r := h.run(agent.RunRequest{Prompt: "e2e-deny please", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.err != nil || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	if got := strings.Join(resolutions(r), ","); got != "declined" {
+	if got := strings.Join(r.Resolutions(), ","); got != "declined" {
 		t.Errorf("resolutions %q", got)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
 		t.Error("the declined command ran")
 	}
-	if !strings.Contains(r.text(), "Tool error:") || !strings.Contains(r.text(), "Denied by the chat user") {
-		t.Errorf("the model did not get the denial: %q", r.text())
+	if !strings.Contains(r.Text(), "Tool error:") || !strings.Contains(r.Text(), "Denied by the chat user") {
+		t.Errorf("the model did not get the denial: %q", r.Text())
 	}
 }
 
@@ -402,14 +305,14 @@ func TestE2EAskUserQuestion(t *testing.T) {
 		return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{in.Questions[0].ID: "Blue"}, By: "tester"}
 	})
 	r := h.run(agent.RunRequest{Prompt: "e2e-ask me", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.err != nil || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	if got := strings.Join(resolutions(r), ","); got != "answered" {
+	if got := strings.Join(r.Resolutions(), ","); got != "answered" {
 		t.Errorf("resolutions %q", got)
 	}
-	if !strings.Contains(r.text(), `"Which color?"="Blue"`) {
-		t.Errorf("the answer did not reach the model: %q", r.text())
+	if !strings.Contains(r.Text(), `"Which color?"="Blue"`) {
+		t.Errorf("the answer did not reach the model: %q", r.Text())
 	}
 }
 
@@ -424,10 +327,10 @@ func TestE2EStopAtApproval(t *testing.T) {
 		return agent.InteractionResponse{Decision: agent.DecisionCancel, By: "tester"}
 	})
 	r := h.run(agent.RunRequest{Prompt: "e2e-stop here", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	if got := strings.Join(resolutions(r), ","); got != "cancelled" {
+	if got := strings.Join(r.Resolutions(), ","); got != "cancelled" {
 		t.Errorf("resolutions %q", got)
 	}
 }
@@ -445,10 +348,10 @@ func TestE2ECancelWhileApprovalPending(t *testing.T) {
 			cancel() // the user stops the turn instead of answering
 		}
 	})
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	res := resolutions(r)
+	res := r.Resolutions()
 	if len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
 		t.Errorf("the pending card was not closed: %v", res)
 	}

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,9 +25,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/codexharness"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
-
-// runTimeout bounds one Run of the real CLI.
-const runTimeout = 30 * time.Second
 
 type e2e struct {
 	t    *testing.T
@@ -61,101 +57,28 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 	}
 }
 
-type runResult struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *runResult) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *runResult) last() agent.Event {
-	if len(r.events) == 0 {
-		return agent.Event{}
-	}
-	return r.events[len(r.events)-1]
-}
-
-func (r *runResult) text() string {
-	var sb strings.Builder
-	for _, ev := range r.of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
-	}
-	return sb.String()
-}
-
-func (r *runResult) sessionID() string {
-	for _, ev := range r.of(agent.EventSessionUpdated) {
-		if ev.SessionID != "" {
-			return ev.SessionID
-		}
-	}
-	return ""
-}
-
-// run executes one turn. onEvent (optional) sees each event with the run's
-// cancel and a function that answers an interaction.
-func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc, answer func(agent.InteractionResponse))) *runResult {
+// run executes one turn in the harness's cwd (unless req sets one). When the
+// run may ask (the default approval), req.Responses is a fresh channel and
+// onEvent (optional) sees each event with the run's cancel and a function that
+// answers an interaction on it. A run ends with exactly one terminal event.
+func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc, answer func(agent.InteractionResponse))) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	if req.RunID == "" {
-		req.RunID = "run-" + h.t.Name()
-	}
-	req.ChatID = "chat-e2e"
 	responses := make(chan agent.InteractionResponse, 8)
 	if req.Approval == "" || req.Approval == agent.ApprovalAsk {
 		req.Responses = responses
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	res := &runResult{}
-	var mu sync.Mutex
-	done := false
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		mu.Lock()
-		if done {
-			h.t.Errorf("event %s emitted after Run returned", ev.Type)
-		}
-		mu.Unlock()
-		res.events = append(res.events, ev)
-		if onEvent != nil {
+	var on providertest.OnEvent
+	if onEvent != nil {
+		on = func(ev agent.Event, cancel context.CancelFunc) {
 			onEvent(ev, cancel, func(r agent.InteractionResponse) { responses <- r })
 		}
-	})
-	mu.Lock()
-	done = true
-	mu.Unlock()
-	res.elapsed = time.Since(start)
-	var types []string
-	for _, ev := range res.events {
-		types = append(types, string(ev.Type))
 	}
-	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
-	if ctx.Err() == context.DeadlineExceeded {
-		h.t.Fatalf("Run hit the %s timeout", runTimeout)
-	}
-	terminals := 0
-	for i, ev := range res.events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(res.events)-1 {
-				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
-			}
-		}
-	}
-	if terminals != 1 {
-		h.t.Errorf("%d terminal events", terminals)
+	res := providertest.Run(h.t, h.prov, req, on)
+	if res.Terminals() == 0 { // more than one: Run reported it
+		h.t.Error("0 terminal events")
 	}
 	return res
 }
@@ -185,29 +108,29 @@ func TestE2EStreamedText(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	if deltas := r.of(agent.EventAssistantDelta); len(deltas) < 3 {
+	if deltas := r.Of(agent.EventAssistantDelta); len(deltas) < 3 {
 		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
 	}
-	if got := r.text(); got != "Hello from the fake API." {
+	if got := r.Text(); got != "Hello from the fake API." {
 		t.Errorf("streamed text %q", got)
 	}
 	var reasoning strings.Builder
-	for _, ev := range r.of(agent.EventReasoningDelta) {
+	for _, ev := range r.Of(agent.EventReasoningDelta) {
 		reasoning.WriteString(ev.Text)
 	}
 	if reasoning.String() != "Pondering the request." {
 		t.Errorf("reasoning %q", reasoning.String())
 	}
-	if r.sessionID() == "" {
+	if r.SessionID() == "" {
 		t.Error("no session.updated with a thread id")
 	}
-	if last := r.last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
 		t.Errorf("last event %+v", last)
 	}
-	if u := r.of(agent.EventUsageUpdated); len(u) == 0 || u[len(u)-1].Usage.InputTokens != 120 {
+	if u := r.Of(agent.EventUsageUpdated); len(u) == 0 || u[len(u)-1].Usage.InputTokens != 120 {
 		t.Errorf("usage %+v", u)
 	}
 	reqs := h.fake.Requests()
@@ -231,25 +154,25 @@ func TestE2EApprove(t *testing.T) {
 				return
 			}
 			r := h.run(agent.RunRequest{Prompt: "e2e-shell: write the marker"}, answerAll(tt.decision, nil))
-			if r.err != nil {
-				t.Fatalf("Run: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("Run: %v", r.Err)
 			}
-			req := r.of(agent.EventInteractionRequested)
+			req := r.Of(agent.EventInteractionRequested)
 			if len(req) != 1 || req[0].Interaction.Kind != agent.KindCommandApproval || !strings.Contains(req[0].Interaction.Command, "e2e-shell-ok") {
 				t.Fatalf("interaction.requested %+v", req)
 			}
-			res := r.of(agent.EventInteractionResolved)
+			res := r.Of(agent.EventInteractionResolved)
 			if len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.By != "e2e" {
 				t.Errorf("interaction.resolved %+v", res)
 			}
-			done := r.of(agent.EventToolCompleted)
+			done := r.Of(agent.EventToolCompleted)
 			if len(done) != 1 || done[0].Tool.IsError || !strings.Contains(done[0].Tool.Output, "e2e-shell-ok") {
 				t.Errorf("tool.completed %+v", done)
 			}
 			if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-shell-ok" {
 				t.Errorf("marker.txt: %q, %v", b, err)
 			}
-			if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "e2e-shell-ok") {
+			if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "e2e-shell-ok") {
 				t.Errorf("last event %+v", last)
 			}
 			reqs := h.fake.Requests()
@@ -269,16 +192,16 @@ func TestE2EDecline(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-decline: try it"}, answerAll(agent.DecisionDecline, nil))
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusDeclined {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusDeclined {
 		t.Errorf("interaction.resolved %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
 		t.Error("the declined command ran")
 	}
-	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "rejected") {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "rejected") {
 		t.Errorf("last event %+v (the model is told the user rejected it)", last)
 	}
 }
@@ -296,12 +219,12 @@ func TestE2ECancelMidStream(t *testing.T) {
 		}
 	})
 	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.err)
+		t.Fatalf("never saw the third delta; err %v", r.Err)
 	}
-	if r.err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunInterrupted || last.Text != "interrupted" {
+	if last := r.Last(); last.Type != agent.EventRunInterrupted || last.Text != "interrupted" {
 		t.Errorf("last event %+v, want run.interrupted from turn/completed", last)
 	}
 	took := time.Since(cancelledAt)
@@ -309,7 +232,7 @@ func TestE2ECancelMidStream(t *testing.T) {
 	if took > 5*time.Second {
 		t.Errorf("Run returned %s after cancel", took)
 	}
-	if strings.Contains(r.text(), "word299") {
+	if strings.Contains(r.Text(), "word299") {
 		t.Error("stream ran to the end despite the cancel")
 	}
 }
@@ -323,17 +246,17 @@ func TestE2EQuestionInPlanMode(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-ask: ask me", Mode: agent.ModePlan}, answerAll(agent.DecisionAnswer, map[string]string{"color": "Blue"}))
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	req := r.of(agent.EventInteractionRequested)
+	req := r.Of(agent.EventInteractionRequested)
 	if len(req) != 1 || req[0].Interaction.Kind != agent.KindQuestion || len(req[0].Interaction.Questions) != 1 || req[0].Interaction.Questions[0].Text != "Which color?" {
 		t.Fatalf("interaction.requested %+v", req)
 	}
-	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusAnswered {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusAnswered {
 		t.Errorf("interaction.resolved %+v", res)
 	}
-	if last := r.last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Blue"`) {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Blue"`) {
 		t.Errorf("last event %+v", last)
 	}
 	reqs := h.fake.Requests()
@@ -354,13 +277,13 @@ func TestE2EInterruptWhileApprovalPending(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil || cancelledAt.IsZero() {
-		t.Fatalf("Run = %v (cancelled %v)", r.err, !cancelledAt.IsZero())
+	if r.Err != nil || cancelledAt.IsZero() {
+		t.Fatalf("Run = %v (cancelled %v)", r.Err, !cancelledAt.IsZero())
 	}
-	if last := r.last(); last.Type != agent.EventRunInterrupted {
+	if last := r.Last(); last.Type != agent.EventRunInterrupted {
 		t.Errorf("last event %+v", last)
 	}
-	if res := r.of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusTurnEnded {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusTurnEnded {
 		t.Errorf("interaction.resolved %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
@@ -380,23 +303,23 @@ func TestE2EResumeInFreshProcess(t *testing.T) {
 		return
 	}
 	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
-	if r1.err != nil {
-		t.Fatalf("run 1: %v", r1.err)
+	if r1.Err != nil {
+		t.Fatalf("run 1: %v", r1.Err)
 	}
-	sid := r1.sessionID()
+	sid := r1.SessionID()
 	if sid == "" {
 		t.Fatal("run 1 reported no thread id")
 	}
 	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.err != nil {
-		t.Fatalf("run 2: %v", r2.err)
+	if r2.Err != nil {
+		t.Fatalf("run 2: %v", r2.Err)
 	}
-	for _, ev := range r2.of(agent.EventSessionUpdated) {
+	for _, ev := range r2.Of(agent.EventSessionUpdated) {
 		if ev.SessionID != sid {
 			t.Errorf("resumed run moved to thread %q, want %q", ev.SessionID, sid)
 		}
 	}
-	if last := r2.last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
+	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
 		t.Errorf("run 2 last event %+v", last)
 	}
 	reqs := h.fake.Requests()
@@ -416,7 +339,7 @@ func TestE2EResumeUnknownThread(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), providertest.RunTimeout)
 	defer cancel()
 	var events []agent.Event
 	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {
@@ -441,10 +364,10 @@ func TestE2EAPIError(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
-	if !errors.Is(r.err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.err)
+	if !errors.Is(r.Err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
+	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
 		t.Errorf("last event %+v", last)
 	}
 }

@@ -27,8 +27,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
-const runTimeout = 30 * time.Second
-
 type e2e struct {
 	t    *testing.T
 	fake *fakeopenai.Server
@@ -57,87 +55,13 @@ func setup(t *testing.T, scripts ...fakeopenai.Script) *e2e {
 	}
 }
 
-type runResult struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *runResult) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *runResult) last() agent.Event {
-	if len(r.events) == 0 {
-		return agent.Event{}
-	}
-	return r.events[len(r.events)-1]
-}
-
-func (r *runResult) text() string {
-	var sb strings.Builder
-	for _, ev := range r.of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
-	}
-	return sb.String()
-}
-
-func (r *runResult) sessionID() string {
-	for _, ev := range r.of(agent.EventSessionUpdated) {
-		return ev.SessionID
-	}
-	return ""
-}
-
-func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc)) *runResult {
+// run executes one turn in the harness's cwd (unless req sets one).
+func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	req.ChatID, req.RunID = "chat-e2e", "run-"+h.t.Name()
-	ctx, cancel := context.WithTimeout(context.Background(), runTimeout)
-	defer cancel()
-	res := &runResult{}
-	done := false
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		if done {
-			h.t.Errorf("event %s emitted after Run returned", ev.Type)
-		}
-		res.events = append(res.events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	done = true
-	res.elapsed = time.Since(start)
-	var types []string
-	for _, ev := range res.events {
-		types = append(types, string(ev.Type))
-	}
-	h.t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.err, res.elapsed.Round(time.Millisecond), strings.Join(types, " "))
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		h.t.Fatalf("Run hit the %s timeout", runTimeout)
-	}
-	terminals := 0
-	for i, ev := range res.events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(res.events)-1 {
-				h.t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(res.events))
-			}
-		}
-	}
-	if terminals > 1 {
-		h.t.Errorf("%d terminal events", terminals)
-	}
-	return res
+	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
 func transcripts(fake *fakeopenai.Server) string {
@@ -154,10 +78,10 @@ func TestE2ETool(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	started, completed := r.of(agent.EventToolStarted), r.of(agent.EventToolCompleted)
+	started, completed := r.Of(agent.EventToolStarted), r.Of(agent.EventToolCompleted)
 	if len(started) != 1 || started[0].Tool.Name != "bash" || len(completed) != 1 || completed[0].Tool.IsError ||
 		!strings.Contains(completed[0].Tool.Output, "e2e-tool-ok") {
 		t.Fatalf("tool.started %+v, tool.completed %+v", started, completed)
@@ -165,13 +89,13 @@ func TestE2ETool(t *testing.T) {
 	if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-tool-ok" {
 		t.Errorf("marker.txt in cwd: %q, %v", b, err)
 	}
-	if !strings.Contains(r.last().Text, "Tool result: e2e-tool-ok") {
-		t.Errorf("final answer %q", r.last().Text)
+	if !strings.Contains(r.Last().Text, "Tool result: e2e-tool-ok") {
+		t.Errorf("final answer %q", r.Last().Text)
 	}
-	if sid := r.sessionID(); !strings.HasSuffix(sid, ".jsonl") {
+	if sid := r.SessionID(); !strings.HasSuffix(sid, ".jsonl") {
 		t.Errorf("session id %q, want the session file", sid)
 	}
-	if u := r.of(agent.EventUsageUpdated); len(u) != 1 || u[0].Usage.InputTokens == 0 {
+	if u := r.Of(agent.EventUsageUpdated); len(u) != 1 || u[0].Usage.InputTokens == 0 {
 		t.Errorf("usage %+v", u)
 	}
 }
@@ -184,8 +108,8 @@ func TestE2EReadOnly(t *testing.T) {
 		return
 	}
 	r := h.run(agent.RunRequest{Prompt: "e2e-ro: try bash", Approval: agent.ApprovalDeny}, nil)
-	if r.err != nil || r.last().Type != agent.EventRunCompleted || r.events[0].Subtype != "read_only_tools" {
-		t.Fatalf("Run = %v, events %+v", r.err, r.events)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Events[0].Subtype != "read_only_tools" {
+		t.Fatalf("Run = %v, events %+v", r.Err, r.Events)
 	}
 	reqs := h.fake.ChatRequests()
 	if len(reqs) != 1 || strings.Join(reqs[0].ToolNames(), ",") != "read,grep,find,ls" {
@@ -209,17 +133,17 @@ func TestE2EAbort(t *testing.T) {
 		}
 	})
 	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.err)
+		t.Fatalf("never saw the third delta; err %v", r.Err)
 	}
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
 	took := time.Since(cancelledAt)
-	t.Logf("cancel → Run returned in %s (%s)", took.Round(time.Millisecond), r.last().Text)
-	if r.last().Text != "Request was aborted" {
-		t.Errorf("pi did not end the run as aborted in time (%q): killed instead", r.last().Text)
+	t.Logf("cancel → Run returned in %s (%s)", took.Round(time.Millisecond), r.Last().Text)
+	if r.Last().Text != "Request was aborted" {
+		t.Errorf("pi did not end the run as aborted in time (%q): killed instead", r.Last().Text)
 	}
-	if took > 8*time.Second || strings.Contains(r.text(), "slow-299") {
+	if took > 8*time.Second || strings.Contains(r.Text(), "slow-299") {
 		t.Errorf("Run returned %s after cancel", took)
 	}
 }
@@ -233,19 +157,19 @@ func TestE2EResume(t *testing.T) {
 		return
 	}
 	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha", Approval: agent.ApprovalAccept}, nil)
-	if r1.err != nil {
-		t.Fatalf("run 1: %v", r1.err)
+	if r1.Err != nil {
+		t.Fatalf("run 1: %v", r1.Err)
 	}
-	sid := r1.sessionID()
+	sid := r1.SessionID()
 	if sid == "" {
 		t.Fatal("run 1 reported no session")
 	}
 	// Resume from another directory: the session file works from anywhere.
 	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid, Approval: agent.ApprovalAccept, Cwd: t.TempDir()}, nil)
-	if r2.err != nil || r2.last().Type != agent.EventRunCompleted || r2.text() != "The word was alpha." {
-		t.Fatalf("run 2 = %v, last %+v, text %q", r2.err, r2.last(), r2.text())
+	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted || r2.Text() != "The word was alpha." {
+		t.Fatalf("run 2 = %v, last %+v, text %q", r2.Err, r2.Last(), r2.Text())
 	}
-	if n := len(r2.of(agent.EventSessionUpdated)); n != 0 {
+	if n := len(r2.Of(agent.EventSessionUpdated)); n != 0 {
 		t.Errorf("run 2 moved to another session")
 	}
 	reqs := h.fake.ChatRequests()
@@ -257,8 +181,8 @@ func TestE2EResume(t *testing.T) {
 	}
 	// A fork starts a new session file with the same history.
 	r3 := h.run(agent.RunRequest{Prompt: "e2e-recall again", ResumeID: sid, Fork: true, Approval: agent.ApprovalAccept}, nil)
-	if r3.err != nil || r3.sessionID() == "" || r3.sessionID() == sid {
-		t.Fatalf("fork = %v, session %q (was %q)", r3.err, r3.sessionID(), sid)
+	if r3.Err != nil || r3.SessionID() == "" || r3.SessionID() == sid {
+		t.Fatalf("fork = %v, session %q (was %q)", r3.Err, r3.SessionID(), sid)
 	}
 	reqs = h.fake.ChatRequests()
 	if tr := reqs[len(reqs)-1].Transcript(); !strings.Contains(tr, "e2e-remember the word alpha") {
@@ -273,10 +197,10 @@ func TestE2EBogusSession(t *testing.T) {
 	}
 	for _, id := range []string{"00000000-dead-beef-0000-000000000000", filepath.Join(h.cwd, "gone.jsonl")} {
 		r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: id, Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) {
-			t.Fatalf("Run(%s) = %v, want ErrSessionNotFound", id, r.err)
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+			t.Fatalf("Run(%s) = %v, want ErrSessionNotFound", id, r.Err)
 		}
-		if n := len(r.of(agent.EventRunFailed)); n != 0 {
+		if n := len(r.Of(agent.EventRunFailed)); n != 0 {
 			t.Errorf("%d run.failed for a stale session", n)
 		}
 	}
