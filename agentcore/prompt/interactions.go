@@ -51,10 +51,22 @@ type interactionState struct {
 	timer    *time.Timer
 }
 
-// RespondInteraction routes a user's answer to the run that asked. Answers to
+// RespondInteraction routes a user's answer to the run that asked, here or
+// (through the Router, see route.go) on the replica that runs it. Answers to
 // unknown ids, already-answered requests and ended runs are refused. A secret
-// answer goes to the agent and nowhere else.
+// answer goes to the agent and nowhere else: for a run of another replica it
+// is refused with ErrSecretNotRouted.
 func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
+	if r, ok := s.current(chatID); !ok || r.ID != runID {
+		if routed, err := s.routeAnswer(ctx, chatID, runID, resp); routed {
+			return err
+		}
+	}
+	return s.respondLocal(ctx, chatID, runID, resp)
+}
+
+// respondLocal delivers an answer to a run of this replica.
+func (s *Service) respondLocal(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
 	r, ok := s.current(chatID)
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)

@@ -7,6 +7,7 @@ package prompt
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -90,6 +91,11 @@ type Options struct {
 	// Relay, when its Dir is set, runs every run's agent under a relay that
 	// outlives this process (see reattach.go).
 	Relay procrun.Relay
+	// Router, when set, routes answers and cancels for runs of other replicas
+	// to their owner (route.go); Listen starts it.
+	Router Router
+	// RouteTimeout bounds a routed request (default DefaultRouteTimeout).
+	RouteTimeout time.Duration
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
@@ -121,6 +127,10 @@ type Service struct {
 
 	mu     sync.Mutex
 	active map[string]*Run // by chat id
+
+	routeMu sync.Mutex
+	routing bool                     // listening on this replica's channel
+	waiting map[string]chan routeMsg // routed requests awaiting their reply, by id
 }
 
 // New returns a Service.
@@ -137,7 +147,7 @@ func New(hub *runhub.Hub, chats Chats, history History, providers []agent.Provid
 	}
 	return &Service{
 		hub: hub, chats: chats, history: history, ledger: opts.Ledger, providers: m, opts: opts,
-		log: logger, active: map[string]*Run{},
+		log: logger, active: map[string]*Run{}, waiting: map[string]chan routeMsg{},
 	}
 }
 
@@ -364,13 +374,26 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	return nil
 }
 
-// Cancel stops the chat's running run. It reports whether a run was active.
+// Cancel stops the chat's running run, here or (routed, see Stop) on the
+// replica that owns it. It reports whether a run was stopped.
 func (s *Service) Cancel(chatID string) bool {
 	r, ok := s.Active(chatID)
 	if ok {
 		r.cancel()
+		return true
 	}
-	return ok
+	if s.opts.Router == nil {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.routeTimeout()+time.Second)
+	defer cancel()
+	if err := s.Stop(ctx, chatID); err != nil {
+		if !errors.Is(err, ErrRunNotActive) {
+			s.log.WarnContext(ctx, "cancel a run of another replica", "chat", chatID, "err", err)
+		}
+		return false
+	}
+	return true
 }
 
 type userMessage struct {
