@@ -7,6 +7,7 @@ package chatops
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // User is a person on a platform.
@@ -46,6 +47,9 @@ type Defaults struct {
 	// Workdir is the working directory of the channel's chats; empty gives
 	// every chat its own directory under the bot's workdir.
 	Workdir string
+	// InteractionTimeout declines approvals nobody answered in time (recorded
+	// as timed_out); zero waits for an answer.
+	InteractionTimeout time.Duration
 }
 
 // Rules are the settings of a channel or workspace.
@@ -133,6 +137,9 @@ func (p *Policy) Channel(pl Place) Rules {
 		}
 		if r.Workdir != "" {
 			eff.Workdir = r.Workdir
+		}
+		if r.InteractionTimeout != 0 {
+			eff.InteractionTimeout = r.InteractionTimeout
 		}
 		eff.ReplyWithoutMention = r.ReplyWithoutMention
 		eff.Allow = append(eff.Allow, r.Allow...)

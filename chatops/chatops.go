@@ -4,12 +4,14 @@
 package chatops
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
@@ -74,6 +76,10 @@ type Bot struct {
 	feed   Feed
 	agents Agents
 	log    *slog.Logger
+
+	// InteractionTimeout is the default of prompts that set none: approvals
+	// nobody answered in time are declined (timed_out); zero waits.
+	InteractionTimeout time.Duration
 }
 
 // New returns a Bot.
@@ -115,12 +121,15 @@ type Prompt struct {
 	Images      []agent.Image
 	By          string
 	Interactive bool
+	// InteractionTimeout declines unanswered approvals after it; zero waits.
+	InteractionTimeout time.Duration
 }
 
 // Send starts a run for the prompt. A busy chat returns an error wrapping ErrBusy.
 func (b *Bot) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
 	return b.runner.Start(ctx, prompt.StartRequest{
 		ChatID: p.ChatID, Prompt: p.Text, Images: p.Images, By: p.By, Interactive: p.Interactive,
+		InteractionTimeout: cmp.Or(p.InteractionTimeout, b.InteractionTimeout),
 	})
 }
 

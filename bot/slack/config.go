@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/threadline-bot/threadline/chatops"
 )
@@ -53,6 +54,8 @@ type ChannelConfig struct {
 	Approvers []string `yaml:"approvers"`
 	// ReplyWithoutMention makes every reply in a bound thread a prompt.
 	ReplyWithoutMention bool `yaml:"reply_without_mention"`
+	// InteractionTimeout declines approvals nobody answered in time; zero waits.
+	InteractionTimeout time.Duration `yaml:"-"`
 }
 
 // DefaultAPIURL is Slack's Web API.
@@ -107,7 +110,8 @@ func (c *Config) Validate() error {
 
 func (cc ChannelConfig) rules() chatops.Rules {
 	return chatops.Rules{
-		Defaults:  chatops.Defaults{Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir},
+		Defaults: chatops.Defaults{Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
+			InteractionTimeout: cc.InteractionTimeout},
 		Allow:     cc.Allow,
 		Approvers: cc.Approvers,
 		// A workspace-wide setting applies unless the channel says otherwise.

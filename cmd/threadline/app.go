@@ -63,6 +63,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	})
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red}
 	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
+	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	a.reattachRelays(ctx, o.relay)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))

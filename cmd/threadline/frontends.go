@@ -33,7 +33,8 @@ func (a *app) desk() *chatops.Threads {
 		if a.cfg.Matrix != nil {
 			for room, c := range a.cfg.Matrix.Rooms {
 				policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
-					Defaults:            chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir},
+					Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
+						InteractionTimeout: c.InteractionTimeout.Duration},
 					Allow:               c.Allow,
 					Approvers:           c.Approvers,
 					ReplyWithoutMention: c.ReplyWithoutMention,
@@ -65,6 +66,7 @@ func (a *app) slackConfig() slackbot.Config {
 		return slackbot.ChannelConfig{
 			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
 			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
+			InteractionTimeout: cc.InteractionTimeout.Duration,
 		}
 	}
 	out := slackbot.Config{
