@@ -39,6 +39,7 @@ func (h *Hub) Adopt(ctx context.Context, run RunRecord) (*Lease, error) {
 		return nil, fmt.Errorf("runhub: adopt run %s: chat %s has run %s in this process", run.ID, run.ChatID, cur)
 	}
 	h.running[run.ChatID] = run.ID
+	h.stale[run.ChatID] = struct{}{}
 	h.mu.Unlock()
 	if err := ad.AdoptRun(ctx, run.ID, run.Owner); err != nil {
 		h.unlock(run.ChatID, run.ID)

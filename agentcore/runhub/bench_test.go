@@ -49,6 +49,15 @@ func BenchmarkAppend(b *testing.B) {
 				}
 			}()
 		}
+		// Runs hold their chat's lock, as they do in production (a hub reads
+		// the last seq again for chats it holds no lock for).
+		for i, c := range chats {
+			l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("bench-run-%d-%d", b.N, i), ChatID: c})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer func() { _ = l.Release(context.Background(), runhub.StatusCompleted, nil, "") }()
+		}
 		run(b, func(ctx context.Context, chat string) error {
 			_, err := h.Append(ctx, chat, "run", "text", payload)
 			return err

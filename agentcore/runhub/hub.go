@@ -14,6 +14,16 @@
 // The run lock is taken in memory first and then in the store (StartRun), whose
 // unique index decides between replicas sharing one database.
 //
+// Replicas: several hubs over one database may write to one chat over time (its
+// runs land on different replicas; a survivor appends run.interrupted for a dead
+// replica's run). The (chat, seq) key refuses a second writer of a seq, and a hub
+// trusts its cached seq of a chat only while it holds the chat's run lock, taken
+// after the lock was acquired; otherwise it reads the last seq from the store. Two
+// hubs appending to one chat at the same moment is what the database's
+// one-running-run-per-chat lock prevents; were it to happen, the loser's batch
+// fails (and every other chat's events of that batch with it) and nothing is
+// stored twice.
+//
 // The package is provider-neutral and imports only the standard library and
 // agentcore/agent.
 package runhub
@@ -67,7 +77,8 @@ type Hub struct {
 	opts   Options
 
 	mu      sync.Mutex
-	running map[string]string // chat id -> run id
+	running map[string]string   // chat id -> run id
+	stale   map[string]struct{} // chats whose cached seq predates their lock
 
 	closeMu    sync.RWMutex
 	closed     bool
@@ -111,6 +122,7 @@ func New(st Store, logger *slog.Logger, opts Options) *Hub {
 		logger:     logger,
 		opts:       opts,
 		running:    map[string]string{},
+		stale:      map[string]struct{}{},
 		reqs:       make(chan *appendReq, 2*opts.MaxBatch),
 		writerDone: make(chan struct{}),
 		seqs:       map[string]int64{},
@@ -170,6 +182,7 @@ func (h *Hub) Acquire(ctx context.Context, run RunRecord) (*Lease, error) {
 		return nil, fmt.Errorf("runhub: chat %s has run %s: %w", run.ChatID, cur, agent.ErrPromptAlreadyRunning)
 	}
 	h.running[run.ChatID] = run.ID
+	h.stale[run.ChatID] = struct{}{}
 	h.mu.Unlock()
 	if err := h.st.StartRun(ctx, run); err != nil {
 		h.unlock(run.ChatID, run.ID)
@@ -303,6 +316,7 @@ func (h *Hub) fill(batch []*appendReq) []*appendReq {
 func (h *Hub) commit(batch []*appendReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
+	h.syncSeqs(batch)
 	events := make([]Event, 0, len(batch))
 	ready := batch[:0:0]
 	for _, r := range batch {
@@ -341,6 +355,22 @@ func (h *Hub) commit(batch []*appendReq) {
 	h.broadcast(events)
 	for _, r := range ready {
 		r.done <- nil
+	}
+}
+
+// syncSeqs drops the cached seqs another replica may have outdated: those of
+// chats locked since they were cached and of chats this hub holds no lock for.
+func (h *Hub) syncSeqs(batch []*appendReq) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for c := range h.stale {
+		delete(h.seqs, c)
+	}
+	clear(h.stale)
+	for _, r := range batch {
+		if _, held := h.running[r.ev.ChatID]; !held {
+			delete(h.seqs, r.ev.ChatID)
+		}
 	}
 }
 
