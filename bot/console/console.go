@@ -120,7 +120,7 @@ func (c *Console) Run(ctx context.Context, chat chatops.Chat) error {
 				prompt()
 			case len(pending) > 0:
 				p := pending[0]
-				if err := c.Bot.Respond(ctx, chat.ID, p.runID, answer(p.in, text, c.By)); err != nil {
+				if err := c.Bot.Respond(ctx, chat.ID, p.runID, Answer(p.in, text, c.By)); err != nil {
 					r.line("error: " + err.Error())
 				}
 			default:
@@ -178,8 +178,9 @@ func dropPending(p []pendingInteraction, id string) []pendingInteraction {
 	return out
 }
 
-// answer turns a typed line into a response to the interaction.
-func answer(in *agent.Interaction, text, by string) agent.InteractionResponse {
+// Answer turns a typed line into a response to the interaction: y, a, n, s for
+// approvals; an option number or free text for questions.
+func Answer(in *agent.Interaction, text, by string) agent.InteractionResponse {
 	resp := agent.InteractionResponse{InteractionID: in.ID, By: by}
 	low := strings.ToLower(text)
 	if in.Kind == agent.KindQuestion && len(in.Questions) > 0 {

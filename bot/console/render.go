@@ -58,7 +58,7 @@ func (r *renderer) render(ev chatops.Event) agent.Event {
 		}
 	case agent.EventInteractionRequested:
 		if e.Interaction != nil {
-			r.line(interactionText(e.Interaction))
+			r.line(Card(e.Interaction))
 		}
 	case agent.EventInteractionResolved:
 		if e.Resolution != nil {
@@ -116,7 +116,8 @@ func toolSummary(t *agent.Tool) string {
 	return t.Name
 }
 
-func interactionText(in *agent.Interaction) string {
+// Card renders an approval or question for a terminal, with how to answer.
+func Card(in *agent.Interaction) string {
 	var sb strings.Builder
 	title := in.Title
 	switch {

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/bot/console"
@@ -145,13 +147,13 @@ func userName() string {
 	return "local"
 }
 
-func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var f chatFlags
 	f.register(fs)
 	events := fs.String("events", "", "print normalized events instead of text: jsonl")
-	interactions := fs.String("interactions", "deny", "answer to approval requests: deny or accept")
+	interactions := fs.String("interactions", "", "answer to approval requests: deny or accept (default: ask on a terminal, else deny)")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
@@ -162,8 +164,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return &exitError{2, fmt.Errorf("--events %q: only jsonl is supported", *events)}
 	}
 	var approval agent.ApprovalPolicy
+	// On a terminal, with no policy given, approvals are asked at the prompt.
+	ask := *interactions == "" && isTerminal(stdin)
 	switch *interactions {
-	case "deny":
+	case "", "deny":
+		*interactions = "deny"
 		approval = agent.ApprovalDeny
 	case "accept":
 		approval = agent.ApprovalAccept
@@ -197,7 +202,12 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	subCtx, cancelSub := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelSub()
 	feed := a.bot.Subscribe(subCtx, c.ID, seq)
-	run, err := a.bot.Send(ctx, chatops.Prompt{ChatID: c.ID, Text: fs.Arg(0), By: "cli:" + userName()})
+	by := "cli:" + userName()
+	run, err := a.bot.Send(ctx, chatops.Prompt{ChatID: c.ID, Text: fs.Arg(0), By: by, Interactive: ask})
+	var lines <-chan string
+	if ask {
+		lines = readLines(ctx, stdin)
+	}
 	if err != nil {
 		return err
 	}
@@ -234,6 +244,27 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			case agent.EventInteractionRequested:
 				if e.Interaction != nil {
 					asked[e.Interaction.ID] = interactionLabel(e.Interaction)
+					if ask {
+						if midLine {
+							io.WriteString(stdout, "\n")
+							midLine = false
+						}
+						fmt.Fprintln(stderr, console.Card(e.Interaction))
+						fmt.Fprint(stderr, "> ")
+						var line string
+						select {
+						case l, ok := <-lines:
+							line = l
+							if !ok {
+								line = "n" // no more input: decline
+							}
+						case <-presses:
+							line = "s" // Ctrl-C at the prompt stops the turn
+						}
+						if err := a.bot.Respond(ctx, c.ID, run.ID, console.Answer(e.Interaction, strings.TrimSpace(line), by)); err != nil {
+							fmt.Fprintln(stderr, "threadline:", err)
+						}
+					}
 				}
 			case agent.EventInteractionResolved:
 				if r := e.Resolution; r != nil {
@@ -241,7 +272,11 @@ func cmdRun(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 						io.WriteString(stdout, "\n")
 						midLine = false
 					}
-					fmt.Fprintf(stderr, "threadline: %s %s (--interactions %s)\n", r.Status, asked[r.InteractionID], *interactions)
+					how := "--interactions " + *interactions
+					if r.By != "policy" {
+						how = "by " + r.By
+					}
+					fmt.Fprintf(stderr, "threadline: %s %s (%s)\n", r.Status, asked[r.InteractionID], how)
 				}
 			case agent.EventAssistantDelta:
 				if *events == "" {
@@ -343,4 +378,21 @@ func interactionLabel(in *agent.Interaction) string {
 		return in.Title
 	}
 	return string(in.Kind)
+}
+
+// readLines delivers r's lines until it ends or ctx does.
+func readLines(ctx context.Context, r io.Reader) <-chan string {
+	out := make(chan string)
+	go func() {
+		defer close(out)
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			select {
+			case out <- sc.Text():
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
 }

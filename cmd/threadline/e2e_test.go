@@ -1,15 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
+	"golang.org/x/sys/unix"
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
@@ -161,4 +166,48 @@ func TestRunEndToEnd(t *testing.T) {
 			t.Errorf("audit lacks %q:\n%s", want, out)
 		}
 	}
+
+	// 6. On a terminal, with no --interactions, the run asks and the user answers.
+	os.Remove(filepath.Join(work, "out.txt"))
+	tty, master := openPTY(t)
+	go func() {
+		time.Sleep(500 * time.Millisecond) // the typed line waits in the tty until read
+		master.Write([]byte("y\n"))
+	}()
+	var tout, terr bytes.Buffer
+	code, err = mainImpl([]string{"run", "--config", cfgPath, "--chat", chatID, "TOOL on a terminal"}, tty, &tout, &terr)
+	if code != 0 || err != nil {
+		t.Fatalf("run 6: exit %d err %v\nstderr: %s", code, err, terr.String())
+	}
+	for _, want := range []string{"? Run this command?", "[y] approve", "threadline: approved `echo from-bash", "(by cli:"} {
+		if !strings.Contains(terr.String(), want) {
+			t.Errorf("the terminal run lacks %q:\n%s", want, terr.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(work, "out.txt")); err != nil {
+		t.Errorf("the approved command did not run: %v", err)
+	}
+}
+
+// openPTY returns the terminal end of a new pseudo-terminal and its master.
+func openPTY(t *testing.T) (tty, master *os.File) {
+	t.Helper()
+	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals here: %v", err)
+	}
+	t.Cleanup(func() { m.Close() })
+	if err := unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0); err != nil {
+		t.Fatal(err)
+	}
+	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|syscall.O_NOCTTY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s, m
 }

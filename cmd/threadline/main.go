@@ -73,7 +73,7 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 	case "chat":
 		err = cmdChat(ctx, args[1:], stdin, stdout, stderr)
 	case "run":
-		err = cmdRun(ctx, args[1:], stdout, stderr)
+		err = cmdRun(ctx, args[1:], stdin, stdout, stderr)
 	case "migrate":
 		err = cmdMigrate(ctx, args[1:], stdout, stderr)
 	case "audit":
