@@ -34,6 +34,11 @@ type app struct {
 	redactor *redact.Redactor
 	deskState
 
+	// live is this replica's name and liveness timing; router routes answers
+	// and cancels to other replicas (nil on SQLite). See replicas.go.
+	live   replicaOptions
+	router *store.Router
+
 	liveCtx  context.Context
 	stopLive context.CancelFunc
 	liveDone chan struct{}
@@ -50,24 +55,41 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	if err != nil {
 		return nil, err
 	}
-	owner := replicaID()
+	live := o.replica.withDefaults()
+	owner := live.owner
+	router, err := openRouter(ctx, st, log)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
 	m := newMetrics()
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
 	chats := store.Chats{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
 	// scrubbed from everything posted to chat.
 	red := redact.New(cfg.secrets()...)
-	ps := prompt.New(hub, chats, st, agents.providers, log, prompt.Options{
+	popts := prompt.Options{
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: store.Ledger{St: st}, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay,
-	})
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red}
+	}
+	if router != nil {
+		popts.Router = router
+	}
+	ps := prompt.New(hub, chats, st, agents.providers, log, popts)
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router}
 	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	a.reattachRelays(ctx, o.relay)
 	a.sweep(ctx)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
 	a.liveDone = make(chan struct{})
+	if err := ps.Listen(a.liveCtx); err != nil {
+		a.stopLive()
+		_ = router.Close() // ps.Listen fails only with a router
+		_ = hub.Close()
+		_ = st.Close()
+		return nil, err
+	}
 	go a.heartbeat()
 	return a, nil
 }
@@ -75,7 +97,11 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 func (a *app) Close() error {
 	a.stopLive()
 	<-a.liveDone
-	return errors.Join(a.hub.Close(), a.store.Close())
+	var rerr error
+	if a.router != nil {
+		rerr = a.router.Close()
+	}
+	return errors.Join(rerr, a.hub.Close(), a.store.Close())
 }
 
 // replicaID names this process in run rows.

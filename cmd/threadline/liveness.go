@@ -23,7 +23,7 @@ const (
 // heartbeat refreshes this process's runs and sweeps dead ones until Close.
 func (a *app) heartbeat() {
 	defer close(a.liveDone)
-	t := time.NewTicker(heartbeatEvery)
+	t := time.NewTicker(a.live.heartbeatEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -42,7 +42,7 @@ func (a *app) heartbeat() {
 // the interactions they left pending, appending events so that every front-end
 // shows it.
 func (a *app) sweep(ctx context.Context) {
-	runs, err := a.store.MarkStaleRunsInterrupted(ctx, time.Now().Add(-staleAfter), relayedRuns()...)
+	runs, err := a.store.MarkStaleRunsInterrupted(ctx, time.Now().Add(-a.live.staleAfter), relayedRuns()...)
 	if err != nil {
 		a.log.WarnContext(ctx, "mark stale runs", "err", err)
 	}

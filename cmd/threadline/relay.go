@@ -24,7 +24,8 @@ import (
 type appOption func(*appOptions)
 
 type appOptions struct {
-	relay procrun.Relay
+	relay   procrun.Relay
+	replica replicaOptions // replicas.go
 }
 
 func appOptionsOf(opts []appOption) appOptions {
