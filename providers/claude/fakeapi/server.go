@@ -9,74 +9,36 @@
 package fakeapi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Logger is what the server logs to; testing.TB satisfies it.
-type Logger interface {
-	Logf(format string, args ...any)
-}
+type Logger = fakehttp.Logger
 
-// Server is a running fake API.
+// Server is a running fake API. URL is the base URL, e.g.
+// http://127.0.0.1:41234 (for ANTHROPIC_BASE_URL); Requests returns every
+// recorded request, in arrival order.
 type Server struct {
-	log     Logger
+	*fakehttp.Server[Request]
 	scripts []Script
-	ln      net.Listener
-	srv     *http.Server
-	url     string
-
-	mu     sync.Mutex
-	reqs   []Request
-	closed bool
-
-	closeOnce sync.Once
 }
 
 // New starts a fake API on 127.0.0.1:0. log may be nil; when it is a
 // testing.TB (anything with Cleanup) the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("fakeapi: listen: %v", err))
-	}
-	s := &Server{log: log, scripts: scripts, ln: ln, url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
-	if c, ok := log.(interface{ Cleanup(func()) }); ok {
-		c.Cleanup(s.Close)
-	}
+	s := &Server{scripts: scripts}
+	s.Server = fakehttp.Listen[Request]("fakeapi", log)
+	s.Serve(s)
 	return s
-}
-
-// URL is the base URL, e.g. http://127.0.0.1:41234 (for ANTHROPIC_BASE_URL).
-func (s *Server) URL() string { return s.url }
-
-// Close stops the server and drops open connections (streams in progress end).
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		_ = s.srv.Close()
-	})
-}
-
-// Requests returns a copy of every recorded request, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
 }
 
 // MessageRequests returns the recorded POST /v1/messages requests.
@@ -90,34 +52,16 @@ func (s *Server) MessageRequests() []Request {
 	return out
 }
 
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if s.log != nil && !closed {
-		if h, ok := s.log.(interface{ Helper() }); ok {
-			h.Helper()
-		}
-		s.log.Logf("fakeapi: "+format, args...)
-	}
-}
-
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	h := r.Header.Clone()
-	for _, k := range []string{"X-Api-Key", "Authorization", "Proxy-Authorization", "Cookie"} {
-		h.Del(k)
-	}
+	raw, h := fakehttp.ReadRequest(r, "X-Api-Key", "Authorization", "Proxy-Authorization", "Cookie")
 	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: h, Raw: raw, Time: time.Now()}
 	parseErr := json.Unmarshal(raw, &rec.Body)
 	if len(raw) == 0 {
 		parseErr = errors.New("empty body")
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, rec)
-	s.mu.Unlock()
-	s.logf("%s %s stream=%v prompt=%q", r.Method, r.URL.RequestURI(), rec.Body.Stream, clip(rec.Prompt(), 80))
+	s.Record(rec)
+	s.Logf("%s %s stream=%v prompt=%q", r.Method, r.URL.RequestURI(), rec.Body.Stream, fakehttp.Clip(rec.Prompt(), 80))
 
 	reqID := newID("req")
 	w.Header().Set("request-id", reqID)
@@ -147,7 +91,7 @@ func (s *Server) reply(req *Request) *Reply {
 			return r
 		}
 	}
-	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", clip(req.Prompt(), 200)))
+	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.Prompt(), 200)))
 }
 
 func writeError(w http.ResponseWriter, reqID string, e *APIError) {
@@ -192,7 +136,7 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 	}
 
 	if !req.Body.Stream {
-		if !sleep(ctx, rep.Delay) {
+		if !fakehttp.Sleep(ctx, rep.Delay) {
 			return
 		}
 		content := make([]map[string]any, 0, len(rep.Blocks))
@@ -210,27 +154,9 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 		return
 	}
 
-	fl, _ := w.(http.Flusher)
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	send := func(event string, data any) bool {
-		j, err := json.Marshal(data)
-		if err != nil {
-			panic(err)
-		}
-		var buf bytes.Buffer
-		fmt.Fprintf(&buf, "event: %s\ndata: %s\n\n", event, j)
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return false
-		}
-		if fl != nil {
-			fl.Flush()
-		}
-		return ctx.Err() == nil
-	}
+	send := fakehttp.NewSSE(w, ctx).Event
 	delta := func(i int, d map[string]any) bool {
-		if !sleep(ctx, rep.Delay) {
+		if !fakehttp.Sleep(ctx, rep.Delay) {
 			return false
 		}
 		return send("content_block_delta", map[string]any{"type": "content_block_delta", "index": i, "delta": d})
@@ -309,28 +235,6 @@ func fullBlock(b ReplyBlock) map[string]any {
 	panic("fakeapi: unknown block type " + b.Type)
 }
 
-// sleep waits d or until ctx is done; it reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 func estimateTokens(raw []byte) int {
 	return max(1, utf8.RuneCount(raw)/4)
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

@@ -15,84 +15,38 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Logger is what the server logs to; testing.TB satisfies it.
-type Logger interface {
-	Logf(format string, args ...any)
-}
+type Logger = fakehttp.Logger
 
-// Server is a running fake Responses API.
+// Server is a running fake Responses API. URL is the server's root, e.g.
+// http://127.0.0.1:41234; Requests returns every recorded POST /v1/responses,
+// in order.
 type Server struct {
-	log     Logger
+	*fakehttp.Server[Request]
 	scripts []Script
-	ln      net.Listener
-	srv     *http.Server
-	url     string
-
-	mu     sync.Mutex
-	reqs   []Request
-	closed bool
-
-	closeOnce sync.Once
 }
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("fakeresponses: listen: %v", err))
-	}
-	s := &Server{log: log, scripts: scripts, ln: ln, url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
-	if c, ok := log.(interface{ Cleanup(func()) }); ok {
-		c.Cleanup(s.Close)
-	}
+	s := &Server{scripts: scripts}
+	s.Server = fakehttp.Listen[Request]("fakeresponses", log)
+	s.Serve(s)
 	return s
 }
 
-// URL is the server's root, e.g. http://127.0.0.1:41234.
-func (s *Server) URL() string { return s.url }
-
 // BaseURL is the model provider base_url (codex POSTs <base_url>/responses).
-func (s *Server) BaseURL() string { return s.url + "/v1" }
-
-// Close stops the server and drops open streams.
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		_ = s.srv.Close()
-	})
-}
-
-// Requests returns a copy of every recorded POST /v1/responses, in order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
-}
-
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if s.log != nil && !closed {
-		s.log.Logf("fakeresponses: "+format, args...)
-	}
-}
+func (s *Server) BaseURL() string { return s.URL() + "/v1" }
 
 // APIKeyEnv is the variable the provider config reads the (dummy) key from.
 const APIKeyEnv = "FAKE_API_KEY"
@@ -157,23 +111,17 @@ func (s *Server) CodexHome(dir, model string) (string, map[string]string, error)
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	h := r.Header.Clone()
-	for _, k := range []string{"Authorization", "Cookie"} {
-		h.Del(k)
-	}
+	raw, h := fakehttp.ReadRequest(r, "Authorization", "Cookie")
 	rec := Request{Method: r.Method, Path: r.URL.Path, Header: h, Raw: raw, Time: time.Now(),
 		HasAuth: strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")}
 	_ = json.Unmarshal(raw, &rec.Body)
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
-		s.logf("%s %s: not found", r.Method, r.URL.Path)
+		s.Logf("%s %s: not found", r.Method, r.URL.Path)
 		http.NotFound(w, r)
 		return
 	}
-	s.mu.Lock()
-	s.reqs = append(s.reqs, rec)
-	s.mu.Unlock()
-	s.logf("POST %s model=%s prompt=%q inputs=%d", r.URL.Path, rec.Body.Model, clip(rec.Prompt(), 80), len(rec.Body.Input))
+	s.Record(rec)
+	s.Logf("POST %s model=%s prompt=%q inputs=%d", r.URL.Path, rec.Body.Model, fakehttp.Clip(rec.Prompt(), 80), len(rec.Body.Input))
 
 	var reply *Reply
 	for _, sc := range s.scripts {
@@ -202,27 +150,21 @@ var seq atomic.Int64
 
 func newID(prefix string) string { return fmt.Sprintf("%s_fake_%d", prefix, seq.Add(1)) }
 
-// sse writes one server-sent event.
+// sse writes the Responses events, numbered, until the stream breaks.
 type sse struct {
-	w   http.ResponseWriter
-	f   http.Flusher
-	n   int
-	err error
+	*fakehttp.SSE
+	n       int
+	stopped bool
 }
 
 func (e *sse) send(typ string, fields map[string]any) {
-	if e.err != nil {
+	if e.stopped {
 		return
 	}
 	fields["type"] = typ
 	fields["sequence_number"] = e.n
 	e.n++
-	b, _ := json.Marshal(fields)
-	if _, err := fmt.Fprintf(e.w, "event: %s\ndata: %s\n\n", typ, b); err != nil {
-		e.err = err
-		return
-	}
-	e.f.Flush()
+	e.stopped = !e.Event(typ, fields)
 }
 
 func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string, reply *Reply) {
@@ -230,26 +172,11 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 		model = reply.Model
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	f, _ := w.(http.Flusher)
-	e := &sse{w: w, f: f}
+	e := &sse{SSE: fakehttp.NewSSE(w, ctx)}
 	respID := newID("resp")
 	base := map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(), "model": model, "status": "in_progress", "output": []any{}}
 	e.send("response.created", map[string]any{"response": base})
-	wait := func() bool {
-		if reply.Delay <= 0 {
-			return true
-		}
-		t := time.NewTimer(reply.Delay)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return false
-		case <-t.C:
-			return true
-		}
-	}
+	wait := func() bool { return fakehttp.Sleep(ctx, reply.Delay) }
 	var output []any
 	for i, it := range reply.Items {
 		var done map[string]any
@@ -306,14 +233,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 			"output_tokens": 12, "output_tokens_details": map[string]any{"reasoning_tokens": 3}, "total_tokens": 132,
 		}}
 	e.send("response.completed", map[string]any{"response": final})
-	if e.err != nil && !errors.Is(e.err, context.Canceled) {
-		s.logf("stream: %v", e.err)
+	if err := e.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		s.Logf("stream: %v", err)
 	}
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // GeminiModel is the model id the Gemini shim lists.
@@ -96,7 +98,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *Request, 
 	}
 
 	if !stream {
-		if !sleep(ctx, rep.Delay) {
+		if !fakehttp.Sleep(ctx, rep.Delay) {
 			return
 		}
 		var parts []map[string]any
@@ -125,12 +127,12 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *Request, 
 	chunks = append(chunks, withUsage(candidate(final, "STOP")))
 
 	if r.URL.Query().Get("alt") == "sse" {
-		sse := newSSE(w, ctx)
+		sse := fakehttp.NewSSE(w, ctx)
 		for i, c := range chunks {
-			if i > 0 && !sleep(ctx, rep.Delay) {
+			if i > 0 && !fakehttp.Sleep(ctx, rep.Delay) {
 				return
 			}
-			if !sse.data(c) {
+			if !sse.Data(c) {
 				return
 			}
 		}
@@ -141,7 +143,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *Request, 
 	w.WriteHeader(http.StatusOK)
 	fl, _ := w.(http.Flusher)
 	for i, c := range chunks {
-		if i > 0 && !sleep(ctx, rep.Delay) {
+		if i > 0 && !fakehttp.Sleep(ctx, rep.Delay) {
 			return
 		}
 		b, _ := json.Marshal(c)

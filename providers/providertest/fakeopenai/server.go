@@ -30,72 +30,36 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Logger is what the server logs to; testing.TB satisfies it.
-type Logger interface {
-	Logf(format string, args ...any)
-}
+type Logger = fakehttp.Logger
 
 // DefaultModel is the model id the fake lists and echoes by default.
 const DefaultModel = "fake-model"
 
-// Server is a running fake.
+// Server is a running fake. URL is the base URL, e.g.
+// http://127.0.0.1:41234: the OpenAI base URL a client wants is URL()+"/v1",
+// the Gemini base URL is URL(). Requests returns every recorded request, in
+// arrival order.
 type Server struct {
-	log     Logger
+	*fakehttp.Server[Request]
 	scripts []Script
-	srv     *http.Server
-	url     string
-
-	mu     sync.Mutex
-	reqs   []Request
-	closed bool
-
-	closeOnce sync.Once
 }
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // (anything with Cleanup) the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(fmt.Sprintf("fakeopenai: listen: %v", err))
-	}
-	s := &Server{log: log, scripts: scripts, url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
-	if c, ok := log.(interface{ Cleanup(func()) }); ok {
-		c.Cleanup(s.Close)
-	}
+	s := &Server{scripts: scripts}
+	s.Server = fakehttp.Listen[Request]("fakeopenai", log)
+	s.Serve(s)
 	return s
-}
-
-// URL is the base URL, e.g. http://127.0.0.1:41234. The OpenAI base URL a
-// client wants is URL()+"/v1"; the Gemini base URL is URL().
-func (s *Server) URL() string { return s.url }
-
-// Close stops the server and drops open connections (streams in progress end).
-func (s *Server) Close() {
-	s.closeOnce.Do(func() {
-		s.mu.Lock()
-		s.closed = true
-		s.mu.Unlock()
-		_ = s.srv.Close()
-	})
-}
-
-// Requests returns a copy of every recorded request, in arrival order.
-func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Request(nil), s.reqs...)
 }
 
 // ChatRequests returns the recorded chat requests that offered tools: the
@@ -110,25 +74,9 @@ func (s *Server) ChatRequests() []Request {
 	return out
 }
 
-func (s *Server) logf(format string, args ...any) {
-	s.mu.Lock()
-	closed := s.closed
-	s.mu.Unlock()
-	if s.log != nil && !closed {
-		if h, ok := s.log.(interface{ Helper() }); ok {
-			h.Helper()
-		}
-		s.log.Logf("fakeopenai: "+format, args...)
-	}
-}
-
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
-	h := r.Header.Clone()
-	for _, k := range []string{"Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization", "Cookie"} {
-		h.Del(k)
-	}
+	raw, h := fakehttp.ReadRequest(r, "Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization", "Cookie")
 	q := r.URL.Query()
 	q.Del("key")
 	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: q.Encode(), Header: h, Raw: raw, Time: time.Now()}
@@ -158,10 +106,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) record(rec *Request) {
-	s.mu.Lock()
-	s.reqs = append(s.reqs, *rec)
-	s.mu.Unlock()
-	s.logf("%s %s api=%s stream=%v tools=%d last_user=%q", rec.Method, rec.Path, rec.API, rec.Stream, len(rec.Tools), clip(rec.LastUserText(), 80))
+	s.Record(*rec)
+	s.Logf("%s %s api=%s stream=%v tools=%d last_user=%q", rec.Method, rec.Path, rec.API, rec.Stream, len(rec.Tools), fakehttp.Clip(rec.LastUserText(), 80))
 }
 
 // reply picks the reply for req.
@@ -174,7 +120,7 @@ func (s *Server) reply(req *Request) *Reply {
 	if !req.HasTools() {
 		return TextReply("Fake title")
 	}
-	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", clip(req.LastUserText(), 200)))
+	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.LastUserText(), 200)))
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
@@ -220,7 +166,7 @@ func (s *Server) chat(w http.ResponseWriter, ctx context.Context, req *Request) 
 	usageObj := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
 
 	if !req.Stream {
-		if !sleep(ctx, rep.Delay) {
+		if !fakehttp.Sleep(ctx, rep.Delay) {
 			return
 		}
 		msg := map[string]any{"role": "assistant", "content": strings.Join(rep.Text, "")}
@@ -242,7 +188,7 @@ func (s *Server) chat(w http.ResponseWriter, ctx context.Context, req *Request) 
 		return
 	}
 
-	sse := newSSE(w, ctx)
+	sse := fakehttp.NewSSE(w, ctx)
 	chunk := func(delta map[string]any, finish any) map[string]any {
 		return map[string]any{
 			"id": id, "object": "chat.completion.chunk", "created": created, "model": model,
@@ -250,9 +196,9 @@ func (s *Server) chat(w http.ResponseWriter, ctx context.Context, req *Request) 
 		}
 	}
 	delta := func(d map[string]any) bool {
-		return sleep(ctx, rep.Delay) && sse.data(chunk(d, nil))
+		return fakehttp.Sleep(ctx, rep.Delay) && sse.Data(chunk(d, nil))
 	}
-	if !sse.data(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
+	if !sse.Data(chunk(map[string]any{"role": "assistant", "content": ""}, nil)) {
 		return
 	}
 	for _, c := range rep.Reasoning {
@@ -276,69 +222,14 @@ func (s *Server) chat(w http.ResponseWriter, ctx context.Context, req *Request) 
 			}
 		}
 	}
-	if !sse.data(chunk(map[string]any{}, rep.finishReason())) {
+	if !sse.Data(chunk(map[string]any{}, rep.finishReason())) {
 		return
 	}
 	if req.IncludeUsage {
 		u := map[string]any{"id": id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": []any{}, "usage": usageObj}
-		if !sse.data(u) {
+		if !sse.Data(u) {
 			return
 		}
 	}
-	sse.raw("[DONE]")
-}
-
-// sseWriter writes "data: …\n\n" events and flushes each.
-type sseWriter struct {
-	w   http.ResponseWriter
-	fl  http.Flusher
-	ctx context.Context
-}
-
-func newSSE(w http.ResponseWriter, ctx context.Context) *sseWriter {
-	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-cache")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	return &sseWriter{w: w, fl: fl, ctx: ctx}
-}
-
-func (s *sseWriter) data(v any) bool {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(err)
-	}
-	return s.raw(string(b))
-}
-
-func (s *sseWriter) raw(data string) bool {
-	if _, err := io.WriteString(s.w, "data: "+data+"\n\n"); err != nil {
-		return false
-	}
-	if s.fl != nil {
-		s.fl.Flush()
-	}
-	return s.ctx.Err() == nil
-}
-
-// sleep waits d or until ctx is done; it reports whether ctx is still alive.
-func sleep(ctx context.Context, d time.Duration) bool {
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
+	sse.Raw("[DONE]")
 }
