@@ -8,10 +8,14 @@ package chatops
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -399,10 +403,10 @@ func (o *outbox) send(ctx context.Context, j *job) {
 				o.log.InfoContext(ctx, "native streaming unavailable, posting and editing", "workspace", rm.Place.Workspace, "err", err)
 			}
 			o.mu.Unlock()
-			id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
+			id, err = o.surface.Post(ctx, rm.Place, keyed(j.sv.View, rm))
 		}
 	case id == "":
-		id, err = o.surface.Post(ctx, rm.Place, j.sv.View)
+		id, err = o.surface.Post(ctx, rm.Place, keyed(j.sv.View, rm))
 	case streaming:
 		body := streamBody(j.sv.View)
 		if !strings.HasPrefix(body, streamed) {
@@ -466,7 +470,14 @@ func (o *outbox) send(ctx context.Context, j *job) {
 			s.rm.MessageID = id
 		}
 		s.streaming = streaming
-		if s.attempts >= o.budget.MaxAttempts {
+		if transient(err) {
+			// The platform may not even have seen the call (a dropped
+			// connection, a timeout): never give up on what the user must
+			// see; retry with a capped backoff until the outbox closes.
+			wait := min(time.Duration(1<<min(s.attempts, 8))*250*time.Millisecond, 10*time.Second)
+			o.log.InfoContext(ctx, "message update failed on the network, retrying", "run_id", rm.RunID, "slot", rm.Slot, "in", wait, "err", err)
+			s.retryAt = now.Add(wait)
+		} else if s.attempts >= o.budget.MaxAttempts {
 			o.log.WarnContext(ctx, "giving up on a message update", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
 			if s.gen == j.gen {
 				s.want = nil
@@ -508,4 +519,19 @@ func answerIndex(slot string) (int, bool) {
 	}
 	k, err := strconv.Atoi(n)
 	return k, err == nil
+}
+
+// transient reports a failure of the transport rather than an answer of the
+// platform: the call may be retried as is.
+func transient(err error) bool {
+	var ue *url.Error
+	var ne net.Error
+	return errors.As(err, &ue) || errors.As(err, &ne) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// keyed gives a post the idempotency key of its run's message slot.
+func keyed(v View, rm RenderedMessage) View {
+	v.Key = rm.RunID + "/" + rm.Slot
+	return v
 }

@@ -32,6 +32,10 @@ type View struct {
 	// Working marks Body as a placeholder shown before the answer's first
 	// text (a native stream starts empty instead).
 	Working bool `json:"working,omitempty"`
+	// Key identifies what a Post creates (a run's message slot). A surface that
+	// can find its own messages by key adopts the message of an earlier try
+	// whose answer was lost, instead of posting a duplicate.
+	Key string `json:"-"`
 }
 
 // Text is the view's plain-text fallback.

@@ -8,6 +8,8 @@ package matrix
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -48,8 +50,8 @@ func (b *Bot) limit(ctx context.Context, room id.RoomID) int {
 }
 
 // send sends a message event and turns a lasting 429 into a RateLimitError.
-func (b *Bot) send(ctx context.Context, room id.RoomID, method string, content any) (id.EventID, error) {
-	resp, err := b.cli.SendMessageEvent(ctx, room, event.EventMessage, content)
+func (b *Bot) send(ctx context.Context, room id.RoomID, method string, content any, extra ...mautrix.ReqSendEvent) (id.EventID, error) {
+	resp, err := b.cli.SendMessageEvent(ctx, room, event.EventMessage, content, extra...)
 	if err != nil {
 		return "", asRateLimit(fmt.Errorf("matrix: %s in %s: %w", method, room, err), method)
 	}
@@ -76,7 +78,14 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 			return "", err
 		}
 	}
-	evt, err := b.send(ctx, room, "post", body)
+	var extra []mautrix.ReqSendEvent
+	if v.Key != "" {
+		// The homeserver answers a repeated transaction id with the event it
+		// already made: a retry after a lost answer posts nothing twice.
+		sum := sha256.Sum256([]byte(v.Key))
+		extra = append(extra, mautrix.ReqSendEvent{TransactionID: "tl-" + hex.EncodeToString(sum[:12])})
+	}
+	evt, err := b.send(ctx, room, "post", body, extra...)
 	if err != nil {
 		return "", err
 	}

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 
@@ -107,11 +109,49 @@ func (s *surface) Post(ctx context.Context, p chatops.Place, v chatops.View) (st
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
 	}
+	if v.Key != "" {
+		opts = append(opts, slack.MsgOptionMetadata(slack.SlackMetadata{
+			EventType: postKeyEvent, EventPayload: map[string]any{"key": v.Key},
+		}))
+	}
 	_, ts, err := s.api.PostMessageContext(ctx, p.Channel, opts...)
 	if err != nil {
+		if v.Key != "" && p.Thread != "" && transportError(err) {
+			// The answer was lost, not necessarily the post: look for it.
+			if found := s.findPosted(ctx, p, v.Key); found != "" {
+				return found, nil
+			}
+		}
 		return "", translate("chat.postMessage", err)
 	}
 	return ts, nil
+}
+
+// postKeyEvent is the metadata event type that carries a post's key.
+const postKeyEvent = "threadline_post"
+
+// findPosted returns the ts of the bot's message in the thread that carries key,
+// or "" when there is none (or the lookup fails).
+func (s *surface) findPosted(ctx context.Context, p chatops.Place, key string) string {
+	msgs, _, _, err := s.api.GetConversationRepliesContext(ctx, &slack.GetConversationRepliesParameters{
+		ChannelID: p.Channel, Timestamp: p.Thread, IncludeAllMetadata: true, Limit: 200,
+	})
+	if err != nil {
+		return ""
+	}
+	for _, m := range msgs {
+		if m.Metadata.EventType == postKeyEvent && m.Metadata.EventPayload["key"] == key {
+			return m.Timestamp
+		}
+	}
+	return ""
+}
+
+// transportError reports a failure of the connection rather than an answer of
+// Slack: the call may or may not have taken effect.
+func transportError(err error) bool {
+	var ue *url.Error
+	return errors.As(err, &ue) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 func (s *surface) Update(ctx context.Context, p chatops.Place, id string, v chatops.View) error {

@@ -59,12 +59,16 @@ type Call struct {
 	// Status is the HTTP status; Error the Slack error ("" when ok).
 	Status int
 	Error  string
+	// Reset says the connection was dropped instead of answered.
+	Reset bool
 }
 
 // Message is a message as the fake holds it.
 type Message struct {
 	Channel, TS, ThreadTS string
 	Text                  string
+	// Metadata is the message metadata posted with it (JSON), if any.
+	Metadata json.RawMessage
 	// Blocks is the JSON of the last blocks sent.
 	Blocks json.RawMessage
 	// Markdown is what was streamed (chat.startStream/appendStream/stopStream).
@@ -119,6 +123,10 @@ type fault struct {
 	err        string
 	status     int
 	retryAfter int
+	// reset drops the connection without an answer: before the call takes
+	// effect, or (resetAfter) after it did, the case that tempts a retry into
+	// a duplicate.
+	reset, resetAfter bool
 }
 
 // New starts a fake Slack on 127.0.0.1 and stops it in t.Cleanup.
@@ -177,6 +185,17 @@ func (s *Server) RateLimitNext(method string, n, retryAfterSeconds int) {
 	defer s.mu.Unlock()
 	for range n {
 		s.faults[method] = append(s.faults[method], fault{status: http.StatusTooManyRequests, retryAfter: retryAfterSeconds})
+	}
+}
+
+// ResetNext drops the connection of the next n calls of method without an
+// answer (the client sees a reset or EOF). With after set the call takes effect
+// first, as when a response is lost on the way back.
+func (s *Server) ResetNext(method string, n int, after bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{reset: !after, resetAfter: after})
 	}
 }
 
@@ -385,6 +404,18 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	status, resp := s.handle(method, &call)
 	call.Status = status
+	if call.Reset {
+		s.calls = append(s.calls, call)
+		s.mu.Unlock()
+		// Drop the connection: the client gets no answer.
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
 	if resp != nil {
 		if e, ok := resp["error"].(string); ok {
 			call.Error = e
@@ -428,10 +459,17 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 	if q := s.faults[method]; len(q) > 0 {
 		f := q[0]
 		s.faults[method] = q[1:]
-		if f.status == http.StatusTooManyRequests {
+		switch {
+		case f.reset:
+			c.Reset = true
+			return 0, nil
+		case f.resetAfter:
+			c.Reset = true // answered below, then dropped by api
+		case f.status == http.StatusTooManyRequests:
 			return f.status, response{"retry_after": strconv.Itoa(f.retryAfter)}
+		default:
+			return fail(f.err)
 		}
-		return fail(f.err)
 	}
 	if wait, ok := s.admit(method); !ok {
 		return http.StatusTooManyRequests, response{"retry_after": strconv.Itoa(wait)}
@@ -455,9 +493,34 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		}
 		ts := s.nextTS()
 		m := &Message{Channel: f.Get("channel"), TS: ts, ThreadTS: f.Get("thread_ts"), Text: f.Get("text"), Blocks: json.RawMessage(f.Get("blocks"))}
+		if md := f.Get("metadata"); md != "" {
+			if !json.Valid([]byte(md)) {
+				return fail("invalid_metadata_format")
+			}
+			m.Metadata = json.RawMessage(md)
+		}
 		m.Versions = []string{m.Text}
 		s.store(m)
 		return http.StatusOK, response{"ok": true, "channel": m.Channel, "ts": ts, "message": response{"text": m.Text, "ts": ts}}
+	case "conversations.replies":
+		root, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
+		if !ok {
+			return fail("thread_not_found")
+		}
+		withMeta := f.Get("include_all_metadata") == "true" || f.Get("include_all_metadata") == "1"
+		var msgs []response
+		for _, k := range s.order {
+			m := s.messages[k]
+			if m.Channel != root.Channel || (m.TS != root.TS && m.ThreadTS != root.TS) || m.Ephemeral != "" {
+				continue
+			}
+			r := response{"type": "message", "ts": m.TS, "thread_ts": root.TS, "text": m.Text}
+			if withMeta && len(m.Metadata) > 0 {
+				r["metadata"] = m.Metadata
+			}
+			msgs = append(msgs, r)
+		}
+		return http.StatusOK, response{"ok": true, "messages": msgs, "has_more": false, "response_metadata": response{"next_cursor": ""}}
 	case "chat.update":
 		m, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
 		if !ok || m.Ephemeral != "" {
