@@ -15,15 +15,21 @@ import (
 	"github.com/threadline-bot/threadline/store/storetest"
 )
 
+// benchRunSeq keeps run ids unique across benchmark rounds.
+var benchRunSeq atomic.Int64
+
 const (
 	benchChats   = 64
 	benchWorkers = 256 // concurrent appenders, 4 per chat
 )
 
 // BenchmarkAppend compares the hub's group commit with one INSERT+commit per event
-// on Postgres (TEST_DATABASE_URL). Both use the same 256 concurrent appenders over
-// 64 chats. p99-ms is the append-to-broadcast latency (Append returns after the
-// broadcast; for the baseline, the one-row commit).
+// on Postgres (TEST_DATABASE_URL), two ways: the hub itself with batches of one
+// (hub-one-insert-per-event), and bare one-row AppendEvents calls that skip the
+// hub (baseline; Postgres still groups the WAL flushes of concurrent commits).
+// All use the same 256 concurrent appenders over 64 chats. p99-ms is the
+// append-to-broadcast latency (Append returns after the broadcast; for the
+// baseline, the one-row commit).
 func BenchmarkAppend(b *testing.B) {
 	if os.Getenv(storetest.EnvDatabaseURL) == "" {
 		b.Skipf("%s not set; the append benchmark needs Postgres", storetest.EnvDatabaseURL)
@@ -36,33 +42,40 @@ func BenchmarkAppend(b *testing.B) {
 	createChats(b, s, chats...)
 	payload := []byte(`{"type":"text","text":"hello from the benchmark, a typical streamed delta"}`)
 
-	b.Run("groupcommit", func(b *testing.B) {
-		h := runhub.New(s, nil, runhub.Options{})
-		defer h.Close()
-		// One live subscriber per chat, so broadcast is part of the measurement.
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		for _, c := range chats {
-			ch := h.Subscribe(ctx, c, 1<<62)
-			go func() {
-				for range ch {
-				}
-			}()
-		}
-		// Runs hold their chat's lock, as they do in production (a hub reads
-		// the last seq again for chats it holds no lock for).
-		for i, c := range chats {
-			l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("bench-run-%d-%d", b.N, i), ChatID: c})
-			if err != nil {
-				b.Fatal(err)
+	// hub runs the hub's append path with a batch cap: 0 is group commit, 1 is
+	// one INSERT and commit per event through the same persist-then-broadcast path.
+	hub := func(maxBatch int) func(b *testing.B) {
+		return func(b *testing.B) {
+			h := runhub.New(s, nil, runhub.Options{MaxBatch: maxBatch})
+			defer h.Close()
+			// One live subscriber per chat, so broadcast is part of the measurement.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			for _, c := range chats {
+				ch := h.Subscribe(ctx, c, 1<<62)
+				go func() {
+					for range ch {
+					}
+				}()
 			}
-			defer func() { _ = l.Release(context.Background(), runhub.StatusCompleted, nil, "") }()
+			// Runs hold their chat's lock, as they do in production (a hub reads
+			// the last seq again for chats it holds no lock for).
+			for i, c := range chats {
+				l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("bench-run-%d-%d", benchRunSeq.Add(1), i), ChatID: c})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer func() { _ = l.Release(context.Background(), runhub.StatusCompleted, nil, "") }()
+			}
+			run(b, func(ctx context.Context, chat string) error {
+				_, err := h.Append(ctx, chat, "run", "text", payload)
+				return err
+			}, chats)
 		}
-		run(b, func(ctx context.Context, chat string) error {
-			_, err := h.Append(ctx, chat, "run", "text", payload)
-			return err
-		}, chats)
-	})
+	}
+	b.Run("groupcommit", hub(0))
+	// The hub without group commit: every event its own INSERT and commit.
+	b.Run("hub-one-insert-per-event", hub(1))
 
 	b.Run("baseline", func(b *testing.B) {
 		seqs := make([]atomic.Int64, len(chats))
