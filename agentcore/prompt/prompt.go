@@ -374,6 +374,30 @@ func (s *Service) Shutdown(ctx context.Context) error {
 	return nil
 }
 
+// Fence stops this process's runs that owned reports it no longer owns (the
+// database gave them to another replica, or marked them interrupted while this
+// process could not reach it), so that a chat never runs twice. It returns the
+// ids of the runs it stopped.
+func (s *Service) Fence(ctx context.Context, owned func(ctx context.Context, runID string) (bool, error)) []string {
+	s.mu.Lock()
+	runs := make([]*Run, 0, len(s.active))
+	for _, r := range s.active {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	var stopped []string
+	for _, r := range runs {
+		ok, err := owned(ctx, r.ID)
+		if err != nil || ok {
+			continue // unknown: keep running rather than stop on a database hiccup
+		}
+		s.log.WarnContext(ctx, "run no longer ours in the database, stopping it here", "chat", r.ChatID, "run", r.ID)
+		r.cancel()
+		stopped = append(stopped, r.ID)
+	}
+	return stopped
+}
+
 // Cancel stops the chat's running run, here or (routed, see Stop) on the
 // replica that owns it. It reports whether a run was stopped.
 func (s *Service) Cancel(chatID string) bool {

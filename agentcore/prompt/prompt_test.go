@@ -391,3 +391,34 @@ func TestSkillsFollowTheAgentsStrategy(t *testing.T) {
 		t.Error("an invalid skill name was accepted")
 	}
 }
+
+func TestFenceStopsRunsTakenOver(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	f := setup(t, st)
+	started := make(chan struct{})
+	f.prov.turns = append(f.prov.turns, func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		close(started)
+		<-ctx.Done()
+		return nil
+	})
+	r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: f.chat, Prompt: "x"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	if got := f.svc.Fence(t.Context(), func(context.Context, string) (bool, error) { return false, errors.New("db down") }); len(got) != 0 {
+		t.Fatalf("a database error stopped runs: %v", got)
+	}
+	if got := f.svc.Fence(t.Context(), func(context.Context, string) (bool, error) { return true, nil }); len(got) != 0 {
+		t.Fatalf("an owned run was stopped: %v", got)
+	}
+	got := f.svc.Fence(t.Context(), func(_ context.Context, id string) (bool, error) { return id != r.ID, nil })
+	if len(got) != 1 || got[0] != r.ID {
+		t.Fatalf("Fence = %v", got)
+	}
+	select {
+	case <-r.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the fenced run did not stop")
+	}
+}

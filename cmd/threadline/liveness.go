@@ -10,6 +10,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/store"
 )
 
 const (
@@ -33,6 +34,7 @@ func (a *app) heartbeat() {
 			if _, err := a.store.HeartbeatRuns(a.liveCtx, a.owner); err != nil && a.liveCtx.Err() == nil {
 				a.log.Warn("heartbeat runs", "err", err)
 			}
+			a.prompt.Fence(a.liveCtx, a.ownsRun)
 			a.sweep(a.liveCtx)
 		}
 	}
@@ -87,4 +89,15 @@ func relayedRuns() []string {
 		}
 	}
 	return ids
+}
+
+// ownsRun reports whether the database still has the run running under this
+// process: after a partition longer than the stale period another replica may
+// have marked it interrupted, or adopted it.
+func (a *app) ownsRun(ctx context.Context, runID string) (bool, error) {
+	r, err := a.store.GetRun(ctx, runID)
+	if err != nil {
+		return false, err
+	}
+	return r.Status == store.RunRunning && r.Owner == a.owner, nil
 }
