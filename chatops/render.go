@@ -407,8 +407,15 @@ func (r *runState) cardView(c *card) View {
 				v.Buttons = append(v.Buttons, Button{ID: fmt.Sprintf("%s%d", ButtonOptionPrefix, i), Label: clipLabel(o), Value: x.Encode()})
 			}
 		}
+		answer := ref
+		answer.Decision = agent.DecisionAnswer
+		if len(in.Questions) == 1 {
+			// A front-end that takes the answer as a reply (Matrix) needs to know
+			// which question it answers, options or not.
+			answer.QuestionID = in.Questions[0].ID
+		}
 		v.Buttons = append(v.Buttons,
-			Button{ID: ButtonAnswer, Label: "Answer…", Value: with(agent.DecisionAnswer), Style: StylePrimary},
+			Button{ID: ButtonAnswer, Label: "Answer…", Value: answer.Encode(), Style: StylePrimary},
 			Button{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
 		)
 	} else {
