@@ -5,6 +5,7 @@
 package chatops
 
 import (
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +51,9 @@ type Defaults struct {
 	// InteractionTimeout declines approvals nobody answered in time (recorded
 	// as timed_out); zero waits for an answer.
 	InteractionTimeout time.Duration
+	// Skills are applied to every prompt of the channel, in the way the
+	// agent takes skills.
+	Skills []registry.Skill
 }
 
 // Rules are the settings of a channel or workspace.
@@ -141,6 +145,7 @@ func (p *Policy) Channel(pl Place) Rules {
 		if r.InteractionTimeout != 0 {
 			eff.InteractionTimeout = r.InteractionTimeout
 		}
+		eff.Skills = append(eff.Skills, r.Skills...)
 		eff.ReplyWithoutMention = r.ReplyWithoutMention
 		eff.Allow = append(eff.Allow, r.Allow...)
 		eff.Approvers = append(eff.Approvers, r.Approvers...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -123,6 +124,8 @@ type Prompt struct {
 	Interactive bool
 	// InteractionTimeout declines unanswered approvals after it; zero waits.
 	InteractionTimeout time.Duration
+	// Skills are applied in the agent's declared way.
+	Skills []registry.Skill
 }
 
 // Send starts a run for the prompt. A busy chat returns an error wrapping ErrBusy.
@@ -130,6 +133,7 @@ func (b *Bot) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
 	return b.runner.Start(ctx, prompt.StartRequest{
 		ChatID: p.ChatID, Prompt: p.Text, Images: p.Images, By: p.By, Interactive: p.Interactive,
 		InteractionTimeout: cmp.Or(p.InteractionTimeout, b.InteractionTimeout),
+		Skills:             p.Skills,
 	})
 }
 

@@ -377,8 +377,9 @@ func (t *Threads) send(ctx context.Context, b Binding, m Message, text string, i
 		err error
 	)
 	if !busy {
+		rules := t.policy.Channel(b.Place)
 		run, err = t.bot.Send(ctx, Prompt{ChatID: b.ChatID, Text: text, Images: images, By: m.User.Qualified(), Interactive: true,
-			InteractionTimeout: t.policy.Channel(b.Place).InteractionTimeout})
+			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
 	}
 	if busy || errors.Is(err, ErrBusy) {
 		t.mu.Lock()
@@ -443,8 +444,9 @@ func (t *Threads) drain(chatID string) {
 		}
 		next := q[0]
 		t.mu.Unlock()
+		rules := t.policy.Channel(next.msg.Place)
 		run, err := t.bot.Send(ctx, Prompt{ChatID: chatID, Text: next.text, By: next.msg.User.Qualified(), Interactive: true,
-			InteractionTimeout: t.policy.Channel(next.msg.Place).InteractionTimeout})
+			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
 		if errors.Is(err, ErrBusy) {
 			t.watchActive(chatID) // someone else started a run: wait for it
 			return

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -42,5 +43,23 @@ func TestChannelInteractionTimeout(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the unanswered approval was never declined")
+	}
+}
+
+func TestChannelRulesMergeSkillsAndTimeout(t *testing.T) {
+	p := &chatops.Policy{}
+	p.Set(chatops.Scope{Platform: "slack"}, chatops.Rules{Defaults: chatops.Defaults{
+		InteractionTimeout: time.Minute, Skills: []registry.Skill{{Name: "review", Path: "/s/review/SKILL.md"}}}})
+	p.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{Defaults: chatops.Defaults{
+		InteractionTimeout: 5 * time.Minute, Skills: []registry.Skill{{Name: "deploy", Path: "/s/deploy/SKILL.md"}}}})
+	r := p.Channel(chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"})
+	if r.InteractionTimeout != 5*time.Minute {
+		t.Errorf("timeout %s: the channel's should win", r.InteractionTimeout)
+	}
+	if len(r.Skills) != 2 || r.Skills[0].Name != "review" || r.Skills[1].Name != "deploy" {
+		t.Errorf("skills %+v: the workspace's then the channel's", r.Skills)
+	}
+	if other := p.Channel(chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C2"}); len(other.Skills) != 1 || other.InteractionTimeout != time.Minute {
+		t.Errorf("another channel: %+v", other)
 	}
 }

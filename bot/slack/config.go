@@ -5,6 +5,7 @@ package slack
 import (
 	"errors"
 	"fmt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"strings"
 	"time"
 
@@ -56,6 +57,8 @@ type ChannelConfig struct {
 	ReplyWithoutMention bool `yaml:"reply_without_mention"`
 	// InteractionTimeout declines approvals nobody answered in time; zero waits.
 	InteractionTimeout time.Duration `yaml:"-"`
+	// Skills are applied to the channel's prompts.
+	Skills []registry.Skill `yaml:"-"`
 }
 
 // DefaultAPIURL is Slack's Web API.
@@ -111,7 +114,7 @@ func (c *Config) Validate() error {
 func (cc ChannelConfig) rules() chatops.Rules {
 	return chatops.Rules{
 		Defaults: chatops.Defaults{Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
-			InteractionTimeout: cc.InteractionTimeout},
+			InteractionTimeout: cc.InteractionTimeout, Skills: cc.Skills},
 		Allow:     cc.Allow,
 		Approvers: cc.Approvers,
 		// A workspace-wide setting applies unless the channel says otherwise.

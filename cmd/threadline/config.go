@@ -84,6 +84,8 @@ type ChannelConfig struct {
 	Approvers           []string `yaml:"approvers"`
 	ReplyWithoutMention bool     `yaml:"reply_without_mention"`
 	InteractionTimeout  Duration `yaml:"interaction_timeout"`
+	// Skills are skill directories (with a SKILL.md) for the channel's prompts.
+	Skills []string `yaml:"skills"`
 }
 
 // SlackConfig configures the Slack front-end.
@@ -311,6 +313,25 @@ func (c *Config) validate() error {
 			return fmt.Errorf("defaults.skills: %w", err)
 		}
 	}
+	channels := map[string]ChannelConfig{}
+	if c.Slack != nil {
+		for id, ch := range c.Slack.Channels {
+			channels["slack.channels."+id] = ch
+		}
+		channels["slack.workspace"] = c.Slack.Workspace
+	}
+	if c.Matrix != nil {
+		for id, ch := range c.Matrix.Rooms {
+			channels["matrix.rooms."+id] = ch
+		}
+	}
+	for where, ch := range channels {
+		for _, p := range ch.Skills {
+			if _, err := skillOf(p); err != nil {
+				return fmt.Errorf("%s.skills: %w", where, err)
+			}
+		}
+	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
 			return fmt.Errorf("http.listen: %q is not host:port (e.g. 127.0.0.1:8780)", c.HTTP.Listen)
@@ -424,9 +445,12 @@ func skillOf(p string) (registry.Skill, error) {
 }
 
 // skills are the default skills of every run.
-func (c *Config) skills() []registry.Skill {
+func (c *Config) skills() []registry.Skill { return skillsOf(c.Defaults.Skills) }
+
+// skillsOf reads skill directories (validated at load).
+func skillsOf(paths []string) []registry.Skill {
 	var out []registry.Skill
-	for _, p := range c.Defaults.Skills {
+	for _, p := range paths {
 		if s, err := skillOf(p); err == nil {
 			out = append(out, s)
 		}

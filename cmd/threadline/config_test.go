@@ -145,3 +145,11 @@ func TestExampleConfigLoads(t *testing.T) {
 		t.Fatalf("configs/threadline.example.yaml: %v", err)
 	}
 }
+
+func TestChannelSkillsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	_, err := loadConfig(writeConfig(t, "slack: {bot_token: xoxb-1, app_token: xapp-1, channels: {C1: {skills: ["+dir+"]}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "slack.channels.C1.skills") || !strings.Contains(err.Error(), "has no SKILL.md") {
+		t.Fatalf("err = %v", err)
+	}
+}

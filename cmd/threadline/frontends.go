@@ -34,7 +34,7 @@ func (a *app) desk() *chatops.Threads {
 			for room, c := range a.cfg.Matrix.Rooms {
 				policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
 					Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
-						InteractionTimeout: c.InteractionTimeout.Duration},
+						InteractionTimeout: c.InteractionTimeout.Duration, Skills: skillsOf(c.Skills)},
 					Allow:               c.Allow,
 					Approvers:           c.Approvers,
 					ReplyWithoutMention: c.ReplyWithoutMention,
@@ -66,7 +66,7 @@ func (a *app) slackConfig() slackbot.Config {
 		return slackbot.ChannelConfig{
 			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
 			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
-			InteractionTimeout: cc.InteractionTimeout.Duration,
+			InteractionTimeout: cc.InteractionTimeout.Duration, Skills: skillsOf(cc.Skills),
 		}
 	}
 	out := slackbot.Config{
