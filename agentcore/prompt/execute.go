@@ -211,6 +211,11 @@ func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...s
 					b.WriteString(m.Text)
 					last = "user"
 				}
+			case string(agent.EventToolStarted):
+				// Text before and after a tool call are separate paragraphs.
+				if last == "assistant" {
+					b.WriteString("\n")
+				}
 			case string(agent.EventAssistantDelta):
 				var e agent.Event
 				if json.Unmarshal(ev.Payload, &e) == nil {

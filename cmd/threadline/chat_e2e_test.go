@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -132,5 +133,21 @@ func TestChatEndToEnd(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("chat did not end on end of input")
+	}
+
+	// Reopening the first chat shows where it left off.
+	m := regexp.MustCompile(`new chat ([0-9a-f-]{36})`).FindStringSubmatch(out.String())
+	if m == nil {
+		t.Fatalf("no chat id in %q", out.String())
+	}
+	var again bytes.Buffer
+	if err := cmdChat(context.Background(), []string{"--config", cfg, "--chat", m[1]}, strings.NewReader(""), &again, &errOut); err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Logf("reopened:\n%s", again.String())
+	for _, want := range []string{"continuing chat " + m[1], "… earlier in this chat:", "you: say hello", "agent: Hello from the fake API.", "you: SLOW"} {
+		if !strings.Contains(again.String(), want) {
+			t.Errorf("the reopened chat lacks %q:\n%s", want, again.String())
+		}
 	}
 }

@@ -126,6 +126,11 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		verb = "new"
 	}
 	fmt.Fprintf(stdout, "threadline: %s chat %s · %s · %s\n", verb, c.ID, agentLabel(c), c.Cwd)
+	if !created {
+		if err := console.Recap(ctx, a.bot, c.ID, stdout, 6); err != nil {
+			log.WarnContext(ctx, "recap", "err", err)
+		}
+	}
 	fmt.Fprintf(stdout, "Type a message. /help lists commands; Ctrl-C stops a turn; Ctrl-D quits. Reopen with --chat %s\n", c.ID)
 	con := &console.Console{Bot: a.bot, In: stdin, Out: stdout, Interrupts: presses, By: "console:" + userName(), Log: log}
 	return con.Run(ctx, c)
