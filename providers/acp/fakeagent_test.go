@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 // Fake agent environment.
@@ -182,7 +184,7 @@ func fakeAgent() int {
 			}
 		case "":
 			c.mu.Lock()
-			ch := c.waiters[string(compact(m.ID))]
+			ch := c.waiters[string(agent.CompactJSON(m.ID))]
 			c.mu.Unlock()
 			if ch != nil {
 				ch <- line

@@ -84,7 +84,7 @@ func render(t testing.TB, def Definition, lines []providertest.TranscriptLine) [
 			case m.Method != "" && m.hasID():
 				p.Track(m.ID, m.Method)
 			case m.Method == "" && m.hasID():
-				key := string(compact(m.ID))
+				key := string(agent.CompactJSON(m.ID))
 				if !p.Pending(key) {
 					continue // answered by the parser already (policy, cancel, -32601)
 				}

@@ -194,7 +194,7 @@ func (p *Parser) Request(method string, params any) []byte {
 // Track registers a request the client sent with this id (Request does it;
 // golden tests replaying a transcript call it directly).
 func (p *Parser) Track(id json.RawMessage, method string) {
-	p.calls[string(compact(id))] = method
+	p.calls[string(agent.CompactJSON(id))] = method
 	switch method {
 	case "session/load":
 		p.replaying, p.replayed = true, 0
@@ -240,7 +240,7 @@ func (p *Parser) Parse(line []byte) (Parsed, error) {
 
 // response routes an answer to one of the client's requests.
 func (p *Parser) response(m *inMessage) (Parsed, error) {
-	key := string(compact(m.ID))
+	key := string(agent.CompactJSON(m.ID))
 	method, ok := p.calls[key]
 	if !ok {
 		return Parsed{}, fmt.Errorf("acp: answer to unknown request id %s", key)
@@ -270,7 +270,7 @@ func (p *Parser) initialized(r *Reply) []agent.Event {
 		return []agent.Event{{Type: agent.EventRunFailed, Text: "initialize: " + r.Err.Error(), Native: p.nat("initialize", nil, nil)}}
 	}
 	if err := json.Unmarshal(r.Result, &p.caps); err != nil {
-		return []agent.Event{{Type: agent.EventRunFailed, Text: "initialize: " + err.Error(), Native: p.nat("initialize", nil, bounded(r.Result))}}
+		return []agent.Event{{Type: agent.EventRunFailed, Text: "initialize: " + err.Error(), Native: p.nat("initialize", nil, agent.NativePayload(r.Result, MaxNativePayload))}}
 	}
 	if p.caps.AgentInfo != nil {
 		p.agentInfo = *p.caps.AgentInfo
@@ -282,7 +282,7 @@ func (p *Parser) initialized(r *Reply) []agent.Event {
 			verified = fmt.Sprintf("verified with %s %s", p.opts.Provider, strings.Join(p.opts.VerifiedWith, ", "))
 		}
 		return []agent.Event{{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s answered ACP protocolVersion %s; this client speaks protocolVersion %v and was %s",
-			p.agentName(), bytes.TrimSpace(p.caps.ProtocolVersion), KnownProtocolVersions, verified), Native: p.nat("initialize", nil, bounded(r.Result))}}
+			p.agentName(), bytes.TrimSpace(p.caps.ProtocolVersion), KnownProtocolVersions, verified), Native: p.nat("initialize", nil, agent.NativePayload(r.Result, MaxNativePayload))}}
 	}
 	return nil
 }
@@ -300,7 +300,7 @@ func (p *Parser) sessionStarted(r *Reply) []agent.Event {
 	}
 	_ = json.Unmarshal(r.Result, &p.selectors)
 	if p.selectors.SessionID == "" {
-		return []agent.Event{{Type: agent.EventRunFailed, Text: "session/new: the agent returned no sessionId", Native: p.nat("session/new", nil, bounded(r.Result))}}
+		return []agent.Event{{Type: agent.EventRunFailed, Text: "session/new: the agent returned no sessionId", Native: p.nat("session/new", nil, agent.NativePayload(r.Result, MaxNativePayload))}}
 	}
 	if p.selectors.SessionID == p.sessionID {
 		return nil
@@ -407,7 +407,7 @@ func (p *Parser) ModeRequest(mode string) (method string, params any, ok bool) {
 // event.
 func (p *Parser) promptAnswered(r *Reply) []agent.Event {
 	out := p.EndTurn()
-	nat := p.nat("session/prompt", nil, bounded(r.Result))
+	nat := p.nat("session/prompt", nil, agent.NativePayload(r.Result, MaxNativePayload))
 	if r.Err != nil {
 		out = p.appendUsage(out)
 		return append(out, agent.Event{Type: agent.EventRunFailed, Text: r.Err.Error(), Native: nat})
@@ -470,7 +470,7 @@ func (p *Parser) EndTurn() []agent.Event {
 			t.done = true
 			out = append(out, agent.Event{Type: agent.EventToolCompleted,
 				Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Output: "(no result: the turn ended)", IsError: true},
-				Native: p.nat("turn_end", jsonString(t.id), nil)})
+				Native: p.nat("turn_end", agent.JSONString(t.id), nil)})
 		}
 	}
 	return out
@@ -488,7 +488,7 @@ func (p *Parser) notification(m *inMessage, badParams bool, line []byte) []agent
 		}
 		return p.update(m.Params.Update, line)
 	case "$/cancel_request":
-		key := string(compact(m.Params.RequestID))
+		key := string(agent.CompactJSON(m.Params.RequestID))
 		if pr, ok := p.pending[key]; ok {
 			p.drop(key)
 			return []agent.Event{p.resolved(key, pr, StatusCancelled, "", "")}
@@ -535,7 +535,7 @@ func (p *Parser) update(u *sessionUpdate, line []byte) []agent.Event {
 	case "tool_call", "tool_call_update":
 		return p.toolUpdate(u)
 	case "plan":
-		return []agent.Event{p.system("plan", planText(u.Entries), bounded(line))}
+		return []agent.Event{p.system("plan", planText(u.Entries), agent.NativePayload(line, MaxNativePayload))}
 	case "usage_update":
 		if u.Cost != nil && strings.EqualFold(u.Cost.Currency, "USD") {
 			p.usage.CostUSD = u.Cost.Amount
@@ -543,7 +543,7 @@ func (p *Parser) update(u *sessionUpdate, line []byte) []agent.Event {
 		return nil
 	case "notice":
 		text := strings.TrimSpace(derefOr(u.Title, "") + ": " + u.Description)
-		return []agent.Event{p.system("notice", strings.Trim(text, ": "), bounded(line))}
+		return []agent.Event{p.system("notice", strings.Trim(text, ": "), agent.NativePayload(line, MaxNativePayload))}
 	}
 	return []agent.Event{p.native("session/update", u.SessionUpdate, nil, line)}
 }
@@ -588,7 +588,7 @@ func (t *toolState) merge(u *sessionUpdate) {
 	if u.Meta != nil && u.Meta.ToolName != "" {
 		t.name = u.Meta.ToolName
 	}
-	if in := compact(u.RawInput); len(in) > 2 {
+	if in := agent.CompactJSON(u.RawInput); len(in) > 2 {
 		t.input = in
 	}
 }
@@ -619,8 +619,8 @@ func (p *Parser) start(t *toolState) agent.Event {
 	}
 	return agent.Event{
 		Type:   agent.EventToolStarted,
-		Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Input: in, Summary: truncate(oneLine(summary), 200)},
-		Native: p.nat("session/update/tool_call", jsonString(t.id), nil),
+		Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Input: in, Summary: agent.Truncate(oneLine(summary), 200)},
+		Native: p.nat("session/update/tool_call", agent.JSONString(t.id), nil),
 	}
 }
 
@@ -653,8 +653,8 @@ func (p *Parser) toolUpdate(u *sessionUpdate) []agent.Event {
 		}
 		return append(out, agent.Event{
 			Type:   agent.EventToolCompleted,
-			Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Output: truncate(text, MaxToolOutput), IsError: status == "failed"},
-			Native: p.nat("session/update/tool_call_update", jsonString(t.id), nil),
+			Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Output: agent.Truncate(text, MaxToolOutput), IsError: status == "failed"},
+			Native: p.nat("session/update/tool_call_update", agent.JSONString(t.id), nil),
 		})
 	}
 	if !t.started {
@@ -667,7 +667,7 @@ func (p *Parser) toolUpdate(u *sessionUpdate) []agent.Event {
 		}
 		t.output = text
 		if delta != "" {
-			out = append(out, agent.Event{Type: agent.EventToolOutput, Text: truncate(delta, MaxToolOutput),
+			out = append(out, agent.Event{Type: agent.EventToolOutput, Text: agent.Truncate(delta, MaxToolOutput),
 				Tool: &agent.Tool{ID: t.id, Name: t.toolName()}})
 		}
 	}
@@ -712,7 +712,7 @@ func rawOutputText(raw json.RawMessage) string {
 
 // request handles a request from the agent.
 func (p *Parser) request(m *inMessage, badParams bool, line []byte) ([]agent.Event, error) {
-	id := compact(m.ID)
+	id := agent.CompactJSON(m.ID)
 	switch m.Method {
 	case "session/request_permission":
 		return p.permission(id, &m.Params, badParams, line)
@@ -778,7 +778,7 @@ func decisionOf(kind string) agent.Decision {
 }
 
 func (p *Parser) interaction(key string, id json.RawMessage, u *sessionUpdate, opts []PermissionOption, line []byte) *agent.Interaction {
-	in := &agent.Interaction{ID: key, NativeID: id, Title: oneLine(derefOr(u.Title, "")), Payload: bounded(line)}
+	in := &agent.Interaction{ID: key, NativeID: id, Title: oneLine(derefOr(u.Title, "")), Payload: agent.NativePayload(line, MaxNativePayload)}
 	for _, o := range opts {
 		in.Options = append(in.Options, agent.Option{ID: o.OptionID, Label: o.Name, Kind: decisionOf(o.Kind)})
 	}
@@ -810,7 +810,7 @@ func (p *Parser) interaction(key string, id json.RawMessage, u *sessionUpdate, o
 		if in.Diff == "" {
 			in.Diff = diffText(items)
 		}
-		in.Diff = truncate(in.Diff, maxDiff)
+		in.Diff = agent.Truncate(in.Diff, maxDiff)
 	default:
 		in.Kind = agent.KindPermission
 	}
@@ -1019,42 +1019,7 @@ func (p *Parser) native(typ, sub string, id json.RawMessage, line []byte) agent.
 	if sub != "" {
 		kind += "/" + sub
 	}
-	return agent.Event{Type: agent.EventProviderNative, Subtype: sub, Native: p.nat(kind, id, bounded(line))}
-}
-
-// bounded returns line as a compact payload when it is small enough,
-// otherwise a small JSON note with its size. The result never aliases line.
-func bounded(line []byte) json.RawMessage {
-	if len(line) == 0 {
-		return nil
-	}
-	if len(line) <= MaxNativePayload {
-		var buf bytes.Buffer
-		if json.Compact(&buf, line) == nil { // Compact validates as it goes
-			return buf.Bytes()
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
-}
-
-func jsonString(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
+	return agent.Event{Type: agent.EventProviderNative, Subtype: sub, Native: p.nat(kind, id, agent.NativePayload(line, MaxNativePayload))}
 }
 
 func derefOr(s *string, def string) string {
@@ -1065,15 +1030,3 @@ func derefOr(s *string, def string) string {
 }
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
-}

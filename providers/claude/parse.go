@@ -208,8 +208,8 @@ func (p *Parser) assistant(r *record, line []byte) ([]agent.Event, error) {
 			p.tools[b.ID] = b.Name
 			out = append(out, agent.Event{
 				Type:   agent.EventToolStarted,
-				Tool:   &agent.Tool{ID: b.ID, Name: b.Name, Input: compact(b.Input), Summary: toolSummary(b.Name, b.Input)},
-				Native: &agent.Native{Provider: ProviderID, Kind: "assistant/" + b.Type, ID: jsonString(b.ID)},
+				Tool:   &agent.Tool{ID: b.ID, Name: b.Name, Input: agent.CompactJSON(b.Input), Summary: toolSummary(b.Name, b.Input)},
+				Native: &agent.Native{Provider: ProviderID, Kind: "assistant/" + b.Type, ID: agent.JSONString(b.ID)},
 			})
 		default:
 			out = append(out, native(r.Type, b.Type, nil, line))
@@ -232,8 +232,8 @@ func (p *Parser) user(r *record, line []byte) ([]agent.Event, error) {
 		text, _ := contentText(b.Content)
 		out = append(out, agent.Event{
 			Type:   agent.EventToolCompleted,
-			Tool:   &agent.Tool{ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: truncate(text, MaxToolOutput), IsError: b.IsError},
-			Native: &agent.Native{Provider: ProviderID, Kind: "user/tool_result", ID: jsonString(b.ToolUseID)},
+			Tool:   &agent.Tool{ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: agent.Truncate(text, MaxToolOutput), IsError: b.IsError},
+			Native: &agent.Native{Provider: ProviderID, Kind: "user/tool_result", ID: agent.JSONString(b.ToolUseID)},
 		})
 	}
 	if len(out) == 0 || isText {
@@ -264,7 +264,7 @@ func (p *Parser) system(r *record, line []byte) []agent.Event {
 		if msg != "" {
 			text += ": " + msg
 		}
-		return []agent.Event{{Type: agent.EventSystem, Subtype: r.Subtype, Text: text, Native: &agent.Native{Provider: ProviderID, Kind: "system/" + r.Subtype, ID: jsonString(r.ToolUseID)}}}
+		return []agent.Event{{Type: agent.EventSystem, Subtype: r.Subtype, Text: text, Native: &agent.Native{Provider: ProviderID, Kind: "system/" + r.Subtype, ID: agent.JSONString(r.ToolUseID)}}}
 	}
 	ev := native(r.Type, r.Subtype, nil, line)
 	ev.Type, ev.Subtype, ev.Text = agent.EventSystem, r.Subtype, strings.ReplaceAll(r.Subtype, "_", " ")
@@ -335,7 +335,7 @@ func resultPayload(r *record) json.RawMessage {
 // controlRequest maps a CLI → host request. can_use_tool becomes an
 // interaction; anything else is answered with an error so the CLI never waits.
 func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
-	id := compact(r.RequestID)
+	id := agent.CompactJSON(r.RequestID)
 	if len(id) == 0 {
 		return nil, errors.New("control_request without request_id")
 	}
@@ -354,7 +354,7 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 		return nil, fmt.Errorf("%w: %s", ErrDuplicateRequest, id)
 	}
 	in := p.interaction(key, id, &req, line)
-	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: compact(req.Input)}
+	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input)}
 	p.pendingOrder = append(p.pendingOrder, key)
 	out := []agent.Event{{
 		Type:        agent.EventInteractionRequested,
@@ -381,7 +381,7 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 		NativeID: id,
 		Title:    toolSummary(name, req.Input),
 		Reason:   req.Description,
-		Payload:  bounded(line),
+		Payload:  agent.NativePayload(line, MaxNativePayload),
 	}
 	if req.BlockedPath != "" {
 		in.Reason = strings.TrimSpace(in.Reason + " (" + req.BlockedPath + ")")
@@ -423,7 +423,7 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 }
 
 func (p *Parser) controlCancel(r *record) []agent.Event {
-	key := idKey(compact(r.RequestID))
+	key := idKey(agent.CompactJSON(r.RequestID))
 	pr, ok := p.pending[key]
 	if !ok {
 		return nil
@@ -581,7 +581,7 @@ func toolSummary(name string, input json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	return name + ": " + truncate(arg, 200)
+	return name + ": " + agent.Truncate(arg, 200)
 }
 
 // diffSummary renders a file-change request as a short unified-diff-like text.
@@ -624,7 +624,7 @@ func diffSummary(tool string, input json.RawMessage) string {
 		b.WriteString("+++ " + v.NotebookPath + "\n")
 		lines("+", v.NewSource)
 	}
-	return truncate(b.String(), maxDiff)
+	return agent.Truncate(b.String(), maxDiff)
 }
 
 // decodeBlocks decodes message content; a string becomes one text block and
@@ -666,40 +666,8 @@ func native(typ, sub string, id json.RawMessage, line []byte) agent.Event {
 		kind += "/" + sub
 	}
 	return agent.Event{Type: agent.EventProviderNative, Subtype: sub, Native: &agent.Native{
-		Provider: ProviderID, Kind: kind, ID: id, Payload: bounded(line),
+		Provider: ProviderID, Kind: kind, ID: id, Payload: agent.NativePayload(line, MaxNativePayload),
 	}}
-}
-
-// bounded returns line as a payload when it is small enough, otherwise a
-// small JSON note with its size. The result never aliases line.
-func bounded(line []byte) json.RawMessage {
-	if len(line) <= MaxNativePayload && json.Valid(line) {
-		var buf bytes.Buffer
-		if json.Compact(&buf, line) == nil {
-			return buf.Bytes()
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
-}
-
-func jsonString(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 // rawText renders a JSON scalar as text (strings unquoted).
@@ -709,16 +677,4 @@ func rawText(raw json.RawMessage) string {
 		return s
 	}
 	return string(bytes.TrimSpace(raw))
-}
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -4,7 +4,6 @@
 package codex
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -104,7 +103,7 @@ func (p *ExecParser) Parse(line []byte) ([]agent.Event, error) {
 	case "error":
 		return []agent.Event{{Type: agent.EventSystem, Subtype: "error", Text: upstreamMessage(l.Message), Native: p.native(l.Type, "")}}, nil
 	}
-	return []agent.Event{{Type: agent.EventProviderNative, Subtype: l.Type, Native: &agent.Native{Provider: ProviderID, Kind: l.Type, Payload: boundedJSON(line)}}}, nil
+	return []agent.Event{{Type: agent.EventProviderNative, Subtype: l.Type, Native: &agent.Native{Provider: ProviderID, Kind: l.Type, Payload: agent.NativePayload(line, 8<<10)}}}, nil
 }
 
 func (p *ExecParser) item(typ string, it *execItem) []agent.Event {
@@ -200,13 +199,4 @@ func (p *ExecParser) native(kind, id string) *agent.Native {
 		n.ID, _ = json.Marshal(id)
 	}
 	return n
-}
-
-func boundedJSON(line []byte) json.RawMessage {
-	var buf bytes.Buffer
-	if len(line) <= 8<<10 && json.Compact(&buf, line) == nil {
-		return buf.Bytes()
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
 }

@@ -343,7 +343,7 @@ func appServerModel(raw json.RawMessage) (Model, bool) {
 		return Model{}, false
 	}
 	m := Model{ID: id, DisplayName: v.DisplayName, Description: v.Description, DefaultEffort: v.DefaultReasoningEffort,
-		Hidden: v.Hidden, IsDefault: v.IsDefault, InputModalities: v.InputModalities, Raw: bounded(raw)}
+		Hidden: v.Hidden, IsDefault: v.IsDefault, InputModalities: v.InputModalities, Raw: agent.NativePayload(raw, MaxNativePayload)}
 	for _, e := range v.SupportedReasoningEfforts {
 		m.Efforts = append(m.Efforts, e.ReasoningEffort)
 	}

@@ -467,7 +467,7 @@ func (r *run) handleResponse(m *Message) {
 		}
 		if res.Thread.ID != known {
 			r.send(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
-				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: jsonString(res.Thread.ID)}})
+				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: agent.JSONString(res.Thread.ID)}})
 		}
 		if r.cancelled {
 			r.closeStdin()

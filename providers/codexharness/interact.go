@@ -105,7 +105,7 @@ func (in *interactions) request(m *Message, line []byte, p *Parser, policy agent
 	}
 	in.seen[key] = true
 	pr := &pendingRequest{id: interactionID(m.ID), nativeID: m.ID, method: m.Method}
-	it := &agent.Interaction{ID: pr.id, NativeID: m.ID, Payload: bounded(line)}
+	it := &agent.Interaction{ID: pr.id, NativeID: m.ID, Payload: agent.NativePayload(line, MaxNativePayload)}
 	if err := in.describe(pr, it, m.Params, p); err != nil {
 		// Malformed params of a known method: still ask, as an unknown request.
 		pr.kind, it.Kind = agent.KindUnknown, agent.KindUnknown
@@ -188,7 +188,7 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 		if len(v.NetworkApprovalContext) > 0 && string(v.NetworkApprovalContext) != "null" {
 			it.Reason = strings.TrimSpace(it.Reason + " (network: " + compactText(v.NetworkApprovalContext) + ")")
 		}
-		it.Title = fmt.Sprintf("%s wants to run: %s", in.label, truncate(displayCommand(it.Command, v.CommandActions), 200))
+		it.Title = fmt.Sprintf("%s wants to run: %s", in.label, agent.Truncate(displayCommand(it.Command, v.CommandActions), 200))
 		it.Options = approvalOptions(true)
 	case "item/fileChange/requestApproval":
 		var v fileChangeApprovalParams
@@ -237,7 +237,7 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 			return nil
 		}
 		pr.schema = schemaTypes(v.RequestedSchema)
-		it.Title = fmt.Sprintf("The %s MCP server asks: %s", v.ServerName, truncate(v.Message, 200))
+		it.Title = fmt.Sprintf("The %s MCP server asks: %s", v.ServerName, agent.Truncate(v.Message, 200))
 		if v.URL != "" {
 			it.Reason = strings.TrimSpace(v.Message + " " + v.URL)
 		}
@@ -249,7 +249,7 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 			return err
 		}
 		pr.kind = agent.KindPermission
-		pr.permissions = compact(v.Permissions)
+		pr.permissions = agent.CompactJSON(v.Permissions)
 		it.Cwd = v.Cwd
 		it.Reason = deref(v.Reason)
 		it.Command = compactText(v.Permissions)
@@ -537,7 +537,7 @@ func formContent(schema map[string]string, answers map[string]string) (json.RawM
 
 // resolvedByServer closes a request the server resolved without our answer.
 func (in *interactions) resolvedByServer(requestID json.RawMessage) []agent.Event {
-	key := string(compact(requestID))
+	key := string(agent.CompactJSON(requestID))
 	for _, id := range in.order {
 		pr := in.pending[id]
 		if pr != nil && string(pr.nativeID) == key {

@@ -266,7 +266,7 @@ func (p *Parser) toolOutput(method string, params json.RawMessage, raw []byte) (
 		Type:   agent.EventToolOutput,
 		Text:   text,
 		Tool:   &agent.Tool{ID: v.ItemID, Name: name},
-		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.ItemID)},
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.ItemID)},
 	}}, nil
 }
 
@@ -328,8 +328,8 @@ func (p *Parser) itemCompleted(method string, params json.RawMessage, raw []byte
 	output, isErr := toolResult(it)
 	return append(out, agent.Event{
 		Type:   agent.EventToolCompleted,
-		Tool:   &agent.Tool{ID: it.ID, Name: t.name, Output: truncate(output, MaxToolOutput), IsError: isErr},
-		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: jsonString(it.ID)},
+		Tool:   &agent.Tool{ID: it.ID, Name: t.name, Output: agent.Truncate(output, MaxToolOutput), IsError: isErr},
+		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: agent.JSONString(it.ID)},
 	}), nil
 }
 
@@ -380,7 +380,7 @@ func (p *Parser) toolStarted(method string, it *wireItem) (agent.Event, bool) {
 		}
 		in := map[string]any{"tool": it.Tool, "sender_thread_id": it.SenderThreadID, "receiver_thread_ids": it.ReceiverThreadIDs}
 		if it.Prompt != nil {
-			in["prompt"] = truncate(*it.Prompt, 1024)
+			in["prompt"] = agent.Truncate(*it.Prompt, 1024)
 		}
 		if it.Model != nil {
 			in["model"] = *it.Model
@@ -394,12 +394,12 @@ func (p *Parser) toolStarted(method string, it *wireItem) (agent.Event, bool) {
 	}
 	summary := name
 	if arg = strings.Join(strings.Fields(arg), " "); arg != "" {
-		summary += ": " + truncate(arg, 200)
+		summary += ": " + agent.Truncate(arg, 200)
 	}
 	return agent.Event{
 		Type:   agent.EventToolStarted,
-		Tool:   &agent.Tool{ID: it.ID, Name: name, Input: compact(in), Summary: summary},
-		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: jsonString(it.ID)},
+		Tool:   &agent.Tool{ID: it.ID, Name: name, Input: agent.CompactJSON(in), Summary: summary},
+		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: agent.JSONString(it.ID)},
 	}, true
 }
 
@@ -440,7 +440,7 @@ func changesDiff(changes []fileChange) string {
 			b.WriteByte('\n')
 		}
 	}
-	return truncate(b.String(), maxDiff)
+	return agent.Truncate(b.String(), maxDiff)
 }
 
 // toolResult is a completed tool item's output text and error flag.
@@ -535,7 +535,7 @@ func (p *Parser) tokenUsage(method string, params json.RawMessage, raw []byte) (
 	return []agent.Event{{
 		Type:   agent.EventUsageUpdated,
 		Usage:  &u,
-		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.TurnID)},
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.TurnID)},
 	}}, nil
 }
 
@@ -548,7 +548,7 @@ func (p *Parser) errorNotification(method string, params json.RawMessage, raw []
 		return p.native(method, raw), nil
 	}
 	msg := readableError(v.Error.Message)
-	ev := agent.Event{Type: agent.EventSystem, Text: msg, Native: &agent.Native{Provider: p.provider, Kind: method, Payload: bounded(raw)}}
+	ev := agent.Event{Type: agent.EventSystem, Text: msg, Native: &agent.Native{Provider: p.provider, Kind: method, Payload: agent.NativePayload(raw, MaxNativePayload)}}
 	if v.WillRetry {
 		ev.Subtype = "retrying"
 		if d := v.Error.AdditionalDetails; d != nil && *d != "" {
@@ -610,7 +610,7 @@ func (p *Parser) threadStarted(method string, params json.RawMessage, raw []byte
 		p.model = v.Thread.Model
 	}
 	return []agent.Event{{Type: agent.EventSessionUpdated, SessionID: v.Thread.ID, Model: p.model,
-		Native: &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.Thread.ID)}}}, nil
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.Thread.ID)}}}, nil
 }
 
 func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
@@ -646,7 +646,7 @@ func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte
 		Status     string `json:"status"`
 		DurationMs *int64 `json:"durationMs,omitempty"`
 	}{v.Turn.Status, v.Turn.DurationMs})
-	nat := &agent.Native{Provider: p.provider, Kind: method, ID: jsonString(v.Turn.ID), Payload: payload}
+	nat := &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.Turn.ID), Payload: payload}
 	switch v.Turn.Status {
 	case "completed":
 		p.terminal = agent.EventRunCompleted
@@ -673,59 +673,15 @@ func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte
 // native builds a provider.native event with a bounded payload.
 func (p *Parser) native(kind string, raw []byte) []agent.Event {
 	return []agent.Event{{Type: agent.EventProviderNative, Subtype: kind, Native: &agent.Native{
-		Provider: p.provider, Kind: kind, Payload: bounded(raw),
+		Provider: p.provider, Kind: kind, Payload: agent.NativePayload(raw, MaxNativePayload),
 	}}}
-}
-
-// bounded returns line as a payload when it is small enough, otherwise a
-// small JSON note with its size. The result never aliases line.
-func bounded(line []byte) json.RawMessage {
-	if len(line) <= MaxNativePayload {
-		var buf bytes.Buffer
-		if json.Compact(&buf, line) == nil {
-			return buf.Bytes()
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
 }
 
 // compactText renders JSON arguments as one short line.
 func compactText(raw json.RawMessage) string {
-	c := compact(raw)
+	c := agent.CompactJSON(raw)
 	if string(c) == "null" {
 		return ""
 	}
 	return string(c)
-}
-
-func jsonString(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
-}
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -21,7 +21,7 @@ const (
 // native builds a provider.native event with a bounded payload.
 func native(id agent.ProviderID, kind string, line []byte) agent.Event {
 	return agent.Event{Type: agent.EventProviderNative, Native: &agent.Native{
-		Provider: id, Kind: kind, Payload: bounded(line),
+		Provider: id, Kind: kind, Payload: agent.NativePayload(line, MaxNativePayload),
 	}}
 }
 
@@ -34,29 +34,6 @@ func nativeRef(id agent.ProviderID, kind, nativeID string) *agent.Native {
 	return n
 }
 
-// bounded returns line as a payload when small enough, else a size note.
-func bounded(line []byte) json.RawMessage {
-	if len(line) <= MaxNativePayload {
-		if c := compact(line); c != nil {
-			return c
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw []byte) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
-}
-
 // jsonInput returns a tool input as JSON: an object is kept, a string holding
 // JSON is decoded, any other string is quoted, null is dropped.
 func jsonInput(raw json.RawMessage) json.RawMessage {
@@ -67,13 +44,13 @@ func jsonInput(raw json.RawMessage) json.RawMessage {
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
-			if c := compact([]byte(s)); c != nil && (s[0] == '{' || s[0] == '[') {
+			if c := agent.CompactJSON([]byte(s)); c != nil && (s[0] == '{' || s[0] == '[') {
 				return c
 			}
 			return jsonString(s)
 		}
 	}
-	return compact(raw)
+	return agent.CompactJSON(raw)
 }
 
 func jsonString(s string) json.RawMessage {
@@ -91,7 +68,7 @@ func rawText(raw json.RawMessage) string {
 	if json.Unmarshal(raw, &s) == nil {
 		return s
 	}
-	if c := compact(raw); c != nil {
+	if c := agent.CompactJSON(raw); c != nil {
 		return string(c)
 	}
 	return string(raw)
@@ -112,19 +89,7 @@ func summary(name string, input json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	return name + ": " + truncate(arg, 200)
-}
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return name + ": " + agent.Truncate(arg, 200)
 }
 
 // session tracks the native session id and reports changes once.

@@ -143,7 +143,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 			}
 		}
 		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: d.ToolCallID, Name: p.tools[d.ToolCallID], Output: truncate(output, MaxToolOutput),
+			ID: d.ToolCallID, Name: p.tools[d.ToolCallID], Output: agent.Truncate(output, MaxToolOutput),
 			IsError: d.Success != nil && !*d.Success,
 		}, Native: nativeRef(CopilotProviderID, ev.Type, d.ToolCallID)}}, nil
 	case "session.error":

@@ -194,7 +194,7 @@ func (p *CursorParser) toolCall(ev *cursorEvent) ([]agent.Event, bool) {
 	}
 	output, isErr := cursorResult(call.Result)
 	return append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-		ID: ev.CallID, Name: p.tools[ev.CallID], Output: truncate(output, MaxToolOutput), IsError: isErr,
+		ID: ev.CallID, Name: p.tools[ev.CallID], Output: agent.Truncate(output, MaxToolOutput), IsError: isErr,
 	}, Native: ref}), true
 }
 

@@ -117,7 +117,7 @@ func (p *OpenCodeParser) Parse(line []byte) ([]agent.Event, error) {
 		if child {
 			return []agent.Event{native(p.id, "error", line)}, nil
 		}
-		return []agent.Event{{Type: agent.EventRunFailed, Text: p.errorText(ev.Error), Native: &agent.Native{Provider: p.id, Kind: "error", Payload: bounded(line)}}}, nil
+		return []agent.Event{{Type: agent.EventRunFailed, Text: p.errorText(ev.Error), Native: &agent.Native{Provider: p.id, Kind: "error", Payload: agent.NativePayload(line, MaxNativePayload)}}}, nil
 	}
 	kind := ev.Type
 	if kind == "" {
@@ -159,7 +159,7 @@ func (p *OpenCodeParser) tool(part *openCodePart) []agent.Event {
 		}
 	}
 	return append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-		ID: part.CallID, Name: part.Tool, Output: truncate(output, MaxToolOutput), IsError: isErr,
+		ID: part.CallID, Name: part.Tool, Output: agent.Truncate(output, MaxToolOutput), IsError: isErr,
 	}, Native: nativeRef(p.id, "tool_use", part.CallID)})
 }
 
@@ -205,7 +205,7 @@ func (p *OpenCodeParser) errorText(raw json.RawMessage) string {
 		}
 	}
 	if s := rawText(raw); s != "" {
-		return truncate(s, 1024)
+		return agent.Truncate(s, 1024)
 	}
 	return string(p.id) + " reported an error"
 }

@@ -165,7 +165,7 @@ func (p *QoderParser) user(ev *qoderEvent) []agent.Event {
 			output = strings.Join(s, "\n")
 		}
 		out = append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: truncate(output, MaxToolOutput), IsError: b.IsError,
+			ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: agent.Truncate(output, MaxToolOutput), IsError: b.IsError,
 		}, Native: nativeRef(QoderProviderID, "user/tool_result", b.ToolUseID)})
 	}
 	return out

@@ -90,7 +90,7 @@ func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 		}
 		out, _ := contentText(m.Content)
 		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: m.ToolCallID, Name: p.tools[m.ToolCallID], Output: truncate(out, MaxToolOutput),
+			ID: m.ToolCallID, Name: p.tools[m.ToolCallID], Output: agent.Truncate(out, MaxToolOutput),
 		}, Native: &agent.Native{Provider: ProviderID, Kind: "tool", ID: jsonString(m.ToolCallID)}}}, nil
 	case "meta":
 		if m.Type == "session.resume_hint" {
@@ -175,13 +175,13 @@ func arguments(raw json.RawMessage) json.RawMessage {
 	if raw[0] == '"' {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
-			if c := compact([]byte(s)); c != nil {
+			if c := agent.CompactJSON([]byte(s)); c != nil {
 				return c
 			}
 			return jsonString(s)
 		}
 	}
-	return compact(raw)
+	return agent.CompactJSON(raw)
 }
 
 // contentText flattens a tool message's content (a string or text parts).
@@ -223,48 +223,17 @@ func summary(name string, input json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	return name + ": " + truncate(arg, 200)
+	return name + ": " + agent.Truncate(arg, 200)
 }
 
 // native builds a provider.native event with a bounded payload.
 func native(kind string, line []byte) agent.Event {
 	return agent.Event{Type: agent.EventProviderNative, Native: &agent.Native{
-		Provider: ProviderID, Kind: kind, Payload: bounded(line),
+		Provider: ProviderID, Kind: kind, Payload: agent.NativePayload(line, MaxNativePayload),
 	}}
-}
-
-// bounded returns line as a payload when small enough, else a size note.
-func bounded(line []byte) json.RawMessage {
-	if len(line) <= MaxNativePayload {
-		if c := compact(line); c != nil {
-			return c
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw []byte) json.RawMessage {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
 }
 
 func jsonString(s string) json.RawMessage {
 	b, _ := json.Marshal(s)
 	return b
-}
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

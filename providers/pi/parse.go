@@ -236,16 +236,16 @@ func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 	case "auto_retry_start":
 		p.pending, p.retrying = nil, true
 		text := fmt.Sprintf("%s; retrying in %.1f s (attempt %d of %d)", orDefault(r.ErrorMessage, "model error"), r.DelayMS/1000, r.Attempt, r.MaxAttempts)
-		return []agent.Event{system("api_retry", text, bounded(line))}, nil
+		return []agent.Event{system("api_retry", text, agent.NativePayload(line, MaxNativePayload))}, nil
 	case "auto_retry_end":
 		p.retrying = false
 		if r.Success {
-			return []agent.Event{system("api_retry_end", fmt.Sprintf("retry succeeded (attempt %d)", r.Attempt), bounded(line))}, nil
+			return []agent.Event{system("api_retry_end", fmt.Sprintf("retry succeeded (attempt %d)", r.Attempt), agent.NativePayload(line, MaxNativePayload))}, nil
 		}
 		p.pending = nil
-		return p.end(agent.Event{Type: agent.EventRunFailed, Text: orDefault(r.FinalError, "pi gave up retrying"), Native: nat("auto_retry_end", nil, bounded(line))}), nil
+		return p.end(agent.Event{Type: agent.EventRunFailed, Text: orDefault(r.FinalError, "pi gave up retrying"), Native: nat("auto_retry_end", nil, agent.NativePayload(line, MaxNativePayload))}), nil
 	case "compaction_start", "compaction_end", "extension_error":
-		return []agent.Event{system(r.Type, strings.ReplaceAll(r.Type, "_", " ")+suffix(r.Reason, r.Error), bounded(line))}, nil
+		return []agent.Event{system(r.Type, strings.ReplaceAll(r.Type, "_", " ")+suffix(r.Reason, r.Error), agent.NativePayload(line, MaxNativePayload))}, nil
 	case "extension_ui_request":
 		return p.dialog(&r, line)
 	}
@@ -253,13 +253,13 @@ func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 }
 
 func (p *Parser) response(r *record, line []byte) []agent.Event {
-	id := compact(r.ID)
-	isPrompt := r.Command == "prompt" && p.promptID != "" && string(id) == string(jsonString(p.promptID))
+	id := agent.CompactJSON(r.ID)
+	isPrompt := r.Command == "prompt" && p.promptID != "" && string(id) == string(agent.JSONString(p.promptID))
 	if !r.Success {
 		if isPrompt {
-			return p.end(agent.Event{Type: agent.EventRunFailed, Text: "pi refused the prompt: " + r.Error, Native: nat("response/prompt", id, bounded(line))})
+			return p.end(agent.Event{Type: agent.EventRunFailed, Text: "pi refused the prompt: " + r.Error, Native: nat("response/prompt", id, agent.NativePayload(line, MaxNativePayload))})
 		}
-		return []agent.Event{system("rpc_error", r.Command+": "+r.Error, bounded(line))}
+		return []agent.Event{system("rpc_error", r.Command+": "+r.Error, agent.NativePayload(line, MaxNativePayload))}
 	}
 	if r.Command == "get_state" {
 		var s state
@@ -346,14 +346,14 @@ func (p *Parser) tool(id string) *toolState {
 func (p *Parser) toolStart(r *record) []agent.Event {
 	t := p.tool(r.ToolCallID)
 	t.name = r.ToolName
-	in := compact(r.Args)
+	in := agent.CompactJSON(r.Args)
 	if len(in) > MaxNativePayload {
 		in = nil
 	}
 	return []agent.Event{{
 		Type:   agent.EventToolStarted,
 		Tool:   &agent.Tool{ID: r.ToolCallID, Name: r.ToolName, Input: in, Summary: toolSummary(r.ToolName, r.Args)},
-		Native: nat("tool_execution_start", jsonString(r.ToolCallID), nil),
+		Native: nat("tool_execution_start", agent.JSONString(r.ToolCallID), nil),
 	}}
 }
 
@@ -372,7 +372,7 @@ func (p *Parser) toolUpdate(r *record) []agent.Event {
 		delta = text[len(t.output):]
 	}
 	t.output = text
-	return []agent.Event{{Type: agent.EventToolOutput, Text: truncate(delta, MaxToolOutput), Tool: &agent.Tool{ID: r.ToolCallID, Name: t.name}}}
+	return []agent.Event{{Type: agent.EventToolOutput, Text: agent.Truncate(delta, MaxToolOutput), Tool: &agent.Tool{ID: r.ToolCallID, Name: t.name}}}
 }
 
 func (p *Parser) toolEnd(r *record) []agent.Event {
@@ -388,8 +388,8 @@ func (p *Parser) toolEnd(r *record) []agent.Event {
 	}
 	return []agent.Event{{
 		Type:   agent.EventToolCompleted,
-		Tool:   &agent.Tool{ID: r.ToolCallID, Name: name, Output: truncate(text, MaxToolOutput), IsError: r.IsError},
-		Native: nat("tool_execution_end", jsonString(r.ToolCallID), nil),
+		Tool:   &agent.Tool{ID: r.ToolCallID, Name: name, Output: agent.Truncate(text, MaxToolOutput), IsError: r.IsError},
+		Native: nat("tool_execution_end", agent.JSONString(r.ToolCallID), nil),
 	}}
 }
 
@@ -456,9 +456,9 @@ func (p *Parser) end(terminal agent.Event) []agent.Event {
 // dialog maps an extension_ui_request. Dialog methods (confirm, select,
 // input, editor) become interactions; fire-and-forget ones provider.native.
 func (p *Parser) dialog(r *record, line []byte) ([]agent.Event, error) {
-	id := compact(r.ID)
+	id := agent.CompactJSON(r.ID)
 	key := idKey(id)
-	in := &agent.Interaction{ID: key, NativeID: id, Title: r.Title, Payload: bounded(line)}
+	in := &agent.Interaction{ID: key, NativeID: id, Title: r.Title, Payload: agent.NativePayload(line, MaxNativePayload)}
 	switch r.Method {
 	case "confirm":
 		in.Kind = agent.KindPermission
@@ -608,7 +608,7 @@ func toolSummary(name string, args json.RawMessage) string {
 	if arg == "" {
 		return name
 	}
-	return name + ": " + truncate(arg, 200)
+	return name + ": " + agent.Truncate(arg, 200)
 }
 
 func system(subtype, text string, payload json.RawMessage) agent.Event {
@@ -620,31 +620,7 @@ func nat(kind string, id, payload json.RawMessage) *agent.Native {
 }
 
 func native(kind string, id json.RawMessage, line []byte) agent.Event {
-	return agent.Event{Type: agent.EventProviderNative, Native: nat(kind, id, bounded(line))}
-}
-
-// bounded returns line as a compact payload when it is small enough,
-// otherwise a small JSON note with its size. The result never aliases line.
-func bounded(line []byte) json.RawMessage {
-	if len(line) <= MaxNativePayload {
-		var buf bytes.Buffer
-		if json.Compact(&buf, line) == nil {
-			return buf.Bytes()
-		}
-	}
-	b, _ := json.Marshal(map[string]any{"truncated": true, "bytes": len(line)})
-	return b
-}
-
-func compact(raw json.RawMessage) json.RawMessage {
-	if len(raw) == 0 {
-		return nil
-	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return nil
-	}
-	return buf.Bytes()
+	return agent.Event{Type: agent.EventProviderNative, Native: nat(kind, id, agent.NativePayload(line, MaxNativePayload))}
 }
 
 // idKey is Threadline's interaction id for a native id: the string itself
@@ -655,14 +631,6 @@ func idKey(id json.RawMessage) string {
 		return s
 	}
 	return string(id)
-}
-
-func jsonString(s string) json.RawMessage {
-	if s == "" {
-		return nil
-	}
-	b, _ := json.Marshal(s)
-	return b
 }
 
 func orDefault(s, def string) string {
@@ -679,16 +647,4 @@ func suffix(parts ...string) string {
 		}
 	}
 	return ""
-}
-
-// truncate cuts s to at most max bytes on a rune boundary, marking the cut.
-func truncate(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	cut := max
-	for cut > 0 && cut < len(s) && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -1,0 +1,30 @@
+package agent
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestPayloadHelpers(t *testing.T) {
+	if got := string(NativePayload([]byte(` { "a" : 1 } `), 100)); got != `{"a":1}` {
+		t.Errorf("NativePayload compact = %s", got)
+	}
+	if got := string(NativePayload([]byte(`{"a":"`+strings.Repeat("x", 200)+`"}`), 100)); got != `{"bytes":208,"truncated":true}` {
+		t.Errorf("NativePayload big = %s", got)
+	}
+	if got := string(NativePayload([]byte(`not json`), 100)); got != `{"bytes":8,"truncated":true}` {
+		t.Errorf("NativePayload invalid = %s", got)
+	}
+	if NativePayload(nil, 100) != nil || CompactJSON([]byte("{")) != nil || JSONString("") != nil {
+		t.Error("empty or invalid input must give nil")
+	}
+	if got := string(JSONString(`a"b`)); got != `"a\"b"` {
+		t.Errorf("JSONString = %s", got)
+	}
+	if got := Truncate("héllo", 2); got != "h…" {
+		t.Errorf("Truncate cut inside a rune: %q", got)
+	}
+	if got := Truncate("abc", 3); got != "abc" {
+		t.Errorf("Truncate = %q", got)
+	}
+}
