@@ -28,3 +28,15 @@ func TestPayloadHelpers(t *testing.T) {
 		t.Errorf("Truncate = %q", got)
 	}
 }
+
+func TestStreamEndsOnce(t *testing.T) {
+	var got []EventType
+	s := Stream{Emit: func(ev Event) { got = append(got, ev.Type) }}
+	s.Send(Event{Type: EventAssistantDelta})
+	s.Send(Event{Type: EventRunFailed, Text: "boom"})
+	s.Send(Event{Type: EventRunCompleted})
+	s.Send(Event{Type: EventAssistantDelta})
+	if len(got) != 2 || s.Terminal != EventRunFailed || s.Failure != "boom" {
+		t.Errorf("sent %v, terminal %s, failure %q", got, s.Terminal, s.Failure)
+	}
+}

@@ -82,21 +82,15 @@ func Run(ctx context.Context, logger *slog.Logger, spec Spec, parser LineParser,
 		}
 	}()
 
-	var terminal agent.EventType
+	out := agent.Stream{Emit: emit, Log: logger}
 	readErr := proc.Each(func(line []byte) error {
 		evs, err := parser.Parse(line)
 		for _, ev := range evs {
-			if terminal != "" {
-				logger.Debug("event after terminal dropped", "type", ev.Type)
-				continue
-			}
-			if ev.Type.Terminal() {
-				terminal = ev.Type
-			}
-			emit(ev)
+			out.Send(ev)
 		}
 		return err
 	})
+	terminal := out.Terminal
 	waitErr := proc.Wait()
 	close(done)
 	if readErr != nil {

@@ -266,7 +266,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		return err
 	}
 	r := &run{
-		p: p, logger: logger, proc: proc, parser: parser, emit: emit, req: req, cwd: cwd,
+		p: p, logger: logger, proc: proc, parser: parser, Stream: agent.Stream{Emit: emit, Log: logger}, req: req, cwd: cwd,
 	}
 	return r.loop(ctx)
 }
@@ -289,19 +289,17 @@ type setupCall struct {
 
 // run is the state of one Run, owned by the Run goroutine.
 type run struct {
-	p      *Provider
-	logger *slog.Logger
-	proc   *procrun.Process
-	parser *Parser
-	emit   func(agent.Event)
-	req    agent.RunRequest
-	cwd    string
+	p            *Provider
+	logger       *slog.Logger
+	proc         *procrun.Process
+	parser       *Parser
+	agent.Stream // Emit, Terminal, Failure
+	req          agent.RunRequest
+	cwd          string
 
 	phase        int
 	setup        []setupCall
 	inFlight     *setupCall
-	terminal     agent.EventType
-	lastFailure  string
 	cancelled    bool
 	notResumable bool
 	fatal        error
@@ -367,13 +365,13 @@ func (r *run) loop(ctx context.Context) error {
 		case <-r.quietC:
 			r.quietC = nil
 			for _, ev := range r.parser.EndReplay() {
-				r.send(ev)
+				r.Send(ev)
 			}
 			r.startSetup()
 		case <-startC:
 			startC = nil
 			r.logger.Warn("agent did not get ready in time, killing", "timeout", r.p.opts.StartTimeout)
-			r.send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s did not start a session within %s", r.p.def.ID, r.p.opts.StartTimeout)})
+			r.Send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s did not start a session within %s", r.p.def.ID, r.p.opts.StartTimeout)})
 			r.kill()
 		case <-r.stopC:
 			r.stopC = nil
@@ -437,7 +435,7 @@ func (r *run) handleLine(line []byte) {
 	}
 	r.flush()
 	for _, ev := range parsed.Events {
-		r.send(ev)
+		r.Send(ev)
 	}
 	if parsed.Reply != nil {
 		r.onReply(parsed.Reply)
@@ -445,7 +443,7 @@ func (r *run) handleLine(line []byte) {
 	if r.quiet != nil && r.quietC != nil && r.parser.Replaying() {
 		r.quiet.Reset(r.p.def.LoadQuiet)
 	}
-	if r.terminal != "" || r.parser.SessionNotFound() {
+	if r.Terminal != "" || r.parser.SessionNotFound() {
 		r.done()
 	}
 }
@@ -453,7 +451,7 @@ func (r *run) handleLine(line []byte) {
 // onReply sequences the protocol: initialize → session/new or session/load
 // → model and mode → session/prompt.
 func (r *run) onReply(rep *Reply) {
-	if r.terminal != "" || r.phase == phaseDone {
+	if r.Terminal != "" || r.phase == phaseDone {
 		return
 	}
 	switch rep.Method {
@@ -468,7 +466,7 @@ func (r *run) onReply(rep *Reply) {
 		}
 		if !r.parser.LoadSession() {
 			r.notResumable = true
-			r.send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found",
+			r.Send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found",
 				Text: fmt.Sprintf("%s does not advertise session/load; session %s cannot be resumed", r.parser.agentName(), r.req.ResumeID)})
 			r.done()
 			return
@@ -492,7 +490,7 @@ func (r *run) onReply(rep *Reply) {
 		call := r.inFlight
 		r.inFlight = nil
 		if rep.Err != nil && call != nil && call.what == "model" {
-			r.send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("cannot select model %q: %s", r.req.Model, rep.Err.Error())})
+			r.Send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("cannot select model %q: %s", r.req.Model, rep.Err.Error())})
 			return
 		}
 		r.nextSetup()
@@ -506,7 +504,7 @@ func (r *run) startSetup() {
 		if m, params, ok := r.parser.ModelRequest(r.req.Model); ok {
 			r.setup = append(r.setup, setupCall{what: "model", method: m, params: params})
 		} else {
-			r.send(agent.Event{Type: agent.EventSystem, Subtype: "model_not_selectable",
+			r.Send(agent.Event{Type: agent.EventSystem, Subtype: "model_not_selectable",
 				Text: fmt.Sprintf("%s offers no model selector; model %q is ignored", r.parser.agentName(), r.req.Model)})
 		}
 	}
@@ -514,7 +512,7 @@ func (r *run) startSetup() {
 		if m, params, ok := r.parser.ModeRequest("plan"); ok {
 			r.setup = append(r.setup, setupCall{what: "mode", method: m, params: params})
 		} else {
-			r.send(agent.Event{Type: agent.EventSystem, Subtype: "mode_not_selectable",
+			r.Send(agent.Event{Type: agent.EventSystem, Subtype: "mode_not_selectable",
 				Text: fmt.Sprintf("%s offers no plan mode; running in its default mode", r.parser.agentName())})
 		}
 	}
@@ -535,7 +533,7 @@ func (r *run) nextSetup() {
 func (r *run) prompt() {
 	blocks := make([]ContentBlock, 0, len(r.req.Images)+1)
 	if len(r.req.Images) > 0 && !r.parser.ImagePrompts() {
-		r.send(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped",
+		r.Send(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped",
 			Text: fmt.Sprintf("%s does not accept images; %d image(s) not sent", r.parser.agentName(), len(r.req.Images))})
 	} else {
 		for _, img := range r.req.Images {
@@ -555,7 +553,7 @@ func (r *run) prompt() {
 // the prompt was sent there is nothing to cancel: the agent is killed.
 func (r *run) cancel() {
 	r.cancelled = true
-	if r.terminal != "" || r.phase == phaseDone {
+	if r.Terminal != "" || r.phase == phaseDone {
 		return
 	}
 	if r.phase < phasePrompt {
@@ -567,7 +565,7 @@ func (r *run) cancel() {
 	evs := r.parser.Cancel()
 	r.flush()
 	for _, ev := range evs {
-		r.send(ev)
+		r.Send(ev)
 	}
 	r.armStop()
 }
@@ -579,7 +577,7 @@ func (r *run) respond(resp agent.InteractionResponse) {
 		return
 	}
 	r.flush()
-	r.send(ev)
+	r.Send(ev)
 	if r.parser.Cancelling() {
 		r.cancelled = true
 		r.armStop()
@@ -587,53 +585,40 @@ func (r *run) respond(resp agent.InteractionResponse) {
 }
 
 // send emits ev unless the run already ended.
-func (r *run) send(ev agent.Event) {
-	if r.terminal != "" {
-		r.logger.Debug("event after terminal dropped", "type", ev.Type)
-		return
-	}
-	if ev.Type.Terminal() {
-		r.terminal = ev.Type
-		if ev.Type == agent.EventRunFailed {
-			r.lastFailure = ev.Text
-		}
-	}
-	r.emit(ev)
-}
 
 func (r *run) finish(waitErr error) error {
-	if r.terminal == "" {
+	if r.Terminal == "" {
 		for _, ev := range r.parser.EndTurn() {
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
 	id := r.p.def.ID
 	switch {
 	case r.fatal != nil:
-		if r.terminal == "" {
-			r.send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
+		if r.Terminal == "" {
+			r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
 		}
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.terminal == "" && (r.parser.SessionNotFound() || r.notResumable):
+	case r.Terminal == "" && (r.parser.SessionNotFound() || r.notResumable):
 		return fmt.Errorf("%s session/load %s: %w", id, r.req.ResumeID, agent.ErrSessionNotFound)
-	case r.terminal == agent.EventRunCompleted:
+	case r.Terminal == agent.EventRunCompleted:
 		if waitErr != nil {
 			r.logger.Warn("agent exited non-zero after a completed turn", "err", waitErr)
 		}
 		return nil
-	case r.terminal == agent.EventRunInterrupted:
+	case r.Terminal == agent.EventRunInterrupted:
 		return nil
-	case r.terminal == agent.EventRunFailed:
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.lastFailure)
+	case r.Terminal == agent.EventRunFailed:
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
 	case r.cancelled:
-		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
+		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
 		return nil
 	}
 	msg := fmt.Sprintf("%s exited without answering the prompt", id)
 	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
 		msg += ": " + tail
 	}
-	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 	if waitErr != nil {
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
 	}

@@ -177,7 +177,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		logger:  logger,
 		proc:    proc,
 		parser:  parser,
-		emit:    emit,
+		Stream:  agent.Stream{Emit: emit, Log: logger},
 		timeout: p.opts.InterruptTimeout,
 	}
 	if err := proc.WriteLine(prompt); err != nil {
@@ -188,18 +188,16 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 
 // run is the state of one Run, owned by the Run goroutine.
 type run struct {
-	logger  *slog.Logger
-	proc    *procrun.Process
-	parser  *Parser
-	emit    func(agent.Event)
-	timeout time.Duration
+	logger       *slog.Logger
+	proc         *procrun.Process
+	parser       *Parser
+	agent.Stream // Emit, Terminal, Failure
+	timeout      time.Duration
 
-	terminal    agent.EventType
-	interrupts  int
-	cancelled   bool
-	killed      bool
-	fatal       error
-	lastFailure string
+	interrupts int
+	cancelled  bool
+	killed     bool
+	fatal      error
 }
 
 func (r *run) loop(ctx context.Context, responses <-chan agent.InteractionResponse) error {
@@ -236,7 +234,7 @@ func (r *run) loop(ctx context.Context, responses <-chan agent.InteractionRespon
 				break
 			}
 			r.handleLine(line)
-			if r.terminal != "" || r.parser.SawResult() || r.fatal != nil {
+			if r.Terminal != "" || r.parser.SawResult() || r.fatal != nil {
 				// The turn is over: let the CLI exit, but not forever.
 				_ = r.proc.CloseStdin()
 				responses = nil
@@ -252,7 +250,7 @@ func (r *run) loop(ctx context.Context, responses <-chan agent.InteractionRespon
 			ctxDone = nil
 			r.cancelled = true
 			r.parser.Interrupting = true
-			if r.terminal == "" {
+			if r.Terminal == "" {
 				r.interrupts++
 				r.logger.Info("interrupting claude")
 				if err := r.proc.WriteLine(interruptLine(r.interrupts)); err != nil {
@@ -288,7 +286,7 @@ func (r *run) handleLine(line []byte) {
 	}
 	r.flush()
 	for _, ev := range evs {
-		r.send(ev)
+		r.Send(ev)
 	}
 }
 
@@ -308,59 +306,46 @@ func (r *run) respond(resp agent.InteractionResponse) {
 		return
 	}
 	r.flush()
-	r.send(ev)
+	r.Send(ev)
 }
 
 // send emits ev unless the run already ended.
-func (r *run) send(ev agent.Event) {
-	if r.terminal != "" {
-		r.logger.Debug("event after terminal dropped", "type", ev.Type)
-		return
-	}
-	if ev.Type.Terminal() {
-		r.terminal = ev.Type
-		if ev.Type == agent.EventRunFailed {
-			r.lastFailure = ev.Text
-		}
-	}
-	r.emit(ev)
-}
 
 func (r *run) finish(waitErr error) error {
-	if r.terminal == "" {
+	if r.Terminal == "" {
 		for _, ev := range r.parser.EndPending() {
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
 	switch {
 	case r.fatal != nil:
-		if r.terminal == "" {
-			r.send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
+		if r.Terminal == "" {
+			r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
 		}
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
 	case r.parser.SessionNotFound():
 		return fmt.Errorf("claude resume: %w", agent.ErrSessionNotFound)
-	case r.terminal == agent.EventRunCompleted:
+	case r.Terminal == agent.EventRunCompleted:
 		if waitErr != nil {
 			r.logger.Warn("claude exited non-zero after a successful result", "err", waitErr)
 		}
 		return nil
-	case r.terminal == agent.EventRunInterrupted:
+	case r.Terminal == agent.EventRunInterrupted:
 		return nil
-	case r.terminal == agent.EventRunFailed:
+	case r.Terminal == agent.EventRunFailed:
 		if waitErr != nil {
-			return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, r.lastFailure, waitErr)
+			return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, r.Failure, waitErr)
 		}
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.lastFailure)
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
 	case r.cancelled:
-		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
+		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
 		return nil
 	}
 	msg := "claude exited without a result"
 	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
 		msg += ": " + tail
 	}
-	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 	if waitErr != nil {
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
 	}

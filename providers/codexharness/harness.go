@@ -191,7 +191,7 @@ func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent
 		req:    req,
 		input:  input,
 		proc:   proc,
-		emit:   emit,
+		Stream: agent.Stream{Emit: emit, Log: logger},
 		parser: NewParser(h.opts.Provider),
 		inter:  newInteractions(h.opts.Provider, h.opts.Label),
 		policy: policyFor(req),
@@ -214,15 +214,15 @@ func policyFor(req agent.RunRequest) agent.Decision {
 
 // run is the state of one Run, owned by its loop goroutine.
 type run struct {
-	h      *Harness
-	logger *slog.Logger
-	req    agent.RunRequest
-	input  []userInput
-	proc   *procrun.Process
-	emit   func(agent.Event)
-	parser *Parser
-	inter  *interactions
-	policy agent.Decision
+	h            *Harness
+	logger       *slog.Logger
+	req          agent.RunRequest
+	input        []userInput
+	proc         *procrun.Process
+	agent.Stream // Emit, Terminal, Failure
+	parser       *Parser
+	inter        *interactions
+	policy       agent.Decision
 
 	nextID        int64
 	calls         map[int64]string // our pending request ids → method
@@ -231,8 +231,6 @@ type run struct {
 	cancelled     bool
 	killed        bool
 	stdinClosed   bool
-	terminal      agent.EventType
-	failure       string
 	fatal         error
 	notFound      error
 
@@ -333,7 +331,7 @@ func (r *run) loop(ctx context.Context) error {
 
 // ended reports whether nothing more is expected from the turn.
 func (r *run) ended() bool {
-	return r.terminal != "" || r.fatal != nil || r.notFound != nil
+	return r.Terminal != "" || r.fatal != nil || r.notFound != nil
 }
 
 func (r *run) handleLine(line []byte) {
@@ -348,7 +346,7 @@ func (r *run) handleLine(line []byte) {
 	case KindServerRequest:
 		r.handleRequest(&m, line)
 	case KindNotification:
-		if r.terminal != "" {
+		if r.Terminal != "" {
 			r.logger.Debug("notification after the turn ended", "method", m.Method)
 			return
 		}
@@ -359,7 +357,7 @@ func (r *run) handleLine(line []byte) {
 				return
 			}
 			for _, ev := range r.inter.resolvedByServer(v.RequestID) {
-				r.send(ev)
+				r.Send(ev)
 			}
 			return
 		}
@@ -370,10 +368,10 @@ func (r *run) handleLine(line []byte) {
 		for _, ev := range evs {
 			if ev.Type.Terminal() {
 				for _, end := range r.inter.endAll() {
-					r.send(end)
+					r.Send(end)
 				}
 			}
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
 }
@@ -410,7 +408,7 @@ func (r *run) apply(out outcome) {
 		r.write(l)
 	}
 	for _, ev := range out.events {
-		r.send(ev)
+		r.Send(ev)
 	}
 	if out.interrupt {
 		r.cancelled = true
@@ -466,7 +464,7 @@ func (r *run) handleResponse(m *Message) {
 			known = ""
 		}
 		if res.Thread.ID != known {
-			r.send(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
+			r.Send(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
 				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: agent.JSONString(res.Thread.ID)}})
 		}
 		if r.cancelled {
@@ -660,64 +658,51 @@ func (r *run) kill() {
 
 // fail ends the run with run.failed (a protocol-level failure).
 func (r *run) fail(msg string) {
-	if r.terminal != "" {
+	if r.Terminal != "" {
 		return
 	}
 	for _, ev := range r.inter.endAll() {
-		r.send(ev)
+		r.Send(ev)
 	}
-	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 }
 
 // send emits ev unless the run already ended.
-func (r *run) send(ev agent.Event) {
-	if r.terminal != "" {
-		r.logger.Debug("event after terminal dropped", "type", ev.Type)
-		return
-	}
-	if ev.Type.Terminal() {
-		r.terminal = ev.Type
-		if ev.Type == agent.EventRunFailed {
-			r.failure = ev.Text
-		}
-	}
-	r.emit(ev)
-}
 
 func (r *run) finish(waitErr error) error {
 	if r.notFound != nil {
 		return r.notFound
 	}
-	if r.terminal == "" {
+	if r.Terminal == "" {
 		for _, ev := range r.inter.endAll() {
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
 	label := r.h.opts.Label
 	switch {
 	case r.fatal != nil:
-		r.send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s: %v", label, r.fatal)})
+		r.Send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s: %v", label, r.fatal)})
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.terminal == agent.EventRunCompleted || r.terminal == agent.EventRunInterrupted:
+	case r.Terminal == agent.EventRunCompleted || r.Terminal == agent.EventRunInterrupted:
 		if waitErr != nil && !r.killed {
 			r.logger.Warn("app-server exited non-zero after the turn ended", "err", waitErr)
 		}
 		return nil
-	case r.terminal == agent.EventRunFailed:
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.failure)
+	case r.Terminal == agent.EventRunFailed:
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
 	case r.cancelled:
 		text := "interrupted"
 		if r.killed {
 			text = "interrupted: the app-server was killed after the interrupt deadline"
 		}
-		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: text})
+		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: text})
 		return nil
 	}
 	msg := fmt.Sprintf("%s app-server exited before the turn completed", label)
 	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
 		msg += ": " + tail
 	}
-	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 	if waitErr != nil {
 		return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, msg, waitErr)
 	}

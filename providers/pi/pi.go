@@ -275,9 +275,9 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 		return err
 	}
-	r := &run{p: p, logger: logger, proc: proc, parser: parser, emit: emit, req: req}
+	r := &run{p: p, logger: logger, proc: proc, parser: parser, Stream: agent.Stream{Emit: emit, Log: logger}, req: req}
 	if readOnly(req) {
-		r.send(agent.Event{Type: agent.EventSystem, Subtype: "read_only_tools",
+		r.Send(agent.Event{Type: agent.EventSystem, Subtype: "read_only_tools",
 			Text: "pi cannot ask for approval: this run only has the tools " + strings.Join(ReadOnlyTools, ", ")})
 	}
 	r.write([]byte(`{"type":"get_state","id":"` + stateID + `"}`))
@@ -288,18 +288,16 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 
 // run is the state of one Run, owned by the Run goroutine.
 type run struct {
-	p      *Provider
-	logger *slog.Logger
-	proc   *procrun.Process
-	parser *Parser
-	emit   func(agent.Event)
-	req    agent.RunRequest
+	p            *Provider
+	logger       *slog.Logger
+	proc         *procrun.Process
+	parser       *Parser
+	agent.Stream // Emit, Terminal, Failure
+	req          agent.RunRequest
 
-	terminal    agent.EventType
-	lastFailure string
-	cancelled   bool
-	closed      bool
-	fatal       error
+	cancelled bool
+	closed    bool
+	fatal     error
 
 	graceTimer *time.Timer
 	graceC     <-chan time.Time
@@ -349,7 +347,7 @@ func (r *run) loop(ctx context.Context) error {
 		case <-r.graceC:
 			r.graceC = nil
 			for _, ev := range r.parser.Settle() {
-				r.send(ev)
+				r.Send(ev)
 			}
 			r.afterEvents()
 		case <-r.stopC:
@@ -389,7 +387,7 @@ func (r *run) handleLine(line []byte) {
 	}
 	r.flush()
 	for _, ev := range evs {
-		r.send(ev)
+		r.Send(ev)
 	}
 	r.afterEvents()
 }
@@ -405,7 +403,7 @@ func (r *run) afterEvents() {
 		r.graceTimer.Stop()
 		r.graceC = nil
 	}
-	if r.terminal != "" && !r.closed {
+	if r.Terminal != "" && !r.closed {
 		r.flush()
 		r.closed = true
 		_ = r.proc.CloseStdin()
@@ -425,13 +423,13 @@ func (r *run) armStop() {
 func (r *run) cancel() {
 	r.cancelled = true
 	r.parser.Interrupting = true
-	if r.terminal != "" {
+	if r.Terminal != "" {
 		return
 	}
 	r.logger.Info("aborting pi")
 	if r.parser.PendingFailure() {
 		for _, ev := range r.parser.Settle() {
-			r.send(ev)
+			r.Send(ev)
 		}
 		r.afterEvents()
 		return
@@ -450,63 +448,50 @@ func (r *run) respond(resp agent.InteractionResponse) {
 		return
 	}
 	r.flush()
-	r.send(ev)
+	r.Send(ev)
 }
 
 // send emits ev unless the run already ended.
-func (r *run) send(ev agent.Event) {
-	if r.terminal != "" {
-		r.logger.Debug("event after terminal dropped", "type", ev.Type)
-		return
-	}
-	if ev.Type.Terminal() {
-		r.terminal = ev.Type
-		if ev.Type == agent.EventRunFailed {
-			r.lastFailure = ev.Text
-		}
-	}
-	r.emit(ev)
-}
 
 func (r *run) finish(waitErr error) error {
-	if r.terminal == "" {
+	if r.Terminal == "" {
 		for _, ev := range r.parser.Settle() {
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
-	if r.terminal == "" {
+	if r.Terminal == "" {
 		for _, ev := range r.parser.EndPending() {
-			r.send(ev)
+			r.Send(ev)
 		}
 	}
 	stderr := r.proc.Stderr()
 	switch {
 	case r.fatal != nil:
-		if r.terminal == "" {
-			r.send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
+		if r.Terminal == "" {
+			r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
 		}
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.terminal == "" && r.req.ResumeID != "" && sessionNotFound(stderr):
-		r.send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found", Text: procrun.StderrTail(stderr, 512)})
+	case r.Terminal == "" && r.req.ResumeID != "" && sessionNotFound(stderr):
+		r.Send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found", Text: procrun.StderrTail(stderr, 512)})
 		return fmt.Errorf("pi --session %s: %w", r.req.ResumeID, agent.ErrSessionNotFound)
-	case r.terminal == agent.EventRunCompleted:
+	case r.Terminal == agent.EventRunCompleted:
 		if waitErr != nil {
 			r.logger.Warn("pi exited non-zero after a completed run", "err", waitErr)
 		}
 		return nil
-	case r.terminal == agent.EventRunInterrupted:
+	case r.Terminal == agent.EventRunInterrupted:
 		return nil
-	case r.terminal == agent.EventRunFailed:
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.lastFailure)
+	case r.Terminal == agent.EventRunFailed:
+		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
 	case r.cancelled:
-		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
+		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
 		return nil
 	}
 	msg := "pi exited without ending the run"
 	if tail := procrun.StderrTail(stderr, 512); tail != "" {
 		msg += ": " + tail
 	}
-	r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 	if waitErr != nil {
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
 	}

@@ -191,9 +191,9 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 		path, inv.Args, env, dir = bin, args, clientEnv, ""
 	}
-	r := &run{p: p, logger: logger, emit: emit, tail: &tailBuffer{max: TailBytes}}
+	r := &run{p: p, logger: logger, Stream: agent.Stream{Emit: emit, Log: logger}, tail: &tailBuffer{max: TailBytes}}
 	err = r.exec(ctx, path, inv, dir, env)
-	if err != nil || r.terminal != "" {
+	if err != nil || r.Terminal != "" {
 		return err
 	}
 	if brain != "" {
@@ -231,12 +231,11 @@ func (p *Provider) brainDir(env []string) string {
 
 // run is one execution, owned by the Run goroutine.
 type run struct {
-	p        *Provider
-	logger   *slog.Logger
-	emit     func(agent.Event)
-	tail     *tailBuffer
-	terminal agent.EventType
-	output   int // bytes of text emitted
+	p            *Provider
+	logger       *slog.Logger
+	agent.Stream // Emit, Terminal, Failure
+	tail         *tailBuffer
+	output       int // bytes of text emitted
 }
 
 type chunkMsg struct {
@@ -324,13 +323,13 @@ func (r *run) exec(ctx context.Context, path string, inv Invocation, dir string,
 	_ = killGroup(cmd)
 
 	if cancelled {
-		r.send(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled"})
+		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled"})
 		return nil
 	}
 	tail := r.tail.String()
 	if r.p.info.signIn != nil && r.p.info.signIn.MatchString(tail) && (waitErr != nil || r.output == 0) {
-		r.send(agent.Event{Type: agent.EventSystem, Subtype: SubtypeSignIn, Text: r.p.info.signInHelp})
-		r.send(agent.Event{Type: agent.EventRunFailed, Text: r.p.info.signInHelp})
+		r.Send(agent.Event{Type: agent.EventSystem, Subtype: SubtypeSignIn, Text: r.p.info.signInHelp})
+		r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.p.info.signInHelp})
 		return fmt.Errorf("%w: %s: sign-in required", agent.ErrRunFailed, r.p.opts.ID)
 	}
 	if waitErr != nil {
@@ -343,7 +342,7 @@ func (r *run) exec(ctx context.Context, path string, inv Invocation, dir string,
 		if t := procrun.StderrTail(tail, 1024); t != "" {
 			msg += ": " + t
 		}
-		r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+		r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, &procrun.ProcessError{ExitCode: code, Stderr: tail, Err: waitErr})
 	}
 	if r.output == 0 {
@@ -351,7 +350,7 @@ func (r *run) exec(ctx context.Context, path string, inv Invocation, dir string,
 		if t := procrun.StderrTail(tail, 1024); t != "" {
 			msg += ": " + t
 		}
-		r.send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+		r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
 		return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
 	}
 	return nil
@@ -362,17 +361,7 @@ func (r *run) delta(s string) {
 		return
 	}
 	r.output += len(s)
-	r.send(agent.Event{Type: agent.EventAssistantDelta, Text: s})
-}
-
-func (r *run) send(ev agent.Event) {
-	if r.terminal != "" {
-		return
-	}
-	if ev.Type.Terminal() {
-		r.terminal = ev.Type
-	}
-	r.emit(ev)
+	r.Send(agent.Event{Type: agent.EventAssistantDelta, Text: s})
 }
 
 // stderrLog logs stderr writes at debug level.
