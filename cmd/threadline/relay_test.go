@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 }
 
 const (
-	fakeChunks = 60
+	fakeChunks = 120
 	fakeTick   = 25 * time.Millisecond
 )
 
@@ -211,8 +211,18 @@ func TestKill9DuringConcurrentRunsReattaches(t *testing.T) {
 	}
 	go func() { _, _ = io.Copy(io.Discard, stdout) }()
 
-	// Mid-stream: every run has persisted some deltas, none has finished.
-	time.Sleep(time.Duration(fakeChunks/2) * fakeTick)
+	// Mid-stream: once every run has reached its approval point (ten deltas,
+	// watching the database the bot writes) and a few more ticks passed, so
+	// that answered approvals go on streaming; on a loaded machine the runs
+	// start far apart, so waiting for the slowest beats a fixed sleep.
+	if watch, err := store.Open(context.Background(), db, nil); err == nil {
+		deadline := time.Now().Add(time.Duration(fakeChunks) * fakeTick)
+		for time.Now().Before(deadline) && !allStreaming(watch, runs, 10) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		watch.Close()
+	}
+	time.Sleep(5 * fakeTick)
 	if err := bot.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -389,6 +399,27 @@ func answerWhenAsked(t *testing.T, a *app, chat, runID string) bool {
 	}
 	t.Errorf("%s: pending interaction never became answerable", chat)
 	return false
+}
+
+// allStreaming reports whether every run (chat → run) has persisted at least
+// n deltas.
+func allStreaming(st *store.Store, runs map[string]string, n int) bool {
+	for chat, id := range runs {
+		evs, err := st.EventsAfter(context.Background(), chat, 0, 10000)
+		if err != nil {
+			return false
+		}
+		deltas := 0
+		for _, e := range evs {
+			if e.RunID == id && e.Type == string(agent.EventAssistantDelta) {
+				deltas++
+			}
+		}
+		if deltas < n {
+			return false
+		}
+	}
+	return true
 }
 
 func runEvents(t *testing.T, st *store.Store, chat, runID string) []store.Event {
