@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/chatops"
-	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )

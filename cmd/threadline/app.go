@@ -12,10 +12,10 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
-	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
 

@@ -18,9 +18,9 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
-	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
 

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/threadline-bot/threadline/chatops/redact"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 )
 
 // version is set with -ldflags "-X main.version=...".

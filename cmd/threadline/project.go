@@ -21,8 +21,8 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
-	"github.com/threadline-bot/threadline/chatops/redact"
 	"github.com/threadline-bot/threadline/store"
 )
 
