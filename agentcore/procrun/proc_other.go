@@ -16,3 +16,5 @@ func killTree(cmd *exec.Cmd) error { return cmd.Process.Kill() }
 var interruptSignal = os.Interrupt
 
 func setRelayAttr(*exec.Cmd) {}
+
+func setCredential(*exec.Cmd, *credential) {}

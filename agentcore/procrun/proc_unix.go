@@ -32,3 +32,16 @@ var interruptSignal = syscall.SIGINT
 func setRelayAttr(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 }
+
+// setCredential starts cmd as c's user (nil: unchanged), keeping the
+// process group set by setProcAttr or setRelayAttr.
+func setCredential(cmd *exec.Cmd, c *credential) {
+	if c == nil {
+		return
+	}
+	if cmd.SysProcAttr == nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{}
+	}
+	// Groups nil clears the supplementary groups (setgroups with none).
+	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
+}

@@ -66,6 +66,10 @@ type Spec struct {
 	// inside that LXD instance with `lxc exec` instead of on the host; Dir is
 	// then ignored (see ContainerCommand).
 	Container *agent.ContainerTarget
+	// Isolation, when set, runs this host command as another user (see
+	// Isolation); otherwise the context's (WithIsolation) applies. Ignored
+	// with Container.
+	Isolation *Isolation
 }
 
 // ProcessError is a child that exited unsuccessfully.
@@ -158,8 +162,14 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	if err != nil {
 		return nil, err
 	}
+	iso := isolationOf(ctx, spec)
+	var cred *credential
+	if iso != nil {
+		l, cred = iso.apply(l)
+	}
 	if rr := relayOf(ctx); rr != nil && rr.claim() {
-		return startRelayed(ctx, logger, spec, l, rr)
+		p, err := startRelayed(ctx, logger, spec, l, cred, rr)
+		return p, isolationHint(err, iso, spec.Dir)
 	}
 	cmd := exec.Command(l.path, l.args...)
 	cmd.Dir = l.dir
@@ -168,6 +178,7 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		cmd.Env = []string{}
 	}
 	setProcAttr(cmd)
+	setCredential(cmd, cred)
 	cmd.WaitDelay = waitDelay
 	p := &Process{
 		logger: logger.With("bin", spec.Bin),
@@ -191,7 +202,7 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: %w", agent.ErrNotInstalled, spec.Bin, err)
 		}
-		return nil, fmt.Errorf("start %s: %w", spec.Bin, err)
+		return nil, isolationHint(fmt.Errorf("start %s: %w", spec.Bin, err), iso, spec.Dir)
 	}
 	p.logger = p.logger.With("pid", cmd.Process.Pid)
 	p.logger.Debug("process started", "args", len(spec.Args), "dir", spec.Dir)

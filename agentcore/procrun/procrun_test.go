@@ -37,6 +37,8 @@ func child(mode string) int {
 	switch mode {
 	case "relay", "slowecho":
 		return relayChild(mode)
+	case "ident", "nodump", "probe", "nbot", "secrets":
+		return isoChild(mode)
 	case "mixed":
 		fmt.Fprint(out, "{\"n\":1}\n\nnot json\r\n   \n{\"n\":2}\r\n{\"n\":3,\"type\":\"done\"}")
 	case "bigline":

@@ -9,18 +9,27 @@
 // the bot `threadline relay DIR`) started in its own session (setsid), so a
 // SIGKILL of the bot or of its process group leaves it and the agent running.
 //
-// The run's directory (Relay.Dir/<run id>, mode 0700) holds:
+// The run's directory (Relay.Dir/<run id>, mode 0700, as Relay.Dir itself)
+// holds:
 //
-//	out        the agent's stdout, byte for byte (the journal)
-//	sock       a unix socket for control requests (one JSON object per line)
+//	out        the agent's stdout (the journal), byte for byte except that
+//	           every secret value of the launch's Mask (the bot's configured
+//	           secrets and the run's project secrets, raw or JSON-escaped) is
+//	           replaced by "***" in each line before the line is written
+//	sock       a unix socket (0600) for control requests (one JSON object per
+//	           line); the relay serves only peers of its own uid or root
+//	           (SO_PEERCRED) and closes any other connection
 //	meta.json  run id, relay and agent pids, start time
 //	exit.json  written once stdout is fully journaled and the agent exited:
 //	           exit code, stdin writes, masked stderr tail
 //	relay.log  the relay's own log (never arguments, environment or stdin)
 //	note.json  what the run's owner needs to rebuild the run (SetNote; no secrets)
 //
-// The launch (executable, arguments, environment with any project secrets) is
-// handed to the relay over its stdin pipe and never written to disk; stdin
+// The launch (executable, arguments, environment with any project secrets,
+// the secret values to mask and the user the agent runs as, see Isolation)
+// is handed to the relay over its stdin pipe and never written to disk; the
+// relay keeps the bot's uid, makes itself non-dumpable (SetNotDumpable) and
+// starts the agent with the launch's credential; stdin
 // writes are counted, not journaled, so that secret answers never reach the
 // directory. Control requests: write (one stdin line), close_stdin, signal,
 // kill and status (stdin writes so far, agent pid, stderr tail).
@@ -85,8 +94,10 @@ type relayLaunch struct {
 	Dir   string   `json:"dir"`
 	Env   []string `json:"env"`
 	Stdin bool     `json:"stdin"`
-	// Mask are secret values hidden in the stderr tail.
+	// Mask are secret values hidden in the journal and the stderr tail.
 	Mask []string `json:"mask,omitempty"`
+	// Cred, when set, is the user the agent runs as (see Isolation).
+	Cred *credential `json:"cred,omitempty"`
 }
 
 // relayMetaFile is meta.json.
@@ -139,6 +150,9 @@ func RunRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 }
 
 func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	if err := SetNotDumpable(); err != nil {
+		logger.Warn("relay: cannot make the process non-dumpable", "err", err)
+	}
 	var l relayLaunch
 	line, err := bufio.NewReader(in).ReadBytes('\n')
 	if err != nil {
@@ -157,14 +171,18 @@ func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 		return reportStart(out, fmt.Errorf("listen: %w", err))
 	}
 	defer ln.Close()
+	if err := os.Chmod(filepath.Join(dir, relaySock), 0o600); err != nil {
+		return reportStart(out, fmt.Errorf("socket mode: %w", err))
+	}
 
-	r := &relay{logger: logger}
+	r := &relay{logger: logger, allow: ownerOnly}
 	cmd := exec.Command(l.Path, l.Args...)
 	cmd.Dir, cmd.Env = l.Dir, l.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{}
 	}
 	setProcAttr(cmd)
+	setCredential(cmd, l.Cred)
 	r.stderr = &tailBuffer{max: MaxStderrBytes, logger: slog.New(slog.DiscardHandler), mask: masker(l.Mask)}
 	cmd.Stderr = r.stderr
 	if l.Stdin {
@@ -193,7 +211,7 @@ func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 	}
 
 	go r.serve(ln)
-	_, copyErr := io.Copy(journal, stdout)
+	copyErr := copyScrubbed(journal, stdout, newScrubber(l.Mask))
 	waitErr := cmd.Wait()
 	ex := relayExitFile{Code: 0, Writes: r.writes(), Stderr: r.stderr.String()}
 	if waitErr != nil {
@@ -232,6 +250,8 @@ func reportStart(out io.Writer, err error) error {
 // relay is the relay process's state.
 type relay struct {
 	logger *slog.Logger
+	// allow decides whether a connected peer may send requests.
+	allow  func(c net.Conn) error
 	cmd    *exec.Cmd
 	stderr *tailBuffer
 
@@ -258,6 +278,10 @@ func (r *relay) serve(ln net.Listener) {
 
 func (r *relay) conn(c net.Conn) {
 	defer c.Close()
+	if err := r.allow(c); err != nil {
+		r.logger.Warn("relay: connection refused", "err", err)
+		return
+	}
 	sc := bufio.NewScanner(c)
 	sc.Buffer(nil, MaxLineBytes+1<<20)
 	enc := json.NewEncoder(c)
@@ -332,4 +356,38 @@ func writeFileAtomic(path string, b []byte) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// mkdirPrivate creates dir and its missing parents with mode 0700, whatever
+// the umask, and makes dir itself 0700.
+func mkdirPrivate(dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", dir)
+		}
+		return os.Chmod(dir, 0o700)
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
+			if err := mkdirPrivate(parent); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// containerSecrets are the values of spec's project secrets.
+func containerSecrets(spec Spec) []string {
+	if spec.Container == nil {
+		return nil
+	}
+	out := make([]string, 0, len(spec.Container.Secrets))
+	for _, s := range spec.Container.Secrets {
+		out = append(out, s.Value)
+	}
+	return out
 }

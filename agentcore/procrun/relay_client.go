@@ -43,6 +43,10 @@ type Relay struct {
 	// Env is the relay process's own environment (nil: empty). The agent's
 	// environment comes from the Spec.
 	Env []string
+	// Mask are secret values (the bot's configured secrets) that the relay
+	// replaces with "***" in the journal and the stderr tail, besides the
+	// run's project secrets.
+	Mask []string
 }
 
 // Run returns the relay claim of a new run.
@@ -210,7 +214,7 @@ func ListRelays(dir string) ([]RelayState, error) {
 }
 
 // startRelayed starts (or, for a reattach, finds) the run's relay for spec.
-func startRelayed(ctx context.Context, logger *slog.Logger, spec Spec, l launch, rr *RelayRun) (*Process, error) {
+func startRelayed(ctx context.Context, logger *slog.Logger, spec Spec, l launch, cred *credential, rr *RelayRun) (*Process, error) {
 	dir := rr.relay.RunDir(rr.runID)
 	if rr.runID == "" || filepath.Base(dir) != rr.runID {
 		return nil, fmt.Errorf("procrun: invalid relay run id %q", rr.runID)
@@ -218,8 +222,9 @@ func startRelayed(ctx context.Context, logger *slog.Logger, spec Spec, l launch,
 	if n := len(filepath.Join(dir, relaySock)); n > maxSocketPath {
 		return nil, fmt.Errorf("procrun: relay socket path is %d bytes, longer than %d: use a shorter relay directory", n, maxSocketPath)
 	}
+	mask := append(append([]string(nil), rr.relay.Mask...), containerSecrets(spec)...)
 	rp := &relayProc{
-		rr: rr, dir: dir, mask: l.mask,
+		rr: rr, dir: dir, mask: masker(mask),
 		logger:   logger.With("bin", spec.Bin, "relay", dir),
 		detached: make(chan struct{}),
 	}
@@ -227,7 +232,7 @@ func startRelayed(ctx context.Context, logger *slog.Logger, spec Spec, l launch,
 	if rr.reattach {
 		err = rp.attach()
 	} else {
-		err = rp.launch(ctx, spec, l)
+		err = rp.launch(ctx, spec, l, cred, mask)
 	}
 	if err != nil {
 		return nil, err
@@ -266,15 +271,19 @@ type relayProc struct {
 	exit     *relayExitFile
 }
 
-func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch) error {
+func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch, cred *credential, mask []string) error {
 	cmdline := rp.rr.relay.Command
 	if len(cmdline) == 0 {
 		return errors.New("procrun: relay command not configured")
 	}
-	if err := os.MkdirAll(rp.rr.relay.Dir, 0o700); err != nil {
+	if err := mkdirPrivate(rp.rr.relay.Dir); err != nil {
 		return fmt.Errorf("procrun: relay dir: %w", err)
 	}
 	if err := os.Mkdir(rp.dir, 0o700); err != nil {
+		return fmt.Errorf("procrun: relay dir of run %s: %w", rp.rr.runID, err)
+	}
+	if err := os.Chmod(rp.dir, 0o700); err != nil {
+		_ = os.RemoveAll(rp.dir)
 		return fmt.Errorf("procrun: relay dir of run %s: %w", rp.rr.runID, err)
 	}
 	fail := func(err error) error {
@@ -313,13 +322,7 @@ func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch) error {
 		return fail(fmt.Errorf("procrun: start relay: %w", err))
 	}
 	go func() { _ = cmd.Wait() }() // reap it should it end while we live
-	var mask []string
-	if spec.Container != nil {
-		for _, s := range spec.Container.Secrets {
-			mask = append(mask, s.Value)
-		}
-	}
-	b, _ := json.Marshal(relayLaunch{RunID: rp.rr.runID, Path: l.path, Args: l.args, Dir: l.dir, Env: l.env, Stdin: spec.Stdin, Mask: mask})
+	b, _ := json.Marshal(relayLaunch{RunID: rp.rr.runID, Path: l.path, Args: l.args, Dir: l.dir, Env: l.env, Stdin: spec.Stdin, Mask: mask, Cred: cred})
 	_, werr := in.Write(append(b, '\n'))
 	_ = in.Close()
 	hello := make(chan string, 1)
