@@ -31,6 +31,8 @@ type attempt struct {
 	usage    *agent.Usage
 	// held are run.failed events withheld while a resume may still be recovered.
 	held []agent.Event
+	// scrub holds back streamed text that could be the start of a secret.
+	scrub *runScrub
 }
 
 func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, prov agent.Provider, chat Chat, req agent.RunRequest, transcript string) {
@@ -54,8 +56,12 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		if req.ResumeID == "" {
 			req.Prompt = withHistory(transcript, prompt)
 		}
-		a = &attempt{}
-		err = prov.Run(ctx, req, s.emitter(persistCtx, run, pid, req.ResumeID != "", a))
+		a = &attempt{scrub: newRunScrub(s.opts.Scrubber)}
+		emit := s.emitter(persistCtx, run, pid, req.ResumeID != "", a)
+		err = prov.Run(ctx, req, emit)
+		for _, ev := range a.scrub.flushAll() { // what a provider that ended without a terminal event left held
+			s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev)
+		}
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
 			s.log.InfoContext(ctx, "stale session, retrying without it", "chat", run.ChatID, "agent", run.Agent, "session", req.ResumeID)
 			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
@@ -78,7 +84,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		return
 	}
 	for _, ev := range a.held {
-		s.appendEvent(persistCtx, run, ev)
+		s.persist(persistCtx, run, ev)
 	}
 	s.endInteractions(persistCtx, run)
 
@@ -105,6 +111,9 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		status, errText = StatusFailed, fmt.Sprintf("%s exit: the agent ended without reporting a result", run.Agent)
 		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
 	}
+	if s.opts.Scrubber != nil {
+		errText = s.opts.Scrubber.String(errText) // stderr may quote a secret
+	}
 	var usage json.RawMessage
 	if a.usage != nil {
 		usage, _ = json.Marshal(a.usage)
@@ -130,46 +139,62 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	close(run.done)
 }
 
-// emitter projects provider events into persisted chat events.
+// emitter projects provider events into persisted chat events, scrubbed of
+// secret values first (scrub.go).
 func (s *Service) emitter(ctx context.Context, run *Run, provider string, resuming bool, a *attempt) func(agent.Event) {
 	return func(ev agent.Event) {
-		if s.replayed(ctx, run, ev, a) {
-			return
-		}
-		switch ev.Type {
-		case agent.EventSessionUpdated:
-			if ev.SessionID != "" {
-				if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
-					s.log.ErrorContext(ctx, "save session", "chat", run.ChatID, "err", err)
-				}
-			}
-		case agent.EventUsageUpdated:
-			a.usage = ev.Usage
-		case agent.EventInteractionRequested:
-			if ev.Interaction != nil {
-				s.requested(ctx, run, ev.Interaction)
-			}
-		case agent.EventInteractionResolved:
-			if ev.Resolution != nil {
-				s.resolved(ctx, run, ev.Resolution)
-			}
-		}
-		if ev.Type.Terminal() {
-			a.terminal = ev.Type
-		}
-		if ev.Type == agent.EventRunFailed && resuming {
-			// Held back until Run returns: a stale session is recovered, not reported.
-			a.held = append(a.held, ev)
-			return
-		}
-		s.appendEvent(ctx, run, ev)
-		if ev.Type.Terminal() {
-			run.endingOnce.Do(func() { close(run.ending) })
+		for _, e := range a.scrub.events(ev) {
+			s.emitScrubbed(ctx, run, provider, resuming, a, e)
 		}
 	}
 }
 
+// emitScrubbed applies a scrubbed provider event to the run and persists it.
+// A reattached run matches re-emitted events against persisted ones after
+// scrubbing, so that both sides are the same text cut the same way.
+func (s *Service) emitScrubbed(ctx context.Context, run *Run, provider string, resuming bool, a *attempt, ev agent.Event) {
+	if s.replayed(ctx, run, ev, a) {
+		return
+	}
+	switch ev.Type {
+	case agent.EventSessionUpdated:
+		if ev.SessionID != "" {
+			if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
+				s.log.ErrorContext(ctx, "save session", "chat", run.ChatID, "err", err)
+			}
+		}
+	case agent.EventUsageUpdated:
+		a.usage = ev.Usage
+	case agent.EventInteractionRequested:
+		if ev.Interaction != nil {
+			s.requested(ctx, run, ev.Interaction)
+		}
+	case agent.EventInteractionResolved:
+		if ev.Resolution != nil {
+			s.resolved(ctx, run, ev.Resolution)
+		}
+	}
+	if ev.Type.Terminal() {
+		a.terminal = ev.Type
+	}
+	if ev.Type == agent.EventRunFailed && resuming {
+		// Held back until Run returns: a stale session is recovered, not reported.
+		a.held = append(a.held, ev)
+		return
+	}
+	s.persist(ctx, run, ev)
+	if ev.Type.Terminal() {
+		run.endingOnce.Do(func() { close(run.ending) })
+	}
+}
+
+// appendEvent persists one of the service's own events, scrubbed.
 func (s *Service) appendEvent(ctx context.Context, run *Run, ev agent.Event) {
+	s.persist(ctx, run, scrubEvent(s.opts.Scrubber, ev))
+}
+
+// persist appends an event that is already scrubbed.
+func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encode event", "type", ev.Type, "err", err)

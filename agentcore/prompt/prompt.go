@@ -96,6 +96,10 @@ type Options struct {
 	Router Router
 	// RouteTimeout bounds a routed request (default DefaultRouteTimeout).
 	RouteTimeout time.Duration
+	// Scrubber, when set, removes configured secret values from every event
+	// before it is persisted (so from replay and every front-end too),
+	// streamed text included (scrub.go). Nil persists events as they come.
+	Scrubber Scrubber
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
@@ -437,6 +441,9 @@ func (s *Service) appendJSON(ctx context.Context, chatID, runID, typ string, v a
 	b, err := json.Marshal(v)
 	if err != nil {
 		return runhub.Event{}, err
+	}
+	if s.opts.Scrubber != nil {
+		b = s.opts.Scrubber.JSON(b) // the user's own prompt may hold a secret
 	}
 	return s.hub.Append(ctx, chatID, runID, typ, b)
 }

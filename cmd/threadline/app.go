@@ -66,11 +66,12 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
 	chats := store.Chats{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
-	// scrubbed from everything posted to chat.
-	red := redact.New(cfg.secrets()...)
+	// scrubbed from every event before it is persisted (so from replay, every
+	// front-end and --events jsonl), from everything posted to chat, and from logs.
+	red := redactorOf(cfg)
 	popts := prompt.Options{
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: store.Ledger{St: st}, Observer: m,
-		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay,
+		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay, Scrubber: red,
 	}
 	if router != nil {
 		popts.Router = router

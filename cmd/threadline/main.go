@@ -13,6 +13,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/threadline-bot/threadline/agentcore/redact"
@@ -143,7 +144,21 @@ func newLogger(w io.Writer, def slog.Level, cfg *Config) *slog.Logger {
 		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
 	}
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(redact.Handler(h, redact.New(cfg.secrets()...)))
+	return slog.New(redact.Handler(h, redactorOf(cfg)))
+}
+
+// redactors holds the process's redactor of each loaded config (*Config ->
+// *redact.Redactor): the logger, the prompt service and the front-ends share
+// it, so the project secrets a run adds are scrubbed from all of them.
+var redactors sync.Map
+
+// redactorOf returns the redactor of cfg's secrets, the same one every call.
+func redactorOf(cfg *Config) *redact.Redactor {
+	if r, ok := redactors.Load(cfg); ok {
+		return r.(*redact.Redactor)
+	}
+	r, _ := redactors.LoadOrStore(cfg, redact.New(cfg.secrets()...))
+	return r.(*redact.Redactor)
 }
 
 // interrupts turns SIGINT/SIGTERM into a channel of presses. SIGTERM also cancels ctx.

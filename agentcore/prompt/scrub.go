@@ -1,0 +1,221 @@
+// Scrubbing: every event a run persists is cleaned of configured secret values
+// first, streamed text with a held-back tail per stream.
+
+package prompt
+
+import (
+	"encoding/json"
+	"slices"
+	"sync"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// Scrubber removes configured secret values from text
+// (agentcore/redact.Redactor implements it).
+type Scrubber interface {
+	// String returns s with every secret replaced.
+	String(s string) string
+	// JSON returns raw with every secret inside its strings replaced, still valid JSON.
+	JSON(raw json.RawMessage) json.RawMessage
+	// Release scrubs a stream's pending text: out can be persisted now, held
+	// (raw) could still begin a secret and waits for the stream's next piece.
+	Release(text string) (out, held string)
+}
+
+// streamKey names one text stream of a run: the assistant's text, its
+// reasoning, or one tool's output.
+type streamKey struct {
+	typ  agent.EventType
+	tool string
+}
+
+// heldText is a stream's text held back, and the event it came with.
+type heldText struct {
+	text string
+	ev   agent.Event
+}
+
+// runScrub is one run attempt's scrubbing state.
+type runScrub struct {
+	sc Scrubber
+
+	mu   sync.Mutex // a provider may emit from more than one goroutine
+	held map[streamKey]*heldText
+	// order lists the keys of held in the order their text was held, so a
+	// flush keeps the order text arrived in.
+	order []streamKey
+}
+
+func newRunScrub(sc Scrubber) *runScrub {
+	return &runScrub{sc: sc, held: map[streamKey]*heldText{}}
+}
+
+// isStream reports whether ev is a piece of a text stream, and which.
+func isStream(ev agent.Event) (streamKey, bool) {
+	switch ev.Type {
+	case agent.EventAssistantDelta, agent.EventReasoningDelta:
+		return streamKey{typ: ev.Type}, true
+	case agent.EventToolOutput:
+		if ev.Text == "" {
+			return streamKey{}, false // output carried in Tool.Output only
+		}
+		k := streamKey{typ: ev.Type}
+		if ev.Tool != nil {
+			k.tool = ev.Tool.ID
+		}
+		return k, true
+	}
+	return streamKey{}, false
+}
+
+// events returns what to persist for ev, scrubbed, in order: first the text
+// that ev's arrival decides to release from other streams (the assistant's
+// and reasoning text before any other event, a tool's output before that
+// tool's next event, everything before an event of no tool), then ev itself,
+// unless its text is all held back.
+func (rs *runScrub) events(ev agent.Event) []agent.Event {
+	if rs == nil || rs.sc == nil {
+		return []agent.Event{ev}
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	k, stream := isStream(ev)
+	var out []agent.Event
+	if !stream {
+		out = rs.flush(func(h streamKey) bool {
+			switch {
+			case h.typ != agent.EventToolOutput:
+				return true
+			case ev.Tool == nil:
+				return true
+			default:
+				return h.tool == ev.Tool.ID
+			}
+		})
+		return append(out, scrubEvent(rs.sc, ev))
+	}
+	h := rs.held[k]
+	pending := ev.Text
+	if h != nil {
+		pending = h.text + ev.Text
+	}
+	text, rest := rs.sc.Release(pending)
+	switch {
+	case rest == "" && h != nil:
+		delete(rs.held, k)
+		rs.order = slices.DeleteFunc(rs.order, func(o streamKey) bool { return o == k })
+	case rest != "" && h == nil:
+		rs.held[k] = &heldText{text: rest, ev: ev}
+		rs.order = append(rs.order, k)
+	case rest != "":
+		h.text, h.ev = rest, ev
+	}
+	if text == "" {
+		return nil
+	}
+	changed := text != ev.Text
+	ev.Text = "" // scrubbed above, with the stream's held text
+	ev = scrubEvent(rs.sc, ev)
+	ev.Text = text
+	if changed && ev.Native != nil && len(ev.Native.Payload) > 0 {
+		// The native copy of a piece whose text was cut or masked would keep
+		// what the text no longer shows (half a secret).
+		n := *ev.Native
+		n.Payload = nil
+		ev.Native = &n
+	}
+	return append(out, ev)
+}
+
+// flushAll releases every stream's held text (the run's end).
+func (rs *runScrub) flushAll() []agent.Event {
+	if rs == nil {
+		return nil
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.flush(func(streamKey) bool { return true })
+}
+
+// flush releases the held text of the streams that match, as events of
+// their streams, in the order the text was held.
+func (rs *runScrub) flush(match func(streamKey) bool) []agent.Event {
+	var out []agent.Event
+	kept := rs.order[:0]
+	for _, k := range rs.order {
+		if !match(k) {
+			kept = append(kept, k)
+			continue
+		}
+		h := rs.held[k]
+		delete(rs.held, k)
+		ev := scrubEvent(rs.sc, h.ev)
+		ev.Text = rs.sc.String(h.text)
+		if ev.Native != nil {
+			n := *ev.Native
+			n.Payload = nil
+			ev.Native = &n
+		}
+		out = append(out, ev)
+	}
+	clear(rs.order[len(kept):])
+	rs.order = kept
+	return out
+}
+
+// scrubEvent returns a copy of ev with every secret removed from its text
+// fields and JSON payloads. Ids (session, tool, interaction, native) are kept
+// as they are: they correlate, and no secret is worth breaking them for. The
+// original event is never modified: a provider may hold on to its pointers.
+func scrubEvent(sc Scrubber, ev agent.Event) agent.Event {
+	if sc == nil {
+		return ev
+	}
+	ev.Text = sc.String(ev.Text)
+	ev.Subtype = sc.String(ev.Subtype)
+	ev.Model = sc.String(ev.Model)
+	if t := ev.Tool; t != nil {
+		c := *t
+		c.Name, c.Summary, c.Output = sc.String(c.Name), sc.String(c.Summary), sc.String(c.Output)
+		c.Input = sc.JSON(c.Input)
+		ev.Tool = &c
+	}
+	if in := ev.Interaction; in != nil {
+		c := *in
+		c.Title, c.Command, c.Cwd, c.Reason, c.Diff = sc.String(c.Title), sc.String(c.Command), sc.String(c.Cwd), sc.String(c.Reason), sc.String(c.Diff)
+		c.Payload = sc.JSON(c.Payload)
+		if len(c.Options) > 0 {
+			c.Options = slices.Clone(c.Options)
+			for i := range c.Options {
+				c.Options[i].Label = sc.String(c.Options[i].Label)
+			}
+		}
+		if len(c.Questions) > 0 {
+			c.Questions = slices.Clone(c.Questions)
+			for i := range c.Questions {
+				q := &c.Questions[i]
+				q.Header, q.Text = sc.String(q.Header), sc.String(q.Text)
+				if len(q.Options) > 0 {
+					q.Options = slices.Clone(q.Options)
+					for j := range q.Options {
+						q.Options[j] = sc.String(q.Options[j])
+					}
+				}
+			}
+		}
+		ev.Interaction = &c
+	}
+	if r := ev.Resolution; r != nil {
+		c := *r
+		c.By = sc.String(c.By)
+		ev.Resolution = &c
+	}
+	if n := ev.Native; n != nil {
+		c := *n
+		c.Kind = sc.String(c.Kind)
+		c.Payload = sc.JSON(c.Payload)
+		ev.Native = &c
+	}
+	return ev
+}
