@@ -18,6 +18,9 @@ func acp(id, name, exe string, base ...string) Definition {
 		Prompt: DeliverProtocol, Format: FormatACP, Resume: ResumeProtocol,
 		Caps:   Capabilities{Interactions: true, Images: true},
 		Skills: SkillsInstructions,
+		// ACP agents advertise their models in session/new and the model is
+		// selected over the protocol, never on the command line.
+		Models: Models{FreeForm: true},
 	}
 }
 
@@ -26,6 +29,7 @@ func plainCLI(id, name, exe string) Definition {
 	return Definition{
 		ID: id, Name: name, Executable: exe,
 		Format: FormatPlain, Resume: ResumeNone, Skills: SkillsInstructions,
+		Models: Models{FreeForm: true},
 	}
 }
 
@@ -34,7 +38,9 @@ func builtins() []Definition {
 	claude := Definition{
 		ID: "claude", Name: "Claude Code", Executable: "claude",
 		VerifiedVersions: []string{"2.1.328"},
-		Models:           Models{Fallback: []string{"sonnet", "opus", "haiku"}},
+		// Aliases or full model ids (claude-sonnet-4-5-20250929).
+		Models:  Models{Fallback: []string{"sonnet", "opus", "haiku"}, FreeForm: true},
+		Efforts: []string{"low", "medium", "high", "xhigh", "max"},
 		Args: ArgSpec{
 			Base:  []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"},
 			Model: "--model", Effort: "--effort", Resume: "--resume", Fork: "--fork-session",
@@ -54,9 +60,11 @@ func builtins() []Definition {
 		ID: "codex", Name: "Codex", Executable: "codex",
 		VerifiedVersions: []string{"0.169.0"},
 		Version:          VersionProbe{Pattern: regexp.MustCompile(`codex-cli (\d+\.\d+\.\d+\S*)`)},
-		Models:           Models{Fallback: []string{"gpt-5.5", "gpt-5.4", "gpt-5.4-mini"}},
-		Args:             ArgSpec{Base: []string{"app-server"}},
-		Prompt:           DeliverProtocol, Format: FormatCodexAppServer, Resume: ResumeProtocol, NativeFork: true,
+		// The live catalog comes over the protocol (model/list); models of
+		// providers configured in config.toml are valid too.
+		Models: Models{Fallback: []string{"gpt-5.5", "gpt-5.4", "gpt-5.4-mini"}, FreeForm: true},
+		Args:   ArgSpec{Base: []string{"app-server"}},
+		Prompt: DeliverProtocol, Format: FormatCodexAppServer, Resume: ResumeProtocol, NativeFork: true,
 		Caps:   Capabilities{Interactions: true, Images: true, Effort: true, Plan: true},
 		Skills: SkillsDollar,
 		Auth: AuthCheck{
@@ -68,7 +76,7 @@ func builtins() []Definition {
 	}
 	minimax := codex.clone()
 	minimax.ID, minimax.Name = "minimax", "MiniMax (Codex app-server)"
-	minimax.Models = Models{Fallback: []string{"MiniMax-M2.5", "MiniMax-M2"}}
+	minimax.Models = Models{Fallback: []string{"MiniMax-M2.5", "MiniMax-M2"}, FreeForm: true}
 	minimax.Auth = AuthCheck{Env: []string{"MINIMAX_API_KEY"}}
 	minimax.Docs = "https://platform.minimax.io/docs"
 
@@ -78,10 +86,12 @@ func builtins() []Definition {
 		Models: Models{
 			Command:  &ModelCommand{Args: []string{"models"}, Parse: ParseSlashModels},
 			Fallback: []string{"anthropic/claude-sonnet-4-5", "openai/gpt-5", "google/gemini-2.5-pro"},
+			// Any provider/model of opencode.json; --variant is provider-specific.
+			FreeForm: true,
 		},
 		Args: ArgSpec{
 			Base:  []string{"run", "--format", "json"},
-			Model: "-m", Effort: "--variant", Resume: "-s", Fork: "--fork",
+			Model: "--model", Effort: "--variant", Resume: "-s", Fork: "--fork",
 		},
 		Prompt: DeliverStdin, Format: FormatJSONEvents, Dialect: DialectOpenCode,
 		Resume: ResumeCLIFlag, NativeFork: true,
@@ -105,6 +115,7 @@ func builtins() []Definition {
 	mimo.Models = Models{
 		Command:  &ModelCommand{Args: []string{"models"}, Parse: ParseSlashModels},
 		Fallback: []string{"xiaomi/mimo-v2.5-pro", "xiaomi/mimo-v2.5", "xiaomi/mimo-v2-flash"},
+		FreeForm: true,
 	}
 	mimo.Auth = AuthCheck{Note: "providers are configured with `mimo providers`; not checked"}
 	mimo.InstallHint = "install MiMo Code (the `mimo` CLI, an OpenCode derivative) from Xiaomi's release page"
@@ -132,7 +143,7 @@ func builtins() []Definition {
 
 	kimi := Definition{
 		ID: "kimi", Name: "Kimi Code CLI", Executable: "kimi",
-		Models: Models{Fallback: []string{"kimi-k2-turbo-preview", "kimi-k2.5", "moonshot-v1-32k"}},
+		Models: Models{Fallback: []string{"kimi-k2-turbo-preview", "kimi-k2.5", "moonshot-v1-32k"}, FreeForm: true},
 		Args: ArgSpec{
 			Base: []string{"--output-format", "stream-json"}, Prompt: "-p",
 			Model: "--model", Resume: "--session",
@@ -182,8 +193,12 @@ func builtins() []Definition {
 	pi := Definition{
 		ID: "pi", Name: "Pi", Executable: "pi",
 		VerifiedVersions: []string{"0.73.1"},
-		Args:             ArgSpec{Base: []string{"--mode", "rpc"}},
-		Prompt:           DeliverProtocol, Format: FormatPiRPC, Resume: ResumeProtocol, NativeFork: true,
+		// "provider/id" or a pattern, listed live over RPC (get_available_models).
+		Models: Models{FreeForm: true},
+		// pi's --thinking levels (pi.Efforts).
+		Efforts: []string{"off", "minimal", "low", "medium", "high", "xhigh"},
+		Args:    ArgSpec{Base: []string{"--mode", "rpc"}},
+		Prompt:  DeliverProtocol, Format: FormatPiRPC, Resume: ResumeProtocol, NativeFork: true,
 		Caps:   Capabilities{Images: true, Effort: true},
 		Skills: SkillsInstructions,
 		Auth: AuthCheck{
@@ -217,7 +232,7 @@ func builtins() []Definition {
 	grok.Args = ArgSpec{Prompt: "-p", Model: "--model", Effort: "--effort"}
 	grok.Prompt, grok.PromptFallback = DeliverArgv, ""
 	grok.Caps.Effort = true
-	grok.Models = Models{
+	grok.Models = Models{ // `grok models` is the closed list
 		Command:  &ModelCommand{Args: []string{"models"}},
 		Fallback: []string{"grok-build", "grok-4.3", "grok-4.20-reasoning"},
 	}
@@ -246,6 +261,7 @@ func builtins() []Definition {
 		Models: Models{
 			Command:  &ModelCommand{Args: []string{"models"}, Parse: ParseCursorModels},
 			Fallback: []string{"auto", "sonnet-4", "gpt-5"},
+			// `cursor-agent models` is the closed list of the account's models.
 		},
 		Args: ArgSpec{
 			Base:  []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--force", "--trust"},
@@ -262,7 +278,8 @@ func builtins() []Definition {
 	}
 	copilot := Definition{
 		ID: "copilot", Name: "GitHub Copilot CLI", Executable: "copilot",
-		Models: Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}},
+		// BYOK providers take their own model ids (COPILOT_MODEL).
+		Models: Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}, FreeForm: true},
 		Args: ArgSpec{
 			Base:  []string{"--allow-all-tools", "--output-format", "json"},
 			Model: "--model", Resume: "--resume",
@@ -279,6 +296,7 @@ func builtins() []Definition {
 	}
 	qoder := Definition{
 		ID: "qoder", Name: "Qoder CLI", Executable: "qodercli",
+		// Qoder's model tiers: a closed list.
 		Models: Models{Fallback: []string{"auto", "lite", "efficient", "performance", "ultimate"}},
 		Args: ArgSpec{
 			Base:  []string{"-p", "--output-format", "stream-json", "--yolo"},
@@ -299,14 +317,14 @@ func builtins() []Definition {
 	amp.Args = ArgSpec{Base: []string{"--execute", "--stream-json", "--stream-json-input"}}
 	amp.Resume, amp.NativeFork = ResumeNone, false
 	amp.Caps = Capabilities{Images: true}
-	amp.Models = Models{}
+	amp.Models, amp.Efforts = Models{}, nil // amp has no model or effort option
 	amp.Auth = AuthCheck{Env: []string{"AMP_API_KEY"}, Files: []string{"~/.local/share/amp/secrets.json"}}
 	amp.InstallHint = "npm install -g @sourcegraph/amp"
 	amp.Docs = "https://ampcode.com/manual"
 	codebuddy := claude.clone()
 	codebuddy.ID, codebuddy.Name, codebuddy.Executable = "codebuddy", "CodeBuddy Code", "codebuddy"
 	codebuddy.VerifiedVersions = nil
-	codebuddy.Models = Models{}
+	codebuddy.Models, codebuddy.Efforts = Models{FreeForm: true}, nil
 	codebuddy.Caps.Effort = false
 	codebuddy.Auth = AuthCheck{Env: []string{"CODEBUDDY_API_KEY"}, Files: []string{"~/.codebuddy/.credentials.json"}}
 	codebuddy.InstallHint = "npm install -g @tencent-ai/codebuddy-code"

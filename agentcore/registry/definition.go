@@ -131,6 +131,12 @@ type Models struct {
 	Discover ModelDiscoverer
 	// Fallback is shown when live discovery fails or does not exist.
 	Fallback []string
+	// FreeForm says the CLI takes model ids beyond its list (full ids,
+	// aliases, models of providers the operator configured): a chat may set
+	// any model that passes agent.ValidArgValue. Without it a model must be
+	// one of the listed ones. Operator-declared models (ConfigModels) always
+	// close the list.
+	FreeForm bool
 }
 
 // ArgSpec holds the inputs of the adapter's argument builder: the fixed
@@ -193,7 +199,10 @@ type Definition struct {
 	Models           Models
 	// ConfigModels, when set (by a profile), replace discovery (source "config").
 	ConfigModels []string
-	Args         ArgSpec
+	// Efforts are the effort levels the CLI takes (Caps.Effort). Empty with
+	// Caps.Effort means free-form: any value that passes agent.ValidArgValue.
+	Efforts []string
+	Args    ArgSpec
 	// Env is added to the child's environment (the operator's env wins).
 	Env map[string]string
 	// Prompt is the preferred delivery; PromptFallback is used when an argv
@@ -238,6 +247,7 @@ func (d Definition) clone() Definition {
 		d.Models.Command = &c
 	}
 	d.ConfigModels = append([]string(nil), d.ConfigModels...)
+	d.Efforts = append([]string(nil), d.Efforts...)
 	d.Args.Base = append([]string(nil), d.Args.Base...)
 	d.Args.Extra = append([]string(nil), d.Args.Extra...)
 	d.Auth.Env = append([]string(nil), d.Auth.Env...)

@@ -65,18 +65,23 @@ type Report struct {
 	Tried []string `json:"tried,omitempty"`
 	// Version is the CLI's version; VersionWarning is set when it is not one
 	// the adapter was verified with ("verified with X; found Y").
-	Version        string          `json:"version,omitempty"`
-	VersionWarning string          `json:"version_warning,omitempty"`
-	Models         []string        `json:"models,omitempty"`
-	ModelSource    ModelSource     `json:"model_source,omitempty"`
-	Auth           AuthState       `json:"auth"`
-	AuthDetail     string          `json:"auth_detail,omitempty"`
-	Format         StreamFormat    `json:"format"`
-	Dialect        string          `json:"dialect,omitempty"`
-	Resume         ResumeMechanism `json:"resume"`
-	Fork           bool            `json:"fork"`
-	Capabilities   Capabilities    `json:"capabilities"`
-	InstallHint    string          `json:"install_hint,omitempty"`
+	Version        string      `json:"version,omitempty"`
+	VersionWarning string      `json:"version_warning,omitempty"`
+	Models         []string    `json:"models,omitempty"`
+	ModelSource    ModelSource `json:"model_source,omitempty"`
+	// ModelsFreeForm says models beyond Models are valid (Models.FreeForm,
+	// unless the operator declared the models).
+	ModelsFreeForm bool `json:"models_free_form,omitempty"`
+	// Efforts are the declared effort levels (Definition.Efforts).
+	Efforts      []string        `json:"efforts,omitempty"`
+	Auth         AuthState       `json:"auth"`
+	AuthDetail   string          `json:"auth_detail,omitempty"`
+	Format       StreamFormat    `json:"format"`
+	Dialect      string          `json:"dialect,omitempty"`
+	Resume       ResumeMechanism `json:"resume"`
+	Fork         bool            `json:"fork"`
+	Capabilities Capabilities    `json:"capabilities"`
+	InstallHint  string          `json:"install_hint,omitempty"`
 	// Problems are diagnostics: a broken probe, a failed model listing.
 	Problems []string `json:"problems,omitempty"`
 	// Cached says the version and models came from the capability cache.
@@ -176,6 +181,8 @@ func baseReport(d Definition) Report {
 		ID: d.ID, Name: d.Name, Base: d.Base, Status: StatusMissing,
 		Format: d.Format, Dialect: d.Dialect, Resume: d.Resume, Fork: d.NativeFork,
 		Capabilities: d.Caps, InstallHint: d.InstallHint, Auth: AuthUnknown,
+		ModelsFreeForm: d.Models.FreeForm && len(d.ConfigModels) == 0,
+		Efforts:        append([]string(nil), d.Efforts...),
 	}
 }
 

@@ -205,6 +205,11 @@ func autoDecision(req agent.RunRequest) agent.Decision {
 // package doc for the protocol steps.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	// The model goes over the protocol, but a value no id has is refused the
+	// same way as on a command line.
+	if err := agent.CheckRunArgs(req); err != nil {
+		return fmt.Errorf("%s: %w", p.def.ID, err)
+	}
 	if req.ResumeID != "" && (req.Fork || !p.def.Resume) {
 		reason := "session/load is not used for this agent"
 		if req.Fork {

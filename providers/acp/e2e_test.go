@@ -108,6 +108,9 @@ func TestE2E(t *testing.T) {
 			t.Run("cancel-permission", func(t *testing.T) { testCancelPermission(t, c) })
 			t.Run("resume", func(t *testing.T) { testResume(t, c) })
 			t.Run("bogus-session", func(t *testing.T) { testBogusSession(t, c) })
+			if c.def.ID == "opencode" {
+				t.Run("flag-model", func(t *testing.T) { testFlagModel(t, c) })
+			}
 		})
 	}
 }
@@ -331,5 +334,34 @@ func testBogusSession(t *testing.T, c cli) {
 	}
 	if n := len(h.fake.ChatRequests()); n != 0 {
 		t.Errorf("fake saw %d requests for a stale resume", n)
+	}
+}
+
+// testFlagModel: a model that reads as a flag ("--auto") is refused before
+// the CLI starts, whatever bypassed the chat's check; the next run (the
+// agent's default model) still asks before the bash tool runs.
+func testFlagModel(t *testing.T, c cli) {
+	h := setup(t, c, fakeopenai.When("e2e-flag", fakeopenai.Shell("echo flag > asked.txt")))
+	if h == nil {
+		return
+	}
+	responses := make(chan agent.InteractionResponse, 4)
+	r := h.run(agent.RunRequest{Prompt: "e2e-flag: run it", Model: "--auto", Approval: agent.ApprovalAsk, Responses: responses}, nil)
+	if !errors.Is(r.Err, agent.ErrInvalidArgValue) || len(r.Events) != 0 {
+		t.Fatalf("Run(model --auto) = %v, %d events; want ErrInvalidArgValue and none", r.Err, len(r.Events))
+	}
+	if n := len(h.fake.ChatRequests()); n != 0 {
+		t.Fatalf("the refused run reached the model: %d requests", n)
+	}
+	r = h.run(agent.RunRequest{Prompt: "e2e-flag: run it", Approval: agent.ApprovalAsk, Responses: responses},
+		providertest.Answer(responses, providertest.Always(agent.DecisionDecline, nil)))
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	if req := r.Of(agent.EventInteractionRequested); len(req) != 1 || req[0].Interaction.Kind != agent.KindCommandApproval {
+		t.Fatalf("the bash tool did not ask: %+v", req)
+	}
+	if exists(filepath.Join(h.cwd, "asked.txt")) {
+		t.Errorf("the declined tool ran")
 	}
 }

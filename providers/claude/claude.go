@@ -137,6 +137,9 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if bin == "" {
 		bin = p.opts.Bin
 	}
+	if err := agent.CheckRunArgs(req); err != nil {
+		return fmt.Errorf("claude: %w", err)
+	}
 	prompt, err := PromptLine(req)
 	if err != nil {
 		return fmt.Errorf("claude prompt: %w", err)

@@ -26,7 +26,8 @@ var DefaultEnv = map[string]string{
 // (--permission-prompt-tool stdio): with Approval ask and a Responses channel each
 // becomes an interaction; otherwise the provider answers by policy (accept →
 // allow, anything else → deny), recorded as answered by "policy". The CLI's own
-// bypassPermissions mode is not used: it refuses to run as root.
+// bypassPermissions mode is not used: it refuses to run as root. Model and
+// effort are bound to their flag (--model=M, --effort=E).
 func Args(req agent.RunRequest) []string {
 	args := []string{
 		"-p",
@@ -35,11 +36,13 @@ func Args(req agent.RunRequest) []string {
 		"--verbose",
 		"--include-partial-messages",
 	}
+	// One argument per option (commander takes --opt=value), so a value can
+	// never be read as a flag; Run refuses invalid values before this.
 	if req.Model != "" {
-		args = append(args, "--model", req.Model)
+		args = append(args, "--model="+req.Model)
 	}
 	if req.Effort != "" {
-		args = append(args, "--effort", req.Effort)
+		args = append(args, "--effort="+req.Effort)
 	}
 	if req.ResumeID != "" {
 		args = append(args, "--resume", req.ResumeID)

@@ -2,7 +2,7 @@
 // stream-json input and output:
 //
 //	claude -p --input-format stream-json --output-format stream-json --verbose
-//	       --include-partial-messages [--model M] [--effort E] [--resume ID [--fork-session]]
+//	       --include-partial-messages [--model=M] [--effort=E] [--resume ID [--fork-session]]
 //	       [--permission-mode plan] [--permission-prompt-tool stdio] [args...]
 //
 // The prompt (with images as base64 blocks) is written to stdin as one user

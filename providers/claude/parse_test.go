@@ -178,7 +178,7 @@ func TestArgs(t *testing.T) {
 		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: ch}, nil},
 		{"plan", agent.RunRequest{Mode: agent.ModePlan, Approval: agent.ApprovalDeny}, []string{"--permission-mode", "plan"}},
 		{"model effort resume fork args", agent.RunRequest{Model: "sonnet", Effort: "high", ResumeID: "s", Fork: true, Args: []string{"--max-turns", "3"}},
-			[]string{"--model", "sonnet", "--effort", "high", "--resume", "s", "--fork-session", "--max-turns", "3"}},
+			[]string{"--model=sonnet", "--effort=high", "--resume", "s", "--fork-session", "--max-turns", "3"}},
 		{"fork without resume", agent.RunRequest{Fork: true}, nil},
 	}
 	for _, tt := range tests {

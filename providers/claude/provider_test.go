@@ -263,7 +263,7 @@ func TestRunBasic(t *testing.T) {
 	if u := f.find(agent.EventUsageUpdated); u == nil || u.Usage.NumTurns != 2 || u.Usage.CostUSD == 0 {
 		t.Errorf("usage = %+v", u)
 	}
-	wantArgs := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model", "opus", "--permission-prompt-tool", "stdio"}
+	wantArgs := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model=opus", "--permission-prompt-tool", "stdio"}
 	if !slices.Equal(f.argv, wantArgs) {
 		t.Errorf("argv = %q, want %q", f.argv, wantArgs)
 	}

@@ -165,6 +165,11 @@ func IsSessionNotFound(msg string) bool {
 // Run executes one turn. See the agent package doc and this package's doc.
 func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := h.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	// Model and effort go over the protocol, but a value no id has is
+	// refused the same way as on a command line.
+	if err := agent.CheckRunArgs(req); err != nil {
+		return fmt.Errorf("codex app-server: %w", err)
+	}
 	if ctx.Err() != nil {
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil

@@ -140,20 +140,28 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 // Command returns the arguments (without the executable) of a run of d. The
 // prompt always goes to stdin, so no command-line budget applies. Per dialect:
 //
-//	opencode, mimo  run --format json --thinking [-m M] [--variant E] [-s ID [--fork]] [--auto]
+//	opencode, mimo  run --format json --thinking [--model=M] [--variant=E] [-s ID [--fork]] [--auto]
 //	cursor-agent    --print --output-format stream-json --stream-partial-output --trust
-//	                [--force] [--model M] [--resume ID] [--workspace CWD]
-//	copilot         --output-format json [--allow-all-tools] [--model M] [--resume ID]
-//	qoder           -p --output-format stream-json [--yolo] [-w CWD] [--model M] [-r ID]
+//	                [--force] [--model=M] [--resume ID] [--workspace CWD]
+//	copilot         --output-format json [--allow-all-tools] [--model=M] [--resume ID]
+//	qoder           -p --output-format stream-json [--yolo] [-w CWD] [--model=M] [-r ID]
 //
 // The approval flags (--auto, --force, --allow-all-tools, --yolo) are passed
 // only for ApprovalAccept: these print modes cannot ask, so without them the
 // CLI applies its own configured policy and declines what needs a prompt. A
 // Fork on a CLI without native fork (all but opencode and mimo) starts fresh.
+//
+// Model and effort are one argument bound to their flag (yargs and commander
+// take --opt=value), and a value agent.CheckRunArgs refuses (e.g. "--auto",
+// which opencode would read as auto-approve after "-m") is an error wrapping
+// agent.ErrInvalidArgValue: nothing is started.
 func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 	info, ok := dialects[d]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
+	}
+	if err := agent.CheckRunArgs(req); err != nil {
+		return nil, fmt.Errorf("%s: %w", d, err)
 	}
 	accept := req.Approval == agent.ApprovalAccept
 	resume := req.ResumeID
@@ -165,10 +173,10 @@ func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 	case OpenCode, Mimo:
 		args = []string{"run", "--format", "json", "--thinking"}
 		if req.Model != "" {
-			args = append(args, "-m", req.Model)
+			args = append(args, "--model="+req.Model)
 		}
 		if req.Effort != "" {
-			args = append(args, "--variant", req.Effort)
+			args = append(args, "--variant="+req.Effort)
 		}
 		if resume != "" {
 			args = append(args, "-s", resume)
@@ -185,7 +193,7 @@ func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 			args = append(args, "--force")
 		}
 		if req.Model != "" {
-			args = append(args, "--model", req.Model)
+			args = append(args, "--model="+req.Model)
 		}
 		if resume != "" {
 			args = append(args, "--resume", resume)
@@ -199,7 +207,7 @@ func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 			args = append(args, "--allow-all-tools")
 		}
 		if req.Model != "" {
-			args = append(args, "--model", req.Model)
+			args = append(args, "--model="+req.Model)
 		}
 		if resume != "" {
 			args = append(args, "--resume", resume)
@@ -213,7 +221,7 @@ func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 			args = append(args, "-w", req.Cwd)
 		}
 		if req.Model != "" {
-			args = append(args, "--model", req.Model)
+			args = append(args, "--model="+req.Model)
 		}
 		if resume != "" {
 			args = append(args, "-r", resume)

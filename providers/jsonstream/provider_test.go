@@ -117,16 +117,16 @@ func TestCommand(t *testing.T) {
 		req  agent.RunRequest
 		want []string
 	}{
-		{OpenCode, req, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--extra"}},
-		{OpenCode, accept, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--auto", "--extra"}},
-		{OpenCode, fork, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--fork", "--extra"}},
-		{Mimo, fork, []string{"run", "--format", "json", "--thinking", "-m", "m", "--variant", "high", "-s", "s1", "--fork", "--extra"}},
-		{CursorAgent, req, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model", "m", "--resume", "s1", "--workspace", "/w", "--extra"}},
-		{CursorAgent, accept, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--force", "--model", "m", "--resume", "s1", "--workspace", "/w", "--extra"}},
-		{CursorAgent, fork, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model", "m", "--workspace", "/w", "--extra"}},
-		{Copilot, accept, []string{"--output-format", "json", "--allow-all-tools", "--model", "m", "--resume", "s1", "--extra"}},
-		{Copilot, fork, []string{"--output-format", "json", "--model", "m", "--extra"}},
-		{Qoder, accept, []string{"-p", "--output-format", "stream-json", "--yolo", "-w", "/w", "--model", "m", "-r", "s1", "--extra"}},
+		{OpenCode, req, []string{"run", "--format", "json", "--thinking", "--model=m", "--variant=high", "-s", "s1", "--extra"}},
+		{OpenCode, accept, []string{"run", "--format", "json", "--thinking", "--model=m", "--variant=high", "-s", "s1", "--auto", "--extra"}},
+		{OpenCode, fork, []string{"run", "--format", "json", "--thinking", "--model=m", "--variant=high", "-s", "s1", "--fork", "--extra"}},
+		{Mimo, fork, []string{"run", "--format", "json", "--thinking", "--model=m", "--variant=high", "-s", "s1", "--fork", "--extra"}},
+		{CursorAgent, req, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model=m", "--resume", "s1", "--workspace", "/w", "--extra"}},
+		{CursorAgent, accept, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--force", "--model=m", "--resume", "s1", "--workspace", "/w", "--extra"}},
+		{CursorAgent, fork, []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust", "--model=m", "--workspace", "/w", "--extra"}},
+		{Copilot, accept, []string{"--output-format", "json", "--allow-all-tools", "--model=m", "--resume", "s1", "--extra"}},
+		{Copilot, fork, []string{"--output-format", "json", "--model=m", "--extra"}},
+		{Qoder, accept, []string{"-p", "--output-format", "stream-json", "--yolo", "-w", "/w", "--model=m", "-r", "s1", "--extra"}},
 	} {
 		got, err := Command(tc.d, tc.req)
 		if err != nil || !slices.Equal(got, tc.want) {

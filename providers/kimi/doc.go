@@ -1,7 +1,7 @@
 // Package kimi runs Kimi Code CLI in print mode with its OpenAI-chat-shaped
 // JSONL output:
 //
-//	kimi -p <prompt> --output-format stream-json [--model M] [--session ID] [args...]
+//	kimi -p <prompt> --output-format stream-json [--model=M] [--session ID] [args...]
 //
 // A prompt longer than Options.ArgvLimit (or holding a NUL byte) is not put
 // on the command line; it goes to stdin as one stream-json user message:

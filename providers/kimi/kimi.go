@@ -97,8 +97,14 @@ type Invocation struct {
 
 // Command builds the invocation for req. argvLimit is the longest prompt
 // put on the command line. A Fork clears the resume id (Kimi cannot fork).
+//
+// The model is one argument (--model=M, which click takes); a value
+// agent.CheckRunArgs refuses is an error wrapping agent.ErrInvalidArgValue.
 func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 	var inv Invocation
+	if err := agent.CheckRunArgs(req); err != nil {
+		return inv, fmt.Errorf("kimi: %w", err)
+	}
 	if len(req.Prompt) <= argvLimit && !strings.ContainsRune(req.Prompt, 0) {
 		inv.Args = []string{"-p", req.Prompt, "--output-format", "stream-json"}
 	} else {
@@ -110,7 +116,7 @@ func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 		inv.Stdin = line
 	}
 	if req.Model != "" {
-		inv.Args = append(inv.Args, "--model", req.Model)
+		inv.Args = append(inv.Args, "--model="+req.Model)
 	}
 	if id := resumeID(req); id != "" {
 		inv.Args = append(inv.Args, "--session", id)

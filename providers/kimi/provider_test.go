@@ -82,7 +82,7 @@ func TestRunCompletes(t *testing.T) {
 	if !slices.Contains(got, agent.EventSystem) {
 		t.Errorf("resuming session_old but the CLI reported another: no session_not_resumed notice in %v", got)
 	}
-	want := []string{"-p", "fix the test", "--output-format", "stream-json", "--model", "kimi-k2.5", "--session", "session_old", "--yolo"}
+	want := []string{"-p", "fix the test", "--output-format", "stream-json", "--model=kimi-k2.5", "--session", "session_old", "--yolo"}
 	if args := readArgs(t, dir); !slices.Equal(args, want) {
 		t.Errorf("args = %q\nwant %q", args, want)
 	}

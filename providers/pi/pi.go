@@ -165,6 +165,11 @@ func readOnly(req agent.RunRequest) bool {
 //
 // pi has no approval prompts: only Approval accept runs with every tool;
 // other policies and plan mode get the read-only allowlist.
+//
+// pi's own parser (dist/cli/args.js) matches "--model" exactly and takes the
+// next argument as its value, so "--model=M" would be an unknown flag: the
+// value stays a separate argument, and Run refuses (agent.CheckRunArgs) any
+// value that could read as a flag before this is built.
 func Args(req agent.RunRequest) []string {
 	args := []string{"--mode", "rpc"}
 	if req.ResumeID != "" && !req.Fork {
@@ -229,6 +234,9 @@ const (
 // package doc for the protocol.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
+	if err := agent.CheckRunArgs(req); err != nil {
+		return fmt.Errorf("pi: %w", err)
+	}
 	if req.ResumeID != "" && strings.ContainsRune(req.ResumeID, filepath.Separator) {
 		// --session <path> of a missing file silently starts a new session
 		// at that path: check first.

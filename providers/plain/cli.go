@@ -116,17 +116,24 @@ const PromptFileArg = "\x00prompt-file\x00"
 // it is not read as an option. resumeFlag is the resume option (Antigravity only).
 // Approval flags are passed only for ApprovalAccept (print modes cannot ask):
 //
-//	antigravity  agy --print [--add-dir CWD] [--model M] [--resume ID] PROMPT
+//	antigravity  agy --print [--add-dir CWD] [--model=M] [--resume ID] PROMPT
 //	aider        aider --no-pretty --no-git --no-auto-commits --no-suggest-shell-commands
-//	             --no-show-model-warnings [--yes-always] [--model M] (--message PROMPT | --message-file F)
-//	grok         grok -p PROMPT [--model M] [--effort E]
-//	qwen         qwen [--yolo] [--model M]          (prompt on stdin)
-//	deepseek     deepseek exec [--auto] [--model M] PROMPT
-//	atomcode     atomcode --prompt-file F [-y] [--model M]
+//	             --no-show-model-warnings [--yes-always] [--model=M] (--message PROMPT | --message-file F)
+//	grok         grok -p PROMPT [--model=M] [--effort=E]
+//	qwen         qwen [--yolo] [--model=M]          (prompt on stdin)
+//	deepseek     deepseek exec [--auto] [--model=M] PROMPT
+//	atomcode     atomcode --prompt-file F [-y] [--model=M]
+//
+// Model and effort are one argument bound to their flag (GNU-style parsers:
+// argparse, click, clap, yargs, commander take --opt=value); a value
+// agent.CheckRunArgs refuses is an error wrapping agent.ErrInvalidArgValue.
 func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (Invocation, error) {
 	info, ok := clis[cli]
 	if !ok {
 		return Invocation{}, fmt.Errorf("%w: %q", ErrUnknownCLI, cli)
+	}
+	if err := agent.CheckRunArgs(req); err != nil {
+		return Invocation{}, fmt.Errorf("%s: %w", info.name, err)
 	}
 	d := info.argv
 	if d == viaArgv && (len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0)) {
@@ -146,7 +153,7 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 	add := func(a ...string) { args = append(args, a...) }
 	model := func(flag string) {
 		if req.Model != "" {
-			add(flag, req.Model)
+			add(flag + "=" + req.Model)
 		}
 	}
 	switch cli {
@@ -177,7 +184,7 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 		add("-p", req.Prompt)
 		model("--model")
 		if req.Effort != "" {
-			add("--effort", req.Effort)
+			add("--effort=" + req.Effort)
 		}
 		add(req.Args...)
 	case Qwen:

@@ -117,7 +117,7 @@ func TestAntigravityStreamsAndDiscoversSession(t *testing.T) {
 	if last[0].Type != agent.EventSessionUpdated || last[0].SessionID != "9c1e7f02-session" || last[1].Type != agent.EventRunCompleted {
 		t.Errorf("end = %+v", last)
 	}
-	want := []string{"--print", "--add-dir", dir, "--model", "gemini-2.5-pro", "make a plan"}
+	want := []string{"--print", "--add-dir", dir, "--model=gemini-2.5-pro", "make a plan"}
 	if got := args(t, dir); !slices.Equal(got, want) {
 		t.Errorf("args = %q\nwant %q", got, want)
 	}
@@ -260,7 +260,7 @@ func TestPromptDelivery(t *testing.T) {
 			t.Errorf("prompt file %q left behind (%v)", pf, err)
 		}
 		a := args(t, dir)
-		if a[0] != "--prompt-file" || !slices.Equal(a[2:], []string{"-y", "--model", "glm-5.2"}) {
+		if a[0] != "--prompt-file" || !slices.Equal(a[2:], []string{"-y", "--model=glm-5.2"}) {
 			t.Errorf("args = %q", a)
 		}
 	})
@@ -313,12 +313,12 @@ func TestCommands(t *testing.T) {
 		cli  CLI
 		want []string
 	}{
-		{Aider, []string{"--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings", "--yes-always", "--model", "M", "--x", "--message", "P"}},
-		{Grok, []string{"-p", "P", "--model", "M", "--effort", "high", "--x"}},
-		{Qwen, []string{"--yolo", "--model", "M", "--x"}},
-		{DeepSeek, []string{"exec", "--auto", "--model", "M", "--x", "P"}},
-		{AtomCode, []string{"--prompt-file", PromptFileArg, "-y", "--model", "M", "--x"}},
-		{Antigravity, []string{"--print", "--model", "M", "--x", "P"}},
+		{Aider, []string{"--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings", "--yes-always", "--model=M", "--x", "--message", "P"}},
+		{Grok, []string{"-p", "P", "--model=M", "--effort=high", "--x"}},
+		{Qwen, []string{"--yolo", "--model=M", "--x"}},
+		{DeepSeek, []string{"exec", "--auto", "--model=M", "--x", "P"}},
+		{AtomCode, []string{"--prompt-file", PromptFileArg, "-y", "--model=M", "--x"}},
+		{Antigravity, []string{"--print", "--model=M", "--x", "P"}},
 	} {
 		inv, err := Command(tc.cli, req, DefaultArgvLimit, DefaultResumeFlag)
 		if err != nil || !slices.Equal(inv.Args, tc.want) {

@@ -1,0 +1,65 @@
+// Tests of ValidArgValue.
+
+package agent
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestValidArgValue(t *testing.T) {
+	t.Parallel()
+	good := []string{"sonnet", "anthropic/claude-sonnet-4-5", "gpt-5.4-mini", "sonnet:high", "us.anthropic.claude@v1", "a+b", "x", strings.Repeat("m", MaxArgValueBytes)}
+	for _, v := range good {
+		if err := ValidArgValue(v); err != nil {
+			t.Errorf("ValidArgValue(%q) = %v, want nil", v, err)
+		}
+	}
+	bad := []string{"", "--auto", "-m", "-", "a b", "a\tb", "a\nb", "a\x00b", "a\x7fb", "--model=x", "x=y", "a;b", "$(id)", "a'b", "é", "model\u00a0x", strings.Repeat("m", MaxArgValueBytes+1)}
+	for _, v := range bad {
+		err := ValidArgValue(v)
+		if !errors.Is(err, ErrInvalidArgValue) {
+			t.Errorf("ValidArgValue(%q) = %v, want ErrInvalidArgValue", v, err)
+			continue
+		}
+		if strings.ContainsAny(err.Error(), "\x00\n\t") {
+			t.Errorf("ValidArgValue(%q): error %q carries a control character", v, err)
+		}
+	}
+}
+
+func FuzzValidArgValue(f *testing.F) {
+	for _, s := range []string{"sonnet", "--auto", "a b", "anthropic/x", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, v string) {
+		if ValidArgValue(v) != nil {
+			return
+		}
+		if v == "" || v[0] == '-' || len(v) > MaxArgValueBytes || strings.ContainsAny(v, " \t\r\n\x00=") {
+			t.Fatalf("accepted %q", v)
+		}
+	})
+}
+
+func TestCheckRunArgs(t *testing.T) {
+	t.Parallel()
+	ok := []RunRequest{{}, {Model: "sonnet", Effort: "high", Mode: ModePlan}, {Mode: ModeDefault}}
+	for _, r := range ok {
+		if err := CheckRunArgs(r); err != nil {
+			t.Errorf("CheckRunArgs(%+v) = %v", r, err)
+		}
+	}
+	bad := map[string]RunRequest{
+		"model":  {Model: "--auto"},
+		"effort": {Effort: "-x"},
+		"mode":   {Mode: "--yolo"},
+	}
+	for field, r := range bad {
+		err := CheckRunArgs(r)
+		if !errors.Is(err, ErrInvalidArgValue) || !strings.HasPrefix(err.Error(), field+": ") {
+			t.Errorf("CheckRunArgs(%+v) = %v, want an error naming %s", r, err, field)
+		}
+	}
+}
