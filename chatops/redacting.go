@@ -2,11 +2,19 @@
 
 package chatops
 
-import "context"
+import (
+	"context"
+	"errors"
+	"sync"
+)
 
-// Redactor scrubs secret values from text (chatops/redact.Redactor).
+// Redactor scrubs secret values from text (agentcore/redact.Redactor).
 type Redactor interface {
+	// String returns s with every secret replaced.
 	String(s string) string
+	// Release scrubs a stream's pending text: out can be shown now, held
+	// (raw) could still begin a secret and waits for the stream's next piece.
+	Release(text string) (out, held string)
 }
 
 // redactSurface wraps s so that every text it posts is scrubbed by r first,
@@ -14,7 +22,7 @@ type Redactor interface {
 func redactSurface(s Surface, r Redactor) Surface {
 	base := redacting{s: s, r: r}
 	if st, ok := s.(Streamer); ok {
-		return &redactingStreamer{redacting: base, st: st}
+		return &redactingStreamer{redacting: base, st: st, held: map[streamID]string{}}
 	}
 	return &base
 }
@@ -58,21 +66,82 @@ func (x *redacting) Ephemeral(ctx context.Context, p Place, u User, text string)
 
 func (x *redacting) Mention(qualified string) string { return x.s.Mention(qualified) }
 
+// redactingStreamer scrubs a natively streamed message as one text: the tail
+// of what was sent that could be the start of a secret is held back until the
+// next piece (or the stop) shows what it is, so a secret split across two
+// appends never reaches the platform, and text without one arrives byte-exact.
 type redactingStreamer struct {
 	redacting
 	st Streamer
+
+	mu   sync.Mutex
+	held map[streamID]string // raw text not yet sent, by stream
+}
+
+type streamID struct {
+	p  Place
+	id string
+}
+
+func (x *redactingStreamer) take(k streamID) string {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	h := x.held[k]
+	delete(x.held, k)
+	return h
+}
+
+func (x *redactingStreamer) hold(k streamID, text string) {
+	if text == "" {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.held[k] = text
 }
 
 func (x *redactingStreamer) StartStream(ctx context.Context, p Place, v View) (string, error) {
-	return x.st.StartStream(ctx, p, x.view(v))
+	sv := x.view(v)
+	held := ""
+	if !v.Working { // a working placeholder's body is not streamed
+		sv.Body, held = x.r.Release(v.Body)
+	}
+	id, err := x.st.StartStream(ctx, p, sv)
+	if err == nil {
+		x.hold(streamID{p, id}, held)
+	}
+	return id, err
 }
 
-// AppendStream scrubs each chunk; a secret split across two chunks is caught by
-// the final update, which carries the whole body.
+// AppendStream sends what can be shown of the held text and markdown, and
+// holds the rest. A failed call leaves the held text as it was: the caller
+// sends the same markdown again.
 func (x *redactingStreamer) AppendStream(ctx context.Context, p Place, id, markdown string) error {
-	return x.st.AppendStream(ctx, p, id, x.r.String(markdown))
+	k := streamID{p, id}
+	before := x.take(k)
+	out, held := x.r.Release(before + markdown)
+	var err error
+	if out != "" {
+		err = x.st.AppendStream(ctx, p, id, out)
+	}
+	switch {
+	case err == nil:
+		x.hold(k, held)
+	case errors.Is(err, ErrNotStreaming) || errors.Is(err, ErrMessageGone):
+		// The caller shows the whole message another way (an update).
+	default:
+		x.hold(k, before)
+	}
+	return err
 }
 
+// StopStream sends the held text and the rest, scrubbed, with the stop.
 func (x *redactingStreamer) StopStream(ctx context.Context, p Place, id, rest string, v View) error {
-	return x.st.StopStream(ctx, p, id, x.r.String(rest), x.view(v))
+	k := streamID{p, id}
+	before := x.take(k)
+	err := x.st.StopStream(ctx, p, id, x.r.String(before+rest), x.view(v))
+	if err != nil && !errors.Is(err, ErrNotStreaming) && !errors.Is(err, ErrMessageGone) {
+		x.hold(k, before)
+	}
+	return err
 }
