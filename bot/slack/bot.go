@@ -27,6 +27,7 @@ import (
 	"log/slog"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/slack-go/slack"
@@ -49,6 +50,7 @@ type Bot struct {
 	botUser string
 	team    string
 	lanes   map[string]*lane
+	panics  atomic.Int64
 	wg      sync.WaitGroup
 	base    context.Context
 	cancel  context.CancelFunc
@@ -161,7 +163,11 @@ func (b *Bot) runSocket(ctx context.Context) error {
 	}
 }
 
+// onSocketEvent handles one Socket Mode event under the safety net. Requests
+// are acked once their work is queued (see enqueue), so that Slack delivers
+// again what a dying process did not queue.
 func (b *Bot) onSocketEvent(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
+	defer b.rescue(ctx, "socket mode "+string(ev.Type), func() who { return b.whoOf(ev.Data) })
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
 		b.log.InfoContext(ctx, "socket mode connected")
@@ -170,35 +176,51 @@ func (b *Bot) onSocketEvent(ctx context.Context, sm *socketmode.Client, ev socke
 	case socketmode.EventTypeInvalidAuth:
 		b.log.ErrorContext(ctx, "socket mode: invalid app token")
 	case socketmode.EventTypeEventsAPI:
+		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
+			b.onEventsAPI(ctx, e)
+		}
 		if ev.Request != nil {
 			b.ack(ctx, sm, ev.Request, nil)
-		}
-		if e, ok := ev.Data.(slackevents.EventsAPIEvent); ok {
-			b.onEventsAPI(e)
 		}
 	case socketmode.EventTypeInteractive:
 		cb, ok := ev.Data.(slack.InteractionCallback)
 		if !ok || ev.Request == nil {
 			return
 		}
-		var payload any
 		if cb.Type == slack.InteractionTypeViewSubmission {
 			if resp := validateSubmission(cb); resp != nil {
 				b.ack(ctx, sm, ev.Request, resp)
 				return
 			}
 		}
-		b.ack(ctx, sm, ev.Request, payload)
-		b.onInteraction(cb)
+		b.onInteraction(ctx, cb)
+		b.ack(ctx, sm, ev.Request, nil)
 	case socketmode.EventTypeSlashCommand:
-		cmd, ok := ev.Data.(slack.SlashCommand)
+		if cmd, ok := ev.Data.(slack.SlashCommand); ok {
+			b.onSlash(ctx, cmd)
+		}
 		if ev.Request != nil {
 			b.ack(ctx, sm, ev.Request, nil)
 		}
-		if ok {
-			b.onSlash(cmd)
-		}
 	}
+}
+
+// whoOf returns who sent a decoded Socket Mode payload, as far as it says.
+func (b *Bot) whoOf(data any) who {
+	switch d := data.(type) {
+	case slackevents.EventsAPIEvent:
+		if dl, ok := b.decodeEvent(d); ok {
+			return who{place: dl.msg.Place, user: dl.msg.User}
+		}
+	case slack.InteractionCallback:
+		for _, a := range b.decodeInteraction(d) {
+			return a.who
+		}
+	case slack.SlashCommand:
+		s := decodeSlash(d)
+		return who{place: s.Place, user: s.User}
+	}
+	return who{}
 }
 
 func (b *Bot) ack(ctx context.Context, sm *socketmode.Client, req *socketmode.Request, payload any) {
@@ -221,58 +243,46 @@ func (b *Bot) Handler() http.Handler {
 	mux.HandleFunc("POST /slack/events", b.serveEvents)
 	mux.HandleFunc("POST /slack/interactivity", b.serveInteractivity)
 	mux.HandleFunc("POST /slack/commands", b.serveCommand)
-	return mux
+	return b.guardHTTP(mux)
 }
 
-// lane runs one thread's work in order.
-type lane struct {
-	work chan func(context.Context)
+// guardHTTP runs an HTTP handler under the safety net: a panic is logged with
+// its stack and, unless the answer was already sent, answered 500 (not
+// acked, so Slack delivers it again; Slack tells the person of a slash
+// command or button that failed).
+func (b *Bot) guardHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tw := &trackingWriter{ResponseWriter: w}
+		defer func() {
+			if p := recover(); p != nil {
+				b.panicked(r.Context(), "http "+r.URL.Path, p, nil)
+				if !tw.wrote {
+					http.Error(w, "internal error", http.StatusInternalServerError)
+				}
+			}
+		}()
+		next.ServeHTTP(tw, r)
+	})
 }
 
-const laneDepth = 64
-
-// enqueue runs f on the key's lane after the ack; work of one key runs in
-// order, different keys concurrently.
-func (b *Bot) enqueue(key string, f func(ctx context.Context)) {
-	b.mu.Lock()
-	l := b.lanes[key]
-	if l == nil {
-		l = &lane{work: make(chan func(context.Context), laneDepth)}
-		b.lanes[key] = l
-		b.wg.Go(func() { b.drainLane(key, l) })
-	}
-	select {
-	case l.work <- f:
-	default:
-		b.log.Warn("slack work queue full, dropping an event", "lane", key)
-	}
-	b.mu.Unlock()
+// trackingWriter records whether the answer's header went out.
+type trackingWriter struct {
+	http.ResponseWriter
+	wrote bool
 }
 
-func (b *Bot) drainLane(key string, l *lane) {
-	for {
-		b.mu.Lock()
-		select {
-		case f := <-l.work:
-			b.mu.Unlock()
-			b.safely(f)
-		default:
-			delete(b.lanes, key)
-			b.mu.Unlock()
-			return
-		}
-	}
+func (t *trackingWriter) WriteHeader(code int) {
+	t.wrote = true
+	t.ResponseWriter.WriteHeader(code)
 }
 
-// safely runs f, turning a panic into a log line.
-func (b *Bot) safely(f func(context.Context)) {
-	defer func() {
-		if r := recover(); r != nil {
-			b.log.Error("slack handler panic", "panic", fmt.Sprint(r))
-		}
-	}()
-	f(b.base)
+func (t *trackingWriter) Write(p []byte) (int, error) {
+	t.wrote = true
+	return t.ResponseWriter.Write(p)
 }
+
+// Unwrap lets http.ResponseController reach the connection.
+func (t *trackingWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // report logs what a handler returned; refusals are not errors.
 func (b *Bot) report(ctx context.Context, what string, err error) {

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"regexp"
@@ -18,11 +19,19 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 )
 
+// maxBody bounds a request body from Slack (events, interactivity and slash
+// commands are a few KiB; Slack itself caps payloads far below this).
 const maxBody = 1 << 20
 
-// verify reads the request body and checks its Slack signature (HMAC over
-// "v0:ts:body", timestamp within 5 minutes). It answers 401 itself and
-// returns ok false when the request is forged or stale.
+// queueWait is how long an HTTP delivery waits for room in its thread's queue
+// before it is refused with 503 (not acked: Slack delivers it again later).
+const queueWait = 2 * time.Second
+
+// verify checks a request's Slack signature (HMAC over "v0:ts:body",
+// timestamp within 5 minutes) and returns its body. The signature and
+// timestamp headers are checked before a byte of the body is read; the body
+// is then read through the verifier with a limit of maxBody. It answers the
+// request itself (401, 413, 400, 503) and returns ok false when it refused.
 func (b *Bot) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	select {
 	case <-b.ready:
@@ -31,18 +40,30 @@ func (b *Bot) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 		http.Error(w, "starting", http.StatusServiceUnavailable)
 		return nil, false
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBody))
-	if err != nil {
-		http.Error(w, "bad body", http.StatusBadRequest)
-		return nil, false
-	}
 	sv, err := slack.NewSecretsVerifier(r.Header, b.cfg.SigningSecret)
-	if err == nil {
-		_, _ = sv.Write(body)
-		err = sv.Ensure()
-	}
 	if err != nil {
 		b.log.WarnContext(r.Context(), "refused an unsigned or stale slack request", "path", r.URL.Path, "err", err)
+		w.Header().Set("Connection", "close") // the unread body is not drained
+		http.Error(w, "invalid signature", http.StatusUnauthorized)
+		return nil, false
+	}
+	if r.ContentLength > maxBody {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		return nil, false
+	}
+	body, err := io.ReadAll(io.TeeReader(http.MaxBytesReader(w, r.Body, maxBody), &sv))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		} else {
+			http.Error(w, "bad body", http.StatusBadRequest)
+		}
+		return nil, false
+	}
+	if err := sv.Ensure(); err != nil {
+		b.log.WarnContext(r.Context(), "refused a forged slack request", "path", r.URL.Path, "err", err)
 		http.Error(w, "invalid signature", http.StatusUnauthorized)
 		return nil, false
 	}
@@ -50,79 +71,118 @@ func (b *Bot) verify(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	return body, true
 }
 
+// parseEventBody parses an Events API request body, as Socket Mode's client
+// does an events_api envelope's payload.
+func parseEventBody(body []byte) (slackevents.EventsAPIEvent, error) {
+	return slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+}
+
 func (b *Bot) serveEvents(w http.ResponseWriter, r *http.Request) {
 	body, ok := b.verify(w, r)
 	if !ok {
 		return
 	}
-	ev, err := slackevents.ParseEvent(json.RawMessage(body), slackevents.OptionNoVerifyToken())
+	ev, err := parseEventBody(body)
 	if err != nil {
 		http.Error(w, "bad event", http.StatusBadRequest)
 		return
 	}
 	if ev.Type == slackevents.URLVerification {
-		if v, ok := ev.Data.(*slackevents.EventsAPIURLVerificationEvent); ok {
+		if v, ok := ev.Data.(*slackevents.EventsAPIURLVerificationEvent); ok && v != nil {
 			w.Header().Set("Content-Type", "text/plain")
 			_, _ = io.WriteString(w, v.Challenge)
 			return
 		}
 	}
-	// Ack first; the work happens after.
+	// Queue first, ack after: a delivery that finds no room is refused and
+	// Slack retries it.
+	ctx, cancel := context.WithTimeout(r.Context(), queueWait)
+	defer cancel()
+	if !b.onEventsAPI(ctx, ev) {
+		refuseBusy(w)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
-	b.onEventsAPI(ev)
 }
 
-// onEventsAPI dispatches an Events API delivery after its ack.
-func (b *Bot) onEventsAPI(ev slackevents.EventsAPIEvent) {
-	if ev.Type == slackevents.AppRateLimited {
-		b.log.Warn("slack is rate limiting the events sent to this app")
-		return
-	}
+// refuseBusy answers a delivery that could not be queued: Slack retries it.
+func refuseBusy(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, "busy, retry later", http.StatusServiceUnavailable)
+}
+
+// delivery is the message an Events API callback brings, decoded from the
+// payload alone.
+type delivery struct {
+	eventID string
+	msg     chatops.Message
+	files   []slack.File
+}
+
+// decodeEvent turns an Events API delivery into a chatops message; ok is
+// false for deliveries the bot ignores.
+func (b *Bot) decodeEvent(ev slackevents.EventsAPIEvent) (delivery, bool) {
 	if ev.Type != slackevents.CallbackEvent {
-		return
+		return delivery{}, false
 	}
 	outer, _ := ev.Data.(*slackevents.EventsAPICallbackEvent)
-	eventID, team := "", ev.TeamID
+	d, team := delivery{}, ev.TeamID
 	if outer != nil {
-		eventID = outer.EventID
+		d.eventID = outer.EventID
 		if outer.TeamID != "" {
 			team = outer.TeamID
 		}
 	}
-	var m chatops.Message
-	var files []slack.File
 	switch e := ev.InnerEvent.Data.(type) {
 	case *slackevents.AppMentionEvent:
-		if e.BotID != "" {
-			return
+		if e == nil || e.BotID != "" {
+			return delivery{}, false
 		}
-		m = chatops.Message{Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp,
+		d.msg = chatops.Message{Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp,
 			User: chatops.User{Platform: Platform, ID: e.User}, Text: e.Text, Mentioned: true}
-		files = e.Files
+		d.files = e.Files
 	case *slackevents.MessageEvent:
+		if e == nil {
+			return delivery{}, false
+		}
 		var ok bool
-		if m, files, ok = b.message(team, e); !ok {
-			return
+		if d.msg, d.files, ok = b.message(team, e); !ok {
+			return delivery{}, false
 		}
 	default:
-		return
+		return delivery{}, false
 	}
 	botUser, _ := b.identity()
-	if m.User.ID == "" || m.User.ID == botUser {
-		return
+	if d.msg.User.ID == "" || d.msg.User.ID == botUser || d.msg.Place.Channel == "" {
+		return delivery{}, false
 	}
-	m.Text = stripMention(m.Text, botUser)
-	b.enqueue(m.Place.String(), func(ctx context.Context) {
-		if eventID != "" {
-			first, err := b.threads.FirstSeen(ctx, Platform, eventID)
+	d.msg.Text = stripMention(d.msg.Text, botUser)
+	return d, true
+}
+
+// onEventsAPI queues the work of an Events API delivery. It returns false
+// when ctx ended before there was room in the thread's queue.
+func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
+	if ev.Type == slackevents.AppRateLimited {
+		b.log.WarnContext(ctx, "slack is rate limiting the events sent to this app")
+		return true
+	}
+	d, ok := b.decodeEvent(ev)
+	if !ok {
+		return true
+	}
+	m := d.msg
+	return b.enqueue(ctx, m.Place.String(), who{place: m.Place, user: m.User}, func(ctx context.Context) {
+		if d.eventID != "" {
+			first, err := b.threads.FirstSeen(ctx, Platform, d.eventID)
 			if err != nil {
-				b.log.WarnContext(ctx, "dedup slack event", "event_id", eventID, "err", err)
+				b.log.WarnContext(ctx, "dedup slack event", "event_id", d.eventID, "err", err)
 			} else if !first {
-				b.log.InfoContext(ctx, "dropped a repeated slack event", "event_id", eventID)
+				b.log.InfoContext(ctx, "dropped a repeated slack event", "event_id", d.eventID)
 				return
 			}
 		}
-		m.Files = b.download(ctx, files)
+		m.Files = b.download(ctx, d.files)
 		if m.Mentioned || m.Direct {
 			b.surface.asked(m.Place, m.User.ID)
 		}

@@ -6,7 +6,9 @@ package slack
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -21,11 +23,33 @@ const (
 	questionPrefix = "q:"
 )
 
+// parseInteractionBody parses an interactivity request body (a form with a
+// JSON "payload" field), as slack.InteractionCallbackParse does.
+func parseInteractionBody(body []byte) (slack.InteractionCallback, error) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return slack.InteractionCallback{}, err
+	}
+	return parseInteractionPayload([]byte(form.Get("payload")))
+}
+
+// parseInteractionPayload parses an interaction's JSON, the payload of a
+// Socket Mode "interactive" envelope.
+func parseInteractionPayload(payload []byte) (slack.InteractionCallback, error) {
+	var cb slack.InteractionCallback
+	if len(payload) == 0 {
+		return cb, errors.New("payload is empty")
+	}
+	err := json.Unmarshal(payload, &cb)
+	return cb, err
+}
+
 func (b *Bot) serveInteractivity(w http.ResponseWriter, r *http.Request) {
-	if _, ok := b.verify(w, r); !ok {
+	body, ok := b.verify(w, r)
+	if !ok {
 		return
 	}
-	cb, err := slack.InteractionCallbackParse(r)
+	cb, err := parseInteractionBody(body)
 	if err != nil {
 		http.Error(w, "bad payload", http.StatusBadRequest)
 		return
@@ -37,8 +61,13 @@ func (b *Bot) serveInteractivity(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), queueWait)
+	defer cancel()
+	if !b.onInteraction(ctx, cb) {
+		refuseBusy(w)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
-	b.onInteraction(cb)
 }
 
 // modalMeta travels in the modal's private_metadata.
@@ -48,9 +77,10 @@ type modalMeta struct {
 }
 
 // validateSubmission returns the response_action errors of an answer modal
-// with an empty answer, or nil when it is fine.
+// with an empty answer, or nil when it is fine. A submission without state is
+// not refused here: onInteraction tells the person it arrived empty.
 func validateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionResponse {
-	if cb.View.CallbackID != answerCallback {
+	if cb.View.CallbackID != answerCallback || cb.View.State == nil {
 		return nil
 	}
 	errs := map[string]string{}
@@ -68,10 +98,37 @@ func validateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionRespo
 	return slack.NewErrorsViewSubmissionResponse(errs)
 }
 
-// onInteraction acts on a button or modal after its ack.
-func (b *Bot) onInteraction(cb slack.InteractionCallback) {
+// action is one thing an interaction asks of the bot, decoded from the
+// payload alone: a click, an answer, opening the answer modal, or only a note
+// to the person.
+type action struct {
+	who    who
+	click  *chatops.Click
+	answer *chatops.Answer
+	// modal is set for the Answer… button: open the modal (trigger) now.
+	modal *modalRequest
+	// note is told to the person (ephemeral) when set.
+	note string
+}
+
+type modalRequest struct {
+	trigger string
+	ref     chatops.Ref
+	value   string
+}
+
+// emptySubmission is the note for an answer modal that came back without its
+// fields.
+const emptySubmission = "Your answer did not reach me (the form came back without its fields). Press Answer… on the card and send it again."
+
+// decodeInteraction turns a button press or a modal submission into actions.
+func (b *Bot) decodeInteraction(cb slack.InteractionCallback) []action {
 	team := cb.Team.ID
 	user := chatops.User{Platform: Platform, ID: cb.User.ID}
+	if user.ID == "" {
+		return nil
+	}
+	var out []action
 	switch cb.Type {
 	case slack.InteractionTypeBlockActions:
 		channel := cb.Container.ChannelID
@@ -85,9 +142,12 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 		if thread == "" {
 			thread = cb.Container.MessageTs
 		}
+		if channel == "" {
+			return nil
+		}
 		p := chatops.Place{Platform: Platform, Workspace: team, Channel: channel, Thread: thread}
 		for _, a := range cb.ActionCallback.BlockActions {
-			if !strings.HasPrefix(a.ActionID, "tl_") {
+			if a == nil || !strings.HasPrefix(a.ActionID, "tl_") {
 				continue
 			}
 			ref, err := chatops.DecodeRef(a.Value)
@@ -95,29 +155,35 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 				b.log.Warn("a button with a bad value", "action", a.ActionID, "err", err)
 				continue
 			}
+			w := who{place: p, user: user}
 			if a.ActionID == chatops.ButtonAnswer {
-				// The trigger expires 3 s after the click: open the modal now,
-				// not behind the thread's other work.
-				b.wg.Go(func() { b.safely(func(ctx context.Context) { b.openAnswer(ctx, cb.TriggerID, p, user, ref, a.Value) }) })
+				out = append(out, action{who: w, modal: &modalRequest{trigger: cb.TriggerID, ref: ref, value: a.Value}})
 				continue
 			}
-			b.enqueue(p.String(), func(ctx context.Context) {
-				b.report(ctx, "click", b.threads.HandleClick(ctx, chatops.Click{Place: p, User: user, Button: a.ActionID, Ref: ref}))
-			})
+			out = append(out, action{who: w, click: &chatops.Click{Place: p, User: user, Button: a.ActionID, Ref: ref}})
 		}
 	case slack.InteractionTypeViewSubmission:
 		if cb.View.CallbackID != answerCallback {
-			return
+			return nil
 		}
 		var meta modalMeta
 		if err := json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta); err != nil {
 			b.log.Warn("an answer modal with bad metadata", "err", err)
-			return
+			return nil
+		}
+		if meta.Place.Platform != Platform || meta.Place.Channel == "" {
+			b.log.Warn("an answer modal for no thread", "place", meta.Place.String())
+			return nil
+		}
+		w := who{place: meta.Place, user: user}
+		if cb.View.State == nil {
+			b.log.Warn("an answer modal submitted without state", "place", meta.Place.String(), "user", user.ID)
+			return []action{{who: w, note: emptySubmission}}
 		}
 		ref, err := chatops.DecodeRef(meta.Ref)
 		if err != nil {
 			b.log.Warn("an answer modal with a bad ref", "err", err)
-			return
+			return nil
 		}
 		answers := map[string]string{}
 		for blockID, actions := range cb.View.State.Values {
@@ -125,10 +191,39 @@ func (b *Bot) onInteraction(cb slack.InteractionCallback) {
 				answers[q] = actions[answerAction].Value
 			}
 		}
-		b.enqueue(meta.Place.String(), func(ctx context.Context) {
-			b.report(ctx, "answer", b.threads.HandleAnswer(ctx, chatops.Answer{Place: meta.Place, User: user, Ref: ref, Answers: answers}))
-		})
+		out = append(out, action{who: w, answer: &chatops.Answer{Place: meta.Place, User: user, Ref: ref, Answers: answers}})
 	}
+	return out
+}
+
+// onInteraction queues the work of a button or modal. It returns false when
+// ctx ended before there was room in a thread's queue.
+func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) bool {
+	for _, a := range b.decodeInteraction(cb) {
+		switch {
+		case a.modal != nil:
+			// The trigger expires 3 s after the click: open the modal now,
+			// not behind the thread's other work.
+			m := a.modal
+			b.goSafely("answer modal", a.who, func(ctx context.Context) { b.openAnswer(ctx, m.trigger, a.who.place, a.who.user, m.ref, m.value) })
+		case a.click != nil:
+			c := *a.click
+			if !b.enqueue(ctx, c.Place.String(), a.who, func(ctx context.Context) { b.report(ctx, "click", b.threads.HandleClick(ctx, c)) }) {
+				return false
+			}
+		case a.answer != nil:
+			ans := *a.answer
+			if !b.enqueue(ctx, ans.Place.String(), a.who, func(ctx context.Context) { b.report(ctx, "answer", b.threads.HandleAnswer(ctx, ans)) }) {
+				return false
+			}
+		case a.note != "":
+			w := a.who
+			b.goSafely("interaction note", w, func(ctx context.Context) {
+				b.report(ctx, "interaction note", b.surface.Ephemeral(ctx, w.place, w.user, a.note))
+			})
+		}
+	}
+	return true
 }
 
 // openAnswer opens the free-text modal of a question card.
@@ -184,26 +279,67 @@ func (b *Bot) questions(ctx context.Context, ref chatops.Ref) []question {
 	return out
 }
 
+// parseSlashBody parses a slash command request body (a form), as
+// slack.SlashCommandParse does.
+func parseSlashBody(body []byte) (slack.SlashCommand, error) {
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return slack.SlashCommand{}, err
+	}
+	return slack.SlashCommand{
+		Token: form.Get("token"), TeamID: form.Get("team_id"), TeamDomain: form.Get("team_domain"),
+		EnterpriseID: form.Get("enterprise_id"), ChannelID: form.Get("channel_id"), ChannelName: form.Get("channel_name"),
+		UserID: form.Get("user_id"), UserName: form.Get("user_name"), Command: form.Get("command"), Text: form.Get("text"),
+		ResponseURL: form.Get("response_url"), TriggerID: form.Get("trigger_id"), APIAppID: form.Get("api_app_id"),
+	}, nil
+}
+
+// parseSlashPayload parses the JSON payload of a Socket Mode
+// "slash_commands" envelope.
+func parseSlashPayload(payload []byte) (slack.SlashCommand, error) {
+	var cmd slack.SlashCommand
+	err := json.Unmarshal(payload, &cmd)
+	return cmd, err
+}
+
 func (b *Bot) serveCommand(w http.ResponseWriter, r *http.Request) {
-	if _, ok := b.verify(w, r); !ok {
+	body, ok := b.verify(w, r)
+	if !ok {
 		return
 	}
-	cmd, err := slack.SlashCommandParse(r)
+	cmd, err := parseSlashBody(body)
 	if err != nil {
 		http.Error(w, "bad command", http.StatusBadRequest)
 		return
 	}
+	ctx, cancel := context.WithTimeout(r.Context(), queueWait)
+	defer cancel()
+	if !b.onSlash(ctx, cmd) {
+		refuseBusy(w)
+		return
+	}
 	w.WriteHeader(http.StatusOK)
-	b.onSlash(cmd)
 }
 
-// onSlash runs /threadline after its ack; the reply is ephemeral.
-func (b *Bot) onSlash(cmd slack.SlashCommand) {
-	p := chatops.Place{Platform: Platform, Workspace: cmd.TeamID, Channel: cmd.ChannelID}
-	u := chatops.User{Platform: Platform, ID: cmd.UserID}
-	b.enqueue("slash:"+p.Channel, func(ctx context.Context) {
+// decodeSlash turns /threadline into a chatops slash command.
+func decodeSlash(cmd slack.SlashCommand) chatops.SlashCommand {
+	return chatops.SlashCommand{
+		Place: chatops.Place{Platform: Platform, Workspace: cmd.TeamID, Channel: cmd.ChannelID},
+		User:  chatops.User{Platform: Platform, ID: cmd.UserID}, Text: cmd.Text,
+	}
+}
+
+// onSlash queues /threadline; the reply is ephemeral. It returns false when
+// ctx ended before there was room in the channel's queue.
+func (b *Bot) onSlash(ctx context.Context, cmd slack.SlashCommand) bool {
+	sc := decodeSlash(cmd)
+	if sc.User.ID == "" || sc.Place.Channel == "" {
+		return true
+	}
+	p, u := sc.Place, sc.User
+	return b.enqueue(ctx, "slash:"+p.Channel, who{place: p, user: u}, func(ctx context.Context) {
 		b.surface.asked(p, u.ID)
-		reply, err := b.threads.HandleSlash(ctx, chatops.SlashCommand{Place: p, User: u, Text: cmd.Text})
+		reply, err := b.threads.HandleSlash(ctx, sc)
 		b.report(ctx, "slash command", err)
 		if reply != "" {
 			if eerr := b.surface.Ephemeral(ctx, p, u, reply); eerr != nil {

@@ -109,6 +109,7 @@ type Server struct {
 	limits     map[string]Rate
 	buckets    map[string]*bucket
 	faults     map[string][]fault
+	delays     map[string]time.Duration
 	noStream   string
 	views      []json.RawMessage
 	listeners  []chan Call
@@ -140,7 +141,7 @@ func New(t testing.TB) *Server {
 		t: t, ln: ln, base: "http://" + ln.Addr().String() + "/",
 		now:      time.Now,
 		messages: map[string]*Message{}, files: map[string]*File{}, triggers: map[string]time.Time{},
-		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{},
+		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, delays: map[string]time.Duration{},
 		acks: map[string]json.RawMessage{}, ackWaiters: map[string]chan json.RawMessage{},
 		PingInterval: 5 * time.Second,
 	}
@@ -197,6 +198,14 @@ func (s *Server) ResetNext(method string, n int, after bool) {
 	for range n {
 		s.faults[method] = append(s.faults[method], fault{reset: !after, resetAfter: after})
 	}
+}
+
+// Delay makes every later call of method wait d before it is answered, as a
+// slow Slack would (0 removes the delay).
+func (s *Server) Delay(method string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delays[method] = d
 }
 
 // FailNext answers the next n calls of method with {"ok":false,"error":err}.
@@ -390,6 +399,16 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 	call := Call{Method: method, At: time.Now()}
 	if auth := r.Header.Get("Authorization"); strings.HasPrefix(auth, "Bearer ") {
 		call.Bearer = strings.TrimPrefix(auth, "Bearer ")
+	}
+	s.mu.Lock()
+	delay := s.delays[method]
+	s.mu.Unlock()
+	if delay > 0 {
+		select {
+		case <-time.After(delay):
+		case <-r.Context().Done():
+			return
+		}
 	}
 	ct, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if ct == "application/json" {
