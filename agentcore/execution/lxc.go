@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -30,6 +31,8 @@ var (
 	ErrFileNotFound = errors.New("lxd: file not found")
 	// ErrImageNotFound: the image to create an instance from does not exist.
 	ErrImageNotFound = errors.New("lxd: image not found")
+	// ErrInvalidImage: an image reference that ValidImage refuses.
+	ErrInvalidImage = errors.New("lxd: invalid image reference")
 	// ErrCommandNotFound: exec of a command the instance does not have (exit 127).
 	ErrCommandNotFound = errors.New("lxd: command not found in the instance")
 	// ErrUnavailable: the lxc client is missing or LXD cannot be reached.
@@ -249,19 +252,35 @@ func (c *LXC) Start(ctx context.Context, in Instance) error {
 	return err
 }
 
-// Create implements LXD with `lxc init IMAGE REF [--profile P]...`. An image
-// without a remote prefix is looked up on the instance's remote.
+// imageRef is an image reference as ValidImage accepts it: an optional
+// remote name and a colon, then an alias (letters, digits, '.', '_', '-',
+// '/') or a fingerprint (hex), starting with a letter or digit.
+var imageRef = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$`)
+
+// ValidImage reports whether ref is an image reference the lxc client cannot
+// read as anything else: "REMOTE:ALIAS", "ALIAS" or a fingerprint, with no
+// leading '-', no whitespace or control character and at most one colon.
+func ValidImage(ref string) bool { return imageRef.MatchString(ref) }
+
+// Create implements LXD with `lxc init [--profile P]... -- IMAGE REF`: after
+// "--" neither can be taken for a flag. An image without a remote prefix is
+// looked up on the instance's remote; one ValidImage refuses is
+// ErrInvalidImage.
 func (c *LXC) Create(ctx context.Context, in Instance, image string, profiles []string) error {
 	if image == "" {
 		return fmt.Errorf("create %s: %w: no image given", in.Ref(), ErrImageNotFound)
 	}
+	if !ValidImage(image) {
+		return fmt.Errorf("create %s: %w: %q", in.Ref(), ErrInvalidImage, image)
+	}
 	if in.Remote != "" && !strings.Contains(image, ":") {
 		image = in.Remote + ":" + image
 	}
-	args := []string{"init", image, in.Ref()}
+	args := []string{"init"}
 	for _, p := range profiles {
 		args = append(args, "--profile", p)
 	}
+	args = append(args, "--", image, in.Ref())
 	_, err := c.call(ctx, "create "+in.Ref(), nil, args...)
 	return err
 }

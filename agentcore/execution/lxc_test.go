@@ -106,19 +106,38 @@ func TestLXCCreate(t *testing.T) {
 	if err := f.lxc.Create(t.Context(), Instance{Remote: "cl", Name: "c1"}, "bb", []string{"default", "tl"}); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"init", "cl:bb", "cl:c1", "--profile", "default", "--profile", "tl"}
+	want := []string{"init", "--profile", "default", "--profile", "tl", "--", "cl:bb", "cl:c1"}
 	if got := f.argv(t); !slices.Equal(got, want) {
 		t.Errorf("argv = %q, want %q", got, want)
 	}
 	if err := f.lxc.Create(t.Context(), Instance{Remote: "cl", Name: "c1"}, "local:bb", nil); err != nil {
 		t.Fatal(err)
 	}
-	if got := f.argv(t); !slices.Equal(got, []string{"init", "local:bb", "cl:c1"}) {
+	if got := f.argv(t); !slices.Equal(got, []string{"init", "--", "local:bb", "cl:c1"}) {
 		t.Errorf("argv = %q", got)
 	}
 	f.reply(t, "1", "Creating c1\n", "Error: Image not found\n")
 	if err := f.lxc.Create(t.Context(), Instance{Name: "c1"}, "nope", nil); !errors.Is(err, ErrImageNotFound) {
 		t.Fatalf("err = %v", err)
+	}
+	for _, bad := range []string{"-bad", "--profile=x", "a b", "a\tb", "a\nb", "a:b:c", ":a", "a:", "a\x00b", "a\x7fb", "ïmage"} {
+		if err := f.lxc.Create(t.Context(), Instance{Name: "c1"}, bad, nil); !errors.Is(err, ErrInvalidImage) {
+			t.Errorf("image %q: err = %v, want ErrInvalidImage", bad, err)
+		}
+	}
+}
+
+func TestValidImage(t *testing.T) {
+	for _, ok := range []string{"bb", "threadline-busybox", "debian/12", "images:debian/12/cloud", "local:bb", "bedc3e2d82f5",
+		"bedc3e2d82f5f4c1d5e0a9b8c7d6e5f4a3b2c1d0e9f8a7b6c5d4e3f2a1b0c9d8", "my_img.v2"} {
+		if !ValidImage(ok) {
+			t.Errorf("ValidImage(%q) = false", ok)
+		}
+	}
+	for _, bad := range []string{"", "-x", "--help", "a b", " a", "a\n", "a\r", "a:b:c", "r:-x", "r:", ":x", "/abs", "a;b", "$(x)", "a\x00"} {
+		if ValidImage(bad) {
+			t.Errorf("ValidImage(%q) = true", bad)
+		}
 	}
 }
 

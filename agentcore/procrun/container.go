@@ -3,12 +3,19 @@
 package procrun
 
 import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -31,35 +38,93 @@ const minMaskLen = 4
 // container.
 var clientEnvKeys = []string{"LXD_CONF", "LXD_DIR"}
 
+// Container env files: where they go inside the instance and the fixed
+// script that loads one.
+const (
+	// ContainerEnvDir is the directory inside the instance that env files
+	// are pushed to (created root-only by the push when missing).
+	ContainerEnvDir = "/run/threadline"
+	// containerScript is run by /bin/sh inside the instance as
+	// `sh -c containerScript sh FILE BIN ARGS...`: it opens FILE, removes it
+	// before reading a byte, loads its assignments with allexport through the
+	// still-open descriptor, closes it and execs BIN ARGS. Nothing after the
+	// load uses a shell variable, so no entry of the file can change what it
+	// does next. A FILE that cannot be opened ends the shell (a failed
+	// redirection of exec), one that cannot be removed exits 125: neither
+	// runs BIN.
+	containerScript = `exec 3<"$1"; rm -f -- "$1" || exit 125; shift; set -a; . /proc/self/fd/3; set +a; exec 3<&-; exec "$@"`
+	// containerShell runs containerScript; every LXD image has it.
+	containerShell = "/bin/sh"
+	// envRemoveTimeout bounds the removal of an env file left by a failed start.
+	envRemoveTimeout = 15 * time.Second
+)
+
+var (
+	// lxdInstanceName is LXD's rule for instance names.
+	lxdInstanceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
+	// lxcRemoteName is what an lxc remote name may be here.
+	lxcRemoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+)
+
+// ContainerCmd is the host command that runs a Spec inside its container,
+// and the environment file that command loads. Its secret content is only
+// ever written to the lxc client's stdin (Push); String and GoString hide it.
+type ContainerCmd struct {
+	// Bin is the lxc client, Args its arguments (they hold no environment
+	// value), ClientEnv the client's own environment.
+	Bin       string
+	Args      []string
+	ClientEnv []string
+	// EnvPath is the env file's path inside the instance: ContainerEnvDir
+	// and a random name.
+	EnvPath string
+
+	ref     string
+	content secretBytes
+}
+
+// secretBytes is content that fmt never prints.
+type secretBytes []byte
+
+// Format prints only the length, for every verb.
+func (b secretBytes) Format(f fmt.State, _ rune) { fmt.Fprintf(f, "[%d bytes hidden]", len(b)) }
+
 // ContainerCommand returns the host command that runs spec inside
-// spec.Container: the lxc client, its arguments and its own environment.
+// spec.Container:
 //
-//	lxc exec [REMOTE:]INSTANCE --cwd WORKDIR --force-noninteractive --env=K=V ... -- BIN ARGS...
+//	lxc exec [REMOTE:]INSTANCE --cwd WORKDIR --force-noninteractive -- /bin/sh -c SCRIPT sh ENVFILE BIN ARGS...
 //
-// Arguments are an array; nothing passes through a shell. The container's
-// environment is ContainerEnv of the provider's Spec.Env (without the host's
-// allow-listed variables such as PATH or HOME: the container has its own),
-// the target's Secrets, Spec.ForcedEnv and the target's Runtime variables.
-// The client's environment is the host-allowed part of Spec.Env plus
-// LXD_CONF and LXD_DIR from the bot's environment; no secret is in it.
+// Arguments are an array; the script is a constant (see containerScript) and
+// BIN and ARGS reach exec unchanged. No environment value is on the command
+// line, where any host user could read it in /proc/PID/cmdline: the
+// container's environment, ContainerEnv of the provider's Spec.Env (without
+// the host's allow-listed variables such as PATH or HOME: the container has
+// its own), the target's Secrets, Spec.ForcedEnv and the target's Runtime
+// variables, is the content of an env file that Push writes into the
+// instance, mode 0600 and owned by root, through the client's stdin. The
+// script removes it before the agent starts. The client's environment is
+// the host-allowed part of Spec.Env plus LXD_CONF and LXD_DIR from the bot's
+// environment; no secret is in it.
 //
-// Secret values are in the client's argv (visible in /proc to host users who
-// may inspect the bot's processes); they are never logged by procrun, and
-// error texts built here name keys only.
-func ContainerCommand(spec Spec) (bin string, args, clientEnv []string, err error) {
+// Secret values are never logged by procrun, and error texts built here
+// name keys only.
+func ContainerCommand(spec Spec) (ContainerCmd, error) {
 	t := spec.Container
 	if t == nil {
-		return "", nil, nil, errors.New("procrun: no container target")
+		return ContainerCmd{}, errors.New("procrun: no container target")
 	}
-	if t.Instance == "" || strings.ContainsAny(t.Instance, ":/ ") {
-		return "", nil, nil, fmt.Errorf("procrun: invalid container instance %q", t.Instance)
+	if !lxdInstanceName.MatchString(t.Instance) || strings.HasSuffix(t.Instance, "-") {
+		return ContainerCmd{}, fmt.Errorf("procrun: invalid container instance %q", t.Instance)
+	}
+	if t.Remote != "" && !lxcRemoteName.MatchString(t.Remote) {
+		return ContainerCmd{}, fmt.Errorf("procrun: invalid lxc remote %q", t.Remote)
 	}
 	if spec.Bin == "" {
-		return "", nil, nil, fmt.Errorf("%w: empty executable name", agent.ErrNotInstalled)
+		return ContainerCmd{}, fmt.Errorf("%w: empty executable name", agent.ErrNotInstalled)
 	}
-	bin = t.Client
-	if bin == "" {
-		bin = DefaultContainerClient
+	c := ContainerCmd{Bin: t.Client, ref: t.Ref()}
+	if c.Bin == "" {
+		c.Bin = DefaultContainerClient
 	}
 	var fixed []string
 	for _, kv := range spec.Env {
@@ -67,27 +132,117 @@ func ContainerCommand(spec Spec) (bin string, args, clientEnv []string, err erro
 			fixed = append(fixed, kv)
 		}
 	}
-	env := ContainerEnv(fixed, t.Secrets, spec.ForcedEnv, t.Runtime)
-	args = make([]string, 0, 8+len(env)+len(spec.Args))
-	args = append(args, "exec", t.Ref(), "--cwd", t.Dir(), "--force-noninteractive")
-	for _, kv := range env {
-		args = append(args, "--env="+kv)
+	c.content = envFile(ContainerEnv(fixed, t.Secrets, spec.ForcedEnv, t.Runtime))
+	var name [16]byte
+	if _, err := rand.Read(name[:]); err != nil {
+		return ContainerCmd{}, fmt.Errorf("procrun: env file name: %w", err)
 	}
-	args = append(args, "--", spec.Bin)
-	args = append(args, spec.Args...)
+	c.EnvPath = ContainerEnvDir + "/env-" + hex.EncodeToString(name[:])
+
+	c.Args = make([]string, 0, 11+len(spec.Args))
+	c.Args = append(c.Args, "exec", c.ref, "--cwd", t.Dir(), "--force-noninteractive",
+		"--", containerShell, "-c", containerScript, "sh", c.EnvPath, spec.Bin)
+	c.Args = append(c.Args, spec.Args...)
 
 	for _, kv := range spec.Env {
 		if k, _, ok := strings.Cut(kv, "="); ok && IsHostAllowed(k) {
-			clientEnv = append(clientEnv, kv)
+			c.ClientEnv = append(c.ClientEnv, kv)
 		}
 	}
 	for _, k := range clientEnvKeys {
 		if v, ok := os.LookupEnv(k); ok {
-			clientEnv = append(clientEnv, k+"="+v)
+			c.ClientEnv = append(c.ClientEnv, k+"="+v)
 		}
 	}
-	return bin, args, clientEnv, nil
+	return c, nil
 }
+
+// envFile renders KEY=VALUE entries (keys already valid shell names, values
+// without NUL) as shell assignments, each value single-quoted: inside single
+// quotes every byte but the quote itself is literal, newlines included, and
+// a quote is written as quote, backslash, quote, quote (end the quoted
+// string, an escaped quote, start a new one).
+func envFile(env []string) []byte {
+	var b bytes.Buffer
+	for _, kv := range env {
+		k, v, _ := strings.Cut(kv, "=")
+		b.WriteString(k)
+		b.WriteString("='")
+		b.WriteString(strings.ReplaceAll(v, "'", `'\''`))
+		b.WriteString("'\n")
+	}
+	return b.Bytes()
+}
+
+// Push writes the env file into the instance with `lxc file push - REF/PATH
+// -p --mode 0600 --uid 0 --gid 0`, its content on the client's stdin. On a
+// failure it removes whatever part of the file was written.
+func (c ContainerCmd) Push(ctx context.Context) error {
+	path, err := exec.LookPath(c.Bin)
+	if err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrContainerClient, c.Bin, err)
+	}
+	if err := c.lxc(ctx, path, c.content, "file", "push", "-", c.ref+c.EnvPath, "--create-dirs", "--mode", "0600", "--uid", "0", "--gid", "0"); err != nil {
+		c.Remove(ctx)
+		return fmt.Errorf("procrun: push the env file into %s: %w", c.ref, err)
+	}
+	return nil
+}
+
+// Remove deletes the env file inside the instance, best effort, for a start
+// that failed before the script could remove it. It outlives ctx's
+// cancellation, bounded by its own timeout.
+func (c ContainerCmd) Remove(ctx context.Context) {
+	path, err := exec.LookPath(c.Bin)
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), envRemoveTimeout)
+	defer cancel()
+	_ = c.lxc(ctx, path, nil, "exec", c.ref, "--force-noninteractive", "--disable-stdin", "--", "rm", "-f", "--", c.EnvPath)
+}
+
+// lxc runs the client with stdin and returns its last stderr line on failure.
+func (c ContainerCmd) lxc(ctx context.Context, path string, stdin []byte, args ...string) error {
+	cmd := exec.CommandContext(ctx, path, args...)
+	cmd.Env = c.ClientEnv
+	if cmd.Env == nil {
+		cmd.Env = []string{}
+	}
+	cmd.Stdin = bytes.NewReader(stdin)
+	var errb bytes.Buffer
+	cmd.Stderr = &capWriter{w: &errb, n: 4 << 10}
+	cmd.WaitDelay = waitDelay
+	if err := cmd.Run(); err != nil {
+		if tail := StderrTail(errb.String(), 512); tail != "" {
+			return fmt.Errorf("%w: %s", err, tail)
+		}
+		return err
+	}
+	return nil
+}
+
+// capWriter passes on the first n bytes written and drops the rest.
+type capWriter struct {
+	w io.Writer
+	n int
+}
+
+func (c *capWriter) Write(p []byte) (int, error) {
+	if k := min(c.n, len(p)); k > 0 {
+		c.n -= k
+		_, _ = c.w.Write(p[:k])
+	}
+	return len(p), nil
+}
+
+// String names the instance and the file, never the content.
+func (c ContainerCmd) String() string {
+	return fmt.Sprintf("lxc exec %s (env file %s, %d bytes)", c.ref, c.EnvPath, len(c.content))
+}
+
+// GoString is String, so %#v hides the content too.
+func (c ContainerCmd) GoString() string { return c.String() }
 
 // ContainerEnv composes a container run's environment as KEY=VALUE entries in
 // this order, a later entry replacing an earlier one with the same key: the
@@ -191,6 +346,9 @@ type launch struct {
 	env  []string
 	// mask hides secret values in captured stderr; nil masks nothing.
 	mask func(string) string
+	// container, for a container run, is the command whose env file must be
+	// pushed before the launch starts (pushEnv).
+	container *ContainerCmd
 }
 
 // launchOf resolves spec to a host command: the agent itself, or the lxc
@@ -207,13 +365,29 @@ func launchOf(spec Spec) (launch, error) {
 		}
 		return launch{path: path, args: spec.Args, dir: spec.Dir, env: env}, nil
 	}
-	bin, args, env, err := ContainerCommand(spec)
+	c, err := ContainerCommand(spec)
 	if err != nil {
 		return launch{}, err
 	}
-	path, err := exec.LookPath(bin)
+	path, err := exec.LookPath(c.Bin)
 	if err != nil {
-		return launch{}, fmt.Errorf("%w: %s: %w", ErrContainerClient, bin, err)
+		return launch{}, fmt.Errorf("%w: %s: %w", ErrContainerClient, c.Bin, err)
 	}
-	return launch{path: path, args: args, env: env, mask: secretMasker(spec.Container.Secrets)}, nil
+	return launch{path: path, args: c.Args, env: c.ClientEnv, mask: secretMasker(spec.Container.Secrets), container: &c}, nil
+}
+
+// pushEnv writes a container launch's env file into its instance; it does
+// nothing for a host launch.
+func (l launch) pushEnv(ctx context.Context) error {
+	if l.container == nil {
+		return nil
+	}
+	return l.container.Push(ctx)
+}
+
+// dropEnv removes a container launch's env file after a start that failed.
+func (l launch) dropEnv(ctx context.Context) {
+	if l.container != nil {
+		l.container.Remove(ctx)
+	}
 }

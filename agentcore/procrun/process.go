@@ -168,8 +168,20 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		l, cred = iso.apply(l)
 	}
 	if rr := relayOf(ctx); rr != nil && rr.claim() {
+		if rr.reattach { // the relay runs the agent already: nothing to push
+			return startRelayed(ctx, logger, spec, l, cred, rr)
+		}
+		if err := l.pushEnv(ctx); err != nil {
+			return nil, err
+		}
 		p, err := startRelayed(ctx, logger, spec, l, cred, rr)
+		if err != nil {
+			l.dropEnv(ctx)
+		}
 		return p, isolationHint(err, iso, spec.Dir)
+	}
+	if err := l.pushEnv(ctx); err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(l.path, l.args...)
 	cmd.Dir = l.dir
@@ -189,16 +201,19 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	if spec.Stdin {
 		w, err := cmd.StdinPipe()
 		if err != nil {
+			l.dropEnv(ctx)
 			return nil, fmt.Errorf("stdin pipe: %w", err)
 		}
 		p.stdin = w
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
+		l.dropEnv(ctx)
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	p.stdout = out
 	if err := cmd.Start(); err != nil {
+		l.dropEnv(ctx)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%w: %s: %w", agent.ErrNotInstalled, spec.Bin, err)
 		}

@@ -125,6 +125,9 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if !containerName.MatchString(*container) || strings.HasSuffix(*container, "-") {
 		return &exitError{2, fmt.Errorf("project add: --container: invalid LXD instance name %q (a letter, then letters, digits and '-'; at most 63)", *container)}
 	}
+	if *image != "" && !execution.ValidImage(*image) {
+		return &exitError{2, fmt.Errorf("project add: --image: invalid image reference %q (ALIAS, REMOTE:ALIAS or a fingerprint: letters, digits, '.', '_', '-', '/', not starting with '-')", *image)}
+	}
 	cfg, st, err := openProjectStore(ctx, *config, stderr)
 	if err != nil {
 		return err

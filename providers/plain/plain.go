@@ -183,16 +183,26 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	}
 
 	dir := req.Cwd
+	var container *procrun.ContainerCmd
 	if req.Container != nil {
 		// A project chat runs in its container: the same streaming over lxc exec.
-		bin, args, clientEnv, err := procrun.ContainerCommand(procrun.Spec{Bin: path, Args: inv.Args, Env: env, Container: req.Container})
+		// Its environment goes in an env file pushed into the container,
+		// never on the lxc command line.
+		cc, err := procrun.ContainerCommand(procrun.Spec{Bin: path, Args: inv.Args, Env: env, Container: req.Container})
 		if err != nil {
 			return err
 		}
-		path, inv.Args, env, dir = bin, args, clientEnv, ""
+		if err := cc.Push(ctx); err != nil {
+			return err
+		}
+		container = &cc
+		path, inv.Args, env, dir = cc.Bin, cc.Args, cc.ClientEnv, ""
 	}
 	r := &run{p: p, logger: logger, Stream: agent.Stream{Emit: emit, Log: logger}, tail: &tailBuffer{max: TailBytes}}
 	err = r.exec(ctx, path, inv, dir, env)
+	if err != nil && container != nil {
+		container.Remove(ctx) // in case the command never reached the script that removes it
+	}
 	if err != nil || r.Terminal != "" {
 		return err
 	}
