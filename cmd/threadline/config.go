@@ -256,11 +256,28 @@ func (c *Config) readSecretFiles() error {
 }
 
 // secrets lists the configured secret values, for redaction in logs and chat.
+// They are the database URL (whole, when it is a URL) and its password, every
+// Slack and Matrix token and password (from the file or inline), and every
+// value of agents.<id>.env of redact.MinLen bytes or more, whatever its key
+// (a value long enough is treated as a secret: an agent's env is where API
+// keys go, and a key's name says little), except a path on this host (a
+// config directory is no secret, and masking it would mangle every tool line).
+// Project secrets are added at run time.
 func (c *Config) secrets() []string {
 	var out []string
 	if u, err := url.Parse(c.Database.URL); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
 			out = append(out, pw)
+		}
+	}
+	if strings.Contains(c.Database.URL, "://") {
+		out = append(out, c.Database.URL)
+	}
+	for _, a := range c.Agents {
+		for _, v := range a.Env {
+			if !isLocalPath(v) {
+				out = append(out, v) // the redactor drops values shorter than redact.MinLen
+			}
 		}
 	}
 	if c.Slack != nil {
@@ -270,6 +287,66 @@ func (c *Config) secrets() []string {
 		out = append(out, c.Matrix.AccessToken, c.Matrix.Password)
 	}
 	return out
+}
+
+// isLocalPath reports whether v is an absolute path that exists here, or
+// whose directory does.
+func isLocalPath(v string) bool {
+	if !filepath.IsAbs(v) {
+		return false
+	}
+	if _, err := os.Stat(v); err == nil {
+		return true
+	}
+	_, err := os.Stat(filepath.Dir(v))
+	return err == nil && filepath.Dir(v) != "/"
+}
+
+// secretEnvValues returns the values in the process environment of the named
+// host variables (those passed on to agents) whose names look secret (KEY,
+// TOKEN, SECRET, PASSWORD, PASS, PASSWD, PWD, AUTH, CREDENTIAL, PRIVATE,
+// COOKIE, SESSION, SIGNATURE, CERT, DSN, or a URL holding a password), for
+// the redactor: redactorOf(cfg).Add(secretEnvValues(names)...).
+func secretEnvValues(names ...string) []string {
+	var out []string
+	for _, n := range names {
+		v, ok := os.LookupEnv(n)
+		if !ok || v == "" {
+			continue
+		}
+		if looksSecretName(n) {
+			out = append(out, v)
+			continue
+		}
+		if u, err := url.Parse(v); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" { // https_proxy=http://user:pw@host
+				out = append(out, v, pw)
+			}
+		}
+	}
+	return out
+}
+
+// secretNameParts are the parts of a variable name that mark its value secret.
+var secretNameParts = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASS", "PASSWD", "PWD", "AUTH", "CREDENTIAL",
+	"PRIVATE", "COOKIE", "SESSION", "SIGNATURE", "CERT", "DSN"}
+
+// looksSecretName reports whether a part of a variable name (between
+// underscores) ends in a word that marks its value secret (API_KEY, GH_TOKEN,
+// APIKEY, DB_PASSWORD).
+func looksSecretName(name string) bool {
+	n := strings.ToUpper(name)
+	if n == "PWD" || n == "OLDPWD" {
+		return false // the shell's working directories
+	}
+	for _, part := range strings.FieldsFunc(n, func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+		for _, s := range secretNameParts {
+			if strings.HasSuffix(part, s) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 var envRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
