@@ -27,9 +27,12 @@
 //  5. Load the project's secrets, best-effort: a failure is logged and the run
 //     goes on without them.
 //
-// It returns the agent.ContainerTarget; the provider hands it to procrun, which
-// builds `lxc exec [REMOTE:]NAME --cwd /workspace --env K=V ... -- BIN ARGS`
-// (see procrun.ContainerCommand for the environment order). After a completed
+// It returns the agent.ContainerTarget; the provider hands it to procrun,
+// which pushes the run's environment as a 0600 env file into /run/threadline
+// (through the client's stdin) and runs `lxc exec [REMOTE:]NAME --cwd
+// /workspace -- /bin/sh -c SCRIPT sh FILE BIN ARGS`, a fixed script that
+// loads and removes the file before it execs the agent (see
+// procrun.ContainerCommand for the environment order). After a completed
 // run, Preparer.Completed copies the credentials the agent declares back from
 // the container to the host, best-effort and bounded (30 s by default).
 //
@@ -61,8 +64,10 @@
 //
 // The cost is about 40-60 ms per call, and errors are recognized by LXD's
 // stable "Error: ..." texts (mapped to this package's sentinels in one place,
-// classify). Secret values go into `lxc exec --env` arguments of the run's
-// client process, so host users allowed to read the bot's /proc/PID/cmdline
-// can see them; run the bot on a host where they cannot (or mount /proc with
-// hidepid=2).
+// classify), plus one `lxc file push` (10-50 ms) per run for the env file.
+// No secret value is in any command line on the host: `lxc exec --env K=V`
+// would put it in the client's argv and in LXD's own `lxd forkexec ... --
+// env K=V` (a real-LXD test saw both in /proc/PID/cmdline), and the REST
+// API's environment ends in that same forkexec argv, so the values travel
+// in a file instead.
 package execution

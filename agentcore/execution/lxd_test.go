@@ -498,8 +498,8 @@ func (c chatsWithProject) SetSession(ctx context.Context, chatID, provider, sess
 // TestLXDProjectRunEndToEnd runs a project chat's prompt through the prompt
 // service: the preparer creates the container and the scripted agent's
 // command runs inside it (its hostname is the container's, its cwd is
-// /workspace, the project secret is in its env), while the persisted events
-// hold no secret value.
+// /workspace, the project secret is in its env and the env file it came in
+// is gone), while the persisted events hold no secret value.
 func TestLXDProjectRunEndToEnd(t *testing.T) {
 	c, image := requireLXD(t)
 	name := uniqueName(t, c)
@@ -517,7 +517,7 @@ func TestLXDProjectRunEndToEnd(t *testing.T) {
 	t.Cleanup(func() { hub.Close() })
 	script := `read -r prompt
 tok=missing; [ "$PROJECT_TOKEN" = "` + secret + `" ] && tok=present
-printf '{"text":"host=%s cwd=%s token=%s prompt=%s"}\n' "$(hostname)" "$(pwd)" "$tok" "$prompt"
+printf '{"text":"host=%s cwd=%s token=%s envfiles=[%s] prompt=%s"}\n' "$(hostname)" "$(pwd)" "$tok" "$(ls -A /run/threadline)" "$prompt"
 echo '{"done":true}'`
 	svc := prompt.New(hub, chatsWithProject{st}, st, []agent.Provider{shellAgent{script: script}}, logger,
 		prompt.Options{Owner: "it", Preparer: prep})
@@ -564,7 +564,7 @@ echo '{"done":true}'`
 	if got := strings.Join(types, " "); got != want {
 		t.Errorf("events\n got %s\nwant %s", got, want)
 	}
-	if wantAnswer := "host=" + name + " cwd=/workspace token=present prompt=hello"; answer != wantAnswer {
+	if wantAnswer := "host=" + name + " cwd=/workspace token=present envfiles=[] prompt=hello"; answer != wantAnswer {
 		t.Errorf("answer = %q, want %q", answer, wantAnswer)
 	}
 	if strings.Contains(logs.String(), secret) {

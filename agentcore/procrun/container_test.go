@@ -635,3 +635,58 @@ func sha256hex(s string) string {
 	sum := sha256.Sum256([]byte(s))
 	return hex.EncodeToString(sum[:])
 }
+
+// BenchmarkLXDContainerStart measures a container run of `true` from Start to
+// Wait with the env file (push + exec), against the former plain `lxc exec
+// --env K=V` with the same environment on its command line.
+func BenchmarkLXDContainerStart(b *testing.B) {
+	name := benchInstance(b)
+	spec := Spec{Bin: "true", Env: []string{"PATH=" + os.Getenv("PATH"), "ANTHROPIC_API_KEY=sk-bench"},
+		Container: &agent.ContainerTarget{Instance: name, Secrets: []agent.EnvVar{{Key: "TOKEN", Value: "sk-bench-token"}}}}
+	b.Run("envfile", func(b *testing.B) {
+		for b.Loop() {
+			p, err := Start(b.Context(), nil, spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = p.Each(func([]byte) error { return nil })
+			if err := p.Wait(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("argv", func(b *testing.B) {
+		for b.Loop() {
+			cmd := exec.Command("lxc", "exec", name, "--cwd", "/workspace", "--force-noninteractive",
+				"--env=ANTHROPIC_API_KEY=sk-bench", "--env=TOKEN=sk-bench-token", "--", "true")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				b.Fatalf("%v: %s", err, out)
+			}
+		}
+	})
+}
+
+// benchInstance is requireLXDInstance for a benchmark.
+func benchInstance(b *testing.B) string {
+	b.Helper()
+	if _, err := exec.LookPath("lxc"); err != nil {
+		b.Skip("no lxc client")
+	}
+	image := os.Getenv("THREADLINE_LXD_IMAGE")
+	if image == "" {
+		image = "threadline-busybox"
+	}
+	rb := make([]byte, 4)
+	_, _ = rand.Read(rb)
+	name := "tl-pb-" + hex.EncodeToString(rb)
+	b.Cleanup(func() { _ = exec.Command("lxc", "delete", "--force", name).Run() })
+	for _, argv := range [][]string{{"launch", image, name}, {"exec", name, "--", "mkdir", "-p", "/workspace"}} {
+		if out, err := exec.Command("lxc", argv...).CombinedOutput(); err != nil {
+			if os.Getenv("THREADLINE_LXD") == "1" {
+				b.Fatalf("lxc %q: %v: %s", argv, err, out)
+			}
+			b.Skipf("LXD unavailable: lxc %q: %v: %s", argv, err, out)
+		}
+	}
+	return name
+}
