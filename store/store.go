@@ -149,10 +149,16 @@ func openSQLite(ctx context.Context, rawURL string, logger *slog.Logger) (*Store
 	if path == "" {
 		return nil, errors.New("store: sqlite: empty database path")
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
-			return nil, fmt.Errorf("store: sqlite at %q: %w", path, err)
-		}
+	onDisk := path != ":memory:"
+	if err := mkdirPrivate(filepath.Dir(path)); err != nil {
+		return nil, fmt.Errorf("store: sqlite at %q: %w", path, err)
+	}
+	// The database holds every chat and project secret: it and its -wal and
+	// -shm are 0600 whatever the umask. SQLite creates the -wal and -shm
+	// with the database file's mode, so a database created 0600 here gets
+	// private companions; files of an older install are tightened.
+	if err := privateFiles(onDisk, path); err != nil {
+		return nil, fmt.Errorf("store: sqlite at %q: %w", path, err)
 	}
 	q := url.Values{}
 	for _, p := range []string{"journal_mode(WAL)", "busy_timeout(10000)", "foreign_keys(1)", "synchronous(NORMAL)"} {
@@ -174,8 +180,69 @@ func openSQLite(ctx context.Context, rawURL string, logger *slog.Logger) (*Store
 		_ = db.Close()
 		return nil, fmt.Errorf("store: open sqlite at %q: %w", path, err)
 	}
+	// The connection switched to WAL mode: the -wal and -shm exist now.
+	if err := privateFiles(onDisk, path, path+"-wal", path+"-shm"); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: sqlite at %q: %w", path, err)
+	}
 	logger.InfoContext(ctx, "store opened", "dialect", DialectSQLite, "path", path)
 	return &Store{db: db, dialect: DialectSQLite, logger: logger}, nil
+}
+
+// mkdirPrivate creates dir and its missing parents with mode 0700, set
+// explicitly so that no umask changes it. Directories that exist are left
+// as they are: they may be the operator's (or /tmp).
+func mkdirPrivate(dir string) error {
+	if dir == "" || dir == "." {
+		return nil
+	}
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	if parent := filepath.Dir(dir); parent != dir {
+		if err := mkdirPrivate(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+		return err
+	} else if err != nil {
+		return nil // created by someone else meanwhile
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// privateFiles makes the first path exist (created empty) and every path
+// that exists mode 0600, set explicitly so that no umask changes it. It does
+// nothing when onDisk is false (an in-memory database).
+func privateFiles(onDisk bool, paths ...string) error {
+	if !onDisk {
+		return nil
+	}
+	for i, p := range paths {
+		if i == 0 {
+			f, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE, 0o600)
+			if err != nil {
+				return err
+			}
+			_ = f.Close()
+		}
+		fi, err := os.Stat(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if fi.Mode().Perm() != 0o600 {
+			if err := os.Chmod(p, 0o600); err != nil {
+				return fmt.Errorf("make %s private: %w", p, err)
+			}
+		}
+	}
+	return nil
 }
 
 // Dialect reports "postgres" or "sqlite".

@@ -5,7 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -367,4 +370,74 @@ func TestOpenSQLiteForms(t *testing.T) {
 			newChat(t, s, "c")
 		})
 	}
+}
+
+// TestSQLiteFileModes: under umask 0000 the database, its -wal and -shm are
+// 0600 and the directories created for it 0700, after writes too; a
+// database of an older install (0644) is tightened when opened.
+func TestSQLiteFileModes(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "data", "threadline", "threadline.db")
+	check := func(t *testing.T) {
+		t.Helper()
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			fi, err := os.Stat(p)
+			if err != nil {
+				t.Errorf("%s: %v", p, err)
+			} else if fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: mode %o, want 600", p, fi.Mode().Perm())
+			}
+		}
+		for _, d := range []string{filepath.Join(dir, "data"), filepath.Dir(path)} {
+			if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+				t.Errorf("%s: %v %v, want mode 700", d, fi.Mode(), err)
+			}
+		}
+	}
+	s, err := store.OpenAndMigrate(t.Context(), "sqlite:"+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 {
+		newChat(t, s, fmt.Sprintf("c%d", i))
+	}
+	check(t)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("older install tightened", func(t *testing.T) {
+		for _, p := range []string{path, path + "-wal", path + "-shm"} {
+			if err := os.Chmod(p, 0o644); err != nil && !errors.Is(err, os.ErrNotExist) {
+				t.Fatal(err)
+			}
+		}
+		s, err := store.OpenAndMigrate(t.Context(), path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		newChat(t, s, "after")
+		check(t)
+	})
+
+	t.Run("existing directory left alone", func(t *testing.T) {
+		shared := filepath.Join(dir, "shared")
+		if err := os.Mkdir(shared, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		s, err := store.OpenAndMigrate(t.Context(), filepath.Join(shared, "t.db"), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if fi, _ := os.Stat(shared); fi.Mode().Perm() != 0o755 {
+			t.Errorf("shared dir mode %o, want 755 untouched", fi.Mode().Perm())
+		}
+		if fi, _ := os.Stat(filepath.Join(shared, "t.db")); fi.Mode().Perm() != 0o600 {
+			t.Errorf("db mode %o", fi.Mode().Perm())
+		}
+	})
 }
