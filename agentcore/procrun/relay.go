@@ -15,7 +15,8 @@
 //	out        the agent's stdout (the journal), byte for byte except that
 //	           every secret value of the launch's Mask (the bot's configured
 //	           secrets and the run's project secrets, raw or JSON-escaped) is
-//	           replaced by "***" in each line before the line is written
+//	           replaced by redact.Mask in each line before the line is
+//	           written (a JSON line stays valid JSON, see scrub.go)
 //	sock       a unix socket (0600) for control requests (one JSON object per
 //	           line); the relay serves only peers of its own uid or root
 //	           (SO_PEERCRED) and closes any other connection

@@ -44,8 +44,8 @@ type Relay struct {
 	// environment comes from the Spec.
 	Env []string
 	// Mask are secret values (the bot's configured secrets) that the relay
-	// replaces with "***" in the journal and the stderr tail, besides the
-	// run's project secrets.
+	// hides in the journal (redact.Mask) and the stderr tail ("***"), besides
+	// the run's project secrets.
 	Mask []string
 }
 

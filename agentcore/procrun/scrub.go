@@ -9,49 +9,31 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/threadline-bot/threadline/agentcore/redact"
 )
 
-// scrubber replaces secret values in text, raw and in the forms they take
-// inside a JSON string.
-type scrubber struct {
-	r *strings.Replacer
-	// longest is the longest form replaced.
-	longest int
-}
+// scrubber replaces secret values in journal lines with redact.Mask: a line
+// that is valid JSON through the shared redactor's JSON scrubbing (it stays
+// valid JSON), any other line as text, the values raw and in the forms they
+// take inside a JSON string.
+type scrubber struct{ r *redact.Redactor }
 
-// newScrubber returns a scrubber of values (those shorter than minMaskLen
-// are ignored), or nil when there is nothing to hide.
+// newScrubber returns a scrubber of values (those shorter than
+// redact.MinLen are ignored), or nil when there is nothing to hide.
 func newScrubber(values []string) *scrubber {
-	seen := map[string]bool{}
-	var forms []string
-	add := func(f string) {
-		if len(f) >= minMaskLen && !seen[f] {
-			seen[f] = true
-			forms = append(forms, f)
-		}
-	}
+	var all []string
 	for _, v := range values {
-		if len(v) < minMaskLen {
-			continue
-		}
-		add(v)
-		for _, f := range jsonForms(v) {
-			add(f)
+		if v = strings.TrimSpace(v); len(v) >= redact.MinLen {
+			all = append(append(all, v), jsonForms(v)...)
 		}
 	}
-	if len(forms) == 0 {
+	if len(all) == 0 {
 		return nil
 	}
-	// Longer first: a value containing another is replaced whole.
-	sort.Slice(forms, func(i, j int) bool { return len(forms[i]) > len(forms[j]) })
-	oldnew := make([]string, 0, 2*len(forms))
-	for _, f := range forms {
-		oldnew = append(oldnew, f, "***")
-	}
-	return &scrubber{r: strings.NewReplacer(oldnew...), longest: len(forms[0])}
+	return &scrubber{r: redact.New(all...)}
 }
 
 // jsonForms are v as it appears inside a JSON string, without the quotes:
@@ -91,9 +73,17 @@ func trimQuotes(s string) string {
 	return strings.TrimSuffix(strings.TrimPrefix(s, `"`), `"`)
 }
 
-// replace scrubs b.
-func (s *scrubber) replace(b []byte) []byte {
-	return []byte(s.r.Replace(string(b)))
+// line scrubs one complete line (with its line ending).
+func (s *scrubber) line(b []byte) []byte {
+	body := bytes.TrimRight(b, "\r\n")
+	if json.Valid(body) {
+		out := s.r.JSON(json.RawMessage(body))
+		if bytes.Equal(out, body) {
+			return b
+		}
+		return append(append([]byte(nil), out...), b[len(body):]...)
+	}
+	return []byte(s.r.String(string(b)))
 }
 
 // copyScrubbed copies r to w a complete line at a time, each line scrubbed
@@ -114,7 +104,7 @@ func copyScrubbed(w io.Writer, r io.Reader, s *scrubber) error {
 		switch {
 		case err == nil || errors.Is(err, io.EOF):
 			if len(line) > 0 {
-				if _, werr := w.Write(s.replace(line)); werr != nil {
+				if _, werr := w.Write(s.line(line)); werr != nil {
 					return werr
 				}
 			}
@@ -126,17 +116,16 @@ func copyScrubbed(w io.Writer, r io.Reader, s *scrubber) error {
 				return nil
 			}
 		case errors.Is(err, bufio.ErrBufferFull):
-			if len(line) > MaxLineBytes {
-				m := s.replace(line)
-				keep := min(len(m), s.longest-1)
-				if _, werr := w.Write(m[:len(m)-keep]); werr != nil {
+			if len(line) > MaxLineBytes { // the reader drops it: scrub it as text
+				out, held := s.r.Release(string(line))
+				if _, werr := w.Write([]byte(out)); werr != nil {
 					return werr
 				}
-				line = append(line[:0], m[len(m)-keep:]...)
+				line = append(line[:0], held...)
 			}
 		default:
 			if len(line) > 0 {
-				_, _ = w.Write(s.replace(line))
+				_, _ = w.Write([]byte(s.r.String(string(line))))
 			}
 			return err
 		}

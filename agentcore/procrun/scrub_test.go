@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/redact"
 )
 
 // Secret values of the scrubbing tests: a project-like secret with characters
@@ -65,11 +67,11 @@ func TestRelayJournalScrubbed(t *testing.T) {
 		}
 	}
 	want := []string{
-		"plain text with *** inside",
-		`{"text":"js: ***"}`,
-		`{"text":"go: *** and ***"}`,
-		`{"text":"ascii: ***"}`,
-		`{"text":"split: ***"}`,
+		"plain text with " + redact.Mask + " inside",
+		`{"text":"js: ` + redact.Mask + `"}`,
+		`{"text":"go: ` + redact.Mask + ` and ` + redact.Mask + `"}`,
+		`{"text":"ascii: ` + redact.Mask + `"}`,
+		`{"text":"split: ` + redact.Mask + `"}`,
 		`{"type":"done"}`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -105,10 +107,10 @@ func TestCopyScrubbedLongLine(t *testing.T) {
 		t.Error("a secret survived in a long line")
 	}
 	n := bytes.Count(in.Bytes(), []byte("s3cr3t-value"))
-	if got := bytes.Count(out.Bytes(), []byte("***")); got != n {
+	if got := bytes.Count(out.Bytes(), []byte(redact.Mask)); got != n {
 		t.Errorf("%d masks, want %d", got, n)
 	}
-	if !bytes.HasSuffix(out.Bytes(), []byte("\nshort *** line\nlast ***")) {
+	if !bytes.HasSuffix(out.Bytes(), []byte("\nshort "+redact.Mask+" line\nlast "+redact.Mask)) {
 		t.Errorf("tail %q", out.Bytes()[out.Len()-40:])
 	}
 	// Nothing to mask: a plain copy.

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -75,7 +76,13 @@ type Config struct {
 	RateLimitWait time.Duration
 	// HTTPClient is the base HTTP client (default: a new one).
 	HTTPClient *http.Client
+	// MaxFileBytes bounds one attachment the bot downloads (default
+	// DefaultMaxFileBytes); a larger one is skipped with a note.
+	MaxFileBytes int64
 }
+
+// DefaultMaxFileBytes is the default bound of one downloaded attachment.
+const DefaultMaxFileBytes = 20 << 20
 
 // Desk is the platform-neutral front desk the bot hands events to
 // (*chatops.Threads).
@@ -128,6 +135,7 @@ type Bot struct {
 	noticedAt map[id.RoomID]time.Time
 
 	limited atomic.Int64
+	panics  atomic.Int64
 	ready   chan struct{}
 }
 
@@ -174,6 +182,9 @@ func New(cfg Config, desk Desk, accounts Accounts, seen Seen, logger *slog.Logge
 	}
 	if cfg.RateLimitWait <= 0 {
 		cfg.RateLimitWait = 30 * time.Second
+	}
+	if cfg.MaxFileBytes <= 0 {
+		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
 	b := &Bot{
 		cfg: cfg, desk: desk, accounts: accounts, seen: seen, log: logger.With("platform", Platform, "user_id", cfg.UserID),
@@ -470,8 +481,7 @@ func (b *Bot) enqueue(ctx context.Context, evt *event.Event, fn func(context.Con
 	}
 }
 
-// work handles one room's events in order until done ends; a panic is
-// logged, not fatal.
+// work handles one room's events in order until done ends.
 func (b *Bot) work(done context.Context, q <-chan queued) {
 	for {
 		var it queued
@@ -480,18 +490,51 @@ func (b *Bot) work(done context.Context, q <-chan queued) {
 			return
 		case it = <-q:
 		}
-		func() {
-			defer func() {
-				if r := recover(); r != nil {
-					b.log.Error("matrix event handler panicked", "event_id", it.evt.ID, "room_id", it.evt.RoomID, "panic", fmt.Sprint(r))
-				}
-			}()
-			ctx, cancel := context.WithTimeout(done, 5*time.Minute)
-			defer cancel()
-			it.fn(ctx, it.evt)
-		}()
+		b.handle(done, it)
 	}
 }
+
+// handle runs one event's handler under the safety net: a panic is logged
+// with its stack (key "stack") and the sender is told in the thread.
+func (b *Bot) handle(done context.Context, it queued) {
+	ctx, cancel := context.WithTimeout(done, 5*time.Minute)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			b.panics.Add(1)
+			b.log.ErrorContext(ctx, "matrix event handler panicked", "event_id", it.evt.ID, "room_id", it.evt.RoomID,
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			b.tellFailure(ctx, it.evt)
+		}
+	}()
+	it.fn(ctx, it.evt)
+}
+
+// failureNote is what a sender hears when handling their event panicked.
+const failureNote = "Something went wrong on my side while handling that (an internal error; the details are in the bot's log). Please try again, and tell the operator if it keeps happening."
+
+// tellFailure tells the sender of a message or reaction, in its thread, that
+// handling it failed.
+func (b *Bot) tellFailure(ctx context.Context, evt *event.Event) {
+	defer func() {
+		if r := recover(); r != nil {
+			b.log.ErrorContext(ctx, "telling a sender about a failure panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+		}
+	}()
+	if evt.Sender == "" || evt.Sender == b.me || evt.StateKey != nil {
+		return
+	}
+	thread := evt.ID
+	if rel := relatesTo(evt.Content.Raw); rel != nil && rel.GetThreadParent() != "" {
+		thread = rel.GetThreadParent()
+	}
+	if err := b.Ephemeral(ctx, b.place(evt.RoomID, thread), user(evt.Sender), failureNote); err != nil {
+		b.log.WarnContext(ctx, "tell a sender their event failed", "event_id", evt.ID, "err", err)
+	}
+}
+
+// Panics counts the event handler panics the bot survived.
+func (b *Bot) Panics() int64 { return b.panics.Load() }
 
 // place is the chatops place of a thread in a room.
 func (b *Bot) place(room id.RoomID, thread id.EventID) chatops.Place {

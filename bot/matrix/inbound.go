@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"strings"
 	"time"
@@ -134,12 +135,21 @@ func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
 			// without mentions; chatops decides.
 			msg.Text = ""
 		}
-		f, err := b.download(ctx, c)
-		if err != nil {
-			b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
-		} else {
-			msg.Files = []chatops.File{f}
+		// Nothing is fetched for someone who may not use the bot here:
+		// chatops refuses the message itself.
+		if b.desk.Policy().Allowed(msg.User, msg.Place, chatops.ActRun) {
 			msg.Text = strings.TrimSpace(c.GetCaption())
+			f, err := b.download(ctx, c)
+			switch {
+			case errors.Is(err, ErrFileTooLarge):
+				b.log.InfoContext(ctx, "skipped a large attachment", "event_id", evt.ID, "err", err)
+				b.note(ctx, msg, fmt.Sprintf("I skipped the attachment %q: it is larger than %s.", c.GetFileName(), mib(b.cfg.MaxFileBytes)))
+			case err != nil:
+				b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
+				b.note(ctx, msg, fmt.Sprintf("I could not fetch the attachment %q, so your message runs without it.", c.GetFileName()))
+			default:
+				msg.Files = []chatops.File{f}
+			}
 		}
 	}
 	if err := b.desk.HandleMessage(ctx, msg); err != nil && !errors.Is(err, chatops.ErrForbidden) {
@@ -296,12 +306,40 @@ func (b *Bot) onUndecryptable(evt *event.Event, err error) {
 	})
 }
 
-// download fetches a message's attachment, decrypting encrypted files.
+// ErrFileTooLarge is returned by download for an attachment over
+// Config.MaxFileBytes.
+var ErrFileTooLarge = errors.New("matrix: attachment too large")
+
+// note tells the sender of a message addressed to the bot, in its thread,
+// about its attachment.
+func (b *Bot) note(ctx context.Context, m chatops.Message, text string) {
+	if !m.Mentioned && !m.Direct {
+		return
+	}
+	if err := b.Ephemeral(ctx, m.Place, m.User, text); err != nil {
+		b.log.WarnContext(ctx, "post an attachment note", "err", err)
+	}
+}
+
+func mib(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// download fetches a message's attachment, decrypting encrypted files. It
+// refuses one that says it is larger than Config.MaxFileBytes before asking
+// for it, and stops reading one that turns out to be.
 func (b *Bot) download(ctx context.Context, c *event.MessageEventContent) (chatops.File, error) {
 	name := c.GetFileName()
 	mime := ""
+	limit := b.cfg.MaxFileBytes
 	if c.Info != nil {
 		mime = c.Info.MimeType
+		if int64(c.Info.Size) > limit {
+			return chatops.File{}, fmt.Errorf("%w: %d bytes declared", ErrFileTooLarge, c.Info.Size)
+		}
 	}
 	uri := c.URL
 	if c.File != nil {
@@ -311,9 +349,20 @@ func (b *Bot) download(ctx context.Context, c *event.MessageEventContent) (chato
 	if err != nil {
 		return chatops.File{}, err
 	}
-	data, err := b.cli.DownloadBytes(ctx, parsed)
+	resp, err := b.cli.Download(ctx, parsed)
 	if err != nil {
 		return chatops.File{}, err
+	}
+	defer resp.Body.Close()
+	if resp.ContentLength > limit {
+		return chatops.File{}, fmt.Errorf("%w: %d bytes", ErrFileTooLarge, resp.ContentLength)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return chatops.File{}, err
+	}
+	if int64(len(data)) > limit {
+		return chatops.File{}, fmt.Errorf("%w: more than %d bytes", ErrFileTooLarge, limit)
 	}
 	if c.File != nil {
 		if err := c.File.DecryptInPlace(data); err != nil {
