@@ -59,9 +59,8 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		a = &attempt{scrub: newRunScrub(s.opts.Scrubber)}
 		emit := s.emitter(persistCtx, run, pid, req.ResumeID != "", a)
 		err = prov.Run(ctx, req, emit)
-		for _, ev := range a.scrub.flushAll() { // what a provider that ended without a terminal event left held
-			s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev)
-		}
+		// What a provider that ended without a terminal event left held back.
+		a.scrub.flushAll(func(ev agent.Event) { s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev) })
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
 			s.log.InfoContext(ctx, "stale session, retrying without it", "chat", run.ChatID, "agent", run.Agent, "session", req.ResumeID)
 			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
@@ -142,11 +141,8 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 // emitter projects provider events into persisted chat events, scrubbed of
 // secret values first (scrub.go).
 func (s *Service) emitter(ctx context.Context, run *Run, provider string, resuming bool, a *attempt) func(agent.Event) {
-	return func(ev agent.Event) {
-		for _, e := range a.scrub.events(ev) {
-			s.emitScrubbed(ctx, run, provider, resuming, a, e)
-		}
-	}
+	emit := func(ev agent.Event) { s.emitScrubbed(ctx, run, provider, resuming, a, ev) }
+	return func(ev agent.Event) { a.scrub.events(ev, emit) }
 }
 
 // emitScrubbed applies a scrubbed provider event to the run and persists it.

@@ -30,7 +30,7 @@ type streamKey struct {
 	tool string
 }
 
-// heldText is a stream's text held back, and the event it came with.
+// heldText is a stream's text held back ("" for none), and the event it came with.
 type heldText struct {
 	text string
 	ev   agent.Event
@@ -69,21 +69,21 @@ func isStream(ev agent.Event) (streamKey, bool) {
 	return streamKey{}, false
 }
 
-// events returns what to persist for ev, scrubbed, in order: first the text
-// that ev's arrival decides to release from other streams (the assistant's
-// and reasoning text before any other event, a tool's output before that
-// tool's next event, everything before an event of no tool), then ev itself,
-// unless its text is all held back.
-func (rs *runScrub) events(ev agent.Event) []agent.Event {
+// events passes to emit what to persist for ev, scrubbed, in order: first
+// the text that ev's arrival decides to release from other streams (the
+// assistant's and reasoning text before any other event, a tool's output
+// before that tool's next event, everything before an event of no tool),
+// then ev itself, unless its text is all held back.
+func (rs *runScrub) events(ev agent.Event, emit func(agent.Event)) {
 	if rs == nil || rs.sc == nil {
-		return []agent.Event{ev}
+		emit(ev)
+		return
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
 	k, stream := isStream(ev)
-	var out []agent.Event
 	if !stream {
-		out = rs.flush(func(h streamKey) bool {
+		rs.flush(emit, func(h streamKey) bool {
 			switch {
 			case h.typ != agent.EventToolOutput:
 				return true
@@ -93,26 +93,34 @@ func (rs *runScrub) events(ev agent.Event) []agent.Event {
 				return h.tool == ev.Tool.ID
 			}
 		})
-		return append(out, scrubEvent(rs.sc, ev))
+		emit(scrubEvent(rs.sc, ev))
+		return
 	}
 	h := rs.held[k]
+	had := h != nil && h.text != ""
 	pending := ev.Text
-	if h != nil {
+	if had {
 		pending = h.text + ev.Text
 	}
 	text, rest := rs.sc.Release(pending)
 	switch {
-	case rest == "" && h != nil:
-		delete(rs.held, k)
-		rs.order = slices.DeleteFunc(rs.order, func(o streamKey) bool { return o == k })
-	case rest != "" && h == nil:
-		rs.held[k] = &heldText{text: rest, ev: ev}
-		rs.order = append(rs.order, k)
+	case rest == "" && had:
+		h.text, h.ev = "", agent.Event{}
+		if i := slices.Index(rs.order, k); i >= 0 {
+			rs.order = slices.Delete(rs.order, i, i+1)
+		}
 	case rest != "":
+		if h == nil {
+			h = &heldText{} // kept for the stream's next holds
+			rs.held[k] = h
+		}
+		if !had {
+			rs.order = append(rs.order, k)
+		}
 		h.text, h.ev = rest, ev
 	}
 	if text == "" {
-		return nil
+		return
 	}
 	changed := text != ev.Text
 	ev.Text = "" // scrubbed above, with the stream's held text
@@ -125,23 +133,25 @@ func (rs *runScrub) events(ev agent.Event) []agent.Event {
 		n.Payload = nil
 		ev.Native = &n
 	}
-	return append(out, ev)
+	emit(ev)
 }
 
 // flushAll releases every stream's held text (the run's end).
-func (rs *runScrub) flushAll() []agent.Event {
+func (rs *runScrub) flushAll(emit func(agent.Event)) {
 	if rs == nil {
-		return nil
+		return
 	}
 	rs.mu.Lock()
 	defer rs.mu.Unlock()
-	return rs.flush(func(streamKey) bool { return true })
+	rs.flush(emit, func(streamKey) bool { return true })
 }
 
 // flush releases the held text of the streams that match, as events of
 // their streams, in the order the text was held.
-func (rs *runScrub) flush(match func(streamKey) bool) []agent.Event {
-	var out []agent.Event
+func (rs *runScrub) flush(emit func(agent.Event), match func(streamKey) bool) {
+	if len(rs.order) == 0 {
+		return
+	}
 	kept := rs.order[:0]
 	for _, k := range rs.order {
 		if !match(k) {
@@ -149,19 +159,18 @@ func (rs *runScrub) flush(match func(streamKey) bool) []agent.Event {
 			continue
 		}
 		h := rs.held[k]
-		delete(rs.held, k)
 		ev := scrubEvent(rs.sc, h.ev)
 		ev.Text = rs.sc.String(h.text)
+		h.text, h.ev = "", agent.Event{}
 		if ev.Native != nil {
 			n := *ev.Native
 			n.Payload = nil
 			ev.Native = &n
 		}
-		out = append(out, ev)
+		emit(ev)
 	}
 	clear(rs.order[len(kept):])
 	rs.order = kept
-	return out
 }
 
 // scrubEvent returns a copy of ev with every secret removed from its text

@@ -40,6 +40,14 @@ var frontEndBuilders []func(ctx context.Context, a *app) (frontEnd, error)
 // shutdownGrace bounds how long running runs get to stop on SIGTERM.
 const shutdownGrace = 20 * time.Second
 
+// Limits of the HTTP listeners' connections.
+const (
+	httpReadHeaderTimeout = 5 * time.Second
+	httpReadTimeout       = 15 * time.Second
+	httpWriteTimeout      = 30 * time.Second
+	httpIdleTimeout       = 60 * time.Second
+)
+
 func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -96,7 +104,10 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		a.Close()
 		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Timeouts against slow clients (slowloris): the Slack endpoints read at
+	// most 1 MiB and answer at once; nothing here streams.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("http server", "err", err)
