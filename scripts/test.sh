@@ -52,5 +52,9 @@ fi
 # clearly, which the last line checks.
 go vet ./...
 go vet -tags goolm ./...
+# The isolation tests run agents as the real agent user (README "Isolation").
+if [[ $(id -u) -eq 0 ]] && ! id -u threadline-agent >/dev/null 2>&1; then
+	useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent
+fi
 go test -race -count=1 -tags goolm "$@" ./...
 go test -race -count=1 -run TestEncryptionNeedsGoolm ./bot/matrix

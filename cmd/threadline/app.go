@@ -51,6 +51,9 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	if err != nil {
 		return nil, err
 	}
+	if o.relay.Dir != "" {
+		o.relay.Mask = cfg.secrets() // relays scrub them from their journals
+	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
 		return nil, err
@@ -76,7 +79,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	if router != nil {
 		popts.Router = router
 	}
-	ps := prompt.New(hub, chats, st, agents.providers, log, popts)
+	ps := prompt.New(hub, chats, st, isolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router}
 	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration

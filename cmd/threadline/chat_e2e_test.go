@@ -42,6 +42,7 @@ func e2eConfig(t *testing.T, dir, bin string, srv *fakeapi.Server) string {
 	t.Helper()
 	cfg := map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
 		"agents": map[string]any{"claude": map[string]any{
 			"bin": bin,
 			"env": srv.ClaudeEnv(filepath.Join(dir, "claude-home")),

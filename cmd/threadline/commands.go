@@ -106,10 +106,14 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return err
 	}
+	iso, err := startHost(cfg, false, stderr)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, slog.LevelWarn, cfg)
 	presses, ctx, stop := interrupts(ctx)
 	defer stop()
-	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk)
+	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withIsolation(iso, ""))
 	if err != nil {
 		return err
 	}
@@ -184,10 +188,14 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if err != nil {
 		return err
 	}
+	iso, err := startHost(cfg, false, stderr)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, slog.LevelWarn, cfg)
 	presses, ctx, stop := interrupts(ctx)
 	defer stop()
-	a, err := openApp(ctx, cfg, log, approval)
+	a, err := openApp(ctx, cfg, log, approval, withIsolation(iso, ""))
 	if err != nil {
 		return err
 	}

@@ -31,9 +31,21 @@ type Config struct {
 	Slack    *SlackConfig           `yaml:"slack"`
 	Matrix   *MatrixConfig          `yaml:"matrix"`
 	LXD      LXDConfig              `yaml:"lxd"`
+	Host     HostConfig             `yaml:"host"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
+	// envRefs are the environment variables the file references as ${VAR}.
+	envRefs []string
+}
+
+// HostConfig says how host agents (chats without a project) are isolated
+// from the bot (see isolation.go).
+type HostConfig struct {
+	// User is the unprivileged user host agents run as; default threadline-agent.
+	User string `yaml:"user"`
+	// Isolation is auto (uid when possible), uid (required) or off.
+	Isolation string `yaml:"isolation"`
 }
 
 // DatabaseConfig selects the store.
@@ -182,6 +194,7 @@ func loadConfig(path string) (*Config, error) {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		cfg.path = path
+		cfg.envRefs = envRefsOf(raw)
 	}
 	if err := cfg.applyDefaults(); err != nil {
 		return nil, err
@@ -377,6 +390,9 @@ func expandEnv(n *yaml.Node) error {
 }
 
 func (c *Config) validate() error {
+	if err := c.Host.validate(); err != nil {
+		return err
+	}
 	for id, a := range c.Agents {
 		if id == "" {
 			return errors.New("agents: an agent id is empty")

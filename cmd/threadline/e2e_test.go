@@ -48,6 +48,7 @@ func TestRunEndToEnd(t *testing.T) {
 	cfgPath := filepath.Join(dir, "threadline.yaml")
 	cfg := map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
 		"agents": map[string]any{"claude": map[string]any{
 			"bin": bin,
 			"env": srv.ClaudeEnv(filepath.Join(dir, "claude-home")),

@@ -26,6 +26,10 @@ type appOption func(*appOptions)
 type appOptions struct {
 	relay   procrun.Relay
 	replica replicaOptions // replicas.go
+	// isolation runs host agents as another user; workRoot holds the chats'
+	// own working directories (isolation.go).
+	isolation *procrun.Isolation
+	workRoot  string
 }
 
 func appOptionsOf(opts []appOption) appOptions {

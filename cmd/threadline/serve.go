@@ -59,10 +59,19 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	iso, err := startHost(cfg, true, stderr)
+	if err != nil {
+		return err
+	}
 	log := newLogger(stderr, slog.LevelInfo, cfg)
+	if iso == nil {
+		log.Warn("host agents are not isolated (host.isolation: off): they run as the bot's user")
+	} else {
+		log.Info("host agents run isolated", "user", iso.User, "uid", iso.UID)
+	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""))
+	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, workRoot(cfg)))
 	if err != nil {
 		return err
 	}

@@ -107,6 +107,7 @@ func TestServeMatrixEndToEnd(t *testing.T) {
 	)
 	cfg := map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
 		"http":     map[string]any{"listen": freePort(t)},
 		"workdir":  work,
 		"access":   map[string]any{"admins": []string{"matrix:" + string(alice.ID)}},

@@ -43,6 +43,7 @@ func TestSlackEndToEnd(t *testing.T) {
 	fake := slacktest.New(t)
 	cfg := map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
 		"http":     map[string]any{"listen": freePort(t)},
 		"workdir":  work,
 		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},

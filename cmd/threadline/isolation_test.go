@@ -1,0 +1,157 @@
+package main
+
+import (
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// writeYAML writes a config file into dir.
+func writeYAML(t *testing.T, dir, body string) string {
+	t.Helper()
+	p := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestServeRefusesUnisolated(t *testing.T) {
+	dir := isolate(t)
+	db := "database:\n  url: " + filepath.Join(dir, "tl.db") + "\n"
+	// A user that does not exist: auto finds no isolation.
+	cfg := writeYAML(t, dir, db+"host:\n  user: surely-no-such-agent-user\n")
+	code, _, errOut, err := run(t, "", "serve", "--config", cfg)
+	if code == 0 || err == nil {
+		t.Fatalf("serve started unisolated: %d %v", code, err)
+	}
+	for _, want := range []string{"not isolated", "surely-no-such-agent-user", "useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent", "host.isolation: off"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal lacks %q: %v", want, err)
+		}
+	}
+	// Explicitly off, serve goes on (and stops later for want of a front-end).
+	cfg = writeYAML(t, dir, db+"host:\n  user: surely-no-such-agent-user\n  isolation: off\n")
+	code, _, errOut, err = run(t, "", "serve", "--config", cfg)
+	if err == nil || !strings.Contains(err.Error(), "nothing to serve") {
+		t.Fatalf("serve with host.isolation: off: %d %v\n%s", code, err, errOut)
+	}
+	if !strings.Contains(errOut, "host agents are not isolated (host.isolation: off)") {
+		t.Errorf("serve did not log that agents are unisolated:\n%s", errOut)
+	}
+}
+
+func TestChatAndRunWarnOnceUnisolated(t *testing.T) {
+	dir := isolate(t)
+	cfg := writeYAML(t, dir, "database:\n  url: "+filepath.Join(dir, "tl.db")+"\nhost:\n  user: surely-no-such-agent-user\n")
+	for _, args := range [][]string{
+		{"run", "--config", cfg, "--agent", "nosuch-agent", "hi"},
+		{"chat", "--config", cfg, "--agent", "nosuch-agent"},
+	} {
+		_, _, errOut, _ := run(t, "", args...)
+		if n := strings.Count(errOut, "unisolated"); n != 1 {
+			t.Errorf("%s: %d isolation warnings, want 1:\n%s", args[0], n, errOut)
+		}
+	}
+	// Explicitly off: no warning.
+	cfg = writeYAML(t, dir, "database:\n  url: "+filepath.Join(dir, "tl.db")+"\nhost:\n  isolation: off\n")
+	if _, _, errOut, _ := run(t, "", "run", "--config", cfg, "--agent", "nosuch-agent", "hi"); strings.Contains(errOut, "unisolated") {
+		t.Errorf("warned with host.isolation: off:\n%s", errOut)
+	}
+}
+
+func TestHostConfigValidation(t *testing.T) {
+	dir := isolate(t)
+	for body, want := range map[string]string{
+		"host:\n  isolation: sandbox\n": "sandbox is not available",
+		"host:\n  isolation: maybe\n":   "must be auto, uid or off",
+		"host:\n  user: a/b\n":          "not a user name",
+	} {
+		_, err := loadConfig(writeYAML(t, dir, body))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", body, err, want)
+		}
+	}
+	// uid asked for and impossible: every command stops.
+	cfg := writeYAML(t, dir, "database:\n  url: "+filepath.Join(dir, "tl.db")+"\nhost:\n  user: surely-no-such-agent-user\n  isolation: uid\n")
+	_, _, _, err := run(t, "", "run", "--config", cfg, "--agent", "nosuch-agent", "hi")
+	if err == nil || !strings.Contains(err.Error(), "host.isolation: uid") {
+		t.Errorf("run with an impossible uid isolation: %v", err)
+	}
+}
+
+func TestUnsetSecretEnv(t *testing.T) {
+	dir := isolate(t)
+	t.Setenv("TL_T_DB", "postgres://u:pw-from-env-123@127.0.0.1:1/x")
+	t.Setenv("TL_T_TOKEN", "xoxb-from-env-456")
+	t.Setenv("TL_T_PLAIN", "http://127.0.0.1:1")
+	cfg, err := loadConfig(writeYAML(t, dir, "database:\n  url: ${TL_T_DB}\nslack:\n  bot_token: ${TL_T_TOKEN}\n  app_token: xapp-x\n  api_url: ${TL_T_PLAIN}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsetSecretEnv(cfg)
+	for _, k := range []string{"TL_T_DB", "TL_T_TOKEN"} {
+		if _, ok := os.LookupEnv(k); ok {
+			t.Errorf("%s is still in the environment", k)
+		}
+	}
+	if os.Getenv("TL_T_PLAIN") == "" {
+		t.Error("a variable holding no secret was removed")
+	}
+}
+
+// TestPrepareWorkdir: a chat's own directory goes to the agent user (0700),
+// its parent becomes traversable; other directories are left alone.
+func TestPrepareWorkdir(t *testing.T) {
+	u := agentUser(t)
+	iso, err := procrun.NewIsolation(u.Username)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := t.TempDir()
+	root := filepath.Join(base, "work")
+	chat := filepath.Join(root, "chat-1")
+	elsewhere := filepath.Join(base, "mine")
+	for _, d := range []string{chat, elsewhere} {
+		if err := os.MkdirAll(d, 0o750); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(root, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareWorkdir(root, chat, iso); err != nil {
+		t.Fatal(err)
+	}
+	if err := prepareWorkdir(root, elsewhere, iso); err != nil {
+		t.Fatal(err)
+	}
+	owner := func(p string) (string, os.FileMode) {
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)), fi.Mode().Perm()
+	}
+	if uid, mode := owner(chat); uid != u.Uid || mode != 0o700 {
+		t.Errorf("chat dir: uid %s mode %o, want %s 0700", uid, mode, u.Uid)
+	}
+	if _, mode := owner(root); mode != 0o701 {
+		t.Errorf("workdir root: mode %o, want 0701 (traversable, not listable)", mode)
+	}
+	for _, d := range []string{base, filepath.Dir(base)} {
+		if _, mode := owner(d); mode&0o001 == 0 {
+			t.Errorf("%s is not traversable: %o", d, mode)
+		}
+	}
+	me, _ := user.Current()
+	if uid, mode := owner(elsewhere); uid != me.Uid || mode != 0o750 {
+		t.Errorf("an operator's directory was changed: uid %s mode %o", uid, mode)
+	}
+}
