@@ -536,3 +536,50 @@ func BenchmarkStartIsolatedSetpriv(b *testing.B) {
 	iso.Setpriv = p
 	benchStart(b, &iso)
 }
+
+// TestIsolatedRelayedStart: under a relay, the agent runs as the agent user
+// while the relay keeps the bot's uid.
+func TestIsolatedRelayedStart(t *testing.T) {
+	iso := needAgentUser(t)
+	exe := sharedExe(t)
+	for name, sp := range map[string]string{"credential": "", "setpriv": "setpriv"} {
+		t.Run(name, func(t *testing.T) {
+			iso := *iso
+			if sp != "" {
+				p, err := exec.LookPath(sp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				iso.Setpriv = p
+			}
+			r := testRelay(t)
+			rr := r.Run("iso-" + name)
+			p, err := Start(WithRelay(context.Background(), rr), nil, Spec{Bin: exe, Env: []string{childEnv + "=ident"}, Stdin: true, Isolation: &iso})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var st, relaySt map[string]string
+			err = p.Each(func([]byte) error {
+				if st == nil {
+					st = procStatus(t, p.Pid())
+					var meta relayMetaFile
+					b, _ := os.ReadFile(filepath.Join(r.RunDir(rr.runID), relayMeta))
+					_ = json.Unmarshal(b, &meta)
+					relaySt = procStatus(t, meta.RelayPid)
+					return p.CloseStdin()
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := p.Wait(); err != nil {
+				t.Fatalf("wait: %v", err)
+			}
+			checkIdentity(t, st, &iso)
+			if uid := strings.Fields(relaySt["Uid"]); len(uid) == 0 || uid[0] != strconv.Itoa(os.Getuid()) {
+				t.Errorf("the relay runs as %q, want the bot's uid %d", relaySt["Uid"], os.Getuid())
+			}
+		})
+	}
+}
