@@ -58,6 +58,9 @@ type DatabaseConfig struct {
 // HTTPConfig is the address of /healthz, /metrics and the Slack HTTP endpoints.
 type HTTPConfig struct {
 	Listen string `yaml:"listen"`
+	// AdminListen serves /healthz and /metrics when Listen is public (Slack
+	// HTTP mode) or not loopback; default 127.0.0.1:8781 (see serve.go).
+	AdminListen string `yaml:"admin_listen"`
 }
 
 // AccessConfig lists who may run and approve everywhere.

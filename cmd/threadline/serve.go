@@ -1,5 +1,6 @@
-// threadline serve: the configured chat front-ends plus /healthz and /metrics,
-// with a graceful shutdown in a fixed, logged order.
+// threadline serve: the configured chat front-ends plus /healthz and /metrics
+// (on a loopback admin listener when the main one is public, front-end health
+// cached), with a graceful shutdown in a fixed, logged order.
 
 package main
 
@@ -98,31 +99,56 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 // database.
 func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	log := a.log
+	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopHealth()
 	checks := []healthCheck{{"database", func(ctx context.Context) error { return a.store.DB().PingContext(ctx) }}}
 	for _, f := range fronts {
-		checks = append(checks, healthCheck{f.Name(), f.Healthy})
+		// A front-end's check calls its platform (Slack's auth.test): it runs
+		// in the background and /healthz reports the last result.
+		hc := &healthCache{check: f.Healthy, interval: healthInterval, retry: healthRetry}
+		go hc.run(healthCtx)
+		checks = append(checks, healthCheck{f.Name(), hc.last})
 	}
-	mux := httpHandler(a.metrics, checks)
+	routes := http.NewServeMux()
+	public := false
 	for _, f := range fronts {
 		for path, h := range f.Handlers() {
-			mux.Handle(path, h)
+			routes.Handle(path, h)
+			public = true
 		}
 	}
-	ln, err := net.Listen("tcp", a.cfg.HTTP.Listen)
+	plan, err := planListeners(a.cfg.HTTP, public)
 	if err != nil {
 		a.Close()
-		return fmt.Errorf("http.listen %s: %w", a.cfg.HTTP.Listen, err)
+		return err
 	}
-	// Timeouts against slow clients (slowloris): the Slack endpoints read at
-	// most 1 MiB and answer at once; nothing here streams.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
-		WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
+	var servers []*http.Server
+	for _, l := range plan {
+		h := http.Handler(routes)
+		if l.admin {
+			h = httpHandler(a.metrics, checks)
 		}
-	}()
-	log.Info("serving", "http", ln.Addr().String(), "front-ends", len(fronts))
+		ln, err := net.Listen("tcp", l.addr)
+		if err != nil {
+			for _, srv := range servers {
+				_ = srv.Close()
+			}
+			a.Close()
+			return fmt.Errorf("%s %s: %w", l.key, l.addr, err)
+		}
+		// Timeouts against slow clients (slowloris): the Slack endpoints read
+		// at most 1 MiB and answer at once; nothing here streams.
+		srv := &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
+			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
+		servers = append(servers, srv)
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("http server", "listen", l.addr, "err", err)
+			}
+		}()
+		log.Info("listening", "addr", ln.Addr().String(), "serves", l.serves())
+	}
+	log.Info("serving", "front-ends", len(fronts))
 
 	intake, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()
@@ -146,8 +172,11 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	log.Info("shutdown 1/4: stop intake")
 	stopIntake()
 	wg.Wait()
+	stopHealth()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = srv.Shutdown(sctx)
+	for _, srv := range servers {
+		_ = srv.Shutdown(sctx)
+	}
 	cancel()
 
 	log.Info("shutdown 2/4: detach relayed runs, interrupt the others", "deadline", shutdownGrace)
@@ -179,4 +208,136 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	}
 	log.Info("shutdown complete")
 	return runErr
+}
+
+// defaultAdminListen is http.admin_listen's default.
+const defaultAdminListen = "127.0.0.1:8781"
+
+// listener is one HTTP address serve opens: the front-ends' routes (the
+// Slack Events API), or /healthz and /metrics (admin).
+type listener struct {
+	key   string // the config key that names addr
+	addr  string
+	admin bool
+}
+
+func (l listener) serves() string {
+	if l.admin {
+		return "/healthz /metrics"
+	}
+	return "front-end routes"
+}
+
+// planListeners decides where serve listens. /healthz and /metrics are
+// unauthenticated, so they are never on a public listener: with front-end
+// routes (Slack HTTP mode) http.listen serves only those and /healthz and
+// /metrics are on http.admin_listen (default 127.0.0.1:8781), which must be
+// another address. Without routes they stay on http.listen when it is a
+// loopback address and admin_listen is not set; else they go to
+// admin_listen and http.listen is not opened.
+func planListeners(c HTTPConfig, public bool) ([]listener, error) {
+	admin := listener{key: "http.admin_listen", addr: c.AdminListen, admin: true}
+	if admin.addr == "" {
+		admin.addr = defaultAdminListen
+	}
+	if public {
+		if sameAddr(c.Listen, admin.addr) {
+			return nil, fmt.Errorf("http.admin_listen %s: must differ from http.listen in Slack HTTP mode, so that /healthz and /metrics are not public", admin.addr)
+		}
+		return []listener{{key: "http.listen", addr: c.Listen}, admin}, nil
+	}
+	if c.AdminListen == "" && isLoopback(c.Listen) {
+		return []listener{{key: "http.listen", addr: c.Listen, admin: true}}, nil
+	}
+	return []listener{admin}, nil
+}
+
+// isLoopback reports whether the listen address addr binds only a loopback
+// interface ("127.0.0.1:8780", "[::1]:8780", "localhost:8780"); ":8780"
+// binds every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// sameAddr reports whether two listen addresses would collide: the same
+// port on the same host, or on a wildcard host.
+func sameAddr(a, b string) bool {
+	ha, pa, errA := net.SplitHostPort(a)
+	hb, pb, errB := net.SplitHostPort(b)
+	if errA != nil || errB != nil {
+		return a == b
+	}
+	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
+	return pa == pb && (ha == hb || wild(ha) || wild(hb))
+}
+
+// Health of the front-ends: checked in the background, never per request.
+var (
+	// healthInterval is how often a healthy front-end is checked again.
+	healthInterval = 15 * time.Second
+	// healthRetry is how soon a failing (or not yet connected) one is.
+	healthRetry = 2 * time.Second
+)
+
+// healthTimeout bounds one check.
+const healthTimeout = 5 * time.Second
+
+// errHealthPending is a front-end's health before its first check ended.
+var errHealthPending = errors.New("not checked yet")
+
+// healthCache runs check in the background (run) and keeps the last result
+// for /healthz (last), so that requests never reach the platform.
+type healthCache struct {
+	check           func(ctx context.Context) error
+	interval, retry time.Duration
+
+	mu      sync.Mutex
+	err     error
+	checked bool
+}
+
+// run checks now, then every interval (retry after a failure), until ctx
+// ends.
+func (h *healthCache) run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		cctx, cancel := context.WithTimeout(ctx, healthTimeout)
+		err := h.check(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		h.mu.Lock()
+		h.err, h.checked = err, true
+		h.mu.Unlock()
+		if err != nil {
+			t.Reset(h.retry)
+		} else {
+			t.Reset(h.interval)
+		}
+	}
+}
+
+// last is the result of the latest check; it has a check's signature.
+func (h *healthCache) last(context.Context) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if !h.checked {
+		return errHealthPending
+	}
+	return h.err
 }

@@ -14,12 +14,20 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 )
 
 type fakeFront struct {
 	ran     chan struct{}
 	stopped chan struct{}
+	mu      sync.Mutex
 	health  error
+}
+
+func (f *fakeFront) setHealth(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.health = err
 }
 
 func (f *fakeFront) Name() string { return "fake" }
@@ -29,7 +37,11 @@ func (f *fakeFront) Run(ctx context.Context) error {
 	close(f.stopped)
 	return nil
 }
-func (f *fakeFront) Healthy(context.Context) error { return f.health }
+func (f *fakeFront) Healthy(context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.health
+}
 func (f *fakeFront) Handlers() map[string]http.Handler {
 	return map[string]http.Handler{"POST /fake/events": http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ack") })}
 }
@@ -53,7 +65,11 @@ func (l *lockedBuffer) String() string {
 
 func TestServeRoutesHealthAndOrderedShutdown(t *testing.T) {
 	dir := isolate(t)
-	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: HTTPConfig{Listen: "127.0.0.1:38781"}}
+	oldInterval, oldRetry := healthInterval, healthRetry
+	healthInterval, healthRetry = 50*time.Millisecond, 50*time.Millisecond
+	t.Cleanup(func() { healthInterval, healthRetry = oldInterval, oldRetry })
+	admin := freePort(t)
+	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: HTTPConfig{Listen: "127.0.0.1:38781", AdminListen: admin}}
 	var logs lockedBuffer
 	a, err := openApp(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), agent.ApprovalAsk)
 	if err != nil {
@@ -65,25 +81,19 @@ func TestServeRoutesHealthAndOrderedShutdown(t *testing.T) {
 	go func() { done <- serve(ctx, a, []frontEnd{front}) }()
 	<-front.ran
 	base := "http://127.0.0.1:38781"
-	var res *http.Response
-	for i := 0; i < 100; i++ {
-		if res, err = http.Get(base + "/healthz"); err == nil {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
+	// The front-end has routes (public): /healthz is on the admin listener.
+	chatopstest.WaitFor(t, "/healthz ok", func() bool {
+		code, body := get("http://" + admin + "/healthz")
+		return code == 200 && strings.Contains(body, `"fake":"ok"`) && strings.Contains(body, `"database":"ok"`)
+	})
+	if code, _ := get(base + "/healthz"); code != http.StatusNotFound {
+		t.Errorf("/healthz on the public listener = %d, want 404", code)
 	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	if res.StatusCode != 200 || !strings.Contains(string(body), `"fake":"ok"`) || !strings.Contains(string(body), `"database":"ok"`) {
-		t.Errorf("/healthz = %d %s", res.StatusCode, body)
-	}
-	front.health = errors.New("socket closed")
-	if res, _ := http.Get(base + "/healthz"); res.StatusCode != 503 {
-		t.Errorf("/healthz with the front-end down = %d", res.StatusCode)
-	}
+	front.setHealth(errors.New("socket closed"))
+	chatopstest.WaitFor(t, "/healthz 503 with the front-end down", func() bool {
+		code, body := get("http://" + admin + "/healthz")
+		return code == 503 && strings.Contains(body, "socket closed")
+	})
 	if res, err := http.Post(base+"/fake/events", "text/plain", nil); err != nil || res.StatusCode != 200 {
 		t.Errorf("front-end route: %v %v", res, err)
 	}

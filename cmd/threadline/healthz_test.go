@@ -1,0 +1,253 @@
+// Tests for serve's listeners and health: where /healthz and /metrics are
+// served (never on a public Slack HTTP listener), and that /healthz reports
+// the front-ends' cached health instead of calling Slack per request.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
+)
+
+func TestPlanListeners(t *testing.T) {
+	type want struct {
+		addr  string
+		admin bool
+	}
+	for _, tc := range []struct {
+		name   string
+		cfg    HTTPConfig
+		public bool
+		want   []want
+		err    string
+	}{
+		{"socket mode, loopback listen", HTTPConfig{Listen: "127.0.0.1:8780"}, false, []want{{"127.0.0.1:8780", true}}, ""},
+		{"socket mode, localhost", HTTPConfig{Listen: "localhost:8780"}, false, []want{{"localhost:8780", true}}, ""},
+		{"socket mode, ::1", HTTPConfig{Listen: "[::1]:8780"}, false, []want{{"[::1]:8780", true}}, ""},
+		{"socket mode, public listen", HTTPConfig{Listen: "0.0.0.0:8780"}, false, []want{{"127.0.0.1:8781", true}}, ""},
+		{"socket mode, all interfaces", HTTPConfig{Listen: ":8780"}, false, []want{{"127.0.0.1:8781", true}}, ""},
+		{"socket mode, admin set", HTTPConfig{Listen: "127.0.0.1:8780", AdminListen: "127.0.0.1:9000"}, false, []want{{"127.0.0.1:9000", true}}, ""},
+		{"http mode", HTTPConfig{Listen: "0.0.0.0:8780"}, true, []want{{"0.0.0.0:8780", false}, {"127.0.0.1:8781", true}}, ""},
+		{"http mode, loopback listen", HTTPConfig{Listen: "127.0.0.1:8780"}, true, []want{{"127.0.0.1:8780", false}, {"127.0.0.1:8781", true}}, ""},
+		{"http mode, admin set", HTTPConfig{Listen: "0.0.0.0:8780", AdminListen: "10.0.0.5:9100"}, true, []want{{"0.0.0.0:8780", false}, {"10.0.0.5:9100", true}}, ""},
+		{"http mode, admin on the same address", HTTPConfig{Listen: "0.0.0.0:8780", AdminListen: "0.0.0.0:8780"}, true, nil, "must differ"},
+		{"http mode, admin under the wildcard", HTTPConfig{Listen: ":8780", AdminListen: "127.0.0.1:8780"}, true, nil, "must differ"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := planListeners(tc.cfg, tc.public)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(tc.want) {
+				t.Fatalf("listeners = %+v, want %+v", got, tc.want)
+			}
+			for i, w := range tc.want {
+				if got[i].addr != w.addr || got[i].admin != w.admin {
+					t.Errorf("listener %d = %+v, want %+v", i, got[i], w)
+				}
+			}
+		})
+	}
+}
+
+func TestHealthCache(t *testing.T) {
+	var calls atomic.Int32
+	var fail atomic.Bool
+	h := &healthCache{interval: time.Hour, retry: 20 * time.Millisecond, check: func(context.Context) error {
+		calls.Add(1)
+		if fail.Load() {
+			return errors.New("auth.test: invalid_auth")
+		}
+		return nil
+	}}
+	if err := h.last(t.Context()); !errors.Is(err, errHealthPending) {
+		t.Fatalf("before the first check: %v", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { h.run(ctx); close(done) }()
+	chatopstest.WaitFor(t, "the first check", func() bool { return h.last(t.Context()) == nil })
+	for range 50 {
+		if err := h.last(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("checks after 50 reads = %d, want 1", n)
+	}
+	cancel()
+	<-done
+
+	// A failing check is reported, and retried soon.
+	calls.Store(0)
+	fail.Store(true)
+	h = &healthCache{interval: time.Hour, retry: 20 * time.Millisecond, check: h.check}
+	ctx, cancel = context.WithCancel(t.Context())
+	defer cancel()
+	go h.run(ctx)
+	chatopstest.WaitFor(t, "the failure reported", func() bool {
+		err := h.last(t.Context())
+		return err != nil && strings.Contains(err.Error(), "invalid_auth")
+	})
+	chatopstest.WaitFor(t, "a retry", func() bool { return calls.Load() >= 2 })
+	fail.Store(false)
+	chatopstest.WaitFor(t, "recovery", func() bool { return h.last(t.Context()) == nil })
+}
+
+// serveSlack starts `threadline serve` against a fresh Slack fake with the
+// given slack mode and http section, and returns the fake; serve stops at
+// the end of the test.
+func serveSlack(t *testing.T, mode string, httpCfg map[string]any) *slacktest.Server {
+	t.Helper()
+	dir := isolate(t)
+	fake := slacktest.New(t)
+	sl := map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL()}
+	if mode != "" {
+		sl["mode"] = mode
+		sl["signing_secret"] = "test-signing-secret"
+	}
+	cfg := map[string]any{
+		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"},
+		"http":     httpCfg,
+		"slack":    sl,
+	}
+	raw, _ := yaml.Marshal(cfg)
+	cfgPath := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("serve: %v\n%s", err, logs.String())
+			}
+		case <-time.After(30 * time.Second):
+			t.Errorf("serve did not stop")
+		}
+	})
+	return fake
+}
+
+// get returns the status and body of GET url (status 0 when it cannot connect).
+func get(url string) (int, string) {
+	res, err := http.Get(url)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestServeHealthzCachesSlack: with the real Slack front-end on the fake,
+// 50 /healthz requests make at most one or two auth.test calls, and a
+// broken front-end (auth.test failing) still turns /healthz to 503.
+func TestServeHealthzCachesSlack(t *testing.T) {
+	oldInterval, oldRetry := healthInterval, healthRetry
+	healthInterval, healthRetry = time.Second, 100*time.Millisecond
+	t.Cleanup(func() { healthInterval, healthRetry = oldInterval, oldRetry })
+	listen := freePort(t)
+	fake := serveSlack(t, "", map[string]any{"listen": listen})
+	base := "http://" + listen
+	chatopstest.WaitFor(t, "/healthz ok", func() bool {
+		code, body := get(base + "/healthz")
+		return code == 200 && strings.Contains(body, `"slack":"ok"`)
+	})
+	before := len(fake.Calls("auth.test"))
+	start := time.Now()
+	for i := range 50 {
+		if code, body := get(base + "/healthz"); code != 200 {
+			t.Fatalf("/healthz %d = %d %s", i, code, body)
+		}
+	}
+	took := time.Since(start)
+	calls := len(fake.Calls("auth.test")) - before
+	t.Logf("50 /healthz in %v made %d auth.test calls (check every %v)", took.Round(time.Millisecond), calls, healthInterval)
+	if allowed := 1 + int(took/healthInterval); calls > allowed {
+		t.Errorf("50 /healthz made %d auth.test calls, want at most %d", calls, allowed)
+	}
+	if code, body := get(base + "/metrics"); code != 200 || !strings.Contains(body, "threadline_") {
+		t.Errorf("/metrics on the loopback listener = %d", code)
+	}
+
+	fake.FailNext("auth.test", 1<<20, "invalid_auth")
+	chatopstest.WaitFor(t, "/healthz reporting the broken front-end", func() bool {
+		code, body := get(base + "/healthz")
+		return code == 503 && strings.Contains(body, "invalid_auth") && strings.Contains(body, `"database":"ok"`)
+	})
+}
+
+// TestServeAdminListenerInHTTPMode: in Slack HTTP mode the public listener
+// serves the Slack routes only; /healthz and /metrics are on admin_listen.
+func TestServeAdminListenerInHTTPMode(t *testing.T) {
+	listen, admin := freePort(t), freePort(t)
+	serveSlack(t, "http", map[string]any{"listen": listen, "admin_listen": admin})
+	chatopstest.WaitFor(t, "/healthz ok on the admin listener", func() bool {
+		code, body := get("http://" + admin + "/healthz")
+		return code == 200 && strings.Contains(body, `"slack":"ok"`)
+	})
+	if code, body := get("http://" + admin + "/metrics"); code != 200 || !strings.Contains(body, "threadline_") {
+		t.Errorf("admin /metrics = %d", code)
+	}
+	for _, path := range []string{"/healthz", "/metrics"} {
+		if code, _ := get("http://" + listen + path); code != http.StatusNotFound {
+			t.Errorf("public listener %s = %d, want 404", path, code)
+		}
+	}
+	// The Slack route is there (an unsigned request is refused, not missing).
+	res, err := http.Post("http://"+listen+"/slack/events", "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if res.StatusCode == http.StatusNotFound || res.StatusCode < 400 {
+		t.Errorf("unsigned POST /slack/events = %d, want a refusal", res.StatusCode)
+	}
+}
+
+func TestServeRefusesAdminOnThePublicListener(t *testing.T) {
+	dir := isolate(t)
+	listen := freePort(t)
+	raw, _ := yaml.Marshal(map[string]any{
+		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
+		"host":     map[string]any{"isolation": "off"},
+		"http":     map[string]any{"listen": listen, "admin_listen": listen},
+		"slack": map[string]any{"mode": "http", "signing_secret": "s", "app_token": slacktest.AppToken,
+			"bot_token": slacktest.BotToken, "api_url": slacktest.New(t).APIURL()},
+	})
+	cfgPath := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	err := cmdServe(t.Context(), []string{"--config", cfgPath}, &logs)
+	if err == nil || !strings.Contains(err.Error(), "must differ from http.listen") {
+		t.Fatalf("serve = %v, want the admin_listen refusal", err)
+	}
+}
