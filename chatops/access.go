@@ -5,10 +5,13 @@
 package chatops
 
 import (
-	"github.com/threadline-bot/threadline/agentcore/registry"
+	"context"
+	"errors"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // User is a person on a platform.
@@ -68,6 +71,13 @@ type Rules struct {
 	// ReplyWithoutMention makes every reply in a bound thread a prompt, not
 	// only the ones that mention the bot.
 	ReplyWithoutMention bool
+	// Agents, when set, are the only agents chats of the scope may use
+	// (`agent X` is refused for others); Projects likewise for projects.
+	Agents   []string
+	Projects []string
+	// RequesterOnly lets only a run's requester (and admins) answer its
+	// requests, instead of every approver.
+	RequesterOnly bool
 }
 
 // Policy is the access configuration of every platform.
@@ -96,6 +106,9 @@ const (
 	ActRun Action = iota
 	// ActApprove covers answering interactions.
 	ActApprove
+	// ActConfigure covers changing a chat's agent, model, effort, mode or
+	// project: approvers (and admins) only.
+	ActConfigure
 )
 
 // IsAdmin reports whether u is an admin.
@@ -124,7 +137,8 @@ func (p *Policy) lookup(pl Place) []Rules {
 }
 
 // Channel returns the effective rules of a place: the channel's defaults over
-// the workspace's, and the allow and approver lists of both.
+// the workspace's, and the allow and approver lists of both. The most specific
+// Agents and Projects lists win; RequesterOnly holds when any scope sets it.
 func (p *Policy) Channel(pl Place) Rules {
 	var eff Rules
 	rules := p.lookup(pl)
@@ -147,6 +161,15 @@ func (p *Policy) Channel(pl Place) Rules {
 		}
 		eff.Skills = append(eff.Skills, r.Skills...)
 		eff.ReplyWithoutMention = r.ReplyWithoutMention
+		if len(r.Agents) > 0 {
+			eff.Agents = r.Agents
+		}
+		if len(r.Projects) > 0 {
+			eff.Projects = r.Projects
+		}
+		// A restriction of any scope holds: a channel cannot lift its
+		// workspace's requester_only.
+		eff.RequesterOnly = eff.RequesterOnly || r.RequesterOnly
 		eff.Allow = append(eff.Allow, r.Allow...)
 		eff.Approvers = append(eff.Approvers, r.Approvers...)
 	}
@@ -169,11 +192,49 @@ func (p *Policy) Allowed(u User, pl Place, act Action) bool {
 	switch act {
 	case ActRun:
 		return mayRun
-	case ActApprove:
+	case ActApprove, ActConfigure:
 		if slices.Contains(r.Approvers, u.ID) {
 			return true
 		}
 		return slices.Contains(r.Approvers, "*") && mayRun
 	}
 	return false
+}
+
+// ProjectAccess is who may bind chats to a project: chats of the listed
+// channels, by the listed users. An empty list does not restrict.
+type ProjectAccess struct {
+	Name string
+	// Channels are channel or room ids ("C0123ABC", "!room:example.org"),
+	// optionally platform-qualified ("slack:C0123ABC").
+	Channels []string
+	// Allow are user ids ("U0123ABC", "@alice:example.org"), optionally
+	// platform-qualified ("slack:U0123ABC").
+	Allow []string
+}
+
+// Projects looks up a project's access list. A project that does not exist
+// is an error wrapping ErrNoProject.
+type Projects interface {
+	ProjectAccess(ctx context.Context, name string) (ProjectAccess, error)
+}
+
+// ErrNoProject is returned by Projects for a name no project has; the user is
+// told there is no such project for the channel.
+var ErrNoProject = errors.New("no such project")
+
+// MayBind reports whether u may bind a chat at pl to the project: admins
+// always; others when the channel is in the project's Channels and the user
+// in its Allow list (each when set).
+func (p *Policy) MayBind(u User, pl Place, pa ProjectAccess) bool {
+	if p.IsAdmin(u) {
+		return true
+	}
+	if len(pa.Channels) > 0 && !slices.Contains(pa.Channels, pl.Channel) && !slices.Contains(pa.Channels, pl.Platform+":"+pl.Channel) {
+		return false
+	}
+	if len(pa.Allow) > 0 && (u.ID == "" || !slices.Contains(pa.Allow, u.ID) && !slices.Contains(pa.Allow, u.Qualified())) {
+		return false
+	}
+	return true
 }

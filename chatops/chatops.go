@@ -63,6 +63,8 @@ type AgentInfo struct {
 	Models      []string
 	InstallHint string
 	Problem     string
+	// Args are the models and efforts a chat may set for the agent.
+	Args registry.ArgRules
 }
 
 // Agents lists the configured agents and whether they can run here.
@@ -236,15 +238,31 @@ func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, 
 		if cmd.Arg == "" {
 			return Result{Text: "Usage: /agent <id> (see /agents)."}, nil
 		}
+		info, known := b.agentInfo(ctx, cmd.Arg)
+		if err := agent.ValidArgValue(cmd.Arg); err != nil || b.agents != nil && !known {
+			return Result{Text: "There is no such agent here. Valid agents: " + b.agentIDs(ctx) + "."}, nil
+		}
 		if _, ok := b.Active(chatID); ok {
 			return Result{Text: "Stop the running turn before switching agents."}, nil
 		}
 		c.Agent, c.Model = cmd.Arg, ""
+		if known && info.Args.CheckEffort(c.Effort) != nil {
+			c.Effort = ""
+		}
 	case "model":
+		if msg, ok := b.checkSetting(ctx, c.Agent, "model", cmd.Arg); !ok {
+			return Result{Text: msg}, nil
+		}
 		c.Model = cmd.Arg
 	case "effort":
+		if msg, ok := b.checkSetting(ctx, c.Agent, "effort", cmd.Arg); !ok {
+			return Result{Text: msg}, nil
+		}
 		c.Effort = cmd.Arg
 	case "project":
+		if cmd.Arg != "" && agent.ValidArgValue(cmd.Arg) != nil {
+			return Result{Text: "That is not a valid project name; nothing was changed."}, nil
+		}
 		if _, ok := b.Active(chatID); ok {
 			return Result{Text: "Stop the running turn before switching projects."}, nil
 		}
@@ -263,6 +281,66 @@ func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, 
 		return Result{}, err
 	}
 	return Result{Text: fmt.Sprintf("%s set to %s for this chat.", cmd.Name, orDefault(cmd.Arg))}, nil
+}
+
+// agentInfo returns the agent's entry; ok is false without a catalogue or
+// for an id it does not list.
+func (b *Bot) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
+	if b.agents == nil {
+		return AgentInfo{}, false
+	}
+	for _, a := range b.agents.Agents(ctx) {
+		if a.ID == id {
+			return a, true
+		}
+	}
+	return AgentInfo{}, false
+}
+
+// agentIDs lists the catalogue's agent ids for a message.
+func (b *Bot) agentIDs(ctx context.Context) string {
+	if b.agents == nil {
+		return "(none configured)"
+	}
+	var ids []string
+	for _, a := range b.agents.Agents(ctx) {
+		ids = append(ids, a.ID)
+	}
+	return strings.Join(ids, ", ")
+}
+
+// checkSetting checks a model or effort for the chat's agent: the value's
+// shape always (agent.ValidArgValue), and the agent's declared list where
+// the catalogue knows the agent. A refusal message names the valid values
+// and never echoes a value of the wrong shape.
+func (b *Bot) checkSetting(ctx context.Context, agentID, what, v string) (string, bool) {
+	if v == "" {
+		return "", true
+	}
+	info, known := b.agentInfo(ctx, agentID)
+	valid := func() string {
+		if !known {
+			return "letters, digits and . _ : / @ + -, not starting with -"
+		}
+		if what == "model" {
+			return info.Args.ValidModels()
+		}
+		return info.Args.ValidEfforts()
+	}
+	if err := agent.ValidArgValue(v); err != nil {
+		return fmt.Sprintf("That is not a valid %s; nothing was changed. Valid for %s: %s.", what, agentID, valid()), false
+	}
+	if !known {
+		return "", true
+	}
+	check := info.Args.CheckModel
+	if what == "effort" {
+		check = info.Args.CheckEffort
+	}
+	if check(v) != nil {
+		return fmt.Sprintf("%s does not take %s %s; nothing was changed. Valid: %s.", agentID, what, v, valid()), false
+	}
+	return "", true
 }
 
 func (b *Bot) agentsTable(ctx context.Context) string {

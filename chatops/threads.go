@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 
@@ -41,6 +43,14 @@ type ThreadsOptions struct {
 	// Redact, when set, scrubs every text posted to a platform (configured
 	// secrets, project secrets) before it leaves the process.
 	Redact Redactor
+	// Projects, when set, holds the projects' access lists: a chat is bound
+	// to a project (`project P`, a channel's default project) only where the
+	// project allows it, and only to a project that exists.
+	Projects Projects
+	// RunRequester returns who started a run (platform-qualified), for
+	// channels with requester_only; nil (or an error) lets only admins
+	// answer there.
+	RunRequester func(ctx context.Context, runID string) (string, error)
 }
 
 // Threads is the platform-neutral front desk of the chat platforms.
@@ -228,9 +238,17 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 	if text == "" && len(m.Files) == 0 {
 		return t.notice(ctx, m.Place, "Yes? Write your request after the mention ("+"`help`"+" lists the commands).")
 	}
-	prompt, images, err := t.attach(ctx, b.ChatID, text, m.Files)
+	prompt, images, skipped, err := t.attach(ctx, b.ChatID, text, m.Files)
 	if err != nil {
-		return t.fail(ctx, m.Place, "I could not save the attached files", err)
+		return t.fail(ctx, m.Place, "I could not read this chat", err)
+	}
+	if len(skipped) > 0 {
+		if err := t.notice(ctx, m.Place, "I skipped "+strings.Join(skipped, "; ")+". The rest of the message goes to the agent."); err != nil {
+			t.log.WarnContext(ctx, "post skipped files notice", "err", err)
+		}
+	}
+	if prompt == "" && len(images) == 0 {
+		return nil
 	}
 	return t.send(ctx, b, m, prompt, images)
 }
@@ -267,6 +285,11 @@ func (t *Threads) bind(ctx context.Context, p Place, u User, rules Rules) (Bindi
 	if b, ok, err := t.store.Binding(ctx, p); err != nil || ok {
 		return b, err
 	}
+	if rules.Project != "" {
+		if msg := t.projectRefusal(ctx, p, u, rules, rules.Project); msg != "" {
+			return Binding{}, &refusedError{"this channel's default project: " + msg}
+		}
+	}
 	c, err := t.newChat(ctx, rules, nil)
 	if err != nil {
 		return Binding{}, err
@@ -301,40 +324,84 @@ func (t *Threads) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, e
 }
 
 // attach saves files into the chat's working directory and returns the
-// prompt naming them, and the images.
-func (t *Threads) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, error) {
+// prompt naming them, the images, and what was skipped (for a note in the
+// thread): a file with an unusable name, one too large, one that could not
+// be saved. A skipped file never stops the rest of the message, and no note
+// holds a server path or an unusable name.
+func (t *Threads) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, error) {
 	if len(files) == 0 {
-		return text, nil, nil
+		return text, nil, nil, nil
 	}
 	var (
-		images []agent.Image
-		saved  []string
+		images  []agent.Image
+		saved   []string
+		skipped []string
 	)
 	c, err := t.bot.Chat(ctx, chatID)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	for _, f := range files {
+		if why := badFileName(f.Name); why != "" {
+			skipped = append(skipped, "a file whose name "+why)
+			continue
+		}
 		if len(f.Data) > t.opts.MaxFileBytes {
-			return "", nil, fmt.Errorf("%s is larger than %d bytes", f.Name, t.opts.MaxFileBytes)
+			skipped = append(skipped, fmt.Sprintf("%s (larger than %d bytes)", shownName(f.Name), t.opts.MaxFileBytes))
+			continue
 		}
 		if strings.HasPrefix(f.MediaType, "image/") {
 			images = append(images, agent.Image{MediaType: f.MediaType, Data: f.Data, Name: f.Name})
 			continue
 		}
 		if c.Cwd == "" {
-			return "", nil, errors.New("the chat has no working directory for files")
+			skipped = append(skipped, shownName(f.Name)+" (this chat has no working directory for files)")
+			continue
 		}
 		name, err := saveFile(c.Cwd, f)
 		if err != nil {
-			return "", nil, err
+			t.log.ErrorContext(ctx, "save attached file", "chat", chatID, "err", err)
+			skipped = append(skipped, shownName(f.Name)+" (it could not be saved)")
+			continue
 		}
 		saved = append(saved, name)
 	}
 	if len(saved) > 0 {
 		text += "\n\n(Attached files, saved in the working directory: " + strings.Join(saved, ", ") + ")"
 	}
-	return strings.TrimSpace(text), images, nil
+	return strings.TrimSpace(text), images, skipped, nil
+}
+
+// maxFileName is the longest file name most file systems take (NAME_MAX).
+const maxFileName = 255
+
+// badFileName says why an attached file's name is unusable ("" when it is
+// fine; an empty name is saved as "attachment").
+func badFileName(name string) string {
+	switch {
+	case len(name) > maxFileName:
+		return fmt.Sprintf("is longer than %d bytes", maxFileName)
+	case !utf8.ValidString(name):
+		return "is not valid UTF-8"
+	case strings.ContainsFunc(name, unicode.IsControl):
+		return "holds a control character"
+	case strings.ContainsAny(name, `/\`):
+		return "holds a path separator"
+	case strings.Contains(name, ".."):
+		return `holds ".."`
+	}
+	return ""
+}
+
+// shownName is a file name as a note may show it: in backticks when it is
+// short and made of plain characters, else "a file".
+func shownName(name string) string {
+	if name == "" || len(name) > 80 || strings.ContainsFunc(name, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("._- ()", r)
+	}) {
+		return "a file"
+	}
+	return "`" + name + "`"
 }
 
 // saveFile writes f into dir under a safe, unused name and returns the name.
@@ -505,6 +572,11 @@ func (t *Threads) command(ctx context.Context, m Message, b Binding, cmd Command
 	case "help":
 		return t.notice(ctx, m.Place, threadHelp())
 	}
+	if settingCommands[cmd.Name] {
+		if err := t.mayConfigure(ctx, m, cmd); err != nil {
+			return err
+		}
+	}
 	res, err := t.bot.Execute(ctx, b.ChatID, cmd)
 	if err != nil {
 		return t.fail(ctx, m.Place, "The command failed", err)
@@ -592,8 +664,8 @@ func (t *Threads) HandleClick(ctx context.Context, c Click) error {
 		}
 		return t.ephemeral(ctx, c.Place, c.User, "That run has already ended.")
 	}
-	if !t.policy.Allowed(c.User, c.Place, ActApprove) {
-		return t.refuse(ctx, c.Place, c.User, "You are not allowed to answer the agent's requests in this channel; ask an approver.")
+	if ok, why := t.mayAnswerRun(ctx, c.User, c.Place, c.Ref.RunID); !ok {
+		return t.refuse(ctx, c.Place, c.User, why)
 	}
 	resp := agent.InteractionResponse{InteractionID: c.Ref.InteractionID, Decision: c.Ref.Decision, By: c.User.Qualified()}
 	if c.Ref.QuestionID != "" {
@@ -606,13 +678,20 @@ func (t *Threads) HandleClick(ctx context.Context, c Click) error {
 // front-end asks before opening a modal).
 func (t *Threads) MayAnswer(u User, p Place) bool { return t.policy.Allowed(u, p, ActApprove) }
 
-// HandleAnswer routes a question's free-text answers.
+// HandleAnswer routes a question's free-text answers. Free text answers
+// questions only: for an approval it is refused (the user is told to decide
+// with a button or approve / deny), here when the request is known and by the
+// prompt service (prompt.ErrAnswerKind) in any case.
 func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
 	if err := t.checkRef(ctx, a.Place, a.Ref); err != nil {
 		return err
 	}
-	if !t.policy.Allowed(a.User, a.Place, ActApprove) {
-		return t.refuse(ctx, a.Place, a.User, "You are not allowed to answer the agent's requests in this channel; ask an approver.")
+	if ok, why := t.mayAnswerRun(ctx, a.User, a.Place, a.Ref.RunID); !ok {
+		return t.refuse(ctx, a.Place, a.User, why)
+	}
+	if kind, known := t.pendingKind(a.Ref); known && kind != agent.KindQuestion && kind != agent.KindElicitation {
+		_ = t.ephemeral(ctx, a.Place, a.User, needsDecision)
+		return fmt.Errorf("chatops: answer %s: %w: free text for a %s request", a.Ref.InteractionID, prompt.ErrAnswerKind, kind)
 	}
 	resp := agent.InteractionResponse{InteractionID: a.Ref.InteractionID, Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
 	if qs, err := t.Questions(ctx, a.Ref); err == nil {
@@ -623,13 +702,35 @@ func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
 	return t.respond(ctx, a.Place, a.User, a.Ref, resp)
 }
 
+// needsDecision tells a user that an approval takes an explicit decision.
+const needsDecision = "This request needs a decision: press Approve, Approve for session or Decline on the card, or reply to it with `approve`, `approve for session` or `deny`."
+
 func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp agent.InteractionResponse) error {
 	err := t.bot.Respond(ctx, ref.ChatID, ref.RunID, resp)
 	if err != nil {
-		_ = t.ephemeral(ctx, p, u, "That request is no longer waiting for an answer.")
+		msg := "That request is no longer waiting for an answer."
+		if errors.Is(err, prompt.ErrAnswerKind) {
+			msg = needsDecision
+			if resp.Decision == agent.DecisionApprove || resp.Decision == agent.DecisionApproveSession {
+				msg = "That request is a question: answer it with its options or the Answer button."
+			}
+		}
+		_ = t.ephemeral(ctx, p, u, msg)
 		return fmt.Errorf("chatops: answer %s: %w", ref.InteractionID, err)
 	}
 	return nil
+}
+
+// pendingKind returns the kind of the pending interaction a ref names, when
+// this process follows its run.
+func (t *Threads) pendingKind(ref Ref) (agent.InteractionKind, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	in, ok := t.pending[ref.RunID+"|"+ref.InteractionID]
+	if !ok {
+		return "", false
+	}
+	return in.Kind, true
 }
 
 // checkRef makes sure the button belongs to the thread it was pressed in.
@@ -731,7 +832,17 @@ func (t *Threads) fail(ctx context.Context, p Place, what string, err error) err
 	return fmt.Errorf("chatops: %s: %w", what, err)
 }
 
+// refusedError is a refusal whose message is told to the user as is.
+type refusedError struct{ msg string }
+
+func (e *refusedError) Error() string { return e.msg }
+func (e *refusedError) Unwrap() error { return ErrForbidden }
+
 func plainError(err error) string {
+	var refused *refusedError
+	if errors.As(err, &refused) {
+		return refused.msg
+	}
 	switch {
 	case errors.Is(err, agent.ErrNotInstalled):
 		return "the agent's CLI is not installed on the bot's host. " + err.Error()

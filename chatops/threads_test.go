@@ -409,7 +409,7 @@ func TestThreads(t *testing.T) {
 			chatID := f.chatOf(t, thread)
 			waitFor(t, "answer", func() bool { return f.find(thread, func(m *message) bool { return m.view.Footer != "" }) != nil })
 			for _, c := range []string{"model opus", "effort high", "mode plan", "project web"} {
-				if err := f.mention(t, "UALLOWED", c); err != nil {
+				if err := f.mention(t, "UAPPROVER", c); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -457,7 +457,7 @@ func TestThreads(t *testing.T) {
 			f.prov.Add(chatopstest.Answer("seen"))
 			err := f.threads.HandleMessage(t.Context(), chatops.Message{Place: thread, User: user("UALLOWED"), Text: "look", Mentioned: true,
 				Files: []chatops.File{
-					{Name: "../../etc/notes.txt", MediaType: "text/plain", Data: []byte("hello file")},
+					{Name: "notes.txt", MediaType: "text/plain", Data: []byte("hello file")},
 					{Name: "shot.png", MediaType: "image/png", Data: []byte("\x89PNG")},
 				}})
 			if err != nil {

@@ -1,13 +1,19 @@
-// projects.go: projects and their secrets (migration 0004).
+// projects.go: projects and their secrets (migration 0004), and who may bind
+// chats to them (migration 0006).
 package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/threadline-bot/threadline/chatops"
 )
+
+var _ chatops.Projects = (*Store)(nil)
 
 // Project binds a name to an LXD container; project chats run inside it.
 type Project struct {
@@ -19,7 +25,12 @@ type Project struct {
 	// Workspace is the host directory mounted at /workspace; empty: none.
 	Workspace string
 	// Status is the container status the preparer last recorded.
-	Status    string
+	Status string
+	// Channels are the channels (or Matrix rooms) whose chats may use the
+	// project, Allow the users who may bind a chat to it; empty means
+	// unrestricted (see chatops.Policy.MayBind). Both come back sorted.
+	Channels  []string
+	Allow     []string
 	CreatedAt time.Time
 	UpdatedAt time.Time
 }
@@ -61,6 +72,16 @@ ON CONFLICT (project, name) DO UPDATE SET value = excluded.value, updated_at = e
 	querySecrets      = `SELECT name, value FROM project_secrets WHERE project = $1 ORDER BY name`
 	queryDeleteSecret = `DELETE FROM project_secrets WHERE project = $1 AND name = $2`
 	queryProjectCount = `SELECT COUNT(*) FROM projects WHERE name = $1`
+
+	queryInsertAccess  = `INSERT INTO project_access (project, kind, value) VALUES ($1, $2, $3) ON CONFLICT (project, kind, value) DO NOTHING`
+	queryDeleteAccess  = `DELETE FROM project_access WHERE project = $1`
+	queryProjectAccess = `SELECT kind, value FROM project_access WHERE project = $1 ORDER BY kind, value`
+)
+
+// Kinds of project_access rows.
+const (
+	accessChannel = "channel"
+	accessUser    = "user"
 )
 
 // CreateProject inserts p, setting CreatedAt and UpdatedAt. A duplicate name,
@@ -70,11 +91,91 @@ func (s *Store) CreateProject(ctx context.Context, p *Project) error {
 		return fmt.Errorf("store: create project: name and container are required")
 	}
 	t := now()
-	if _, err := s.db.ExecContext(ctx, queryInsertProject, p.Name, p.Container, p.Image, p.Workspace, p.Status, t, t); err != nil {
-		return fmt.Errorf("store: create project %s: %w", p.Name, translate(err))
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		if _, err := tx.ExecContext(ctx, queryInsertProject, p.Name, p.Container, p.Image, p.Workspace, p.Status, t, t); err != nil {
+			return translate(err)
+		}
+		return insertAccess(ctx, tx, p.Name, p.Channels, p.Allow)
+	})
+	if err != nil {
+		return fmt.Errorf("store: create project %s: %w", p.Name, err)
 	}
 	p.CreatedAt, p.UpdatedAt = t, t
 	return nil
+}
+
+// insertAccess adds the project's channel and user rows.
+func insertAccess(ctx context.Context, tx *sqlx.Tx, project string, channels, allow []string) error {
+	for _, l := range []struct {
+		kind   string
+		values []string
+	}{{accessChannel, channels}, {accessUser, allow}} {
+		for _, v := range l.values {
+			if v == "" {
+				return fmt.Errorf("empty %s in the access list", l.kind)
+			}
+			if _, err := tx.ExecContext(ctx, queryInsertAccess, project, l.kind, v); err != nil {
+				return translate(err)
+			}
+		}
+	}
+	return nil
+}
+
+// SetProjectAccess replaces the project's channels and users lists, or
+// returns ErrNotFound.
+func (s *Store) SetProjectAccess(ctx context.Context, name string, channels, allow []string) error {
+	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
+		var n int
+		if err := tx.GetContext(ctx, &n, queryProjectCount, name); err != nil {
+			return translate(err)
+		}
+		if n == 0 {
+			return ErrNotFound
+		}
+		if _, err := tx.ExecContext(ctx, queryDeleteAccess, name); err != nil {
+			return translate(err)
+		}
+		return insertAccess(ctx, tx, name, channels, allow)
+	})
+	if err != nil {
+		return fmt.Errorf("store: set access of project %s: %w", name, err)
+	}
+	return nil
+}
+
+// projectAccess reads the project's channels and users lists.
+func (s *Store) projectAccess(ctx context.Context, name string) (channels, allow []string, err error) {
+	var rows []struct {
+		Kind  string `db:"kind"`
+		Value string `db:"value"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, queryProjectAccess, name); err != nil {
+		return nil, nil, fmt.Errorf("store: access of project %s: %w", name, translate(err))
+	}
+	for _, r := range rows {
+		switch r.Kind {
+		case accessChannel:
+			channels = append(channels, r.Value)
+		case accessUser:
+			allow = append(allow, r.Value)
+		}
+	}
+	return channels, allow, nil
+}
+
+// ProjectAccess returns who may bind chats to the project (chatops.Projects).
+// A project that does not exist is an error wrapping chatops.ErrNoProject and
+// ErrNotFound.
+func (s *Store) ProjectAccess(ctx context.Context, name string) (chatops.ProjectAccess, error) {
+	p, err := s.GetProject(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		return chatops.ProjectAccess{}, fmt.Errorf("%w: %w", chatops.ErrNoProject, err)
+	}
+	if err != nil {
+		return chatops.ProjectAccess{}, err
+	}
+	return chatops.ProjectAccess{Name: p.Name, Channels: p.Channels, Allow: p.Allow}, nil
 }
 
 // GetProject returns the project or ErrNotFound.
@@ -83,7 +184,12 @@ func (s *Store) GetProject(ctx context.Context, name string) (Project, error) {
 	if err := s.db.GetContext(ctx, &r, queryGetProject, name); err != nil {
 		return Project{}, fmt.Errorf("store: get project %s: %w", name, translate(err))
 	}
-	return r.project(), nil
+	p := r.project()
+	var err error
+	if p.Channels, p.Allow, err = s.projectAccess(ctx, name); err != nil {
+		return Project{}, err
+	}
+	return p, nil
 }
 
 // ListProjects returns every project by name.
@@ -95,6 +201,10 @@ func (s *Store) ListProjects(ctx context.Context) ([]Project, error) {
 	out := make([]Project, len(rows))
 	for i, r := range rows {
 		out[i] = r.project()
+		var err error
+		if out[i].Channels, out[i].Allow, err = s.projectAccess(ctx, r.Name); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
@@ -114,6 +224,9 @@ func (s *Store) SetProjectStatus(ctx context.Context, name, status string) error
 func (s *Store) DeleteProject(ctx context.Context, name string) error {
 	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
 		if _, err := tx.ExecContext(ctx, queryDeleteSecrets, name); err != nil {
+			return translate(err)
+		}
+		if _, err := tx.ExecContext(ctx, queryDeleteAccess, name); err != nil {
 			return translate(err)
 		}
 		res, err := tx.ExecContext(ctx, queryDeleteProject, name)

@@ -38,7 +38,27 @@ var (
 	ErrInteractionResolved = errors.New("interaction already answered")
 	// ErrRunNotActive is returned for an answer to a run that has ended.
 	ErrRunNotActive = errors.New("run is not active")
+	// ErrAnswerKind is returned for a response that does not fit the request:
+	// a free-text answer to an approval (which some agents would read as
+	// "allow"), an approval of a question, or no decision at all. The request
+	// stays pending; the user answers it with a fitting decision.
+	ErrAnswerKind = errors.New("response does not fit the request")
 )
+
+// fits reports whether a decision answers a request of kind: questions and
+// elicitations take answers, approvals take approve / approve for session;
+// every request may be declined or cancelled.
+func fits(kind string, d agent.Decision) bool {
+	switch d {
+	case agent.DecisionDecline, agent.DecisionCancel:
+		return true
+	case agent.DecisionAnswer:
+		return kind == string(agent.KindQuestion) || kind == string(agent.KindElicitation)
+	case agent.DecisionApprove, agent.DecisionApproveSession:
+		return kind != string(agent.KindQuestion) && kind != string(agent.KindElicitation)
+	}
+	return false
+}
 
 // maxInteractionPayload bounds the request copy kept in the ledger.
 const maxInteractionPayload = 16 << 10
@@ -71,14 +91,17 @@ func (s *Service) respondLocal(ctx context.Context, chatID, runID string, resp a
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
 	}
-	if err := r.claim(resp.InteractionID); err != nil {
+	if err := r.claim(resp); err != nil {
 		return err
 	}
 	return r.send(ctx, resp)
 }
 
-// claim marks the interaction answered, refusing unknown and answered ones.
-func (r *Run) claim(id string) error {
+// claim marks the interaction answered, refusing unknown and answered ones
+// and a response whose decision does not fit the request's kind (which leaves
+// the request pending).
+func (r *Run) claim(resp agent.InteractionResponse) error {
+	id := resp.InteractionID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.interactions[id]
@@ -89,6 +112,8 @@ func (r *Run) claim(id string) error {
 		return fmt.Errorf("%w: %s in run %s", ErrUnknownInteraction, id, r.ID)
 	case st.answered:
 		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
+	case !fits(st.kind, resp.Decision):
+		return fmt.Errorf("%w: %q for a %s request %s", ErrAnswerKind, string(resp.Decision), st.kind, id)
 	}
 	st.answered = true
 	if st.timer != nil {

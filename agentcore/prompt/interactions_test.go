@@ -109,6 +109,42 @@ func TestInteractionLedger(t *testing.T) {
 			}
 		})
 
+		t.Run("a response must fit the request's kind", func(t *testing.T) {
+			for _, c := range []struct {
+				kind      agent.InteractionKind
+				bad, good []agent.Decision
+			}{
+				{agent.KindCommandApproval, []agent.Decision{agent.DecisionAnswer, ""}, []agent.Decision{agent.DecisionApprove}},
+				{agent.KindToolCall, []agent.Decision{agent.DecisionAnswer, "yes"}, []agent.Decision{agent.DecisionApproveSession}},
+				{agent.KindQuestion, []agent.Decision{agent.DecisionApprove, agent.DecisionApproveSession, ""}, []agent.Decision{agent.DecisionAnswer}},
+			} {
+				f := setupLedger(t, st)
+				got := make(chan agent.InteractionResponse, 1)
+				f.prov.turns = append(f.prov.turns, asking(c.kind, got, true))
+				r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: f.chat, Prompt: "x", Interactive: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				waitPending(t, st, r.ID)
+				for _, d := range c.bad {
+					err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: d, Answers: map[string]string{"pw": "ok"}, By: "mallory"})
+					if !errors.Is(err, prompt.ErrAnswerKind) {
+						t.Errorf("%s answered with %q: %v, want ErrAnswerKind", c.kind, d, err)
+					}
+				}
+				if in, _ := st.GetInteraction(t.Context(), r.ID, "q1"); in.Status != store.InteractionPending {
+					t.Errorf("%s: a refused response resolved the request: %+v", c.kind, in)
+				}
+				if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: c.good[0], Answers: map[string]string{"pw": "x"}, By: "alice"}); err != nil {
+					t.Fatalf("%s answered with %q: %v", c.kind, c.good[0], err)
+				}
+				if resp := <-got; resp.Decision != c.good[0] || resp.By != "alice" {
+					t.Errorf("%s: provider got %+v", c.kind, resp)
+				}
+				<-r.Done()
+			}
+		})
+
 		t.Run("timeout declines as timed_out", func(t *testing.T) {
 			f := setupLedger(t, st)
 			got := make(chan agent.InteractionResponse, 1)

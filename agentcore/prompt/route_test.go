@@ -230,11 +230,11 @@ func TestRouteFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInteraction(t, st, r.ID, "q1")
-	big := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionAnswer, Answers: map[string]string{"a": strings.Repeat("x", 8000)}}
+	big := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, Answers: map[string]string{"a": strings.Repeat("x", 8000)}}
 	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, big); !errors.Is(err, prompt.ErrRouteTooLarge) {
 		t.Errorf("9 kB answer: %v", err)
 	}
-	small := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionAnswer, OptionID: "opt-2", Answers: map[string]string{"name": "ünïcode \"quoted\""}, By: "bob"}
+	small := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, OptionID: "opt-2", Answers: map[string]string{"name": "ünïcode \"quoted\""}, By: "bob"}
 	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, small); err != nil {
 		t.Fatal(err)
 	}

@@ -222,12 +222,14 @@ func relatesTo(raw map[string]any) *event.RelatesTo {
 	return &rel
 }
 
-// answerWords maps a reply to the approval button it stands for.
+// answerWords maps a reply to the approval button it stands for. Approving
+// takes an explicit word ("approve", "approve for session") or ✅: casual
+// replies ("ok", "yes", "y", "allow", "sure") are not decisions and leave
+// the card pending.
 var answerWords = map[string]string{
-	"approve": chatops.ButtonApprove, "approved": chatops.ButtonApprove, "yes": chatops.ButtonApprove, "y": chatops.ButtonApprove,
-	"ok": chatops.ButtonApprove, "allow": chatops.ButtonApprove, KeyApprove: chatops.ButtonApprove,
+	"approve": chatops.ButtonApprove, "approved": chatops.ButtonApprove, KeyApprove: chatops.ButtonApprove,
 	"approve session": chatops.ButtonApproveSession, "approve for session": chatops.ButtonApproveSession,
-	"approve for the session": chatops.ButtonApproveSession, "always": chatops.ButtonApproveSession, "session": chatops.ButtonApproveSession,
+	"approve for the session": chatops.ButtonApproveSession,
 	"deny": chatops.ButtonDecline, "denied": chatops.ButtonDecline, "decline": chatops.ButtonDecline, "no": chatops.ButtonDecline,
 	"n": chatops.ButtonDecline, "reject": chatops.ButtonDecline, KeyDecline: chatops.ButtonDecline,
 	"stop": chatops.ButtonCancel, "cancel": chatops.ButtonCancel,

@@ -58,7 +58,7 @@ var optionKeys = []string{"1️⃣", "2️⃣", "3️⃣", "4️⃣", "5️⃣",
 // selectors are ignored so "⏹" and "⏹️" are the same key.
 func reactionButton(key string) (string, bool) {
 	switch normKey(key) {
-	case normKey(KeyApprove), normKey("✔️"), normKey("👍"):
+	case normKey(KeyApprove): // only ✅: a 👍 or ✔️ is not a decision
 		return chatops.ButtonApprove, true
 	case normKey(KeyApproveSession):
 		return chatops.ButtonApproveSession, true

@@ -98,7 +98,7 @@ func TestFit(t *testing.T) {
 
 func TestReactionButton(t *testing.T) {
 	for key, want := range map[string]string{
-		"✅": chatops.ButtonApprove, "👍": chatops.ButtonApprove, "🔁": chatops.ButtonApproveSession,
+		"✅": chatops.ButtonApprove, "🔁": chatops.ButtonApproveSession,
 		"❌": chatops.ButtonDecline, "⏹": chatops.ButtonStop, "⏹️": chatops.ButtonStop,
 		"1️⃣": chatops.ButtonOptionPrefix + "0", "3️⃣": chatops.ButtonOptionPrefix + "2",
 	} {
@@ -119,7 +119,7 @@ func TestParseReply(t *testing.T) {
 		{ID: chatops.ButtonDecline, Value: ref(base)}, {ID: chatops.ButtonCancel, Value: ref(base)},
 	}}
 	for text, want := range map[string]string{
-		"approve": chatops.ButtonApprove, "Yes!": chatops.ButtonApprove, "approve for session": chatops.ButtonApproveSession,
+		"approve": chatops.ButtonApprove, "Approve!": chatops.ButtonApprove, "approve for session": chatops.ButtonApproveSession,
 		"  DENY ": chatops.ButtonDecline, "no": chatops.ButtonDecline, "stop": chatops.ButtonCancel,
 	} {
 		if a, ok := parseReply(approval, text); !ok || a.button.ID != want {

@@ -157,7 +157,8 @@ func (s *agentSet) probe(ctx context.Context, log *slog.Logger) []registry.Repor
 func agentInfos(reports []registry.Report) []chatops.AgentInfo {
 	out := make([]chatops.AgentInfo, 0, len(reports))
 	for _, r := range reports {
-		info := chatops.AgentInfo{ID: r.ID, Installed: r.Status != registry.StatusMissing, Version: r.Version, Models: r.Models, InstallHint: r.InstallHint}
+		info := chatops.AgentInfo{ID: r.ID, Installed: r.Status != registry.StatusMissing, Version: r.Version, Models: r.Models, InstallHint: r.InstallHint,
+			Args: r.ArgRules()}
 		if r.VersionWarning != "" {
 			info.Problem = r.VersionWarning
 		}

@@ -12,11 +12,13 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
@@ -101,6 +103,12 @@ type ChannelConfig struct {
 	InteractionTimeout  Duration `yaml:"interaction_timeout"`
 	// Skills are skill directories (with a SKILL.md) for the channel's prompts.
 	Skills []string `yaml:"skills"`
+	// Agents and Projects, when set, are the only agents and projects the
+	// channel's chats may use; RequesterOnly lets only a run's requester (or
+	// an admin) answer its requests.
+	Agents        []string `yaml:"agents"`
+	Projects      []string `yaml:"projects"`
+	RequesterOnly bool     `yaml:"requester_only"`
 }
 
 // SlackConfig configures the Slack front-end.
@@ -427,6 +435,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.skills: %w", where, err)
 			}
 		}
+		if err := ch.validateLimits(where); err != nil {
+			return err
+		}
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {
@@ -552,4 +563,23 @@ func skillsOf(paths []string) []registry.Skill {
 		}
 	}
 	return out
+}
+
+// validateLimits checks a channel's agents and projects lists: well-formed
+// ids, and its default agent and project among them when both are set.
+func (ch ChannelConfig) validateLimits(where string) error {
+	for _, l := range []struct {
+		name, def string
+		ids       []string
+	}{{"agents", ch.Agent, ch.Agents}, {"projects", ch.Project, ch.Projects}} {
+		for _, id := range l.ids {
+			if err := agent.ValidArgValue(id); err != nil {
+				return fmt.Errorf("%s.%s: %w", where, l.name, err)
+			}
+		}
+		if l.def != "" && len(l.ids) > 0 && !slices.Contains(l.ids, l.def) {
+			return fmt.Errorf("%s: the default %s %q is not in its %s list", where, strings.TrimSuffix(l.name, "s"), l.def, l.name)
+		}
+	}
+	return nil
 }

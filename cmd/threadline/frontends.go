@@ -26,21 +26,7 @@ func init() {
 // desk returns the chatops front desk shared by every front-end of this process.
 func (a *app) desk() *chatops.Threads {
 	a.deskOnce.Do(func() {
-		policy := &chatops.Policy{Admins: a.cfg.Access.Admins}
-		if a.cfg.Slack != nil {
-			a.slackConfig().Apply(policy)
-		}
-		if a.cfg.Matrix != nil {
-			for room, c := range a.cfg.Matrix.Rooms {
-				policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
-					Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
-						InteractionTimeout: c.InteractionTimeout.Duration, Skills: skillsOf(c.Skills)},
-					Allow:               c.Allow,
-					Approvers:           c.Approvers,
-					ReplyWithoutMention: c.ReplyWithoutMention,
-				})
-			}
-		}
+		policy := a.policy()
 		workdir := a.cfg.Workdir
 		if workdir == "" {
 			if dir, err := dataDir(); err == nil {
@@ -53,10 +39,48 @@ func (a *app) desk() *chatops.Threads {
 		}
 		a.threads = chatops.NewThreads(a.bot, a.store, policy, chatops.ThreadsOptions{
 			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
+			Projects: a.store,
+			RunRequester: func(ctx context.Context, runID string) (string, error) {
+				r, err := a.store.GetRun(ctx, runID)
+				return r.StartedBy, err
+			},
 		}, a.log)
 		a.metrics.watchQueue(a.threads.QueueDepth)
 	})
 	return a.threads
+}
+
+// policy builds the access policy of the config's channels and rooms.
+func (a *app) policy() *chatops.Policy {
+	policy := &chatops.Policy{Admins: a.cfg.Access.Admins}
+	if a.cfg.Slack != nil {
+		a.slackConfig().Apply(policy)
+		limit(policy, chatops.Scope{Platform: "slack"}, a.cfg.Slack.Workspace)
+		for id, c := range a.cfg.Slack.Channels {
+			limit(policy, chatops.Scope{Platform: "slack", Channel: id}, c)
+		}
+	}
+	if a.cfg.Matrix != nil {
+		for room, c := range a.cfg.Matrix.Rooms {
+			policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
+				Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
+					InteractionTimeout: c.InteractionTimeout.Duration, Skills: skillsOf(c.Skills)},
+				Allow:               c.Allow,
+				Approvers:           c.Approvers,
+				ReplyWithoutMention: c.ReplyWithoutMention,
+				Agents:              c.Agents, Projects: c.Projects, RequesterOnly: c.RequesterOnly,
+			})
+		}
+	}
+	return policy
+}
+
+// limit adds a channel's agents and projects lists and requester_only to the
+// rules bot/slack set for the scope.
+func limit(p *chatops.Policy, s chatops.Scope, c ChannelConfig) {
+	r := p.Rules[s]
+	r.Agents, r.Projects, r.RequesterOnly = c.Agents, c.Projects, c.RequesterOnly
+	p.Set(s, r)
 }
 
 // slackConfig is the config's slack section in bot/slack's terms.

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
@@ -27,7 +28,8 @@ import (
 )
 
 const projectUsage = `Usage:
-  threadline project add NAME --container C [--image I] [--workspace HOST_DIR] [--config F]
+  threadline project add NAME --container C [--image I] [--workspace HOST_DIR]
+                         [--channels C1,C2] [--allow U1,U2] [--config F]
   threadline project list [--config F]
   threadline project remove NAME [--delete-container] [--config F]
   threadline project secret set PROJECT KEY [--config F]    (the value is read from stdin)
@@ -38,6 +40,9 @@ A project chat runs its agent inside the project's LXD container, in /workspace.
 The container is created from the image (else lxd.image) on the first run when
 it does not exist; --workspace mounts a directory of the LXD host at /workspace.
 Secrets reach only that container's agent runs, as environment variables.
+--channels and --allow say which channels (or Matrix rooms) may bind a chat to
+the project and who may (user ids, e.g. U0123ABC or @alice:example.org);
+unset means any; admins always may.
 `
 
 var (
@@ -114,6 +119,8 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	container := fs.String("container", "", "LXD instance name of the project's container (required)")
 	image := fs.String("image", "", "image the container is created from when missing (default: lxd.image)")
 	workspace := fs.String("workspace", "", "directory of the LXD host mounted at /workspace")
+	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project (default: any)")
+	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (default: anyone allowed in the channel)")
 	pos, err := parseArgs(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -127,6 +134,14 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	if *image != "" && !execution.ValidImage(*image) {
 		return &exitError{2, fmt.Errorf("project add: --image: invalid image reference %q (ALIAS, REMOTE:ALIAS or a fingerprint: letters, digits, '.', '_', '-', '/', not starting with '-')", *image)}
+	}
+	channels, err := accessList("channels", *channelsFlag)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	allow, err := accessList("allow", *allowFlag)
+	if err != nil {
+		return &exitError{2, err}
 	}
 	cfg, st, err := openProjectStore(ctx, *config, stderr)
 	if err != nil {
@@ -146,7 +161,7 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 			}
 		}
 	}
-	p := store.Project{Name: name, Container: *container, Image: *image, Workspace: ws}
+	p := store.Project{Name: name, Container: *container, Image: *image, Workspace: ws, Channels: channels, Allow: allow}
 	if err := st.CreateProject(ctx, &p); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("project add: a project named %s, or one using container %s, exists already", name, *container)
@@ -165,7 +180,35 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if img == "" {
 		fmt.Fprintf(stderr, "note: neither --image nor lxd.image is set; the container %s must exist before the first run\n", p.Container)
 	}
+	if len(channels) > 0 || len(allow) > 0 {
+		fmt.Fprintf(stdout, "chats may use it in: %s; bound by: %s (and admins)\n", orAny(channels), orAny(allow))
+	}
 	return nil
+}
+
+// accessList parses a comma-separated --channels or --allow value: ids of 1
+// to 255 bytes without whitespace or control characters.
+func accessList(flagName, v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, id := range strings.Split(v, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" || len(id) > 255 || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return nil, fmt.Errorf("project add: --%s: invalid id %q (comma-separated ids without spaces)", flagName, id)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// orAny joins ids, or says "any".
+func orAny(ids []string) string {
+	if len(ids) == 0 {
+		return "any"
+	}
+	return strings.Join(ids, ", ")
 }
 
 func lxcRef(cfg *Config, container string) string {
