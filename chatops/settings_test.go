@@ -112,7 +112,7 @@ func setupCatalog(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *f
 	f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
 		Defaults: chatops.Defaults{Agent: "fake", Model: "m1", Project: "proj"},
 		Allow:    []string{"UALLOWED", "UAPPROVER", "UAPPROVER2"}, Approvers: []string{"UAPPROVER", "UAPPROVER2"},
-		Agents:   []string{"fake"},
+		Agents: []string{"fake"},
 	})
 	return f
 }
@@ -304,6 +304,101 @@ func TestSettingsCommands(t *testing.T) {
 			}
 			if r := <-got; r.Decision != agent.DecisionApprove {
 				t.Fatalf("response %+v", r)
+			}
+		})
+
+		t.Run("a typed approve in the thread approves; ok, yes, y and 👍 do not", func(t *testing.T) {
+			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			got := make(chan agent.InteractionResponse, 1)
+			f.prov.Add(chatopstest.Asking("perm-4", "make release", got, "released"))
+			for range 5 {
+				f.prov.Add(chatopstest.Answer("fine"))
+			}
+			if err := f.mention(t, "UAPPROVER", "release"); err != nil {
+				t.Fatal(err)
+			}
+			approveRef(t, f, "make release")
+			chatID := f.chatOf(t, thread)
+			for _, text := range []string{"ok", "yes", "y", "👍", "allow"} {
+				if err := f.mention(t, "UAPPROVER", text); err != nil {
+					t.Fatalf("%q: %v", text, err)
+				}
+			}
+			select {
+			case r := <-got:
+				t.Fatalf("a casual reply answered the approval: %+v", r)
+			case <-time.After(50 * time.Millisecond):
+			}
+			// They are prompts, queued behind the run.
+			if n := f.threads.Queued(chatID); n != 5 {
+				t.Fatalf("%d queued, want the 5 casual replies", n)
+			}
+			// A non-approver's typed approve is refused.
+			if err := f.mention(t, "UALLOWED", "approve"); !errors.Is(err, chatops.ErrForbidden) {
+				t.Fatalf("non-approver approve = %v", err)
+			}
+			if err := f.mention(t, "UAPPROVER", "Approve."); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-got; r.InteractionID != "perm-4" || r.Decision != agent.DecisionApprove || r.By != "slack:UAPPROVER" {
+				t.Fatalf("typed approve = %+v", r)
+			}
+			// The queued replies then run as prompts, one by one.
+			waitFor(t, "the queue to drain", func() bool {
+				_, ok := f.bot.Active(chatID)
+				return !ok && f.threads.Queued(chatID) == 0 && len(f.prov.Requests()) == 6
+			})
+			if p := f.prov.Requests()[1].Prompt; !strings.HasSuffix(p, "New message:\nok") {
+				t.Errorf("the first queued prompt is %q, want the reply ok", p)
+			}
+		})
+
+		t.Run("a question still takes free text; a typed approve is not its answer", func(t *testing.T) {
+			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			got := make(chan agent.InteractionResponse, 1)
+			f.prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{ID: "ask-9", Kind: agent.KindQuestion,
+					Questions: []agent.Question{{ID: "q1", Text: "Which branch?"}}}})
+				select {
+				case r := <-req.Responses:
+					got <- r
+					emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: "ask-9", Status: "answered", By: r.By}})
+				case <-ctx.Done():
+				}
+				emit(agent.Event{Type: agent.EventRunCompleted})
+				return nil
+			}, chatopstest.Answer("later"))
+			if err := f.mention(t, "UAPPROVER", "ship"); err != nil {
+				t.Fatal(err)
+			}
+			var card *message
+			waitFor(t, "the question card", func() bool {
+				card = f.find(thread, func(m *message) bool { return strings.Contains(m.view.Body, "Which branch?") && len(m.view.Buttons) > 0 })
+				return card != nil
+			})
+			if err := f.mention(t, "UAPPROVER", "approve"); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case r := <-got:
+				t.Fatalf("a typed approve answered a question: %+v", r)
+			case <-time.After(50 * time.Millisecond):
+			}
+			var answer chatops.Button
+			for _, b := range card.view.Buttons {
+				if b.ID == chatops.ButtonAnswer {
+					answer = b
+				}
+			}
+			ref, err := chatops.DecodeRef(answer.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := f.threads.HandleAnswer(t.Context(), chatops.Answer{Place: thread, User: user("UAPPROVER"), Ref: ref, Answers: map[string]string{"q1": "main, please"}}); err != nil {
+				t.Fatal(err)
+			}
+			if r := <-got; r.Decision != agent.DecisionAnswer || r.Answers["q1"] != "main, please" {
+				t.Fatalf("free-text answer %+v", r)
 			}
 		})
 

@@ -235,6 +235,11 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 	if isCmd {
 		return t.command(ctx, m, b, cmd)
 	}
+	if d, ok := typedDecision(text); ok && len(m.Files) == 0 {
+		if handled, err := t.handleTypedDecision(ctx, m, b, d); handled {
+			return err
+		}
+	}
 	if text == "" && len(m.Files) == 0 {
 		return t.notice(ctx, m.Place, "Yes? Write your request after the mention ("+"`help`"+" lists the commands).")
 	}
