@@ -284,8 +284,10 @@ func (c *Config) readSecretFiles() error {
 // Slack and Matrix token and password (from the file or inline), and every
 // value of agents.<id>.env of redact.MinLen bytes or more, whatever its key
 // (a value long enough is treated as a secret: an agent's env is where API
-// keys go, and a key's name says little), except a path on this host (a
-// config directory is no secret, and masking it would mangle every tool line).
+// keys go, and a key's name says little), except, under a key that does not
+// look secret, a path on this host (a config directory is no secret, and
+// masking it would mangle every tool line) and a plain lowercase word such as
+// "enabled" or "bedrock" (masking it would mangle every sentence).
 // Project secrets are added at run time.
 func (c *Config) secrets() []string {
 	var out []string
@@ -298,8 +300,8 @@ func (c *Config) secrets() []string {
 		out = append(out, c.Database.URL)
 	}
 	for _, a := range c.Agents {
-		for _, v := range a.Env {
-			if !isLocalPath(v) {
+		for k, v := range a.Env {
+			if looksSecretName(k) || !isLocalPath(v) && !isPlainWord(v) {
 				out = append(out, v) // the redactor drops values shorter than redact.MinLen
 			}
 		}
@@ -311,6 +313,20 @@ func (c *Config) secrets() []string {
 		out = append(out, c.Matrix.AccessToken, c.Matrix.Password)
 	}
 	return out
+}
+
+// isPlainWord reports whether v is a short lowercase word (letters and
+// hyphens, at most 16 bytes): a setting, not a secret.
+func isPlainWord(v string) bool {
+	if len(v) > 16 {
+		return false
+	}
+	for _, r := range v {
+		if (r < 'a' || r > 'z') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 // isLocalPath reports whether v is an absolute path that exists here, or

@@ -19,17 +19,19 @@ func TestConfigSecrets(t *testing.T) {
 			"SOME_SETTING":       "long-enough-value",
 			"CLAUDE_CONFIG_DIR":  filepath.Join(dir, "claude"),
 			"ANTHROPIC_BASE_URL": "http://127.0.0.1:8080",
+			"USE_BACKEND":        "bedrock",
+			"DB_PASSWORD":        "hunter",
 		}}},
 	}
 	got := c.secrets()
 	for _, want := range []string{"pa55-word", "postgres://tl:pa55-word@db:5432/tl", "xoxb-bot-token", "xapp-app-token",
-		"signing-secret", "sk-ant-planted", "long-enough-value", "http://127.0.0.1:8080"} {
+		"signing-secret", "sk-ant-planted", "long-enough-value", "http://127.0.0.1:8080", "hunter"} {
 		if !slices.Contains(got, want) {
 			t.Errorf("secrets() lacks %q: %q", want, got)
 		}
 	}
-	if slices.Contains(got, filepath.Join(dir, "claude")) {
-		t.Errorf("a host path is a secret: %q", got)
+	if slices.Contains(got, filepath.Join(dir, "claude")) || slices.Contains(got, "bedrock") {
+		t.Errorf("a host path or a plain word is a secret: %q", got)
 	}
 	// A SQLite path is not a URL to hide.
 	c = &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
