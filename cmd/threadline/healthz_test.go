@@ -12,7 +12,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -115,11 +117,12 @@ func TestHealthCache(t *testing.T) {
 
 // serveSlack starts `threadline serve` against a fresh Slack fake with the
 // given slack mode and http section, and returns the fake; serve stops at
-// the end of the test.
-func serveSlack(t *testing.T, mode string, httpCfg map[string]any) *slacktest.Server {
+// the end of the test or when stop is called. Top-level keys of override
+// replace the config's (a nil value removes the key). dir is the test's
+// directory (isolate).
+func serveSlack(t *testing.T, dir, mode string, httpCfg map[string]any, override ...map[string]any) (fake *slacktest.Server, stop func()) {
 	t.Helper()
-	dir := isolate(t)
-	fake := slacktest.New(t)
+	fake = slacktest.New(t)
 	sl := map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL()}
 	if mode != "" {
 		sl["mode"] = mode
@@ -131,6 +134,15 @@ func serveSlack(t *testing.T, mode string, httpCfg map[string]any) *slacktest.Se
 		"http":     httpCfg,
 		"slack":    sl,
 	}
+	for _, o := range override {
+		for k, v := range o {
+			if v == nil {
+				delete(cfg, k)
+			} else {
+				cfg[k] = v
+			}
+		}
+	}
 	raw, _ := yaml.Marshal(cfg)
 	cfgPath := filepath.Join(dir, "threadline.yaml")
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
@@ -140,18 +152,22 @@ func serveSlack(t *testing.T, mode string, httpCfg map[string]any) *slacktest.Se
 	var logs lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("serve: %v\n%s", err, logs.String())
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("serve: %v\n%s", err, logs.String())
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("serve did not stop")
 			}
-		case <-time.After(30 * time.Second):
-			t.Errorf("serve did not stop")
-		}
-	})
-	return fake
+		})
+	}
+	t.Cleanup(stop)
+	return fake, stop
 }
 
 // get returns the status and body of GET url (status 0 when it cannot connect).
@@ -173,7 +189,7 @@ func TestServeHealthzCachesSlack(t *testing.T) {
 	healthInterval, healthRetry = time.Second, 100*time.Millisecond
 	t.Cleanup(func() { healthInterval, healthRetry = oldInterval, oldRetry })
 	listen := freePort(t)
-	fake := serveSlack(t, "", map[string]any{"listen": listen})
+	fake, _ := serveSlack(t, isolate(t), "", map[string]any{"listen": listen})
 	base := "http://" + listen
 	chatopstest.WaitFor(t, "/healthz ok", func() bool {
 		code, body := get(base + "/healthz")
@@ -207,7 +223,7 @@ func TestServeHealthzCachesSlack(t *testing.T) {
 // serves the Slack routes only; /healthz and /metrics are on admin_listen.
 func TestServeAdminListenerInHTTPMode(t *testing.T) {
 	listen, admin := freePort(t), freePort(t)
-	serveSlack(t, "http", map[string]any{"listen": listen, "admin_listen": admin})
+	serveSlack(t, isolate(t), "http", map[string]any{"listen": listen, "admin_listen": admin})
 	chatopstest.WaitFor(t, "/healthz ok on the admin listener", func() bool {
 		code, body := get("http://" + admin + "/healthz")
 		return code == 200 && strings.Contains(body, `"slack":"ok"`)
@@ -250,4 +266,44 @@ func TestServeRefusesAdminOnThePublicListener(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "must differ from http.listen") {
 		t.Fatalf("serve = %v, want the admin_listen refusal", err)
 	}
+}
+
+// TestServePrivateFilesUnderUmask0: with umask 0000 and the default
+// database, serve leaves the data and state directories 0700 and the SQLite
+// database, its -wal and -shm 0600; wider modes of an older install are
+// taken away on the next start (the data directory keeps o+x).
+func TestServePrivateFilesUnderUmask0(t *testing.T) {
+	old := syscall.Umask(0)
+	defer syscall.Umask(old)
+	dir := isolate(t)
+	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	listen := freePort(t)
+	data := filepath.Join(dir, "data", "threadline")
+	state := filepath.Join(dir, "state", "threadline")
+	db := filepath.Join(data, "threadline.db")
+	dataMode := os.FileMode(0o700)
+	start := func() {
+		t.Helper()
+		_, stop := serveSlack(t, dir, "", map[string]any{"listen": listen}, map[string]any{"database": nil})
+		chatopstest.WaitFor(t, "/healthz ok", func() bool { code, _ := get("http://" + listen + "/healthz"); return code == 200 })
+		for p, want := range map[string]os.FileMode{data: dataMode, state: 0o700, db: 0o600, db + "-wal": 0o600, db + "-shm": 0o600} {
+			if fi, err := os.Stat(p); err != nil {
+				t.Errorf("%s: %v", p, err)
+			} else if fi.Mode().Perm() != want {
+				t.Errorf("%s: mode %o, want %o", p, fi.Mode().Perm(), want)
+			}
+		}
+		stop()
+	}
+	start()
+	// An older install: wider modes are taken away on the next start, but
+	// for other's search bit on the data directory (isolated agents reach
+	// their working directories through it; it lists nothing).
+	for p, mode := range map[string]os.FileMode{data: 0o755, state: 0o775, db: 0o644} {
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dataMode = 0o701
+	start()
 }

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
@@ -62,6 +63,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	iso, err := startHost(cfg, true, stderr)
 	if err != nil {
+		return err
+	}
+	if err := privateDirs(); err != nil {
 		return err
 	}
 	log := newLogger(stderr, slog.LevelInfo, cfg)
@@ -340,4 +344,51 @@ func (h *healthCache) last(context.Context) error {
 		return errHealthPending
 	}
 	return h.err
+}
+
+// stateDir is $XDG_STATE_HOME/threadline (default ~/.local/state/threadline).
+func stateDir() (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("find the state directory: %w", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "threadline"), nil
+}
+
+// privateDirs makes the bot's own data and state directories (the
+// database, the relays' journals) mode 0700 whatever the umask: it creates
+// them so, and takes group and other permissions away from existing ones,
+// except other's search bit on the data directory, which isolated agents
+// use to reach their working directories below it (see traversable).
+func privateDirs() error {
+	for _, dir := range []struct {
+		path     func() (string, error)
+		keepExec bool
+	}{{dataDir, true}, {stateDir, false}} {
+		d, err := dir.path()
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		mode, want := fi.Mode().Perm(), os.FileMode(0o700)
+		if dir.keepExec {
+			want |= fi.Mode().Perm() & 0o001
+		}
+		if mode != want {
+			if err := os.Chmod(d, want); err != nil {
+				return fmt.Errorf("make %s private: %w", d, err)
+			}
+		}
+	}
+	return nil
 }
