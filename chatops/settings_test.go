@@ -373,7 +373,9 @@ func TestSettingsCommands(t *testing.T) {
 			}
 			var card *message
 			waitFor(t, "the question card", func() bool {
-				card = f.find(thread, func(m *message) bool { return strings.Contains(m.view.Body, "Which branch?") && len(m.view.Buttons) > 0 })
+				card = f.find(thread, func(m *message) bool {
+					return strings.Contains(m.view.Body, "Which branch?") && len(m.view.Buttons) > 0
+				})
 				return card != nil
 			})
 			if err := f.mention(t, "UAPPROVER", "approve"); err != nil {

@@ -228,8 +228,7 @@ func relatesTo(raw map[string]any) *event.RelatesTo {
 // the card pending.
 var answerWords = map[string]string{
 	"approve": chatops.ButtonApprove, "approved": chatops.ButtonApprove, KeyApprove: chatops.ButtonApprove,
-	"approve session": chatops.ButtonApproveSession, "approve for session": chatops.ButtonApproveSession,
-	"approve for the session": chatops.ButtonApproveSession,
+	"approve session": chatops.ButtonApproveSession, "approve for session": chatops.ButtonApproveSession, "approve for the session": chatops.ButtonApproveSession,
 	"deny": chatops.ButtonDecline, "denied": chatops.ButtonDecline, "decline": chatops.ButtonDecline, "no": chatops.ButtonDecline,
 	"n": chatops.ButtonDecline, "reject": chatops.ButtonDecline, KeyDecline: chatops.ButtonDecline,
 	"stop": chatops.ButtonCancel, "cancel": chatops.ButtonCancel,
