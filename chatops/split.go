@@ -78,13 +78,26 @@ func segments(s string, limit int) []segment {
 	}
 }
 
-// fenceStep returns the fence state after the line ln given the state before.
+// maxFenceInfo bounds the fence line kept as the state: a part that reopens
+// a fence repeats it, so a very long info string is cut (at a rune boundary)
+// to leave room for the text.
+const maxFenceInfo = 16
+
+// fenceStep returns the fence state after the line ln given the state before:
+// "" outside a fence, else the (possibly shortened) line that opened it.
 func fenceStep(state, ln string) string {
 	t := strings.TrimSpace(ln)
 	if !strings.HasPrefix(t, fenceMark) {
 		return state
 	}
 	if state == "" {
+		if len(t) > len(fenceMark)+maxFenceInfo {
+			n := len(fenceMark) + maxFenceInfo
+			for n > len(fenceMark) && !utf8.RuneStart(t[n]) {
+				n--
+			}
+			t = t[:n]
+		}
 		return t
 	}
 	if strings.Trim(t, "`") == "" {
@@ -130,8 +143,10 @@ func cutPoint(s string, window int, open string) (cut int, state string) {
 	case line > 0:
 		return line, lineState
 	}
-	// No line break in the window: cut at a rune boundary; the fence state is
-	// the one at the start of this line.
+	// No line break in the window: cut at a rune boundary. The part shows
+	// the cut line as a whole line, so the state is the one after it: a fence
+	// line longer than the window opens (or closes) a fence there, which the
+	// part closes and the next part reopens.
 	cut = min(window, len(s))
 	for cut > 0 && !utf8.RuneStart(s[cut]) {
 		cut--
@@ -142,13 +157,12 @@ func cutPoint(s string, window int, open string) (cut int, state string) {
 	return cut, fenceAtCut(s[:cut], open)
 }
 
-// fenceAtCut returns the fence state at the end of s (cut mid-line).
+// fenceAtCut returns the fence state at the end of s, cut mid-line: the
+// unfinished last line counts as a line, as it does in the part that ends
+// with it.
 func fenceAtCut(s, open string) string {
 	state := open
 	for ln := range strings.Lines(s) {
-		if !strings.HasSuffix(ln, "\n") {
-			break // an unfinished line opens or closes nothing yet
-		}
 		state = fenceStep(state, strings.TrimSuffix(ln, "\n"))
 	}
 	return state

@@ -66,6 +66,21 @@ func TestSplit(t *testing.T) {
 			t.Fatalf("joined text differs")
 		}
 	})
+	t.Run("a fence line longer than the part", func(t *testing.T) {
+		text := "```" + strings.Repeat("x", 200) + "\ncode\n```\nafter text here\n"
+		parts := Split(text, 64)
+		for i, p := range parts[:len(parts)-1] {
+			if !balanced(p) {
+				t.Fatalf("part %d has unbalanced fences: %q", i, p)
+			}
+		}
+		if last := parts[len(parts)-1]; !balanced(last) || !strings.Contains(last, "after text here") {
+			t.Fatalf("the text after the fence renders as code: %q", parts)
+		}
+		if got := join(t, text, 64); got != text {
+			t.Fatal("joined text differs")
+		}
+	})
 	t.Run("one long line is cut at rune boundaries", func(t *testing.T) {
 		text := strings.Repeat("é", 500)
 		parts := Split(text, 100)
@@ -125,6 +140,10 @@ func randomMarkdown(rng *rand.Rand, n int) string {
 
 func FuzzSplit(f *testing.F) {
 	f.Add("hello\n\n```go\ncode\n```\nend", 64)
+	// A fence line longer than the part (the rest rendered as code).
+	f.Add("```"+strings.Repeat("x", 200)+"\ncode\n```\nafter text here\n", 64)
+	f.Add("intro\n```"+strings.Repeat("y", 100)+"\n"+strings.Repeat("code line\n", 20)+"```\nafter\n", 80)
+	f.Add("```go\n"+strings.Repeat("`", 150)+"\nafter\n", 64)
 	f.Fuzz(func(t *testing.T, s string, limit int) {
 		limit = 64 + abs(limit)%500
 		if got := join(t, s, limit); got != s {

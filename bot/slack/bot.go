@@ -70,6 +70,7 @@ func New(cfg Config, threads *chatops.Threads, logger *slog.Logger, opts ...slac
 		o = append(o, slack.OptionAppLevelToken(cfg.AppToken))
 	}
 	api := slack.New(cfg.BotToken, append(o, opts...)...)
+	allowMentions.Store(cfg.AllowMentions)
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bot{
 		cfg: cfg, api: api, threads: threads, log: logger.With("platform", Platform),

@@ -37,6 +37,10 @@ type Config struct {
 	// Streaming is "auto" (default: chat.startStream where the workspace
 	// allows it, chat.update elsewhere) or "off".
 	Streaming string `yaml:"streaming"`
+	// AllowMentions lets agent text mention people, channels and groups and
+	// post disguised links (<!here>, <@U…>, <url|label>); by default they are
+	// escaped and show as text. It applies to the whole process.
+	AllowMentions bool `yaml:"allow_mentions"`
 	// Channels are per-channel settings, by channel id.
 	Channels map[string]ChannelConfig `yaml:"channels"`
 	// Workspace applies to every channel of the workspace(s) the bot is in.

@@ -50,6 +50,8 @@ type options struct {
 	render    chatops.RenderOptions
 	channels  map[string]slackbot.ChannelConfig
 	fake      *slacktest.Server
+	// allowMentions is slack.allow_mentions.
+	allowMentions bool
 }
 
 func testLog() *slog.Logger {
@@ -82,7 +84,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 		}
 	}
 	cfg := slackbot.Config{Mode: o.mode, AppToken: slacktest.AppToken, BotToken: slacktest.BotToken,
-		SigningSecret: signingSecret, APIURL: fake.APIURL(), Streaming: o.streaming, Channels: o.channels}
+		SigningSecret: signingSecret, APIURL: fake.APIURL(), Streaming: o.streaming, Channels: o.channels, AllowMentions: o.allowMentions}
 	policy := &chatops.Policy{Admins: []string{"slack:UADMIN"}}
 	cfg.Apply(policy)
 	work := t.TempDir()

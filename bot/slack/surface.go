@@ -53,20 +53,21 @@ const (
 	maxFallbackText = 3000
 )
 
-// blocks renders a view as Block Kit.
+// blocks renders a view as Block Kit. The text fields are escaped for Slack
+// (see escapeText).
 func blocks(v chatops.View) []slack.Block {
 	var out []slack.Block
 	if v.Status != "" {
-		out = append(out, slack.NewContextBlock("tl_status", slack.NewTextBlockObject(slack.MarkdownType, clip(v.Status, maxSectionText), false, false)))
+		out = append(out, slack.NewContextBlock("tl_status", slack.NewTextBlockObject(slack.MarkdownType, clip(escapeText(v.Status), maxSectionText), false, false)))
 	}
 	if v.Body != "" {
-		out = append(out, slack.NewMarkdownBlock("tl_body", clip(v.Body, maxMarkdownText)))
+		out = append(out, slack.NewMarkdownBlock("tl_body", clip(escapeText(v.Body), maxMarkdownText)))
 	}
 	if len(v.Steps) > 0 {
-		out = append(out, slack.NewContextBlock("tl_steps", slack.NewTextBlockObject(slack.MarkdownType, clip(strings.Join(v.Steps, "\n"), maxSectionText), false, false)))
+		out = append(out, slack.NewContextBlock("tl_steps", slack.NewTextBlockObject(slack.MarkdownType, clip(escapeText(strings.Join(v.Steps, "\n")), maxSectionText), false, false)))
 	}
 	if v.Footer != "" {
-		out = append(out, slack.NewContextBlock("tl_footer", slack.NewTextBlockObject(slack.MarkdownType, clip(v.Footer, maxSectionText), false, false)))
+		out = append(out, slack.NewContextBlock("tl_footer", slack.NewTextBlockObject(slack.MarkdownType, clip(escapeText(v.Footer), maxSectionText), false, false)))
 	}
 	if len(v.Buttons) > 0 {
 		var els []slack.BlockElement
@@ -97,7 +98,7 @@ func clip(s string, n int) string {
 }
 
 func (s *surface) msgOptions(v chatops.View) []slack.MsgOption {
-	opts := []slack.MsgOption{slack.MsgOptionText(clip(v.Text(), maxFallbackText), false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(clip(escapeText(v.Text()), maxFallbackText), false)}
 	if b := blocks(v); len(b) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(b...))
 	}
@@ -180,7 +181,7 @@ func (s *surface) React(ctx context.Context, p chatops.Place, id, name string) e
 }
 
 func (s *surface) Ephemeral(ctx context.Context, p chatops.Place, u chatops.User, text string) error {
-	opts := []slack.MsgOption{slack.MsgOptionText(clip(text, maxFallbackText), false)}
+	opts := []slack.MsgOption{slack.MsgOptionText(clip(escapeText(text), maxFallbackText), false)}
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
 	}
@@ -188,12 +189,15 @@ func (s *surface) Ephemeral(ctx context.Context, p chatops.Place, u chatops.User
 	return translate("chat.postEphemeral", err)
 }
 
+// Mention renders "slack:U123" as the bot's own mention of U123: a marker
+// that escapeText turns into "<@U123>" after escaping the text around it, so
+// that the bot's mentions work while the agent's show as text.
 func (s *surface) Mention(qualified string) string {
 	u := chatops.ParseUser(qualified)
-	if u.Platform != Platform || u.ID == "" {
+	if u.Platform != Platform || !slackID.MatchString(u.ID) {
 		return qualified
 	}
-	return "<@" + u.ID + ">"
+	return mentionOpen + mentionNonce + "@" + u.ID + mentionClose
 }
 
 // recipient returns who asked last in the thread: chat.startStream in a
@@ -211,7 +215,7 @@ func (s *surface) StartStream(ctx context.Context, p chatops.Place, v chatops.Vi
 	}
 	opts := []slack.MsgOption{slack.MsgOptionTS(p.Thread)}
 	if !v.Working && v.Body != "" {
-		opts = append(opts, slack.MsgOptionMarkdownText(clip(v.Body, maxMarkdownText)))
+		opts = append(opts, slack.MsgOptionMarkdownText(clip(escapeText(v.Body), maxMarkdownText)))
 	}
 	if !strings.HasPrefix(p.Channel, "D") {
 		u, ok := s.recipient(p)
@@ -257,13 +261,14 @@ func (s *surface) StopStream(ctx context.Context, p chatops.Place, id, rest stri
 	return translate("chat.stopStream", err)
 }
 
-// chunks cuts s into pieces of at most n runes.
+// chunks escapes streamed markdown for Slack (escapeText) and cuts it into
+// pieces of at most n runes.
 func chunks(s string, n int) []string {
 	if s == "" {
 		return nil
 	}
 	var out []string
-	r := []rune(s)
+	r := []rune(escapeText(s))
 	for len(r) > n {
 		out = append(out, string(r[:n]))
 		r = r[n:]

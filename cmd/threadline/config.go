@@ -122,8 +122,11 @@ type SlackConfig struct {
 	SigningSecretFile string `yaml:"signing_secret_file"`
 	APIURL            string `yaml:"api_url"`
 	// Streaming is "auto" (chat.startStream where the workspace allows it) or "off".
-	Streaming string                   `yaml:"streaming"`
-	Channels  map[string]ChannelConfig `yaml:"channels"`
+	Streaming string `yaml:"streaming"`
+	// AllowMentions lets agent text mention people, channels and groups
+	// (<!here>, <@U…>) and post labelled links; by default they are escaped.
+	AllowMentions bool                     `yaml:"allow_mentions"`
+	Channels      map[string]ChannelConfig `yaml:"channels"`
 	// Workspace applies to every channel of the workspace.
 	Workspace ChannelConfig `yaml:"workspace"`
 }

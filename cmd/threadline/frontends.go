@@ -95,7 +95,7 @@ func (a *app) slackConfig() slackbot.Config {
 	}
 	out := slackbot.Config{
 		Mode: c.Mode, AppToken: c.AppToken, BotToken: c.BotToken, SigningSecret: c.SigningSecret,
-		APIURL: c.APIURL, Streaming: c.Streaming, Workspace: channel(c.Workspace),
+		APIURL: c.APIURL, Streaming: c.Streaming, AllowMentions: c.AllowMentions, Workspace: channel(c.Workspace),
 		Channels: map[string]slackbot.ChannelConfig{},
 	}
 	for id, cc := range c.Channels {
