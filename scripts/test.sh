@@ -58,3 +58,16 @@ if [[ $(id -u) -eq 0 ]] && ! id -u threadline-agent >/dev/null 2>&1; then
 fi
 go test -race -count=1 -tags goolm "$@" ./...
 go test -race -count=1 -run TestEncryptionNeedsGoolm ./bot/matrix
+
+# A short run of every fuzz target in the tree (its seed corpus plus a few
+# seconds of new inputs; FUZZTIME=0 skips, e.g. FUZZTIME=60s for a longer run).
+# About 2 minutes for the ~20 targets.
+fuzztime="${FUZZTIME:-3s}"
+if [[ "$fuzztime" != "0" ]]; then
+	git grep -oE '^func Fuzz[A-Za-z0-9_]+\(' -- '*_test.go' |
+		sed -E 's/^(.*)\/[^/]+:func (Fuzz[A-Za-z0-9_]+)\($/\1 \2/' | sort -u |
+		while read -r pkg target; do
+			echo "fuzz: ./$pkg $target ($fuzztime)"
+			go test -tags goolm -run '^$' -fuzz "^${target}\$" -fuzztime "$fuzztime" "./$pkg" || exit 1
+		done
+fi
