@@ -11,11 +11,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/sys/unix"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -270,4 +273,169 @@ func TestRunIsolatedEndToEnd(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestServeIsolatedEndToEnd: `threadline serve` (fake Slack, REAL Claude CLI,
+// relays, the default data directory) runs the agent as the agent user in the
+// chat's own directory, handed to that user; the approved tool cannot read the
+// bot's environment, database, config or relays, and the run completes.
+func TestServeIsolatedEndToEnd(t *testing.T) {
+	const plantedSigning = "planted-signing-secret-5a5a"
+	t.Setenv("TL_PLANTED_SIGNING", plantedSigning) // in the initial environment block
+	if !providertest.InNetns(t) {
+		return
+	}
+	agentU := agentUser(t)
+	bin := fakeapi.FindClaude(t)
+	dir := t.TempDir()
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
+	state, err := os.MkdirTemp("", "tls") // short: a relay socket path has at most 107 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	t.Setenv("XDG_STATE_HOME", state)
+	data := filepath.Join(dir, "data", "threadline")
+	db := filepath.Join(data, "threadline.db")
+	relays := relayDir()
+	probe := strings.Join([]string{
+		"id", "pwd",
+		"cat /proc/" + strconv.Itoa(os.Getpid()) + "/environ",
+		"cat " + db, "ls " + data, "cat " + filepath.Join(dir, "threadline.yaml"), "ls " + relays,
+	}, "; ")
+	api := fakeapi.New(t,
+		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "{ " + probe + "; } > probe.txt 2>&1; echo probed", "description": "Look around"})),
+		fakeapi.Text("Hello."),
+	)
+	claudeHome := filepath.Join(dir, "agent")
+	claudeEnv := api.ClaudeEnv(claudeHome)
+	chownTree(t, claudeHome, agentU)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fake := slacktest.New(t)
+	cfg := map[string]any{
+		"http":   map[string]any{"listen": freePort(t)},
+		"agents": map[string]any{"claude": map[string]any{"bin": bin, "env": claudeEnv}},
+		"slack": map[string]any{
+			"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"signing_secret": "${TL_PLANTED_SIGNING}",
+			"channels":       map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}},
+		},
+	}
+	raw, _ := yaml.Marshal(cfg)
+	cfgPath := filepath.Join(dir, "threadline.yaml")
+	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var logs lockedBuffer
+	done := make(chan error, 1)
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	var root string
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range fake.Thread("C1", root) {
+				t.Logf("slack message: %s %s", m.Blocks, m.Markdown)
+			}
+			t.Logf("serve's log:\n%s", logs.String())
+			logs, _ := filepath.Glob(filepath.Join(relays, "*", "relay.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				t.Logf("%s:\n%s", l, b)
+			}
+		}
+	})
+	if err := fake.WaitConnected(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), "host agents run isolated") {
+		t.Errorf("serve did not say agents run isolated:\n%s", logs.String())
+	}
+	send := func(id, typ string, payload map[string]any) {
+		t.Helper()
+		env, err := fake.Envelope(typ, payload, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fake.WaitAck(env, 3*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	root = fake.PostUserMessage("C1", "", "TOOL probe")
+	send("Ev1", "events_api", map[string]any{"type": "event_callback", "team_id": slacktest.TeamID, "api_app_id": slacktest.AppID,
+		"event_id": "Ev1", "event_time": time.Now().Unix(), "event": map[string]any{"type": "app_mention", "user": "UDEV", "channel": "C1",
+			"ts": root, "event_ts": root, "text": "<@" + slacktest.BotUserID + "> TOOL probe"}})
+	var card slacktest.Message
+	chatopstest.WaitFor(t, "the approval card", func() bool {
+		for _, x := range fake.Thread("C1", root) {
+			if strings.Contains(string(x.Blocks), "tl_approve") {
+				card = x
+				return true
+			}
+		}
+		return false
+	})
+	approve := strings.Split(strings.Split(string(card.Blocks), `"action_id":"tl_approve","value":"`)[1], `"`)[0]
+	send("", "interactive", map[string]any{
+		"type": "block_actions", "team": map[string]any{"id": slacktest.TeamID}, "user": map[string]any{"id": "UDEV"},
+		"trigger_id": fake.NewTrigger(),
+		"container":  map[string]any{"type": "message", "message_ts": card.TS, "channel_id": "C1", "thread_ts": root},
+		"channel":    map[string]any{"id": "C1"},
+		"actions":    []map[string]any{{"action_id": "tl_approve", "block_id": "tl_actions", "value": approve, "type": "button"}},
+	})
+	var answer slacktest.Message
+	chatopstest.WaitFor(t, "the tool answer", func() bool {
+		for _, m := range fake.Thread("C1", root) {
+			if strings.Contains(string(m.Blocks), "Done in") {
+				answer = m
+				return true
+			}
+		}
+		return false
+	})
+	if !strings.Contains(string(answer.Blocks)+answer.Markdown, "Tool result: probed") {
+		t.Fatalf("tool answer: blocks %s, streamed %q\n%s", answer.Blocks, answer.Markdown, logs.String())
+	}
+	found, _ := filepath.Glob(filepath.Join(data, "work", "*", "probe.txt"))
+	if len(found) != 1 {
+		t.Fatalf("the tool did not run in the chat's own directory: %v", found)
+	}
+	b, _ := os.ReadFile(found[0])
+	out := string(b)
+	chatDir := filepath.Dir(found[0])
+	if fi, err := os.Stat(chatDir); err != nil || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid || fi.Mode().Perm() != 0o700 {
+		t.Errorf("the chat's directory is not the agent user's with mode 0700: %v %v", fi.Mode(), err)
+	}
+	for _, want := range []string{
+		"uid=" + agentU.Uid + "(" + defaultAgentUser + ")", chatDir,
+		"cat: /proc/" + strconv.Itoa(os.Getpid()) + "/environ: Permission denied",
+		"cat: " + db + ": Permission denied", "cannot open directory '" + data + "': Permission denied",
+		"cat: " + cfgPath + ": Permission denied", "cannot access '" + relays + "': Permission denied",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the probe lacks %q:\n%s", want, out)
+		}
+	}
+	for _, secret := range []string{plantedSigning, slacktest.BotToken, slacktest.AppToken} {
+		if strings.Contains(out, secret) {
+			t.Errorf("the agent's tool read %q:\n%s", secret, out)
+		}
+	}
+	if _, ok := os.LookupEnv("TL_PLANTED_SIGNING"); ok {
+		t.Error("serve kept TL_PLANTED_SIGNING in its environment")
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v\n%s", err, logs.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("serve did not stop\n%s", logs.String())
+	}
 }
