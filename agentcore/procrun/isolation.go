@@ -226,7 +226,8 @@ func hasKey(env []string, key string) bool {
 // isolationHint explains a start error of an isolated agent that looks like
 // a permission problem.
 func isolationHint(err error, iso *Isolation, dir string) error {
-	if iso == nil || !errors.Is(err, os.ErrPermission) {
+	// A relay reports its start error as text.
+	if iso == nil || err == nil || (!errors.Is(err, os.ErrPermission) && !strings.Contains(err.Error(), "permission denied")) {
 		return err
 	}
 	where := "its executable"

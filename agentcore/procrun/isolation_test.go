@@ -583,3 +583,21 @@ func TestIsolatedRelayedStart(t *testing.T) {
 		})
 	}
 }
+
+// TestIsolatedStartExplainsPermission: a working directory the agent user
+// cannot enter fails the start with a hint naming the user, relayed or not.
+func TestIsolatedStartExplainsPermission(t *testing.T) {
+	iso := needAgentUser(t)
+	exe := sharedExe(t)
+	private := t.TempDir() // root's, 0700
+	spec := Spec{Bin: exe, Env: []string{childEnv + "=ident"}, Dir: private, Isolation: iso}
+	for name, ctx := range map[string]context.Context{
+		"direct":  context.Background(),
+		"relayed": WithRelay(context.Background(), testRelay(t).Run("denied")),
+	} {
+		_, err := Start(ctx, nil, spec)
+		if err == nil || !strings.Contains(err.Error(), "agents run as user "+agentUserName) || !strings.Contains(err.Error(), private) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

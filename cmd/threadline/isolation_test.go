@@ -31,6 +31,9 @@ func TestServeRefusesUnisolated(t *testing.T) {
 	if code == 0 || err == nil {
 		t.Fatalf("serve started unisolated: %d %v", code, err)
 	}
+	if strings.Contains(errOut, "serving") {
+		t.Errorf("serve served before refusing:\n%s", errOut)
+	}
 	for _, want := range []string{"not isolated", "surely-no-such-agent-user", "useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent", "host.isolation: off"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the refusal lacks %q: %v", want, err)
