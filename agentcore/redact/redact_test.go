@@ -283,3 +283,39 @@ func BenchmarkStream(b *testing.B) {
 		st.Flush()
 	}
 }
+
+// FuzzStream: however a text is cut, the stream releases exactly what String
+// makes of the whole, and no released prefix holds a secret.
+func FuzzStream(f *testing.F) {
+	secrets := []string{"aab-aab", "aab-aac", "ab-aab-aab", "b-aab-", "pässwörd", `q"uote\d`}
+	r := redact.New(secrets...)
+	f.Add("xx aab-aab yy ab-aab-aab", []byte{3, 1, 7})
+	f.Add("pässwörd and b-aab-aab", []byte{2, 9})
+	f.Fuzz(func(t *testing.T, text string, cuts []byte) {
+		var pieces []string
+		rest := text
+		for _, c := range cuts {
+			if rest == "" {
+				break
+			}
+			k := min(len(rest), int(c%16))
+			pieces = append(pieces, rest[:k])
+			rest = rest[k:]
+		}
+		pieces = append(pieces, rest)
+		st := r.Stream()
+		sofar := ""
+		for _, p := range pieces {
+			sofar += st.Write(p)
+			for _, s := range secrets {
+				if strings.Contains(sofar, s) {
+					t.Fatalf("pieces %q: released %q holds %q", pieces, sofar, s)
+				}
+			}
+		}
+		sofar += st.Flush()
+		if want := r.String(text); sofar != want {
+			t.Fatalf("pieces %q: stream %q, String %q", pieces, sofar, want)
+		}
+	})
+}
