@@ -319,3 +319,43 @@ func FuzzStream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzJSON: valid JSON stays valid, and none of its strings keeps a secret.
+func FuzzJSON(f *testing.F) {
+	secrets := []string{"plain-secret-9", `tok"en\with<html>&`, "ünï-cødé-1"}
+	r := redact.New(secrets...)
+	f.Add(`{"a":"plain-secret-9","b":[1,"x\u0070lain-secret-9"]}`)
+	f.Add(`["tok\"en\\with\u003chtml\u003e\u0026", {"ünï-cødé-1": null}]`)
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !json.Valid([]byte(raw)) {
+			return
+		}
+		out := r.JSON(json.RawMessage(raw))
+		if !json.Valid(out) {
+			t.Fatalf("JSON(%s) = %s: invalid", raw, out)
+		}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case string:
+				for _, s := range secrets {
+					if strings.Contains(v, s) {
+						t.Fatalf("JSON(%s) = %s keeps %q", raw, out, s)
+					}
+				}
+			case []any:
+				for _, e := range v {
+					walk(e)
+				}
+			case map[string]any:
+				for k, e := range v {
+					walk(k)
+					walk(e)
+				}
+			}
+		}
+		var v any
+		_ = json.Unmarshal(out, &v)
+		walk(v)
+	})
+}
