@@ -72,6 +72,17 @@ type Agents interface {
 	Agents(ctx context.Context) []AgentInfo
 }
 
+// AgentLookup is an optional interface of Agents that answers for one agent
+// without probing every agent: the commands agent, model and effort use it
+// when the catalogue has it.
+type AgentLookup interface {
+	// Agent returns the agent's entry (its Args at least); ok is false for an
+	// id the catalogue does not know.
+	Agent(ctx context.Context, id string) (AgentInfo, bool)
+	// AgentIDs lists the known ids, sorted.
+	AgentIDs() []string
+}
+
 // Bot is the platform-neutral bot.
 type Bot struct {
 	chats  ChatStore
@@ -289,6 +300,9 @@ func (b *Bot) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
 	if b.agents == nil {
 		return AgentInfo{}, false
 	}
+	if l, ok := b.agents.(AgentLookup); ok {
+		return l.Agent(ctx, id)
+	}
 	for _, a := range b.agents.Agents(ctx) {
 		if a.ID == id {
 			return a, true
@@ -301,6 +315,9 @@ func (b *Bot) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
 func (b *Bot) agentIDs(ctx context.Context) string {
 	if b.agents == nil {
 		return "(none configured)"
+	}
+	if l, ok := b.agents.(AgentLookup); ok {
+		return strings.Join(l.AgentIDs(), ", ")
 	}
 	var ids []string
 	for _, a := range b.agents.Agents(ctx) {

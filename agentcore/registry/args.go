@@ -43,6 +43,14 @@ func (r Report) ArgRules() ArgRules {
 	return ArgRules{Models: r.Models, FreeForm: r.ModelsFreeForm, Effort: r.Capabilities.Effort, Efforts: r.Efforts}
 }
 
+// StaticArgRules returns d's rules without running its CLI: the operator's
+// models or the fallback list (see staticModels).
+func StaticArgRules(d Definition) ArgRules {
+	r := baseReport(d)
+	r.Models, _ = staticModels(d)
+	return r.ArgRules()
+}
+
 // CheckModel refuses a model the agent cannot take: any value that fails
 // agent.ValidArgValue, and, where the list is closed, a value not on it. The
 // empty model (the agent's default) is always valid. Errors name the valid

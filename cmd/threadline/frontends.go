@@ -9,11 +9,13 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"sort"
 	"sync"
 	"time"
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/bot/matrix"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
@@ -48,6 +50,34 @@ func (a *app) desk() *chatops.Threads {
 		a.metrics.watchQueue(a.threads.QueueDepth)
 	})
 	return a.threads
+}
+
+var _ chatops.AgentLookup = (*app)(nil)
+
+// Agent answers chatops.AgentLookup: the values a chat may set for one
+// agent, from its definition; only an agent whose closed model list comes
+// from its CLI (e.g. cursor-agent models) is probed, and only that one.
+func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
+	d, ok := a.agents.byID[id]
+	if !ok {
+		return chatops.AgentInfo{}, false
+	}
+	live := d.Models.Command != nil || d.Models.Discover != nil
+	if len(d.ConfigModels) > 0 || d.Models.FreeForm || !live {
+		return chatops.AgentInfo{ID: id, Args: registry.StaticArgRules(d)}, true
+	}
+	infos := agentInfos(registry.Probe(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: a.log}))
+	return infos[0], true
+}
+
+// AgentIDs lists the known agent ids (chatops.AgentLookup).
+func (a *app) AgentIDs() []string {
+	ids := make([]string, len(a.agents.defs))
+	for i, d := range a.agents.defs {
+		ids[i] = d.ID
+	}
+	sort.Strings(ids)
+	return ids
 }
 
 // policy builds the access policy of the config's channels and rooms.
