@@ -45,7 +45,7 @@ func (t *Threads) approvalWaiting(chatID string) (Ref, bool) {
 	)
 	prefix := r.ID + "|"
 	for k, in := range t.pending {
-		if !strings.HasPrefix(k, prefix) || in.Kind == agent.KindQuestion || in.Kind == agent.KindElicitation {
+		if !strings.HasPrefix(k, prefix) || !in.Accepts(agent.DecisionApprove) {
 			continue
 		}
 		found, n = Ref{ChatID: chatID, RunID: r.ID, InteractionID: in.ID}, n+1

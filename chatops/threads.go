@@ -694,9 +694,9 @@ func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
 	if ok, why := t.mayAnswerRun(ctx, a.User, a.Place, a.Ref.RunID); !ok {
 		return t.refuse(ctx, a.Place, a.User, why)
 	}
-	if kind, known := t.pendingKind(a.Ref); known && kind != agent.KindQuestion && kind != agent.KindElicitation {
+	if in, known := t.pendingInteraction(a.Ref); known && !in.Accepts(agent.DecisionAnswer) {
 		_ = t.ephemeral(ctx, a.Place, a.User, needsDecision)
-		return fmt.Errorf("chatops: answer %s: %w: free text for a %s request", a.Ref.InteractionID, prompt.ErrAnswerKind, kind)
+		return fmt.Errorf("chatops: answer %s: %w: free text for a %s request", a.Ref.InteractionID, prompt.ErrAnswerKind, in.Kind)
 	}
 	resp := agent.InteractionResponse{InteractionID: a.Ref.InteractionID, Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
 	if qs, err := t.Questions(ctx, a.Ref); err == nil {
@@ -716,8 +716,8 @@ func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp ag
 		msg := "That request is no longer waiting for an answer."
 		if errors.Is(err, prompt.ErrAnswerKind) {
 			msg = needsDecision
-			if resp.Decision == agent.DecisionApprove || resp.Decision == agent.DecisionApproveSession {
-				msg = "That request is a question: answer it with its options or the Answer button."
+			if resp.Decision != agent.DecisionAnswer {
+				msg = "That request does not take this answer: use the buttons on its card."
 			}
 		}
 		_ = t.ephemeral(ctx, p, u, msg)
@@ -726,16 +726,16 @@ func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp ag
 	return nil
 }
 
-// pendingKind returns the kind of the pending interaction a ref names, when
-// this process follows its run.
-func (t *Threads) pendingKind(ref Ref) (agent.InteractionKind, bool) {
+// pendingInteraction returns the pending interaction a ref names, when this
+// process follows its run.
+func (t *Threads) pendingInteraction(ref Ref) (agent.Interaction, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	in, ok := t.pending[ref.RunID+"|"+ref.InteractionID]
 	if !ok {
-		return "", false
+		return agent.Interaction{}, false
 	}
-	return in.Kind, true
+	return *in, true
 }
 
 // checkRef makes sure the button belongs to the thread it was pressed in.

@@ -45,27 +45,14 @@ var (
 	ErrAnswerKind = errors.New("response does not fit the request")
 )
 
-// fits reports whether a decision answers a request of kind: questions and
-// elicitations take answers, approvals take approve / approve for session;
-// every request may be declined or cancelled.
-func fits(kind string, d agent.Decision) bool {
-	switch d {
-	case agent.DecisionDecline, agent.DecisionCancel:
-		return true
-	case agent.DecisionAnswer:
-		return kind == string(agent.KindQuestion) || kind == string(agent.KindElicitation)
-	case agent.DecisionApprove, agent.DecisionApproveSession:
-		return kind != string(agent.KindQuestion) && kind != string(agent.KindElicitation)
-	}
-	return false
-}
-
 // maxInteractionPayload bounds the request copy kept in the ledger.
 const maxInteractionPayload = 16 << 10
 
 // interactionState is a request of a running run.
 type interactionState struct {
-	kind     string
+	kind string
+	// request is the kind and options of the request, for Accepts.
+	request  agent.Interaction
 	answered bool // a response was routed; the provider's resolution is awaited
 	timedOut bool
 	timer    *time.Timer
@@ -112,7 +99,7 @@ func (r *Run) claim(resp agent.InteractionResponse) error {
 		return fmt.Errorf("%w: %s in run %s", ErrUnknownInteraction, id, r.ID)
 	case st.answered:
 		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
-	case !fits(st.kind, resp.Decision):
+	case !st.request.Accepts(resp.Decision):
 		return fmt.Errorf("%w: %q for a %s request %s", ErrAnswerKind, string(resp.Decision), st.kind, id)
 	}
 	st.answered = true
@@ -138,7 +125,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 	if r.interactionTimeout > 0 {
 		in.ExpiresAt = time.Now().Add(r.interactionTimeout).UTC().Truncate(time.Second)
 	}
-	st := &interactionState{kind: string(in.Kind)}
+	st := &interactionState{kind: string(in.Kind), request: agent.Interaction{Kind: in.Kind, Options: in.Options}}
 	r.mu.Lock()
 	if _, dup := r.interactions[in.ID]; dup {
 		r.mu.Unlock()
