@@ -177,7 +177,7 @@ func TestConfigDocWalk(t *testing.T) {
 		S      []inner          `yaml:"s"`
 		L      []string         `yaml:"l"`
 		E      map[string]string
-		hidden string
+		_      string // unexported: skipped
 	}
 	leaves, sections := configKeyPaths(reflect.TypeOf(outer{}))
 	wantLeaves := []string{"x.a", "x.b", "m.<id>.a", "m.<id>.b", "p.a", "p.b", "s[].a", "s[].b", "l", "e"}
