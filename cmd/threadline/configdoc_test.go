@@ -171,13 +171,13 @@ func TestConfigDocWalk(t *testing.T) {
 		C string `yaml:"-"`
 	}
 	type outer struct {
-		X      inner            `yaml:"x"`
-		M      map[string]inner `yaml:"m"`
-		P      *inner           `yaml:"p"`
-		S      []inner          `yaml:"s"`
-		L      []string         `yaml:"l"`
-		E      map[string]string
-		_      string // unexported: skipped
+		X inner            `yaml:"x"`
+		M map[string]inner `yaml:"m"`
+		P *inner           `yaml:"p"`
+		S []inner          `yaml:"s"`
+		L []string         `yaml:"l"`
+		E map[string]string
+		_ string // unexported: skipped
 	}
 	leaves, sections := configKeyPaths(reflect.TypeOf(outer{}))
 	wantLeaves := []string{"x.a", "x.b", "m.<id>.a", "m.<id>.b", "p.a", "p.b", "s[].a", "s[].b", "l", "e"}
