@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 )
 
 // RenderOptions shape the views of a run.
@@ -125,21 +126,16 @@ func (r *runState) apply(ev Event) {
 		}
 		r.at = ev.At
 	}
-	var e agent.Event
-	if err := json.Unmarshal(ev.Payload, &e); err != nil {
+	en, err := chatlog.Decode(ev.Type, ev.Payload)
+	if err != nil {
 		return
 	}
-	if e.Type == "" {
-		e.Type = agent.EventType(ev.Type)
-	}
+	e := en.Agent
 	switch e.Type {
 	case agent.EventRunStarted:
-		var rs struct {
-			Agent string `json:"agent"`
-			Model string `json:"model"`
+		if en.Run != nil {
+			r.agent, r.model = en.Run.Agent, en.Run.Model
 		}
-		_ = json.Unmarshal(ev.Payload, &rs)
-		r.agent, r.model = rs.Agent, rs.Model
 		r.started = ev.At
 	case agent.EventSystem:
 		if e.Model != "" && r.model == "" {

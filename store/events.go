@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,9 @@ const (
 
 	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
+	// queryEventsBefore walks the (chat_id, seq) primary key backwards.
+	queryEventsBefore = `SELECT ` + eventColumns + ` FROM chat_events
+WHERE chat_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
 	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
 
 	// queryInsertEventsPG inserts any number of rows with six array parameters:
@@ -161,6 +165,26 @@ func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, 
 	if err := s.db.SelectContext(ctx, &rows, queryEventsAfter, chatID, afterSeq, limit); err != nil {
 		return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, afterSeq, translate(err))
 	}
+	return eventsOf(rows), nil
+}
+
+// EventsBefore returns up to limit events of the chat with seq < beforeSeq,
+// newest first; beforeSeq <= 0 reads from the end.
+func (s *Store) EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]Event, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	if beforeSeq <= 0 {
+		beforeSeq = math.MaxInt64
+	}
+	var rows []eventRow
+	if err := s.db.SelectContext(ctx, &rows, queryEventsBefore, chatID, beforeSeq, limit); err != nil {
+		return nil, fmt.Errorf("store: events of chat %s before %d: %w", chatID, beforeSeq, translate(err))
+	}
+	return eventsOf(rows), nil
+}
+
+func eventsOf(rows []eventRow) []Event {
 	out := make([]Event, len(rows))
 	for i, r := range rows {
 		out[i] = Event{ChatID: r.ChatID, Seq: r.Seq, RunID: r.RunID.String, Type: r.Type, At: r.CreatedAt.UTC()}
@@ -168,7 +192,7 @@ func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, 
 			out[i].Payload = json.RawMessage(r.Payload.String)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // LastSeq returns the chat's highest stored seq, 0 when it has no events.

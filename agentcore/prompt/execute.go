@@ -7,16 +7,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
 // TranscriptLimit bounds the visible history prepended when there is no native session.
-const TranscriptLimit = 24000
+const TranscriptLimit = chatlog.TranscriptLimit
 
 // Run statuses.
 const (
@@ -201,70 +200,41 @@ func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	}
 }
 
-// transcript returns the chat's visible history (user prompts and assistant text,
-// no tool output or reasoning), bounded to the last TranscriptLimit bytes. Events
-// of the run excludeRun are left out.
+// transcriptPage is how many events the transcript reads per query.
+const transcriptPage = 500
+
+// transcript returns the chat's visible history (chatlog.Fold: user prompts and
+// assistant text, no tool output or reasoning), bounded to the last
+// TranscriptLimit bytes. It reads the chat backwards from its end and stops as
+// soon as older events cannot change the result, so its cost and memory follow
+// the limit, not the chat's length. Events of the run excludeRun are left out.
 func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...string) (string, error) {
 	var (
-		b       strings.Builder
-		last    string // "user" or "assistant"
-		after   int64
+		fold    chatlog.Backward
+		before  int64 // 0: from the end
 		skipRun string
 	)
 	if len(excludeRun) > 0 {
 		skipRun = excludeRun[0]
 	}
 	for {
-		evs, err := s.history.EventsAfter(ctx, chatID, after, 1000)
+		evs, err := s.history.EventsBefore(ctx, chatID, before, transcriptPage)
 		if err != nil {
 			return "", err
 		}
 		for _, ev := range evs {
-			after = ev.Seq
+			before = ev.Seq
 			if skipRun != "" && ev.RunID == skipRun {
 				continue
 			}
-			switch ev.Type {
-			case EventUserMessage:
-				var m userMessage
-				if json.Unmarshal(ev.Payload, &m) == nil {
-					b.WriteString("\n\nUser: ")
-					b.WriteString(m.Text)
-					last = "user"
-				}
-			case string(agent.EventToolStarted):
-				// Text before and after a tool call are separate paragraphs.
-				if last == "assistant" {
-					b.WriteString("\n")
-				}
-			case string(agent.EventAssistantDelta):
-				var e agent.Event
-				if json.Unmarshal(ev.Payload, &e) == nil {
-					if last != "assistant" {
-						b.WriteString("\n\nAssistant: ")
-						last = "assistant"
-					}
-					b.WriteString(e.Text)
-				}
+			if fold.Add(ev.Type, ev.Payload) {
+				return fold.Transcript(), nil
 			}
 		}
-		if len(evs) < 1000 {
-			break
+		if len(evs) < transcriptPage || before <= 1 {
+			return fold.Transcript(), nil
 		}
 	}
-	return tail(strings.TrimSpace(b.String()), TranscriptLimit), nil
-}
-
-// tail returns the last n bytes of s, cut at a rune boundary.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[len(s)-n:]
-	for len(s) > 0 && !utf8.RuneStart(s[0]) {
-		s = s[1:]
-	}
-	return s
 }
 
 func withHistory(transcript, prompt string) string {

@@ -17,15 +17,15 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
-// Chat event types the service persists besides the agent's own event types.
-const (
-	EventUserMessage = "user.message"
-)
+// EventUserMessage is the type of the user's prompt in the chat log
+// (chatlog.TypeUserMessage).
+const EventUserMessage = chatlog.TypeUserMessage
 
 // System event subtypes the service persists.
 const (
@@ -56,6 +56,9 @@ type Chats interface {
 // History reads a chat's persisted events.
 type History interface {
 	EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]runhub.Event, error)
+	// EventsBefore returns up to limit events with seq < beforeSeq, newest
+	// first; beforeSeq 0 reads from the end.
+	EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]runhub.Event, error)
 }
 
 // AgentConfig is the operator's configuration of one agent id.
@@ -297,11 +300,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 			s.log.WarnContext(ctx, "read transcript", "chat", chat.ID, "err", err)
 		}
 	}
-	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, userMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
+	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, chatlog.UserMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
 		return nil, fmt.Errorf("persist prompt: %w", err)
 	}
-	if _, err := s.appendJSON(ctx, chat.ID, run.ID, string(agent.EventRunStarted), runStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
+	if _, err := s.appendJSON(ctx, chat.ID, run.ID, chatlog.TypeRunStarted, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
 		return nil, fmt.Errorf("persist run start: %w", err)
 	}
@@ -422,19 +425,6 @@ func (s *Service) Cancel(chatID string) bool {
 		return false
 	}
 	return true
-}
-
-type userMessage struct {
-	Text   string `json:"text"`
-	By     string `json:"by,omitempty"`
-	Images int    `json:"images,omitempty"`
-}
-
-type runStarted struct {
-	Type  agent.EventType `json:"type"`
-	Agent string          `json:"agent"`
-	Model string          `json:"model,omitempty"`
-	By    string          `json:"by,omitempty"`
 }
 
 func (s *Service) appendJSON(ctx context.Context, chatID, runID, typ string, v any) (runhub.Event, error) {

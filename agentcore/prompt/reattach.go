@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
@@ -256,20 +257,21 @@ func (s *Service) loadReplay(ctx context.Context, chatID, runID string) (*replay
 			if e.RunID != runID {
 				continue
 			}
-			switch e.Type {
-			case EventUserMessage:
-				var m userMessage
-				_ = json.Unmarshal(e.Payload, &m)
-				rp.prompt = m.Text
+			en, err := chatlog.Decode(e.Type, e.Payload)
+			switch {
+			case e.Type == chatlog.TypeUserMessage:
+				rp.prompt = ""
+				if en.User != nil {
+					rp.prompt = en.User.Text
+				}
 				continue
-			case string(agent.EventRunStarted):
+			case e.Type == chatlog.TypeRunStarted:
 				continue // the service's own
-			}
-			var ev agent.Event
-			if err := json.Unmarshal(e.Payload, &ev); err != nil {
+			case err != nil:
 				s.log.WarnContext(ctx, "reattach: undecodable event", "run", runID, "seq", e.Seq, "err", err)
 				continue
 			}
+			ev := en.Agent
 			if ev.Type == agent.EventSystem && ev.Subtype == SubtypeSessionRecovered {
 				continue // the service's own
 			}

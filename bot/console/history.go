@@ -4,12 +4,11 @@ package console
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 
-	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -17,7 +16,10 @@ import (
 const recapEvents = 400
 
 // Recap prints the last turns of a chat (the user's messages and the
-// assistant's answers, each cut to a few lines) before the prompt.
+// assistant's answers, each cut to a few lines) before the prompt. The turns
+// are chatlog's visible transcript; a recap that does not reach back to the
+// chat's first event starts at the user's first message in what it read, not
+// in the middle of an answer.
 func Recap(ctx context.Context, bot *chatops.Bot, chatID string, w io.Writer, turns int) error {
 	last, err := bot.LastSeq(ctx, chatID)
 	if err != nil || last == 0 {
@@ -25,32 +27,18 @@ func Recap(ctx context.Context, bot *chatops.Bot, chatID string, w io.Writer, tu
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type turn struct{ who, text string }
-	var all []turn
-	for ev := range bot.Subscribe(ctx, chatID, max(0, last-recapEvents)) {
-		var e agent.Event
-		_ = json.Unmarshal(ev.Payload, &e)
-		switch {
-		case ev.Type == "user.message":
-			var m struct {
-				Text string `json:"text"`
-			}
-			_ = json.Unmarshal(ev.Payload, &m)
-			all = append(all, turn{"you", m.Text})
-		case e.Type == agent.EventToolStarted:
-			// Text before and after a tool call are separate paragraphs.
-			if n := len(all); n > 0 && all[n-1].who == "agent" && !strings.HasSuffix(all[n-1].text, "\n") {
-				all[n-1].text += "\n"
-			}
-		case e.Type == agent.EventAssistantDelta:
-			if n := len(all); n > 0 && all[n-1].who == "agent" {
-				all[n-1].text += e.Text
-			} else {
-				all = append(all, turn{"agent", e.Text})
-			}
-		}
+	from := max(0, last-recapEvents)
+	var fold chatlog.Fold
+	for ev := range bot.Subscribe(ctx, chatID, from) {
+		fold.Add(ev.Type, ev.Payload)
 		if ev.Seq >= last {
 			break
+		}
+	}
+	all := fold.Turns()
+	if from > 0 {
+		for len(all) > 0 && all[0].Role != chatlog.RoleUser {
+			all = all[1:] // the end of an answer whose start was not read
 		}
 	}
 	if len(all) > turns {
@@ -61,7 +49,11 @@ func Recap(ctx context.Context, bot *chatops.Bot, chatID string, w io.Writer, tu
 	}
 	fmt.Fprintln(w, "… earlier in this chat:")
 	for _, t := range all {
-		fmt.Fprintf(w, "  %s: %s\n", t.who, clip(t.text, 4, 400))
+		who := "you"
+		if t.Role == chatlog.RoleAssistant {
+			who = "agent"
+		}
+		fmt.Fprintf(w, "  %s: %s\n", who, clip(t.Text, 4, 400))
 	}
 	return nil
 }

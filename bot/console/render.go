@@ -3,13 +3,13 @@
 package console
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -29,14 +29,12 @@ func newRenderer(w io.Writer) *renderer {
 
 // render prints one event and returns the decoded agent event.
 func (r *renderer) render(ev chatops.Event) agent.Event {
-	var e agent.Event
-	if err := json.Unmarshal(ev.Payload, &e); err != nil {
-		r.line(fmt.Sprintf("[unreadable %s event %d: %v]", ev.Type, ev.Seq, err))
-		return e
+	en, err := chatlog.Decode(ev.Type, ev.Payload)
+	if err != nil {
+		r.line(fmt.Sprintf("[unreadable event %d: %v]", ev.Seq, err))
+		return agent.Event{}
 	}
-	if e.Type == "" {
-		e.Type = agent.EventType(ev.Type)
-	}
+	e := en.Agent
 	switch e.Type {
 	case agent.EventRunStarted:
 		r.started[ev.RunID] = ev.At

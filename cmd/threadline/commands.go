@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
@@ -249,8 +250,8 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 				}
 				stdout.Write(line)
 			}
-			var e agent.Event
-			if err := json.Unmarshal(ev.Payload, &e); err != nil {
+			e, err := chatlog.DecodeAgent(ev.Type, ev.Payload)
+			if err != nil {
 				continue
 			}
 			switch e.Type {

@@ -1,0 +1,54 @@
+package store_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/storetest"
+)
+
+func TestEventsBefore(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		newChat(t, s, "c1")
+		newChat(t, s, "c2")
+		if evs, err := s.EventsBefore(ctx, "c1", 0, 10); err != nil || len(evs) != 0 {
+			t.Fatalf("EventsBefore(empty) = %v, %v", evs, err)
+		}
+		if err := s.AppendEvents(ctx, events("c1", 1, 2500)); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.AppendEvents(ctx, events("c2", 1, 3)); err != nil {
+			t.Fatal(err)
+		}
+		var got []store.Event
+		before := int64(0) // from the end
+		for {
+			page, err := s.EventsBefore(ctx, "c1", before, 700)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page) == 0 {
+				break
+			}
+			got = append(got, page...)
+			before = page[len(page)-1].Seq
+		}
+		if len(got) != 2500 {
+			t.Fatalf("paged %d events backwards, want 2500", len(got))
+		}
+		for i, e := range got {
+			seq := int64(2500 - i)
+			if e.Seq != seq || e.ChatID != "c1" || e.RunID != "r1" || e.Type != "text" || e.At.IsZero() || string(e.Payload) != fmt.Sprintf(`{"n":%d}`, seq) {
+				t.Fatalf("event %d = %+v, want seq %d", i, e, seq)
+			}
+		}
+		if evs, _ := s.EventsBefore(ctx, "c1", 3, 10); len(evs) != 2 || evs[0].Seq != 2 || evs[1].Seq != 1 {
+			t.Fatalf("EventsBefore(3) = %+v", evs)
+		}
+		if evs, _ := s.EventsBefore(ctx, "c2", 0, 2); len(evs) != 2 || evs[0].Seq != 3 || evs[0].ChatID != "c2" {
+			t.Fatalf("EventsBefore(c2) = %+v", evs)
+		}
+	})
+}
