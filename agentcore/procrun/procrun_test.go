@@ -37,6 +37,8 @@ func child(mode string) int {
 	switch mode {
 	case "relay", "slowecho":
 		return relayChild(mode)
+	case "session":
+		return sessionChild()
 	case "ident", "nodump", "probe", "nbot", "secrets":
 		return isoChild(mode)
 	case "mixed":

@@ -5,7 +5,6 @@ package procrun
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -42,102 +41,57 @@ type RunOptions struct {
 // never synthesizes a completion. Events after the first terminal one are
 // dropped.
 func Run(ctx context.Context, logger *slog.Logger, spec Spec, parser LineParser, opts RunOptions, emit func(agent.Event)) error {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	spec.Stdin = opts.Stdin != nil
-	proc, err := Start(ctx, logger, spec)
-	if err != nil {
-		return err
-	}
-	for _, l := range opts.Stdin {
-		if err := proc.WriteLine(l); err != nil {
-			logger.Warn("write stdin", "err", err)
-			break
-		}
-	}
-	_ = proc.CloseStdin()
-
 	grace := opts.StopGrace
 	if grace <= 0 {
 		grace = 5 * time.Second
 	}
-	stopped := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-done:
-			return
-		case <-ctx.Done():
-		}
-		close(stopped)
-		_ = proc.Signal(interruptSignal)
-		t := time.NewTimer(grace)
-		defer t.Stop()
-		select {
-		case <-done:
-		case <-t.C:
-			logger.Warn("child ignored interrupt, killing", "grace", grace)
-			_ = proc.Kill()
-		}
-	}()
-
-	out := agent.Stream{Emit: emit, Log: logger}
-	readErr := proc.Each(func(line []byte) error {
-		evs, err := parser.Parse(line)
-		for _, ev := range evs {
-			out.Send(ev)
-		}
-		return err
-	})
-	terminal := out.Terminal
-	waitErr := proc.Wait()
-	close(done)
-	if readErr != nil {
-		logger.Warn("read stdout", "err", readErr)
-	}
-
-	cancelled := isClosed(stopped)
-	switch {
-	case terminal == agent.EventRunFailed:
-		if waitErr != nil {
-			return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
-		}
-		return agent.ErrRunFailed
-	case terminal != "":
-		if waitErr != nil && !cancelled && terminal == agent.EventRunCompleted {
-			logger.Warn("child exited non-zero after completion", "err", waitErr)
-		}
-		return nil
-	case cancelled:
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled"})
-		return nil
-	}
-	msg := fmt.Sprintf("%s exited without a result", nameOf(opts.Provider, spec.Bin))
-	if tail := StderrTail(proc.Stderr(), 512); tail != "" {
-		msg += ": " + tail
-	}
-	emit(agent.Event{Type: agent.EventRunFailed, Text: msg})
-	if waitErr != nil {
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
-	}
-	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+	return Session{
+		Provider:         opts.Provider,
+		Spec:             spec,
+		Wire:             &lineWire{parser: parser, stdin: opts.Stdin},
+		Logger:           logger,
+		InterruptTimeout: grace,
+		ExitTimeout:      -1,
+		Interrupted:      "cancelled",
+	}.Run(ctx, emit)
 }
+
+// lineWire is the Wire of a one-way line protocol: stdin is written once and
+// closed, every line goes to the parser, the interrupt is SIGINT.
+type lineWire struct {
+	parser LineParser
+	stdin  [][]byte
+}
+
+func (w *lineWire) Start(c *Conn) error {
+	for _, l := range w.stdin {
+		c.Write(l)
+	}
+	c.CloseStdin()
+	return nil
+}
+
+func (w *lineWire) Line(line []byte, c *Conn) error {
+	evs, err := w.parser.Parse(line)
+	for _, ev := range evs {
+		c.Emit(ev)
+	}
+	return err
+}
+
+func (w *lineWire) Respond(agent.InteractionResponse, *Conn) error {
+	return agent.ErrUnknownInteraction // never reached: nothing is ever pending
+}
+
+func (w *lineWire) Interrupt(*Conn) error { return ErrNoNative }
+
+func (w *lineWire) Outcome(Outcome, *Conn) error { return nil }
 
 func nameOf(id agent.ProviderID, bin string) string {
 	if id != "" {
 		return string(id)
 	}
 	return bin
-}
-
-func isClosed(c chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
-	}
 }
 
 // IsExit reports whether err carries a *ProcessError and returns it.
