@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -16,11 +17,11 @@ func TestAudit(t *testing.T) {
 		newChat(t, s, "c2")
 		t0 := time.Now().Add(-time.Minute)
 		s.StartRun(ctx, store.RunRecord{ID: "old", ChatID: "c1", Agent: "claude", StartedBy: "slack:U0", StartedAt: t0.Add(-time.Hour)})
-		s.FinishRun(ctx, "old", store.RunCompleted, nil, "")
+		s.FinishRun(ctx, "old", runhub.StatusCompleted, nil, "")
 		s.StartRun(ctx, store.RunRecord{ID: "r1", ChatID: "c1", Agent: "claude", StartedBy: "slack:U1"})
 		s.CreateInteraction(ctx, store.Interaction{RunID: "r1", ID: "i1", ChatID: "c1", NativeID: []byte(`1`), Kind: "command_approval"})
 		s.ResolveInteraction(ctx, "r1", "i1", store.InteractionApproved, "approve", "slack:U2")
-		s.FinishRun(ctx, "r1", store.RunFailed, nil, "boom")
+		s.FinishRun(ctx, "r1", runhub.StatusFailed, nil, "boom")
 		s.StartRun(ctx, store.RunRecord{ID: "r2", ChatID: "c2", Agent: "codex", StartedBy: "matrix:@b:x"})
 
 		all, err := s.Audit(ctx, "", t0)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -18,7 +19,7 @@ func TestAdoptAndInterruptRun(t *testing.T) {
 		if err := s.AdoptRun(ctx, "r1", "new:2"); err != nil {
 			t.Fatal(err)
 		}
-		if r, _ := s.GetRun(ctx, "r1"); r.Owner != "new:2" || r.Status != store.RunRunning || r.HeartbeatAt.IsZero() {
+		if r, _ := s.GetRun(ctx, "r1"); r.Owner != "new:2" || r.Status != runhub.StatusRunning || r.HeartbeatAt.IsZero() {
 			t.Fatalf("adopted run: %+v", r)
 		}
 		if runs, err := s.RunningRuns(ctx); err != nil || len(runs) != 1 || runs[0].ID != "r1" {
@@ -27,7 +28,7 @@ func TestAdoptAndInterruptRun(t *testing.T) {
 		if ok, err := s.InterruptRun(ctx, "r1", "relay died"); !ok || err != nil {
 			t.Fatalf("InterruptRun = %v, %v", ok, err)
 		}
-		if r, _ := s.GetRun(ctx, "r1"); r.Status != store.RunInterrupted || r.Error != "relay died" {
+		if r, _ := s.GetRun(ctx, "r1"); r.Status != runhub.StatusInterrupted || r.Error != "relay died" {
 			t.Fatalf("interrupted run: %+v", r)
 		}
 		if ok, _ := s.InterruptRun(ctx, "r1", "again"); ok {

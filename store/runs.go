@@ -14,21 +14,13 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
-// Run statuses.
-const (
-	RunRunning     = runhub.StatusRunning
-	RunCompleted   = runhub.StatusCompleted
-	RunFailed      = runhub.StatusFailed
-	RunInterrupted = runhub.StatusInterrupted
-)
-
 // Run is one stored run of a chat.
 type Run struct {
 	ID          string
 	ChatID      string
 	Agent       string
 	Model       string
-	Status      string
+	Status      runhub.RunStatus
 	Owner       string
 	StartedBy   string
 	HeartbeatAt time.Time // zero when never set
@@ -55,7 +47,7 @@ type runRow struct {
 
 func (r runRow) run() Run {
 	run := Run{
-		ID: r.ID, ChatID: r.ChatID, Agent: r.Agent, Model: r.Model, Status: r.Status,
+		ID: r.ID, ChatID: r.ChatID, Agent: r.Agent, Model: r.Model, Status: runhub.RunStatus(r.Status),
 		Owner: r.Owner, StartedBy: r.StartedBy, StartedAt: r.StartedAt.UTC(), Error: r.Error,
 	}
 	if r.HeartbeatAt.Valid {
@@ -113,10 +105,8 @@ func (s *Store) StartRun(ctx context.Context, run runhub.RunRecord) error {
 // FinishRun moves a running run to status (completed, failed or interrupted) with
 // its usage and error text. Finishing an already finished run is a no-op; an
 // unknown run is ErrNotFound.
-func (s *Store) FinishRun(ctx context.Context, runID, status string, usage json.RawMessage, errText string) error {
-	switch status {
-	case RunCompleted, RunFailed, RunInterrupted:
-	default:
+func (s *Store) FinishRun(ctx context.Context, runID string, status runhub.RunStatus, usage json.RawMessage, errText string) error {
+	if !status.Terminal() {
 		return fmt.Errorf("store: finish run %s: invalid status %q", runID, status)
 	}
 	var u sql.NullString

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -178,13 +179,13 @@ func TestRuns(t *testing.T) {
 			t.Fatalf("other chat: %v", err)
 		}
 		usage := json.RawMessage(`{"input_tokens":12}`)
-		if err := s.FinishRun(ctx, "r1", store.RunCompleted, usage, ""); err != nil {
+		if err := s.FinishRun(ctx, "r1", runhub.StatusCompleted, usage, ""); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.FinishRun(ctx, "r1", store.RunFailed, nil, "late"); err != nil {
+		if err := s.FinishRun(ctx, "r1", runhub.StatusFailed, nil, "late"); err != nil {
 			t.Fatalf("second FinishRun: %v", err)
 		}
-		if err := s.FinishRun(ctx, "nope", store.RunFailed, nil, ""); !errors.Is(err, store.ErrNotFound) {
+		if err := s.FinishRun(ctx, "nope", runhub.StatusFailed, nil, ""); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("FinishRun(nope) = %v", err)
 		}
 		if err := s.FinishRun(ctx, "r3", "bogus", nil, ""); err == nil {
@@ -194,7 +195,7 @@ func TestRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status != store.RunCompleted || string(r.Usage) != string(usage) || r.EndedAt.IsZero() || r.StartedBy != "u1" {
+		if r.Status != runhub.StatusCompleted || string(r.Usage) != string(usage) || r.EndedAt.IsZero() || r.StartedBy != "u1" {
 			t.Fatalf("GetRun = %+v", r)
 		}
 		if _, err := s.GetRun(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
@@ -208,7 +209,7 @@ func TestRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(runs) != 2 || runs[0].ID != "r1" || runs[1].ID != "r2" || runs[1].Status != store.RunRunning {
+		if len(runs) != 2 || runs[0].ID != "r1" || runs[1].ID != "r2" || runs[1].Status != runhub.StatusRunning {
 			t.Fatalf("ListRuns = %+v", runs)
 		}
 		// Stale runs: r3 (owner a) never heartbeated since its start; r2 (owner b) does.
@@ -217,10 +218,10 @@ func TestRuns(t *testing.T) {
 		if n, err := s.HeartbeatRuns(ctx, "b"); err != nil || n != 1 {
 			t.Fatalf("HeartbeatRuns = %d, %v", n, err)
 		}
-		if rs, err := s.MarkStaleRunsInterrupted(ctx, cut); err != nil || len(rs) != 1 || rs[0].ID != "r3" || rs[0].Status != store.RunInterrupted {
+		if rs, err := s.MarkStaleRunsInterrupted(ctx, cut); err != nil || len(rs) != 1 || rs[0].ID != "r3" || rs[0].Status != runhub.StatusInterrupted {
 			t.Fatalf("MarkStaleRunsInterrupted(cut) = %+v, %v", rs, err)
 		}
-		if r, _ := s.GetRun(ctx, "r2"); r.Status != store.RunRunning {
+		if r, _ := s.GetRun(ctx, "r2"); r.Status != runhub.StatusRunning {
 			t.Fatalf("r2, heartbeating, touched: %+v", r)
 		}
 		if rs, err := s.MarkStaleRunsInterrupted(ctx, time.Now().Add(time.Second), "r2", "r-other"); err != nil || len(rs) != 0 {
@@ -230,7 +231,7 @@ func TestRuns(t *testing.T) {
 			t.Fatalf("MarkStaleRunsInterrupted(later) = %+v, %v", rs, err)
 		}
 		for _, id := range []string{"r2", "r3"} {
-			if r, _ := s.GetRun(ctx, id); r.Status != store.RunInterrupted || r.Error == "" {
+			if r, _ := s.GetRun(ctx, id); r.Status != runhub.StatusInterrupted || r.Error == "" {
 				t.Fatalf("%s after stale: %+v", id, r)
 			}
 		}

@@ -536,7 +536,7 @@ echo '{"done":true}'`
 		t.Fatal("run did not end")
 	}
 	t.Logf("project run (container created) took %v", time.Since(start).Round(time.Millisecond))
-	if r.Status() != prompt.StatusCompleted {
+	if r.Status() != runhub.StatusCompleted {
 		t.Fatalf("status %s err %v", r.Status(), r.Err())
 	}
 	evs, err := st.EventsAfter(t.Context(), chat.ID, 0, 100)

@@ -17,13 +17,6 @@ import (
 // TranscriptLimit bounds the visible history prepended when there is no native session.
 const TranscriptLimit = chatlog.TranscriptLimit
 
-// Run statuses.
-const (
-	StatusCompleted   = "completed"
-	StatusFailed      = "failed"
-	StatusInterrupted = "interrupted"
-)
-
 // attempt collects what one provider call produced.
 type attempt struct {
 	terminal agent.EventType
@@ -86,27 +79,27 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	}
 	s.endInteractions(persistCtx, run)
 
-	status, errText := StatusCompleted, ""
+	status, errText := runhub.StatusCompleted, ""
 	switch {
 	case ctx.Err() != nil:
 		// A cancel is not an error, whatever the dying process said.
-		status = StatusInterrupted
+		status = runhub.StatusInterrupted
 		if a.terminal != agent.EventRunInterrupted {
 			s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunInterrupted, Text: "Stopped."})
 		}
 	case err == nil && a.terminal == agent.EventRunCompleted:
 	case err == nil && a.terminal == agent.EventRunInterrupted:
-		status = StatusInterrupted
+		status = runhub.StatusInterrupted
 	case errors.Is(err, agent.ErrRunFailed):
-		status, errText = StatusFailed, err.Error()
+		status, errText = runhub.StatusFailed, err.Error()
 		if a.terminal != agent.EventRunFailed {
 			s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s exit: %v", run.Agent, err)})
 		}
 	case err != nil:
-		status, errText = StatusFailed, fmt.Sprintf("%s exit: %v", run.Agent, err)
+		status, errText = runhub.StatusFailed, fmt.Sprintf("%s exit: %v", run.Agent, err)
 		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
 	default:
-		status, errText = StatusFailed, fmt.Sprintf("%s exit: the agent ended without reporting a result", run.Agent)
+		status, errText = runhub.StatusFailed, fmt.Sprintf("%s exit: the agent ended without reporting a result", run.Agent)
 		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
 	}
 	if s.opts.Scrubber != nil {
@@ -116,7 +109,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	if a.usage != nil {
 		usage, _ = json.Marshal(a.usage)
 	}
-	s.opts.Observer.RunEnded(run.Agent, status, time.Since(started))
+	s.opts.Observer.RunEnded(run.Agent, string(status), time.Since(started))
 	if rerr := lease.Release(persistCtx, status, usage, errText); rerr != nil {
 		s.log.ErrorContext(persistCtx, "release run", "chat", run.ChatID, "run", run.ID, "err", rerr)
 	}

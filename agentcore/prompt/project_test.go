@@ -82,7 +82,7 @@ func TestProjectRuns(t *testing.T) {
 			f := setupProject(t, st, prep, "web")
 			f.prov.turns = append(f.prov.turns, answer("s1", "hi"))
 			r := f.run(t, "hello")
-			if r.Status() != prompt.StatusCompleted {
+			if r.Status() != runhub.StatusCompleted {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			req := f.prov.requests()[0]
@@ -115,7 +115,7 @@ func TestProjectRuns(t *testing.T) {
 				answer("s2", "two"))
 			f.run(t, "first")
 			r := f.run(t, "second")
-			if r.Status() != prompt.StatusCompleted {
+			if r.Status() != runhub.StatusCompleted {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			reqs := f.prov.requests()
@@ -131,7 +131,7 @@ func TestProjectRuns(t *testing.T) {
 			prep := &fakePreparer{err: errors.New("container web-c does not exist: no image")}
 			f := setupProject(t, st, prep, "web")
 			r := f.run(t, "hello")
-			if r.Status() != prompt.StatusFailed || r.Err() == nil || !strings.Contains(r.Err().Error(), "no image") {
+			if r.Status() != runhub.StatusFailed || r.Err() == nil || !strings.Contains(r.Err().Error(), "no image") {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			if n := len(f.prov.requests()); n != 0 {
@@ -154,7 +154,7 @@ func TestProjectRuns(t *testing.T) {
 				return agent.ErrRunFailed
 			})
 			r := f.run(t, "hello")
-			if r.Status() != prompt.StatusFailed {
+			if r.Status() != runhub.StatusFailed {
 				t.Fatalf("status %s", r.Status())
 			}
 			if _, c := prep.counts(); c != 0 {

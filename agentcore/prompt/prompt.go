@@ -191,7 +191,7 @@ type Run struct {
 	endingOnce sync.Once
 
 	mu                 sync.Mutex
-	status             string
+	status             runhub.RunStatus
 	err                error
 	interactions       map[string]*interactionState // open requests by id
 	resolved           map[string]bool              // ids resolved earlier in the run
@@ -204,8 +204,9 @@ type Run struct {
 // Done is closed when the run has ended and its lease is released.
 func (r *Run) Done() <-chan struct{} { return r.done }
 
-// Status is the final status ("completed", "failed", "interrupted") once Done.
-func (r *Run) Status() string {
+// Status is the final status (completed, failed or interrupted; StatusDetached
+// for a run this process stopped following) once Done.
+func (r *Run) Status() runhub.RunStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.status
@@ -301,11 +302,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		}
 	}
 	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, chatlog.UserMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
-		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
+		_ = lease.Release(context.WithoutCancel(ctx), runhub.StatusFailed, nil, err.Error())
 		return nil, fmt.Errorf("persist prompt: %w", err)
 	}
 	if _, err := s.appendJSON(ctx, chat.ID, run.ID, chatlog.TypeRunStarted, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
-		_ = lease.Release(context.WithoutCancel(ctx), "failed", nil, err.Error())
+		_ = lease.Release(context.WithoutCancel(ctx), runhub.StatusFailed, nil, err.Error())
 		return nil, fmt.Errorf("persist run start: %w", err)
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))

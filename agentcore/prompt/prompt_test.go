@@ -141,7 +141,7 @@ func TestService(t *testing.T) {
 			f := setup(t, st)
 			f.prov.turns = append(f.prov.turns, answer("s1", "Hel", "lo"))
 			r := f.run(t, "hi")
-			if r.Status() != prompt.StatusCompleted || r.Err() != nil {
+			if r.Status() != runhub.StatusCompleted || r.Err() != nil {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			want := "user.message run.started session.updated assistant.delta assistant.delta usage.updated run.completed"
@@ -184,7 +184,7 @@ func TestService(t *testing.T) {
 			)
 			f.run(t, "question one")
 			r := f.run(t, "question two")
-			if r.Status() != prompt.StatusCompleted {
+			if r.Status() != runhub.StatusCompleted {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			got := strings.Join(f.types(t, r.ID), " ")
@@ -251,7 +251,7 @@ func TestService(t *testing.T) {
 				t.Fatal("Cancel found no run")
 			}
 			<-r.Done()
-			if r.Status() != prompt.StatusInterrupted || r.Err() != nil {
+			if r.Status() != runhub.StatusInterrupted || r.Err() != nil {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			got := f.types(t, r.ID)
@@ -271,7 +271,7 @@ func TestService(t *testing.T) {
 				return errors.New("boom")
 			})
 			r := f.run(t, "x")
-			if r.Status() != prompt.StatusFailed {
+			if r.Status() != runhub.StatusFailed {
 				t.Fatalf("status %s", r.Status())
 			}
 			evs, _ := st.EventsAfter(t.Context(), f.chat, 0, 100)
@@ -291,7 +291,7 @@ func TestService(t *testing.T) {
 			})
 			r := f.run(t, "x")
 			got := strings.Join(f.types(t, r.ID), " ")
-			if got != "user.message run.started run.failed" || r.Status() != prompt.StatusFailed {
+			if got != "user.message run.started run.failed" || r.Status() != runhub.StatusFailed {
 				t.Errorf("events %s status %s", got, r.Status())
 			}
 		})
@@ -302,7 +302,7 @@ func TestService(t *testing.T) {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "partial"})
 				return nil
 			})
-			if r := f.run(t, "x"); r.Status() != prompt.StatusFailed {
+			if r := f.run(t, "x"); r.Status() != runhub.StatusFailed {
 				t.Errorf("status %s", r.Status())
 			}
 		})
@@ -361,7 +361,7 @@ func TestShutdownInterruptsEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range runs {
-		if r.Status() != prompt.StatusInterrupted {
+		if r.Status() != runhub.StatusInterrupted {
 			t.Errorf("run %s: %s", r.ID, r.Status())
 		}
 		if row, _ := st.GetRun(t.Context(), r.ID); row.Status != "interrupted" {

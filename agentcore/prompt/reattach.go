@@ -44,7 +44,7 @@ import (
 // StatusDetached is the status of a run this process stopped following at
 // shutdown; its agent runs on under its relay and the run stays running in
 // the store.
-const StatusDetached = "detached"
+const StatusDetached runhub.RunStatus = "detached"
 
 // ErrNoRelay is returned by Reattach when the service has no relay configured.
 var ErrNoRelay = errors.New("prompt: no relay configured")

@@ -161,10 +161,10 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("A's run did not end after the routed cancel")
 	}
-	if r.Status() != prompt.StatusInterrupted {
+	if r.Status() != runhub.StatusInterrupted {
 		t.Errorf("status %q", r.Status())
 	}
-	if run, _ := st.GetRun(ctx, r.ID); run.Status != store.RunInterrupted {
+	if run, _ := st.GetRun(ctx, r.ID); run.Status != runhub.StatusInterrupted {
 		t.Errorf("stored run %+v", run)
 	}
 	evs, _ := st.EventsAfter(ctx, chat.ID, 0, 1000)

@@ -99,7 +99,7 @@ func TestScrubbedEvents(t *testing.T) {
 			return nil
 		})
 		r := f.run(t, "please print "+secret)
-		if r.Status() != prompt.StatusCompleted {
+		if r.Status() != runhub.StatusCompleted {
 			t.Fatalf("status %s: %v", r.Status(), r.Err())
 		}
 		dump := allRows(t, st, "chat_events", "interactions", "runs")

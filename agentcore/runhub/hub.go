@@ -211,7 +211,7 @@ func (h *Hub) Running(chatID string) (runID string, ok bool) {
 // FinishRun runs even when ctx is already cancelled (bounded by a timeout). The
 // memory lock is freed even when FinishRun fails; that error is returned. Only the
 // first call does anything.
-func (l *Lease) Release(ctx context.Context, status string, usage json.RawMessage, errText string) error {
+func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMessage, errText string) error {
 	var err error
 	l.once.Do(func() {
 		defer l.hub.unlock(l.run.ChatID, l.run.ID)

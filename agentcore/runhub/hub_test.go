@@ -267,7 +267,7 @@ func TestAcquire(t *testing.T) {
 			t.Fatalf("other chat: %v", err)
 		}
 		run, err := s.GetRun(ctx, "r1")
-		if err != nil || run.Owner != "replica-a" || run.Status != store.RunRunning {
+		if err != nil || run.Owner != "replica-a" || run.Status != runhub.StatusRunning {
 			t.Fatalf("GetRun(r1) = %+v, %v", run, err)
 		}
 		if err := l1.Release(ctx, runhub.StatusCompleted, json.RawMessage(`{"out":1}`), ""); err != nil {
@@ -279,7 +279,7 @@ func TestAcquire(t *testing.T) {
 		if _, ok := h.Running("c1"); ok {
 			t.Fatal("c1 still running after Release")
 		}
-		if run, _ := s.GetRun(ctx, "r1"); run.Status != store.RunCompleted {
+		if run, _ := s.GetRun(ctx, "r1"); run.Status != runhub.StatusCompleted {
 			t.Fatalf("r1 after Release: %+v", run)
 		}
 		l4, err := h.Acquire(ctx, runhub.RunRecord{ID: "r4", ChatID: "c1"})
@@ -291,7 +291,7 @@ func TestAcquire(t *testing.T) {
 		if err := l4.Release(cancelled, runhub.StatusInterrupted, nil, ""); err != nil {
 			t.Fatalf("Release with a cancelled ctx: %v", err)
 		}
-		if run, _ := s.GetRun(ctx, "r4"); run.Status != store.RunInterrupted {
+		if run, _ := s.GetRun(ctx, "r4"); run.Status != runhub.StatusInterrupted {
 			t.Fatalf("r4 after Release: %+v", run)
 		}
 

@@ -6,14 +6,22 @@ import (
 	"time"
 )
 
-// Run statuses as stored by the run lock. A run is StatusRunning from Acquire until
-// Release sets one of the terminal statuses.
+// RunStatus is a run's status as the run lock stores it. A run is
+// StatusRunning from Acquire until Release sets one of the terminal statuses.
+type RunStatus string
+
+// The run statuses.
 const (
-	StatusRunning     = "running"
-	StatusCompleted   = "completed"
-	StatusFailed      = "failed"
-	StatusInterrupted = "interrupted"
+	StatusRunning     RunStatus = "running"
+	StatusCompleted   RunStatus = "completed"
+	StatusFailed      RunStatus = "failed"
+	StatusInterrupted RunStatus = "interrupted"
 )
+
+// Terminal reports whether the status ends a run.
+func (s RunStatus) Terminal() bool {
+	return s == StatusCompleted || s == StatusFailed || s == StatusInterrupted
+}
 
 // Event is one persisted chat event. Seq is per chat, starts at 1 and has no gaps
 // among committed events.
@@ -46,5 +54,5 @@ type Store interface {
 	// agent.ErrPromptAlreadyRunning when the chat already has one.
 	StartRun(ctx context.Context, run RunRecord) error
 	// FinishRun moves a run to a terminal status.
-	FinishRun(ctx context.Context, runID, status string, usage json.RawMessage, errText string) error
+	FinishRun(ctx context.Context, runID string, status RunStatus, usage json.RawMessage, errText string) error
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
@@ -312,9 +313,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	<-run.Done()
 	switch run.Status() {
-	case "completed":
+	case runhub.StatusCompleted:
 		return nil
-	case "interrupted":
+	case runhub.StatusInterrupted:
 		return &exitError{130, errors.New("interrupted")}
 	default:
 		return &exitError{1, fmt.Errorf("run %s %s", run.ID, run.Status())}

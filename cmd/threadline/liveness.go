@@ -10,7 +10,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
-	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
 const (
@@ -99,5 +99,5 @@ func (a *app) ownsRun(ctx context.Context, runID string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return r.Status == store.RunRunning && r.Owner == a.owner, nil
+	return r.Status == runhub.StatusRunning && r.Owner == a.owner, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -43,10 +44,10 @@ func TestRestartMarksDeadRunsAndExpiresCards(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if r, _ := a.store.GetRun(ctx, "dead"); r.Status != store.RunInterrupted {
+	if r, _ := a.store.GetRun(ctx, "dead"); r.Status != runhub.StatusInterrupted {
 		t.Errorf("dead run: %+v", r)
 	}
-	if r, _ := a.store.GetRun(ctx, "alive"); r.Status != store.RunRunning {
+	if r, _ := a.store.GetRun(ctx, "alive"); r.Status != runhub.StatusRunning {
 		t.Errorf("live run touched: %+v", r)
 	}
 	if in, _ := a.store.GetInteraction(ctx, "dead", "i1"); in.Status != store.InteractionExpired {
@@ -89,10 +90,10 @@ func TestSweepKeepsRelayedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	if r, _ := a.store.GetRun(ctx, "relayed"); r.Status != store.RunRunning {
+	if r, _ := a.store.GetRun(ctx, "relayed"); r.Status != runhub.StatusRunning {
 		t.Errorf("relayed run: %s", r.Status)
 	}
-	if r, _ := a.store.GetRun(ctx, "plain"); r.Status != store.RunInterrupted {
+	if r, _ := a.store.GetRun(ctx, "plain"); r.Status != runhub.StatusInterrupted {
 		t.Errorf("run without a relay: %s", r.Status)
 	}
 }

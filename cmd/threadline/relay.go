@@ -17,6 +17,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -98,7 +99,7 @@ func (a *app) reattachRelays(ctx context.Context, relay procrun.Relay) {
 	for _, st := range states {
 		run, err := a.store.GetRun(ctx, st.RunID)
 		switch {
-		case errors.Is(err, store.ErrNotFound), err == nil && run.Status != store.RunRunning:
+		case errors.Is(err, store.ErrNotFound), err == nil && run.Status != runhub.StatusRunning:
 			if !st.Live {
 				_ = procrun.RemoveRelay(relay.Dir, st.RunID)
 			}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -275,7 +276,7 @@ func TestKill9DuringConcurrentRunsReattaches(t *testing.T) {
 	for chat, id := range runs {
 		for {
 			r, err := a.store.GetRun(ctx, id)
-			if err == nil && r.Status != store.RunRunning {
+			if err == nil && r.Status != runhub.StatusRunning {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -313,7 +314,7 @@ func TestKill9DuringConcurrentRunsReattaches(t *testing.T) {
 			for _, e := range evs[len(before[chat]):] {
 				said = said || e.Type == string(agent.EventRunInterrupted)
 			}
-			if r.Status != store.RunInterrupted || !said {
+			if r.Status != runhub.StatusInterrupted || !said {
 				t.Errorf("%s: status %s, run.interrupted appended: %v", chat, r.Status, said)
 			}
 			ins, _ := a.store.ListInteractions(ctx, chat)
@@ -332,7 +333,7 @@ func TestKill9DuringConcurrentRunsReattaches(t *testing.T) {
 		case r.Owner == a.owner: // adopted by the restarted process
 			reattached++
 		}
-		if r.Status == store.RunCompleted {
+		if r.Status == runhub.StatusCompleted {
 			completed++
 		} else {
 			t.Errorf("%s: status %s (%s)", chat, r.Status, r.Error)
@@ -391,7 +392,7 @@ func answerWhenAsked(t *testing.T, a *app, chat, runID string) bool {
 			}
 		}
 		if len(ins) == 0 {
-			if r, _ := a.store.GetRun(ctx, runID); r.Status != store.RunRunning {
+			if r, _ := a.store.GetRun(ctx, runID); r.Status != runhub.StatusRunning {
 				return false
 			}
 		}
@@ -531,7 +532,7 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 	}
 	before := map[string]int{}
 	for chat, id := range runs {
-		if r, _ := st.GetRun(ctx, id); r.Status != store.RunRunning {
+		if r, _ := st.GetRun(ctx, id); r.Status != runhub.StatusRunning {
 			t.Errorf("%s: detached run is %s", chat, r.Status)
 		}
 		before[chat] = len(runEvents(t, st, chat, id))
@@ -550,10 +551,10 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 		deadline := time.Now().Add(30 * time.Second)
 		for {
 			r, _ := a2.store.GetRun(ctx, id)
-			if r.Status == store.RunCompleted {
+			if r.Status == runhub.StatusCompleted {
 				break
 			}
-			if r.Status != store.RunRunning || time.Now().After(deadline) {
+			if r.Status != runhub.StatusRunning || time.Now().After(deadline) {
 				t.Fatalf("%s: %s (%s)\n%s", chat, r.Status, r.Error, logs.String())
 			}
 			time.Sleep(20 * time.Millisecond)

@@ -53,7 +53,7 @@ func TestReplicaFailover(t *testing.T) {
 
 	// Alive: several staleAfter periods pass; A's heartbeat keeps its run.
 	time.Sleep(3 * stale)
-	if r, _ := b.store.GetRun(ctx, "run-a"); r.Status != store.RunRunning || r.Owner != "replica-a" {
+	if r, _ := b.store.GetRun(ctx, "run-a"); r.Status != runhub.StatusRunning || r.Owner != "replica-a" {
 		t.Fatalf("a live replica's run was swept: %+v", r)
 	}
 
@@ -67,7 +67,7 @@ func TestReplicaFailover(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.Status == store.RunInterrupted {
+		if r.Status == runhub.StatusInterrupted {
 			took = time.Since(died)
 			break
 		}
