@@ -1,15 +1,199 @@
-// commands.go: recognizing commands in thread text and slash commands.
+// commands.go: the one command table of every front-end (thread commands,
+// Slack's /threadline, Matrix's !threadline, the console's /commands): each
+// command's name, aliases, who may run it, its help and its handler; one
+// parser and one dispatch; help generated from the table.
 
 package chatops
 
 import (
+	"context"
+	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// argCommands take exactly one argument when typed bare in a thread.
-var argCommands = map[string]bool{"agent": true, "model": true, "effort": true, "mode": true, "project": true}
+// Command is a parsed chat command.
+type Command struct {
+	// Name is the command's canonical name (an alias is resolved to it).
+	Name string
+	Arg  string
+}
+
+// Result is what a command produced for the user.
+type Result struct {
+	Text string
+	// Chat is set when the command switched the front-end to another chat (new).
+	Chat *Chat
+}
+
+// Who says who may run a command where a policy applies (chat platforms; the
+// console's user is the operator).
+type Who int
+
+const (
+	// WhoAllowed is anyone allowed to use the bot at the place.
+	WhoAllowed Who = iota
+	// WhoApprover is an approver of the place (Policy ActConfigure).
+	WhoApprover
+	// WhoAdmin is an admin.
+	WhoAdmin
+)
+
+// chatNeed says what a command needs of the thread it is typed in.
+type chatNeed int
+
+const (
+	// chatBind binds the thread to a chat first when it has none.
+	chatBind chatNeed = iota
+	// chatNone runs without a chat (help, agents).
+	chatNone
+	// chatExisting makes sense only where a chat exists (stop, status).
+	chatExisting
+)
+
+// where is the front-end a command was typed in.
+type where int
+
+const (
+	inConsole where = iota
+	inThread
+)
+
+// CommandSpec is one row of the command table.
+type CommandSpec struct {
+	Name    string
+	Aliases []string
+	// Usage is the command as help shows it ("model <name>").
+	Usage string
+	Help  string
+	Who   Who
+	// Arg makes the bare-word form in a thread take exactly one argument
+	// (else none); Values, when set, are the only arguments it takes bare.
+	Arg    bool
+	Values []string
+	need   chatNeed
+	run    func(ctx context.Context, c *call) (Result, error)
+}
+
+// call is one command being run: the front-end, the chat, and for chat
+// platforms the thread, its message and its binding.
+type call struct {
+	cmd    Command
+	spec   *CommandSpec
+	bot    *Bot
+	where  where
+	chatID string
+	// Set in threads.
+	t     *Threads
+	m     Message
+	b     Binding
+	fresh bool // the binding was made for this message
+}
+
+// commandTable is every command, in help order (set in init: help reads it).
+var commandTable []*CommandSpec
+
+func init() {
+	commandTable = []*CommandSpec{
+		{Name: "help", Aliases: []string{"commands"}, Usage: "help", Help: "show the commands", need: chatNone, run: runHelp},
+		{Name: "agents", Usage: "agents", Help: "list the agents and whether they are installed", need: chatNone,
+			run: func(ctx context.Context, c *call) (Result, error) { return Result{Text: c.bot.agentsTable(ctx)}, nil }},
+		{Name: "status", Usage: "status", Help: "show this chat's agent, model, session and run", need: chatExisting, run: runStatus},
+		{Name: "stop", Usage: "stop", Help: "stop the running turn", need: chatExisting, run: runStop},
+		{Name: "new", Usage: "new", Help: "start a new chat (same settings)", run: runNew},
+		{Name: "fork", Usage: "fork", Help: "continue this chat in a new thread (chat platforms)", run: runFork},
+		{Name: "agent", Usage: "agent <id>", Help: "switch this chat's agent", Who: WhoApprover, Arg: true, run: runSetting},
+		{Name: "model", Usage: "model <name>", Help: "set the model (empty: the agent's default)", Who: WhoApprover, Arg: true, run: runSetting},
+		{Name: "effort", Usage: "effort <level>", Help: "set the reasoning effort", Who: WhoApprover, Arg: true, run: runSetting},
+		{Name: "mode", Usage: "mode plan|default", Help: "plan only, or act", Who: WhoApprover, Arg: true, Values: []string{"plan", "default"}, run: runSetting},
+		{Name: "project", Usage: "project <name>", Help: "run this chat in a project", Who: WhoApprover, Arg: true, run: runSetting},
+	}
+}
+
+// Commands returns the command table (for documentation and tests).
+func Commands() []CommandSpec {
+	out := make([]CommandSpec, len(commandTable))
+	for i, s := range commandTable {
+		out[i] = *s
+	}
+	return out
+}
+
+// lookupCommand finds a command by name or alias (case-insensitive).
+func lookupCommand(name string) (*CommandSpec, bool) {
+	name = strings.ToLower(name)
+	for _, s := range commandTable {
+		if s.Name == name || slices.Contains(s.Aliases, name) {
+			return s, true
+		}
+	}
+	return nil, false
+}
+
+// commandForm is a way a command is typed.
+type commandForm int
+
+const (
+	// formPrefixed is "/name arg" or "!name arg" (the console).
+	formPrefixed commandForm = iota
+	// formThread is the prefixed form, or a bare command in its exact shape
+	// (a thread message, the bot's mention removed).
+	formThread
+	// formSlash is the text after "/threadline": a command word and its
+	// argument; empty is help.
+	formSlash
+)
+
+// parseCommand is the one command parser; ok is false for a prompt.
+func parseCommand(text string, form commandForm) (Command, bool) {
+	t := strings.TrimSpace(text)
+	if len(t) >= 2 && (t[0] == '/' || t[0] == '!') {
+		name, arg, _ := strings.Cut(t[1:], " ")
+		if s, ok := lookupCommand(name); ok {
+			return Command{Name: s.Name, Arg: strings.TrimSpace(arg)}, true
+		}
+		if form != formSlash {
+			return Command{}, false
+		}
+	}
+	switch form {
+	case formSlash:
+		if t == "" {
+			return Command{Name: "help"}, true
+		}
+		name, arg, _ := strings.Cut(t, " ")
+		s, ok := lookupCommand(strings.TrimLeft(name, "/!"))
+		if !ok {
+			return Command{}, false
+		}
+		return Command{Name: s.Name, Arg: strings.TrimSpace(arg)}, true
+	case formThread:
+		fields := strings.Fields(t)
+		if len(fields) == 0 || len(fields) > 2 {
+			return Command{}, false
+		}
+		s, ok := lookupCommand(fields[0])
+		if !ok {
+			return Command{}, false
+		}
+		switch {
+		case s.Arg && len(fields) == 2:
+			if len(s.Values) > 0 && !slices.Contains(s.Values, fields[1]) {
+				return Command{}, false
+			}
+			return Command{Name: s.Name, Arg: fields[1]}, true
+		case !s.Arg && len(fields) == 1:
+			return Command{Name: s.Name}, true
+		}
+	}
+	return Command{}, false
+}
+
+// ParseCommand recognizes "/name arg" (or "!name arg"). ok is false for plain prompts.
+func ParseCommand(text string) (Command, bool) { return parseCommand(text, formPrefixed) }
 
 // ParseThreadCommand recognizes a command in a thread message (the bot's
 // mention already removed). "/name arg" and "!name arg" always are commands. A
@@ -17,58 +201,235 @@ var argCommands = map[string]bool{"agent": true, "model": true, "effort": true, 
 // prompt: "stop", "status", "new", "fork", "agents", "help" alone; "agent ID",
 // "model M", "effort L", "mode plan|default", "project P" with one argument.
 // "help me fix this" is a prompt.
-func ParseThreadCommand(text string) (Command, bool) {
-	t := strings.TrimSpace(text)
-	if c, ok := ParseCommand(t); ok {
-		return c, true
-	}
-	fields := strings.Fields(t)
-	if len(fields) == 0 || len(fields) > 2 {
-		return Command{}, false
-	}
-	name := strings.ToLower(fields[0])
-	if _, known := commands[name]; !known {
-		return Command{}, false
-	}
-	switch {
-	case argCommands[name] && len(fields) == 2:
-		if name == "mode" && fields[1] != "plan" && fields[1] != "default" {
-			return Command{}, false
-		}
-		return Command{Name: name, Arg: fields[1]}, true
-	case !argCommands[name] && len(fields) == 1:
-		return Command{Name: name}, true
-	}
-	return Command{}, false
-}
+func ParseThreadCommand(text string) (Command, bool) { return parseCommand(text, formThread) }
 
 // ParseSlashCommand parses the text of "/threadline <text>": a known command
 // word with its argument, or (ok false) a prompt for a new chat.
-func ParseSlashCommand(text string) (Command, bool) {
-	t := strings.TrimSpace(text)
-	if t == "" {
-		return Command{Name: "help"}, true
-	}
-	name, arg, _ := strings.Cut(t, " ")
-	name = strings.ToLower(strings.TrimLeft(name, "/!"))
-	if _, known := commands[name]; !known {
-		return Command{}, false
-	}
-	return Command{Name: name, Arg: strings.TrimSpace(arg)}, true
+func ParseSlashCommand(text string) (Command, bool) { return parseCommand(text, formSlash) }
+
+// Execute runs a command against a chat, as the console does (no policy: the
+// console's user is the operator).
+func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, error) {
+	return b.dispatch(ctx, &call{cmd: cmd, bot: b, where: inConsole, chatID: chatID})
 }
 
-// threadHelp is the help text of chat platforms.
-func threadHelp() string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
+// dispatch runs a parsed command through the table.
+func (b *Bot) dispatch(ctx context.Context, c *call) (Result, error) {
+	s, ok := lookupCommand(c.cmd.Name)
+	if !ok {
+		return Result{}, fmt.Errorf("chatops: unknown command %q", c.cmd.Name)
 	}
-	sort.Strings(names)
+	c.cmd.Name, c.spec = s.Name, s
+	return s.run(ctx, c)
+}
+
+// told marks an error already told to the user in the thread.
+type told struct{ error }
+
+func (e told) Unwrap() error { return e.error }
+
+// threadCommand runs a command typed in a bound thread: who may run it, the
+// channel's rules for its value, then its handler; the result is posted in
+// the thread.
+func (t *Threads) threadCommand(ctx context.Context, m Message, b Binding, fresh bool, cmd Command) error {
+	s, ok := lookupCommand(cmd.Name)
+	if !ok {
+		return fmt.Errorf("chatops: unknown command %q", cmd.Name)
+	}
+	cmd.Name = s.Name
+	switch s.Who {
+	case WhoApprover:
+		if err := t.mayConfigure(ctx, m, cmd); err != nil {
+			return err
+		}
+	case WhoAdmin:
+		if !t.policy.IsAdmin(m.User) {
+			return t.refuse(ctx, m.Place, m.User, fmt.Sprintf("Only an admin may use %s.", s.Name))
+		}
+	}
+	res, err := t.bot.dispatch(ctx, &call{cmd: cmd, bot: t.bot, where: inThread, chatID: b.ChatID, t: t, m: m, b: b, fresh: fresh})
+	var already told
+	switch {
+	case errors.As(err, &already):
+		return already.error
+	case err != nil:
+		return t.fail(ctx, m.Place, "The command failed", err)
+	case res.Text == "":
+		return nil
+	}
+	return t.notice(ctx, m.Place, res.Text)
+}
+
+// unboundReply answers a command in a thread without a chat, where the
+// command needs none or makes no sense without one; ok is false when the
+// thread should be bound and the command run.
+func (t *Threads) unboundReply(ctx context.Context, cmd Command) (string, bool) {
+	s, ok := lookupCommand(cmd.Name)
+	if !ok {
+		return "", false
+	}
+	switch s.need {
+	case chatNone:
+		res, err := s.run(ctx, &call{cmd: cmd, spec: s, bot: t.bot, where: inThread, t: t})
+		if err != nil {
+			return "The command failed: " + plainError(err), true
+		}
+		return res.Text, true
+	case chatExisting:
+		return "There is no chat in this thread yet.", true
+	}
+	return "", false
+}
+
+// slashReply answers "/threadline <command>" for a command other than new:
+// those that need no chat run, the others point to a thread.
+func (t *Threads) slashReply(ctx context.Context, cmd Command) string {
+	s, ok := lookupCommand(cmd.Name)
+	if !ok {
+		return ""
+	}
+	switch s.need {
+	case chatNone:
+		res, err := s.run(ctx, &call{cmd: cmd, spec: s, bot: t.bot, where: inThread, t: t})
+		if err != nil {
+			return "The command failed: " + plainError(err)
+		}
+		return res.Text
+	case chatExisting:
+		return "Use `" + s.Name + "` in a chat's thread."
+	}
+	return "`" + s.Name + "` works in a chat's thread: mention me there with `" + s.Name + "`."
+}
+
+// runHelp generates the help text from the table.
+func runHelp(_ context.Context, c *call) (Result, error) {
 	var sb strings.Builder
+	if c.where == inConsole {
+		sb.WriteString("Commands:\n")
+		for _, s := range commandTable {
+			fmt.Fprintf(&sb, "  /%-18s %s\n", s.Usage, s.Help)
+		}
+		sb.WriteString("Anything else is sent to the agent.")
+		return Result{Text: sb.String()}, nil
+	}
 	sb.WriteString("Mention me with a request and I pass it to the agent; replies in this thread continue the chat. Commands (mention me with one):\n")
-	for _, n := range names {
-		fmt.Fprintf(&sb, "• `%s`: %s\n", n, commands[n])
+	for _, s := range commandTable {
+		fmt.Fprintf(&sb, "• `%s`: %s", s.Usage, s.Help)
+		switch s.Who {
+		case WhoApprover:
+			sb.WriteString(" (approvers)")
+		case WhoAdmin:
+			sb.WriteString(" (admins)")
+		}
+		sb.WriteString("\n")
 	}
 	sb.WriteString("The same work as `/threadline <command>`; `/threadline <request>` starts a new thread.")
-	return sb.String()
+	return Result{Text: sb.String()}, nil
+}
+
+func runStatus(ctx context.Context, c *call) (Result, error) {
+	ch, err := c.bot.chats.GetChat(ctx, c.chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	s := fmt.Sprintf("chat %s · agent %s · model %s · mode %s · cwd %s", ch.ID, ch.Agent, orDefault(ch.Model), ch.Mode, ch.Cwd)
+	if r, ok := c.bot.Active(c.chatID); ok {
+		s += " · running " + r.ID
+	} else {
+		s += " · idle"
+	}
+	return Result{Text: s}, nil
+}
+
+func runStop(_ context.Context, c *call) (Result, error) {
+	dropped := 0
+	if c.where == inThread {
+		dropped = c.t.dropQueue(c.b)
+	}
+	msg := "Nothing is running."
+	if c.bot.Stop(c.chatID) {
+		msg = "Stopping the running turn."
+	}
+	if dropped > 0 {
+		msg += fmt.Sprintf(" Dropped %d queued message(s).", dropped)
+	}
+	return Result{Text: msg}, nil
+}
+
+func runNew(ctx context.Context, c *call) (Result, error) {
+	if c.where == inThread {
+		if c.fresh {
+			return Result{Text: "This thread is a new chat: write your message."}, nil
+		}
+		return Result{}, told{c.t.branch(ctx, c.m, c.b, false)}
+	}
+	ch, err := c.bot.chats.GetChat(ctx, c.chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	n, err := c.bot.NewChat(ctx, Chat{Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Text: "New chat " + n.ID + ".", Chat: &n}, nil
+}
+
+func runFork(ctx context.Context, c *call) (Result, error) {
+	if c.where == inThread {
+		return Result{}, told{c.t.branch(ctx, c.m, c.b, true)}
+	}
+	return Result{Text: "fork works in a chat platform's thread: it continues this chat in a new thread."}, nil
+}
+
+// runSetting sets the chat's agent, model, effort, mode or project.
+func runSetting(ctx context.Context, c *call) (Result, error) {
+	b, cmd := c.bot, c.cmd
+	ch, err := b.chats.GetChat(ctx, c.chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	switch cmd.Name {
+	case "agent":
+		if cmd.Arg == "" {
+			return Result{Text: "Usage: /agent <id> (see /agents)."}, nil
+		}
+		info, known := b.agentInfo(ctx, cmd.Arg)
+		if err := agent.ValidArgValue(cmd.Arg); err != nil || b.agents != nil && !known {
+			return Result{Text: "There is no such agent here. Valid agents: " + b.agentIDs(ctx) + "."}, nil
+		}
+		if _, ok := b.Active(c.chatID); ok {
+			return Result{Text: "Stop the running turn before switching agents."}, nil
+		}
+		ch.Agent, ch.Model = cmd.Arg, ""
+		if known && info.Args.CheckEffort(ch.Effort) != nil {
+			ch.Effort = ""
+		}
+	case "model":
+		if msg, ok := b.checkSetting(ctx, ch.Agent, "model", cmd.Arg); !ok {
+			return Result{Text: msg}, nil
+		}
+		ch.Model = cmd.Arg
+	case "effort":
+		if msg, ok := b.checkSetting(ctx, ch.Agent, "effort", cmd.Arg); !ok {
+			return Result{Text: msg}, nil
+		}
+		ch.Effort = cmd.Arg
+	case "project":
+		if cmd.Arg != "" && agent.ValidArgValue(cmd.Arg) != nil {
+			return Result{Text: "That is not a valid project name; nothing was changed."}, nil
+		}
+		if _, ok := b.Active(c.chatID); ok {
+			return Result{Text: "Stop the running turn before switching projects."}, nil
+		}
+		ch.Project = cmd.Arg
+	case "mode":
+		if !slices.Contains(c.spec.Values, cmd.Arg) {
+			return Result{Text: "Usage: /mode plan|default."}, nil
+		}
+		ch.Mode = cmd.Arg
+	}
+	if err := b.chats.UpdateChat(ctx, ch); err != nil {
+		return Result{}, err
+	}
+	return Result{Text: fmt.Sprintf("%s set to %s for this chat.", cmd.Name, orDefault(cmd.Arg))}, nil
 }

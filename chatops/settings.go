@@ -13,9 +13,6 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// settingCommands change what a chat's runs may do: approvers only.
-var settingCommands = map[string]bool{"agent": true, "model": true, "effort": true, "mode": true, "project": true}
-
 // modeDisablesApprovals says which modes let the agent act without asking.
 // Such a mode needs an admin. The modes a chat may set today (plan, default)
 // keep every approval; a mode added here with true is admin-only at once.

@@ -220,20 +220,17 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 	text := strings.TrimSpace(m.Text)
 	cmd, isCmd := ParseThreadCommand(text)
 	if !bound {
-		if isCmd && cmd.Name != "new" {
-			if res, ok := t.chatless(ctx, cmd); ok {
+		if isCmd {
+			if res, ok := t.unboundReply(ctx, cmd); ok {
 				return t.notice(ctx, m.Place, res)
 			}
 		}
 		if b, err = t.bind(ctx, m.Place, m.User, rules); err != nil {
 			return t.fail(ctx, m.Place, "I could not start a chat for this thread", err)
 		}
-		if isCmd && cmd.Name == "new" {
-			return t.notice(ctx, m.Place, "This thread is a new chat: write your message.")
-		}
 	}
 	if isCmd {
-		return t.command(ctx, m, b, cmd)
+		return t.threadCommand(ctx, m, b, !bound, cmd)
 	}
 	if d, ok := typedDecision(text); ok && len(m.Files) == 0 {
 		if handled, err := t.handleTypedDecision(ctx, m, b, d); handled {
@@ -256,19 +253,6 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 		return nil
 	}
 	return t.send(ctx, b, m, prompt, images)
-}
-
-// chatless answers the commands that need no chat; ok is false for others.
-func (t *Threads) chatless(ctx context.Context, cmd Command) (string, bool) {
-	switch cmd.Name {
-	case "help":
-		return threadHelp(), true
-	case "agents":
-		return t.bot.agentsTable(ctx), true
-	case "stop", "status":
-		return "There is no chat in this thread yet.", true
-	}
-	return "", false
 }
 
 // bind returns the thread's chat, creating it with the channel's defaults.
@@ -538,6 +522,16 @@ func (t *Threads) drain(chatID string) {
 	}
 }
 
+// dropQueue forgets the prompts queued in the thread's chat and returns
+// how many there were.
+func (t *Threads) dropQueue(b Binding) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := len(t.queues[b.ChatID])
+	delete(t.queues, b.ChatID)
+	return n
+}
+
 // Queued returns how many prompts wait in the chat's queue.
 func (t *Threads) Queued(chatID string) int {
 	t.mu.Lock()
@@ -554,39 +548,6 @@ func (t *Threads) QueueDepth() int {
 		n += len(q)
 	}
 	return n
-}
-
-// command runs a thread command.
-func (t *Threads) command(ctx context.Context, m Message, b Binding, cmd Command) error {
-	switch cmd.Name {
-	case "stop":
-		t.mu.Lock()
-		dropped := len(t.queues[b.ChatID])
-		delete(t.queues, b.ChatID)
-		t.mu.Unlock()
-		msg := "Nothing is running."
-		if t.bot.Stop(b.ChatID) {
-			msg = "Stopping the running turn."
-		}
-		if dropped > 0 {
-			msg += fmt.Sprintf(" Dropped %d queued message(s).", dropped)
-		}
-		return t.notice(ctx, m.Place, msg)
-	case "new", "fork":
-		return t.branch(ctx, m, b, cmd.Name == "fork")
-	case "help":
-		return t.notice(ctx, m.Place, threadHelp())
-	}
-	if settingCommands[cmd.Name] {
-		if err := t.mayConfigure(ctx, m, cmd); err != nil {
-			return err
-		}
-	}
-	res, err := t.bot.Execute(ctx, b.ChatID, cmd)
-	if err != nil {
-		return t.fail(ctx, m.Place, "The command failed", err)
-	}
-	return t.notice(ctx, m.Place, res.Text)
 }
 
 // branch starts a new thread in the channel with a new chat (new) or a fork
@@ -766,13 +727,7 @@ func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, err
 	text := strings.TrimSpace(sc.Text)
 	cmd, isCmd := ParseSlashCommand(text)
 	if isCmd && cmd.Name != "new" {
-		if res, ok := t.chatless(ctx, cmd); ok {
-			if cmd.Name == "stop" || cmd.Name == "status" {
-				res = "Use `" + cmd.Name + "` in a chat's thread."
-			}
-			return res, nil
-		}
-		return "`" + cmd.Name + "` works in a chat's thread: mention me there with `" + cmd.Name + "`.", nil
+		return t.slashReply(ctx, cmd), nil
 	}
 	if isCmd {
 		text = cmd.Arg

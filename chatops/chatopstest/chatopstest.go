@@ -33,11 +33,6 @@ var _ agent.Provider = (*Scripted)(nil)
 // ID implements agent.Provider.
 func (p *Scripted) ID() agent.ProviderID { return "fake" }
 
-// Capabilities implements agent.Provider.
-func (p *Scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
-	return agent.Capabilities{Resume: true, Interactions: true, Images: true}, nil
-}
-
 // Run plays the next scripted turn.
 func (p *Scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	p.mu.Lock()

@@ -5,7 +5,6 @@ package claude
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -157,200 +156,19 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 			parser.AutoDecision = agent.DecisionApprove
 		}
 	}
-	spec := procrun.Spec{
-		Bin:       bin,
-		Args:      Args(req),
-		Dir:       req.Cwd,
-		Env:       procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
-		Stdin:     true,
-		Container: req.Container,
-	}
-	if ctx.Err() != nil {
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
-		return nil
-	}
-	proc, err := procrun.Start(ctx, logger, spec)
-	if err != nil {
-		if errors.Is(err, agent.ErrNotInstalled) {
-			return fmt.Errorf("%w (install: %s)", err, installHint)
-		}
-		return err
-	}
-	r := &run{
-		logger:  logger,
-		proc:    proc,
-		parser:  parser,
-		Stream:  agent.Stream{Emit: emit, Log: logger},
-		timeout: p.opts.InterruptTimeout,
-	}
-	if err := proc.WriteLine(prompt); err != nil {
-		logger.Warn("write prompt", "err", err)
-	}
-	return r.loop(ctx, req.Responses)
-}
-
-// run is the state of one Run, owned by the Run goroutine.
-type run struct {
-	logger       *slog.Logger
-	proc         *procrun.Process
-	parser       *Parser
-	agent.Stream // Emit, Terminal, Failure
-	timeout      time.Duration
-
-	interrupts int
-	cancelled  bool
-	killed     bool
-	fatal      error
-}
-
-func (r *run) loop(ctx context.Context, responses <-chan agent.InteractionResponse) error {
-	lines := make(chan []byte, 64)
-	readDone := make(chan error, 1)
-	go func() {
-		readDone <- r.proc.Each(func(line []byte) error {
-			lines <- bytes.Clone(line)
-			return nil
-		})
-		close(lines)
-	}()
-
-	ctxDone := ctx.Done()
-	var deadline <-chan time.Time
-	var timer *time.Timer
-	arm := func() {
-		if timer == nil {
-			timer = time.NewTimer(r.timeout)
-			deadline = timer.C
-		}
-	}
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-
-	for lines != nil {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				lines = nil
-				break
-			}
-			r.handleLine(line)
-			if r.Terminal != "" || r.parser.SawResult() || r.fatal != nil {
-				// The turn is over: let the CLI exit, but not forever.
-				_ = r.proc.CloseStdin()
-				responses = nil
-				arm()
-			}
-		case resp, ok := <-responses:
-			if !ok {
-				responses = nil
-				break
-			}
-			r.respond(resp)
-		case <-ctxDone:
-			ctxDone = nil
-			r.cancelled = true
-			r.parser.Interrupting = true
-			if r.Terminal == "" {
-				r.interrupts++
-				r.logger.Info("interrupting claude")
-				if err := r.proc.WriteLine(interruptLine(r.interrupts)); err != nil {
-					r.logger.Warn("write interrupt", "err", err)
-				}
-			}
-			arm()
-		case <-deadline:
-			deadline = nil
-			r.logger.Warn("claude did not finish in time, killing", "timeout", r.timeout)
-			r.killed = true
-			_ = r.proc.Kill()
-		}
-	}
-	if err := <-readDone; err != nil {
-		r.logger.Warn("read stdout", "err", err)
-	}
-	waitErr := r.proc.Wait()
-	return r.finish(waitErr)
-}
-
-func (r *run) handleLine(line []byte) {
-	evs, err := r.parser.Parse(line)
-	if err != nil {
-		if errors.Is(err, ErrDuplicateRequest) && r.fatal == nil {
-			r.fatal = err
-			r.logger.Error("protocol violation, stopping claude", "err", err)
-			_ = r.proc.Kill()
-			r.killed = true
-		} else {
-			r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
-		}
-	}
-	r.flush()
-	for _, ev := range evs {
-		r.Send(ev)
-	}
-}
-
-// flush writes the parser's queued control responses.
-func (r *run) flush() {
-	for _, l := range r.parser.TakeOutgoing() {
-		if err := r.proc.WriteLine(l); err != nil {
-			r.logger.Warn("write control response", "err", err)
-		}
-	}
-}
-
-func (r *run) respond(resp agent.InteractionResponse) {
-	ev, err := r.parser.Respond(resp)
-	if err != nil {
-		r.logger.Warn("interaction response ignored", "err", err)
-		return
-	}
-	r.flush()
-	r.Send(ev)
-}
-
-// send emits ev unless the run already ended.
-
-func (r *run) finish(waitErr error) error {
-	if r.Terminal == "" {
-		for _, ev := range r.parser.EndPending() {
-			r.Send(ev)
-		}
-	}
-	switch {
-	case r.fatal != nil:
-		if r.Terminal == "" {
-			r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
-		}
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.parser.SessionNotFound():
-		return fmt.Errorf("claude resume: %w", agent.ErrSessionNotFound)
-	case r.Terminal == agent.EventRunCompleted:
-		if waitErr != nil {
-			r.logger.Warn("claude exited non-zero after a successful result", "err", waitErr)
-		}
-		return nil
-	case r.Terminal == agent.EventRunInterrupted:
-		return nil
-	case r.Terminal == agent.EventRunFailed:
-		if waitErr != nil {
-			return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, r.Failure, waitErr)
-		}
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
-	case r.cancelled:
-		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
-		return nil
-	}
-	msg := "claude exited without a result"
-	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
-		msg += ": " + tail
-	}
-	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
-	if waitErr != nil {
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
-	}
-	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+	return procrun.Session{
+		Provider: ProviderID,
+		Spec: procrun.Spec{
+			Bin:       bin,
+			Args:      Args(req),
+			Dir:       req.Cwd,
+			Env:       procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
+			Container: req.Container,
+		},
+		Wire:             &wire{parser: parser, prompt: prompt},
+		Responses:        req.Responses,
+		Logger:           logger,
+		InstallHint:      installHint,
+		InterruptTimeout: p.opts.InterruptTimeout,
+	}.Run(ctx, emit)
 }

@@ -25,24 +25,6 @@ const (
 	maxDiff = 4 << 10
 )
 
-// Resolution statuses emitted on interaction.resolved.
-const (
-	StatusApproved  = "approved"
-	StatusDeclined  = "declined"
-	StatusAnswered  = "answered"
-	StatusCancelled = "cancelled"
-	StatusTurnEnded = "turn_ended"
-)
-
-// Errors returned by the parser.
-var (
-	// ErrDuplicateRequest is returned when the CLI reuses the id of a pending
-	// request; the run cannot continue safely and fails.
-	ErrDuplicateRequest = errors.New("claude: duplicate control request id")
-	// ErrUnknownInteraction is returned by Respond for an id that is not pending.
-	ErrUnknownInteraction = errors.New("claude: unknown interaction")
-)
-
 const sessionNotFoundText = "No conversation found with session ID"
 
 // pendingRequest is an open can_use_tool request.
@@ -351,7 +333,7 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 	}
 	key := idKey(id)
 	if _, dup := p.pending[key]; dup {
-		return nil, fmt.Errorf("%w: %s", ErrDuplicateRequest, id)
+		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, id)
 	}
 	in := p.interaction(key, id, &req, line)
 	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input)}
@@ -429,36 +411,36 @@ func (p *Parser) controlCancel(r *record) []agent.Event {
 		return nil
 	}
 	p.drop(key)
-	return []agent.Event{resolved(key, pr, StatusCancelled, "", "")}
+	return []agent.Event{resolved(key, pr, agent.StatusCancelled, "", "")}
 }
 
 // Respond answers the pending interaction resp.InteractionID: it queues the
 // control_response for the CLI (see TakeOutgoing) and returns the
 // interaction.resolved event. An id that is not pending returns
-// ErrUnknownInteraction.
+// agent.ErrUnknownInteraction.
 func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	pr, ok := p.pending[resp.InteractionID]
 	if !ok {
-		return agent.Event{}, fmt.Errorf("%w: %q", ErrUnknownInteraction, resp.InteractionID)
+		return agent.Event{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
 	res := permissionResult{ToolUseID: pr.toolUseID}
 	var status string
 	switch resp.Decision {
 	case agent.DecisionApprove, agent.DecisionApproveSession:
-		res.Behavior, status = "allow", StatusApproved
+		res.Behavior, status = "allow", agent.StatusApproved
 		if pr.kind == agent.KindQuestion {
-			res.UpdatedInput, status = withAnswers(pr.input, resp.Answers), StatusAnswered
+			res.UpdatedInput, status = withAnswers(pr.input, resp.Answers), agent.StatusAnswered
 		}
 	case agent.DecisionAnswer:
-		res.Behavior, status = "allow", StatusAnswered
+		res.Behavior, status = "allow", agent.StatusAnswered
 		if pr.kind == agent.KindQuestion {
 			res.UpdatedInput = withAnswers(pr.input, resp.Answers)
 		}
 	case agent.DecisionCancel:
-		res.Behavior, res.Message, res.Interrupt, status = "deny", "Denied by the chat user, who stopped the turn", true, StatusCancelled
+		res.Behavior, res.Message, res.Interrupt, status = "deny", "Denied by the chat user, who stopped the turn", true, agent.StatusCancelled
 		p.Interrupting = true
 	default: // decline and anything unknown: never allow by accident
-		res.Behavior, res.Message, status = "deny", "Denied by the chat user", StatusDeclined
+		res.Behavior, res.Message, status = "deny", "Denied by the chat user", agent.StatusDeclined
 		if resp.By == "policy" {
 			res.Message = "Denied by Threadline's approval policy: nobody can be asked in this run"
 		}
@@ -484,7 +466,7 @@ func (p *Parser) endPending() []agent.Event {
 	var out []agent.Event
 	for _, key := range p.pendingOrder {
 		if pr, ok := p.pending[key]; ok {
-			out = append(out, resolved(key, pr, StatusTurnEnded, "", ""))
+			out = append(out, resolved(key, pr, agent.StatusTurnEnded, "", ""))
 		}
 	}
 	clear(p.pending)

@@ -98,10 +98,10 @@ func TestParseInteractions(t *testing.T) {
 			t.Fatalf("interaction = %+v", in)
 		}
 		evs = mustParse(t, p, `{"type":"result","subtype":"success","is_error":false,"result":"ok"}`)
-		if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
+		if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != agent.StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
 			t.Fatalf("events = %+v", evs)
 		}
-		if _, err := p.Respond(agent.InteractionResponse{InteractionID: "r1", Decision: agent.DecisionApprove}); !errors.Is(err, ErrUnknownInteraction) {
+		if _, err := p.Respond(agent.InteractionResponse{InteractionID: "r1", Decision: agent.DecisionApprove}); !errors.Is(err, agent.ErrUnknownInteraction) {
 			t.Fatalf("late response: %v", err)
 		}
 	})
@@ -122,7 +122,7 @@ func TestParseInteractions(t *testing.T) {
 	t.Run("duplicate id", func(t *testing.T) {
 		p := NewParser("")
 		mustParse(t, p, bashRequest)
-		if _, err := p.Parse([]byte(bashRequest)); !errors.Is(err, ErrDuplicateRequest) {
+		if _, err := p.Parse([]byte(bashRequest)); !errors.Is(err, agent.ErrDuplicateRequest) {
 			t.Fatalf("err = %v", err)
 		}
 	})
@@ -130,7 +130,7 @@ func TestParseInteractions(t *testing.T) {
 		p := NewParser("")
 		p.AutoDecision = agent.DecisionDecline
 		evs := mustParse(t, p, bashRequest)
-		if len(evs) != 2 || evs[1].Resolution.Status != StatusDeclined || evs[1].Resolution.By != "policy" {
+		if len(evs) != 2 || evs[1].Resolution.Status != agent.StatusDeclined || evs[1].Resolution.By != "policy" {
 			t.Fatalf("events = %+v", evs)
 		}
 		if out := p.TakeOutgoing(); len(out) != 1 || !strings.Contains(string(out[0]), `"behavior":"deny"`) {

@@ -383,10 +383,10 @@ func TestRunApprovals(t *testing.T) {
 		// the reference's message text is the fake host's own; ours differs
 		ignoreMessage bool
 	}{
-		{"approve.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionApprove, By: "U1"}, agent.KindCommandApproval, StatusApproved, agent.EventRunCompleted, false},
-		{"deny.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionDecline, By: "U1"}, agent.KindCommandApproval, StatusDeclined, agent.EventRunCompleted, true},
-		{"deny-interrupt.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionCancel, By: "U1"}, agent.KindCommandApproval, StatusCancelled, agent.EventRunInterrupted, true},
-		{"ask.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionAnswer, By: "U1", Answers: map[string]string{"Which color should the button be?": "Blue"}}, agent.KindQuestion, StatusAnswered, agent.EventRunCompleted, false},
+		{"approve.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionApprove, By: "U1"}, agent.KindCommandApproval, agent.StatusApproved, agent.EventRunCompleted, false},
+		{"deny.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionDecline, By: "U1"}, agent.KindCommandApproval, agent.StatusDeclined, agent.EventRunCompleted, true},
+		{"deny-interrupt.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionCancel, By: "U1"}, agent.KindCommandApproval, agent.StatusCancelled, agent.EventRunInterrupted, true},
+		{"ask.drive.jsonl", agent.InteractionResponse{Decision: agent.DecisionAnswer, By: "U1", Answers: map[string]string{"Which color should the button be?": "Blue"}}, agent.KindQuestion, agent.StatusAnswered, agent.EventRunCompleted, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.transcript, func(t *testing.T) {
@@ -464,7 +464,7 @@ func TestRunInterrupt(t *testing.T) {
 			t.Fatalf("err = %v", f.err)
 		}
 		res := f.find(agent.EventInteractionResolved)
-		if res == nil || res.Resolution.Status != StatusCancelled {
+		if res == nil || res.Resolution.Status != agent.StatusCancelled {
 			t.Fatalf("resolution = %+v", res)
 		}
 		if f.last().Type != agent.EventRunInterrupted {

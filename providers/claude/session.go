@@ -1,0 +1,73 @@
+// Wire: Claude Code's stream-json control protocol on procrun.Session.
+
+package claude
+
+import (
+	"fmt"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// wire is one turn of the stream-json protocol: the prompt line, the
+// parser's control responses and the native interrupt.
+type wire struct {
+	parser     *Parser
+	prompt     []byte
+	interrupts int
+}
+
+func (w *wire) Start(c *procrun.Conn) error {
+	c.Write(w.prompt)
+	return nil
+}
+
+func (w *wire) Line(line []byte, c *procrun.Conn) error {
+	evs, err := w.parser.Parse(line)
+	w.flush(c)
+	for _, ev := range evs {
+		c.Emit(ev)
+	}
+	if w.parser.SawResult() {
+		c.Done() // the turn is over: let the CLI exit, but not forever
+	}
+	return err
+}
+
+// flush writes the parser's queued control responses.
+func (w *wire) flush(c *procrun.Conn) {
+	for _, l := range w.parser.TakeOutgoing() {
+		c.Write(l)
+	}
+}
+
+func (w *wire) Respond(resp agent.InteractionResponse, c *procrun.Conn) error {
+	ev, err := w.parser.Respond(resp)
+	if err != nil {
+		return err
+	}
+	w.flush(c)
+	c.Emit(ev)
+	return nil
+}
+
+func (w *wire) Interrupt(c *procrun.Conn) error {
+	w.parser.Interrupting = true
+	w.interrupts++
+	c.Write(interruptLine(w.interrupts))
+	return nil
+}
+
+// End answers what is still pending when the CLI exited without a result.
+func (w *wire) End(c *procrun.Conn) {
+	for _, ev := range w.parser.EndPending() {
+		c.Emit(ev)
+	}
+}
+
+func (w *wire) Outcome(o procrun.Outcome, _ *procrun.Conn) error {
+	if o.Fatal == nil && w.parser.SessionNotFound() {
+		return fmt.Errorf("claude resume: %w", agent.ErrSessionNotFound)
+	}
+	return nil
+}
