@@ -23,23 +23,6 @@ const (
 	MaxNativePayload = 8 << 10
 )
 
-// Resolution statuses emitted on interaction.resolved.
-const (
-	StatusApproved  = "approved"
-	StatusDeclined  = "declined"
-	StatusAnswered  = "answered"
-	StatusCancelled = "cancelled"
-	StatusTurnEnded = "turn_ended"
-)
-
-// Errors returned by the parser.
-var (
-	// ErrUnknownInteraction is returned by Respond for an id that is not pending.
-	ErrUnknownInteraction = errors.New("pi: unknown interaction")
-	// ErrDuplicateRequest is returned when pi reuses the id of a pending dialog.
-	ErrDuplicateRequest = errors.New("pi: duplicate extension_ui_request id")
-)
-
 // record is one stdout line; only the fields the parser reads are decoded.
 type record struct {
 	Type string `json:"type"`
@@ -482,7 +465,7 @@ func (p *Parser) dialog(r *record, line []byte) ([]agent.Event, error) {
 		return []agent.Event{native(r.Type+"/"+r.Method, nil, line)}, errors.New("extension_ui_request without id")
 	}
 	if _, dup := p.dialogs[key]; dup {
-		return nil, fmt.Errorf("%w: %s", ErrDuplicateRequest, id)
+		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, id)
 	}
 	p.dialogs[key] = &pendingDialog{id: id, method: r.Method}
 	p.order = append(p.order, key)
@@ -505,10 +488,10 @@ func (p *Parser) dialog(r *record, line []byte) ([]agent.Event, error) {
 func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	d, ok := p.dialogs[resp.InteractionID]
 	if !ok {
-		return agent.Event{}, fmt.Errorf("%w: %q", ErrUnknownInteraction, resp.InteractionID)
+		return agent.Event{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
 	out := map[string]any{"type": "extension_ui_response", "id": d.id}
-	status, decision := StatusCancelled, resp.Decision
+	status, decision := agent.StatusCancelled, resp.Decision
 	value, hasValue := resp.Answers["value"]
 	if d.method == "select" && resp.OptionID != "" && resp.OptionID != "cancel" {
 		value, hasValue = resp.OptionID, true
@@ -517,13 +500,13 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	case resp.Decision == agent.DecisionCancel:
 		out["cancelled"] = true
 	case d.method == "confirm" && (resp.Decision == agent.DecisionApprove || resp.Decision == agent.DecisionApproveSession || resp.OptionID == "yes"):
-		out["confirmed"], status, decision = true, StatusApproved, agent.DecisionApprove
+		out["confirmed"], status, decision = true, agent.StatusApproved, agent.DecisionApprove
 	case d.method == "confirm":
-		out["confirmed"], status, decision = false, StatusDeclined, agent.DecisionDecline
+		out["confirmed"], status, decision = false, agent.StatusDeclined, agent.DecisionDecline
 	case hasValue && resp.Decision != agent.DecisionDecline:
-		out["value"], status, decision = value, StatusAnswered, agent.DecisionAnswer
+		out["value"], status, decision = value, agent.StatusAnswered, agent.DecisionAnswer
 	default:
-		out["cancelled"], status, decision = true, StatusDeclined, agent.DecisionDecline
+		out["cancelled"], status, decision = true, agent.StatusDeclined, agent.DecisionDecline
 	}
 	b, _ := json.Marshal(out)
 	p.outgoing = append(p.outgoing, b)
@@ -539,7 +522,7 @@ func (p *Parser) EndPending() []agent.Event {
 		if d, ok := p.dialogs[key]; ok {
 			b, _ := json.Marshal(map[string]any{"type": "extension_ui_response", "id": d.id, "cancelled": true})
 			p.outgoing = append(p.outgoing, b)
-			out = append(out, resolved(key, d, StatusTurnEnded, "", ""))
+			out = append(out, resolved(key, d, agent.StatusTurnEnded, "", ""))
 		}
 	}
 	clear(p.dialogs)

@@ -107,22 +107,22 @@ func TestParseDialogs(t *testing.T) {
 		t.Fatalf("select = %+v", in)
 	}
 	ev, err := p.Respond(agent.InteractionResponse{InteractionID: "s1", OptionID: "B", Decision: agent.DecisionAnswer})
-	if err != nil || ev.Resolution.Status != StatusAnswered {
+	if err != nil || ev.Resolution.Status != agent.StatusAnswered {
 		t.Fatalf("%+v %v", ev, err)
 	}
 	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"id":"s1","type":"extension_ui_response","value":"B"}` {
 		t.Fatalf("answer %s", out)
 	}
 	mustParse(t, p, `{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)
-	if _, err := p.Parse([]byte(`{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)); !errors.Is(err, ErrDuplicateRequest) {
+	if _, err := p.Parse([]byte(`{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)); !errors.Is(err, agent.ErrDuplicateRequest) {
 		t.Fatalf("duplicate: %v", err)
 	}
-	if _, err := p.Respond(agent.InteractionResponse{InteractionID: "nope"}); !errors.Is(err, ErrUnknownInteraction) {
+	if _, err := p.Respond(agent.InteractionResponse{InteractionID: "nope"}); !errors.Is(err, agent.ErrUnknownInteraction) {
 		t.Fatalf("unknown: %v", err)
 	}
 	// The run ends with the input open: it resolves turn_ended and pi is told cancelled.
 	evs = mustParse(t, p, `{"type":"agent_end","messages":[{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}]}`)
-	if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
+	if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != agent.StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
 		t.Fatalf("end = %+v", evs)
 	}
 	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"cancelled":true,"id":"i1","type":"extension_ui_response"}` {

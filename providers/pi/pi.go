@@ -248,10 +248,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return fmt.Errorf("pi prompt: %w", err)
 	}
-	if ctx.Err() != nil {
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
-		return nil
-	}
 	bin := req.Bin
 	if bin == "" {
 		bin = p.opts.Bin
@@ -267,243 +263,23 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	} else if req.Approval == agent.ApprovalAccept {
 		parser.AutoAnswer = agent.DecisionApprove
 	}
-	spec := procrun.Spec{
-		Bin:   bin,
-		Args:  Args(req),
-		Dir:   req.Cwd,
-		Env:   procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
-		Stdin: true,
-		// A project chat runs in its container (procrun builds the lxc exec).
-		Container: req.Container,
-	}
-	proc, err := procrun.Start(ctx, logger, spec)
-	if err != nil {
-		if errors.Is(err, agent.ErrNotInstalled) {
-			return fmt.Errorf("%w (install: %s)", err, installHint)
-		}
-		return err
-	}
-	r := &run{p: p, logger: logger, proc: proc, parser: parser, Stream: agent.Stream{Emit: emit, Log: logger}, req: req}
-	if readOnly(req) {
-		r.Send(agent.Event{Type: agent.EventSystem, Subtype: "read_only_tools",
-			Text: "pi cannot ask for approval: this run only has the tools " + strings.Join(ReadOnlyTools, ", ")})
-	}
-	r.write([]byte(`{"type":"get_state","id":"` + stateID + `"}`))
-	parser.StartTurn(promptID)
-	r.write(prompt)
-	return r.loop(ctx)
-}
-
-// run is the state of one Run, owned by the Run goroutine.
-type run struct {
-	p            *Provider
-	logger       *slog.Logger
-	proc         *procrun.Process
-	parser       *Parser
-	agent.Stream // Emit, Terminal, Failure
-	req          agent.RunRequest
-
-	cancelled bool
-	closed    bool
-	fatal     error
-
-	graceTimer *time.Timer
-	graceC     <-chan time.Time
-	stopTimer  *time.Timer
-	stopC      <-chan time.Time
-}
-
-func (r *run) loop(ctx context.Context) error {
-	lines := make(chan []byte, 64)
-	readDone := make(chan error, 1)
-	go func() {
-		readDone <- r.proc.Each(func(line []byte) error {
-			lines <- bytes.Clone(line)
-			return nil
-		})
-		close(lines)
-	}()
-	defer func() {
-		for _, t := range []*time.Timer{r.graceTimer, r.stopTimer} {
-			if t != nil {
-				t.Stop()
-			}
-		}
-	}()
-	responses := r.req.Responses
-	ctxDone := ctx.Done()
-	for lines != nil {
-		if r.closed {
-			responses = nil
-		}
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				lines = nil
-				break
-			}
-			r.handleLine(line)
-		case resp, ok := <-responses:
-			if !ok {
-				responses = nil
-				break
-			}
-			r.respond(resp)
-		case <-ctxDone:
-			ctxDone = nil
-			r.cancel()
-		case <-r.graceC:
-			r.graceC = nil
-			for _, ev := range r.parser.Settle() {
-				r.Send(ev)
-			}
-			r.afterEvents()
-		case <-r.stopC:
-			r.stopC = nil
-			r.logger.Warn("pi did not stop in time, killing", "timeout", r.p.opts.InterruptTimeout)
-			_ = r.proc.Kill()
-		}
-	}
-	if err := <-readDone; err != nil {
-		r.logger.Warn("read stdout", "err", err)
-	}
-	return r.finish(r.proc.Wait())
-}
-
-func (r *run) write(line []byte) {
-	if err := r.proc.WriteLine(line); err != nil {
-		r.logger.Debug("write stdin", "err", err)
-	}
-}
-
-func (r *run) flush() {
-	for _, l := range r.parser.TakeOutgoing() {
-		r.write(l)
-	}
-}
-
-func (r *run) handleLine(line []byte) {
-	evs, err := r.parser.Parse(line)
-	if err != nil {
-		if errors.Is(err, ErrDuplicateRequest) && r.fatal == nil {
-			r.fatal = err
-			r.logger.Error("protocol violation, stopping pi", "err", err)
-			_ = r.proc.Kill()
-		} else {
-			r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
-		}
-	}
-	r.flush()
-	for _, ev := range evs {
-		r.Send(ev)
-	}
-	r.afterEvents()
-}
-
-// afterEvents arms or disarms the retry window and ends the conversation
-// after the terminal event.
-func (r *run) afterEvents() {
-	switch {
-	case r.parser.PendingFailure() && r.graceC == nil:
-		r.graceTimer = time.NewTimer(r.p.opts.RetryGrace)
-		r.graceC = r.graceTimer.C
-	case !r.parser.PendingFailure() && r.graceC != nil:
-		r.graceTimer.Stop()
-		r.graceC = nil
-	}
-	if r.Terminal != "" && !r.closed {
-		r.flush()
-		r.closed = true
-		_ = r.proc.CloseStdin()
-		r.armStop()
-	}
-}
-
-func (r *run) armStop() {
-	if r.stopTimer == nil {
-		r.stopTimer = time.NewTimer(r.p.opts.InterruptTimeout)
-		r.stopC = r.stopTimer.C
-	}
-}
-
-// cancel aborts the run natively (abort, plus abort_retry while pi waits to
-// retry) and arms the kill deadline.
-func (r *run) cancel() {
-	r.cancelled = true
-	r.parser.Interrupting = true
-	if r.Terminal != "" {
-		return
-	}
-	r.logger.Info("aborting pi")
-	if r.parser.PendingFailure() {
-		for _, ev := range r.parser.Settle() {
-			r.Send(ev)
-		}
-		r.afterEvents()
-		return
-	}
-	if r.parser.Retrying() {
-		r.write([]byte(`{"type":"abort_retry","id":"threadline-abort-retry"}`))
-	}
-	r.write([]byte(`{"type":"abort","id":"threadline-abort"}`))
-	r.armStop()
-}
-
-func (r *run) respond(resp agent.InteractionResponse) {
-	ev, err := r.parser.Respond(resp)
-	if err != nil {
-		r.logger.Warn("interaction response ignored", "err", err)
-		return
-	}
-	r.flush()
-	r.Send(ev)
-}
-
-// send emits ev unless the run already ended.
-
-func (r *run) finish(waitErr error) error {
-	if r.Terminal == "" {
-		for _, ev := range r.parser.Settle() {
-			r.Send(ev)
-		}
-	}
-	if r.Terminal == "" {
-		for _, ev := range r.parser.EndPending() {
-			r.Send(ev)
-		}
-	}
-	stderr := r.proc.Stderr()
-	switch {
-	case r.fatal != nil:
-		if r.Terminal == "" {
-			r.Send(agent.Event{Type: agent.EventRunFailed, Text: r.fatal.Error()})
-		}
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.Terminal == "" && r.req.ResumeID != "" && sessionNotFound(stderr):
-		r.Send(agent.Event{Type: agent.EventSystem, Subtype: "session_not_found", Text: procrun.StderrTail(stderr, 512)})
-		return fmt.Errorf("pi --session %s: %w", r.req.ResumeID, agent.ErrSessionNotFound)
-	case r.Terminal == agent.EventRunCompleted:
-		if waitErr != nil {
-			r.logger.Warn("pi exited non-zero after a completed run", "err", waitErr)
-		}
-		return nil
-	case r.Terminal == agent.EventRunInterrupted:
-		return nil
-	case r.Terminal == agent.EventRunFailed:
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
-	case r.cancelled:
-		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: "interrupted"})
-		return nil
-	}
-	msg := "pi exited without ending the run"
-	if tail := procrun.StderrTail(stderr, 512); tail != "" {
-		msg += ": " + tail
-	}
-	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
-	if waitErr != nil {
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, waitErr)
-	}
-	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+	return procrun.Session{
+		Provider: ProviderID,
+		Spec: procrun.Spec{
+			Bin:  bin,
+			Args: Args(req),
+			Dir:  req.Cwd,
+			Env:  procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
+			// A project chat runs in its container (procrun builds the lxc exec).
+			Container: req.Container,
+		},
+		Wire:             &wire{parser: parser, req: req, prompt: prompt, retryGrace: p.opts.RetryGrace},
+		Responses:        req.Responses,
+		Logger:           logger,
+		InstallHint:      installHint,
+		InterruptTimeout: p.opts.InterruptTimeout,
+		NoResult:         "pi exited without ending the run",
+	}.Run(ctx, emit)
 }
 
 func sessionNotFound(stderr string) bool {

@@ -484,7 +484,7 @@ func TestRunDialogs(t *testing.T) {
 		if in.ID != "d1" || string(in.NativeID) != `"d1"` || in.Kind != agent.KindPermission || in.Title != "Allow rm?" || in.Reason != "It deletes files." {
 			t.Errorf("interaction %+v", in)
 		}
-		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.Status != StatusApproved || res.By != "alice" {
+		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.Status != agent.StatusApproved || res.By != "alice" {
 			t.Errorf("resolution %+v", res)
 		}
 		if r.last().Text != `answer: {"confirmed":true,"id":"d1","type":"extension_ui_response"}` {
@@ -497,7 +497,7 @@ func TestRunDialogs(t *testing.T) {
 		if r.err != nil || !strings.Contains(r.last().Text, `"confirmed":false`) {
 			t.Fatalf("Run = %v, last %+v", r.err, r.last())
 		}
-		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.By != "policy" || res.Status != StatusDeclined {
+		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.By != "policy" || res.Status != agent.StatusDeclined {
 			t.Errorf("resolution %+v", res)
 		}
 	})
