@@ -35,9 +35,11 @@ func quote(s string, escapeHTML bool) string {
 }
 
 // JSON returns raw with every secret value inside its strings (keys too)
-// replaced by Mask, as valid JSON. Raw JSON that cannot hold a secret (no
-// secret, escaped or not, and no \u or \/ escape that could hide one) is
-// returned as is; otherwise it is decoded, scrubbed and written back compact.
+// replaced by Mask, as valid JSON; strings are scrubbed with Cut, so the
+// remains of a secret next to a CutMark go too. Raw JSON that cannot hold a
+// secret (no secret, escaped or not, no CutMark, and no \u or \/ escape that
+// could hide one) is returned as is; otherwise it is decoded, scrubbed and
+// written back compact.
 // Invalid JSON is returned as a JSON string of its scrubbed text.
 func (r *Redactor) JSON(raw json.RawMessage) json.RawMessage {
 	m := r.load()
@@ -45,12 +47,12 @@ func (r *Redactor) JSON(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	s := string(raw)
-	if _, _, hit := m.json.find(s, 0, len(s)); !hit && !strings.Contains(s, `\u`) && !strings.Contains(s, `\/`) {
+	if _, _, hit := m.json.find(s, 0, len(s)); !hit && !strings.Contains(s, `\u`) && !strings.Contains(s, `\/`) && !strings.Contains(s, CutMark) {
 		return raw
 	}
-	out, changed, err := rewriteJSON(raw, r.String)
+	out, changed, err := rewriteJSON(raw, r.Cut)
 	if err != nil {
-		return json.RawMessage(quote(r.String(s), false))
+		return json.RawMessage(quote(r.Cut(s), false))
 	}
 	if !changed {
 		return raw

@@ -138,6 +138,7 @@ type matcher struct {
 	first  [256]bool
 	pair   [1 << 16 / 64]uint64 // bit per first-two-bytes of a secret
 	byPair map[uint16][]string  // secrets by their first two bytes, longest first
+	vals   []string             // the secrets, longest first
 	minLen int
 	maxLen int
 	// json matches the secrets and their JSON-escaped forms, to tell cheaply
@@ -155,7 +156,7 @@ func newMatcher(vals []string) *matcher {
 		return strings.Compare(a, b)
 	})
 	vals = slices.Compact(vals)
-	m := &matcher{byPair: map[uint16][]string{}, minLen: len(vals[len(vals)-1]), maxLen: len(vals[0])}
+	m := &matcher{vals: vals, byPair: map[uint16][]string{}, minLen: len(vals[len(vals)-1]), maxLen: len(vals[0])}
 	for _, s := range vals {
 		k := pairKey(s[0], s[1])
 		m.first[s[0]] = true
@@ -244,7 +245,8 @@ func (m *matcher) replace(s string, h int, stream bool) (out, held string) {
 }
 
 // Handler wraps a slog.Handler so that messages and string attributes are
-// redacted before they are written.
+// redacted before they are written, with Cut: a logged excerpt or stderr tail
+// cut short keeps no piece of a secret next to its CutMark.
 func Handler(h slog.Handler, r *Redactor) slog.Handler { return &handler{h: h, r: r} }
 
 type handler struct {
@@ -255,7 +257,7 @@ type handler struct {
 func (h *handler) Enabled(ctx context.Context, l slog.Level) bool { return h.h.Enabled(ctx, l) }
 
 func (h *handler) Handle(ctx context.Context, rec slog.Record) error {
-	out := slog.NewRecord(rec.Time, rec.Level, h.r.String(rec.Message), rec.PC)
+	out := slog.NewRecord(rec.Time, rec.Level, h.r.Cut(rec.Message), rec.PC)
 	rec.Attrs(func(a slog.Attr) bool {
 		out.AddAttrs(h.attr(a))
 		return true
@@ -279,7 +281,7 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 	v := a.Value.Resolve()
 	switch v.Kind() {
 	case slog.KindString:
-		return slog.String(a.Key, h.r.String(v.String()))
+		return slog.String(a.Key, h.r.Cut(v.String()))
 	case slog.KindGroup:
 		g := v.Group()
 		red := make([]any, len(g))
@@ -289,9 +291,9 @@ func (h *handler) attr(a slog.Attr) slog.Attr {
 		return slog.Group(a.Key, red...)
 	case slog.KindAny:
 		if err, ok := v.Any().(error); ok {
-			return slog.String(a.Key, h.r.String(err.Error()))
+			return slog.String(a.Key, h.r.Cut(err.Error()))
 		}
-		return slog.String(a.Key, h.r.String(v.String()))
+		return slog.String(a.Key, h.r.Cut(v.String()))
 	}
 	return a
 }
