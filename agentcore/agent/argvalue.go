@@ -23,12 +23,28 @@ const MaxArgValueBytes = 200
 // e.g. opencode's "--auto"). Whitespace, control characters, '=' and every
 // other byte are refused. The error wraps ErrInvalidArgValue and quotes v
 // safely (control characters escaped).
-func ValidArgValue(v string) error {
+func ValidArgValue(v string) error { return validValue(v, MaxArgValueBytes) }
+
+// MaxSessionIDBytes bounds a session id passed back to an agent CLI. It is
+// larger than MaxArgValueBytes because pi's session ids are the paths of its
+// session files (under the agent's HOME, named after the chat's directory).
+const MaxSessionIDBytes = 4096
+
+// ValidSessionID reports whether v may be passed to an agent CLI as the
+// session to resume (claude --resume, pi --session, the jsonstream dialects'
+// resume flags): the shape ValidArgValue asks for, up to MaxSessionIDBytes.
+// Every id the agents produce passes: UUIDs (Claude, Codex, Gemini, Cursor,
+// Kimi), OpenCode's "ses_…", "session_…" and pi's absolute session file
+// paths. The error wraps ErrInvalidArgValue.
+func ValidSessionID(v string) error { return validValue(v, MaxSessionIDBytes) }
+
+// validValue is ValidArgValue with a length bound.
+func validValue(v string, maxBytes int) error {
 	switch {
 	case v == "":
 		return fmt.Errorf("%w: empty", ErrInvalidArgValue)
-	case len(v) > MaxArgValueBytes:
-		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidArgValue, len(v), MaxArgValueBytes)
+	case len(v) > maxBytes:
+		return fmt.Errorf("%w: %d bytes, at most %d", ErrInvalidArgValue, len(v), maxBytes)
 	case v[0] == '-':
 		return fmt.Errorf("%w: %q starts with '-'", ErrInvalidArgValue, v)
 	}
@@ -54,7 +70,9 @@ func argValueByte(c byte) bool {
 }
 
 // CheckRunArgs checks the values of req that providers may put on a command
-// line (Model, Effort) with ValidArgValue, and Mode against the known modes.
+// line (Model, Effort) with ValidArgValue, ResumeID with ValidSessionID (it is
+// passed as the argument after --resume or --session), and Mode against the
+// known modes.
 // Every provider calls it before it starts its CLI, whatever the caller
 // checked before. The error wraps ErrInvalidArgValue and names the field.
 func CheckRunArgs(req RunRequest) error {
@@ -64,6 +82,11 @@ func CheckRunArgs(req RunRequest) error {
 		}
 		if err := ValidArgValue(f.v); err != nil {
 			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	if req.ResumeID != "" {
+		if err := ValidSessionID(req.ResumeID); err != nil {
+			return fmt.Errorf("resume id: %w", err)
 		}
 	}
 	switch req.Mode {

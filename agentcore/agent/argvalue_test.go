@@ -52,14 +52,44 @@ func TestCheckRunArgs(t *testing.T) {
 		}
 	}
 	bad := map[string]RunRequest{
-		"model":  {Model: "--auto"},
-		"effort": {Effort: "-x"},
-		"mode":   {Mode: "--yolo"},
+		"model":     {Model: "--auto"},
+		"effort":    {Effort: "-x"},
+		"mode":      {Mode: "--yolo"},
+		"resume id": {ResumeID: "--dangerously-skip-permissions"},
 	}
 	for field, r := range bad {
 		err := CheckRunArgs(r)
 		if !errors.Is(err, ErrInvalidArgValue) || !strings.HasPrefix(err.Error(), field+": ") {
 			t.Errorf("CheckRunArgs(%+v) = %v, want an error naming %s", r, err, field)
+		}
+	}
+}
+
+// TestValidSessionID: every shape of session id the agents produce (read from
+// the providers' golden transcripts) passes; flags, whitespace, control
+// characters and shell syntax do not.
+func TestValidSessionID(t *testing.T) {
+	t.Parallel()
+	good := []string{
+		"8d6bec71-ca4b-471f-b230-a7fc02bcf0c8",      // claude, codex threads, gemini, cursor, kimi
+		"01a22b02-d12e-737c-a4aa-e6027149be87",      // UUIDv7 (pi)
+		"ses_dd4f91b5cffeOj7xsy6GIa0Rzy",            // opencode
+		"session_8c1e2d0a", "qoder-session-1", "s1", // copilot, qoder, fakes
+		"/tmp/acp-pi/home/.pi/agent/sessions/--tmp-acp-pi-work-proj--/2026-11-30T05-51-07-666Z_01a22b01-cb92-754d-9a22-6bbc16cebae1.jsonl",
+		"/" + strings.Repeat("d/", 300) + "x.jsonl", // a deep pi path, past MaxArgValueBytes
+	}
+	for _, v := range good {
+		if err := ValidSessionID(v); err != nil {
+			t.Errorf("ValidSessionID(%q) = %v, want nil", v, err)
+		}
+		if err := CheckRunArgs(RunRequest{ResumeID: v}); err != nil {
+			t.Errorf("CheckRunArgs(ResumeID %q) = %v", v, err)
+		}
+	}
+	bad := []string{"", "--fork", "-", "a b", "id\n--yolo", "id\x00", "$(id)", "a;b", "x=y", "\u202eid", strings.Repeat("a", MaxSessionIDBytes+1)}
+	for _, v := range bad {
+		if err := ValidSessionID(v); !errors.Is(err, ErrInvalidArgValue) {
+			t.Errorf("ValidSessionID(%q) = %v, want ErrInvalidArgValue", v, err)
 		}
 	}
 }
