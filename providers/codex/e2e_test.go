@@ -145,8 +145,8 @@ func TestE2EApprove(t *testing.T) {
 		decision agent.Decision
 		status   string
 	}{
-		{"approve", agent.DecisionApprove, codexharness.StatusApproved},
-		{"session", agent.DecisionApproveSession, codexharness.StatusApprovedForSession},
+		{"approve", agent.DecisionApprove, agent.StatusApproved},
+		{"session", agent.DecisionApproveSession, agent.StatusApprovedForSession},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := setupE2E(t, fakeresponses.When("e2e-shell", fakeresponses.Shell("echo e2e-shell-ok > marker.txt && cat marker.txt")))
@@ -195,7 +195,7 @@ func TestE2EDecline(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
-	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusDeclined {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusDeclined {
 		t.Errorf("interaction.resolved %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
@@ -253,7 +253,7 @@ func TestE2EQuestionInPlanMode(t *testing.T) {
 	if len(req) != 1 || req[0].Interaction.Kind != agent.KindQuestion || len(req[0].Interaction.Questions) != 1 || req[0].Interaction.Questions[0].Text != "Which color?" {
 		t.Fatalf("interaction.requested %+v", req)
 	}
-	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusAnswered {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusAnswered {
 		t.Errorf("interaction.resolved %+v", res)
 	}
 	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Blue"`) {
@@ -283,7 +283,7 @@ func TestE2EInterruptWhileApprovalPending(t *testing.T) {
 	if last := r.Last(); last.Type != agent.EventRunInterrupted {
 		t.Errorf("last event %+v", last)
 	}
-	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != codexharness.StatusTurnEnded {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("interaction.resolved %+v", res)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {

@@ -19,6 +19,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
@@ -204,7 +206,7 @@ type rpcClient struct {
 func (c *rpcClient) call(ctx context.Context, method string, params any) (json.RawMessage, error) {
 	c.nextID++
 	id := c.nextID
-	b, err := encodeRequest(id, method, params)
+	b, err := jsonrpc.EncodeRequest(id, method, params)
 	if err != nil {
 		return nil, err
 	}
@@ -220,15 +222,15 @@ func (c *rpcClient) call(ctx context.Context, method string, params any) (json.R
 			if !ok {
 				return nil, fmt.Errorf("%s: app-server exited", method)
 			}
-			m, err := Decode(line)
+			m, err := jsonrpc.Decode(line)
 			if err != nil {
 				continue
 			}
 			switch {
-			case m.Kind == KindServerRequest:
+			case m.Kind == jsonrpc.KindRequest:
 				// Discovery never asks anything of the user.
-				_ = c.proc.WriteLine(encodeError(m.ID, codeMethodNotFound, "unsupported request: "+m.Method))
-			case m.Kind == KindResponse && string(m.ID) == want:
+				_ = c.proc.WriteLine(jsonrpc.EncodeError(m.ID, jsonrpc.CodeMethodNotFound, "unsupported request: "+m.Method))
+			case m.Kind == jsonrpc.KindResponse && string(m.ID) == want:
 				if m.Error != nil {
 					return nil, fmt.Errorf("%s: %w", method, m.Error)
 				}
@@ -268,7 +270,7 @@ func (h *Harness) discoverAppServer(ctx context.Context, bin string, runEnv map[
 	}); err != nil {
 		return Catalog{}, err
 	}
-	_ = proc.WriteLine(encodeNotification("initialized"))
+	_ = proc.WriteLine(jsonrpc.EncodeNotification("initialized"))
 	cat := Catalog{Source: SourceAppServer, FetchedAt: time.Now()}
 	params := map[string]any{}
 	if h.opts.ModelProvider != "" {

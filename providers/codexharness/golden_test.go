@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -45,14 +47,14 @@ func replay(t testing.TB, lines [][]byte) []byte {
 	p := NewParser("testprov")
 	in := newInteractions("testprov", "Test")
 	for _, l := range lines {
-		m, err := Decode(l)
+		m, err := jsonrpc.Decode(l)
 		if err != nil {
 			r.Error("decode_error", err)
 			continue
 		}
 		var evs []agent.Event
 		switch m.Kind {
-		case KindResponse:
+		case jsonrpc.KindResponse:
 			if m.Error != nil {
 				r.Put(map[string]any{"response_error": m.Error.Message, "id": m.ID, "session_not_found": IsSessionNotFound(m.Error.Message)})
 				continue
@@ -66,11 +68,11 @@ func replay(t testing.TB, lines [][]byte) []byte {
 			if json.Unmarshal(m.Result, &tr) == nil && tr.Turn.ID != "" && p.TurnID() == "" {
 				p.SetTurn(tr.Turn.ID)
 			}
-		case KindServerRequest:
+		case jsonrpc.KindRequest:
 			out, err := in.request(&m, l, p, "")
 			r.Error("request_error", err)
 			evs = out.events
-		case KindNotification:
+		case jsonrpc.KindNotification:
 			if m.Method == "serverRequest/resolved" {
 				var v resolvedParams
 				_ = json.Unmarshal(m.Params, &v)
@@ -232,7 +234,7 @@ func TestGoldenFacts(t *testing.T) {
 			t.Fatalf("last %+v", l)
 		}
 		prev := evs[len(evs)-2]
-		if prev.Type != agent.EventInteractionResolved || prev.Resolution.Status != StatusTurnEnded {
+		if prev.Type != agent.EventInteractionResolved || prev.Resolution.Status != agent.StatusTurnEnded {
 			t.Errorf("before the terminal: %+v", prev)
 		}
 	})
@@ -255,11 +257,11 @@ func BenchmarkParse(b *testing.B) {
 	providertest.BenchLines(b, lines, func() {
 		p := NewParser("bench")
 		for _, l := range lines {
-			m, err := Decode(l)
+			m, err := jsonrpc.Decode(l)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if m.Kind == KindNotification {
+			if m.Kind == jsonrpc.KindNotification {
 				if _, err := p.Parse(m.Method, m.Params, l); err != nil {
 					b.Fatal(err)
 				}
@@ -279,7 +281,7 @@ func BenchmarkParseDeltas(b *testing.B) {
 	providertest.BenchLines(b, lines, func() {
 		p := NewParser("bench")
 		for _, l := range lines {
-			m, _ := Decode(l)
+			m, _ := jsonrpc.Decode(l)
 			if _, err := p.Parse(m.Method, m.Params, l); err != nil {
 				b.Fatal(err)
 			}

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
@@ -340,17 +342,17 @@ func (r *run) ended() bool {
 }
 
 func (r *run) handleLine(line []byte) {
-	m, err := Decode(line)
+	m, err := jsonrpc.Decode(line)
 	if err != nil {
 		r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
 		return
 	}
 	switch m.Kind {
-	case KindResponse:
+	case jsonrpc.KindResponse:
 		r.handleResponse(&m)
-	case KindServerRequest:
+	case jsonrpc.KindRequest:
 		r.handleRequest(&m, line)
-	case KindNotification:
+	case jsonrpc.KindNotification:
 		if r.Terminal != "" {
 			r.logger.Debug("notification after the turn ended", "method", m.Method)
 			return
@@ -381,14 +383,14 @@ func (r *run) handleLine(line []byte) {
 	}
 }
 
-func (r *run) handleRequest(m *Message, line []byte) {
+func (r *run) handleRequest(m *jsonrpc.Message, line []byte) {
 	if r.ended() {
 		r.logger.Debug("server request after the turn ended, ignored", "method", m.Method, "id", string(m.ID))
 		return
 	}
 	out, err := r.inter.request(m, line, r.parser, r.policy)
 	if err != nil {
-		if errors.Is(err, ErrDuplicateRequest) {
+		if errors.Is(err, agent.ErrDuplicateRequest) {
 			r.logger.Error("protocol violation, stopping the app-server", "err", err)
 			r.fatal = err
 			r.kill()
@@ -421,7 +423,7 @@ func (r *run) apply(out outcome) {
 	}
 }
 
-func (r *run) handleResponse(m *Message) {
+func (r *run) handleResponse(m *jsonrpc.Message) {
 	id, err := strconv.ParseInt(string(m.ID), 10, 64)
 	method, ok := r.calls[id]
 	if err != nil || !ok {
@@ -438,7 +440,7 @@ func (r *run) handleResponse(m *Message) {
 			r.fail(fmt.Sprintf("%s app-server initialize: %s", r.h.opts.Label, m.Error.Message))
 			return
 		}
-		r.write(encodeNotification("initialized"))
+		r.write(jsonrpc.EncodeNotification("initialized"))
 		if r.cancelled {
 			r.closeStdin()
 			return
@@ -631,7 +633,7 @@ func (r *run) interrupt() {
 
 func (r *run) call(method string, params any) {
 	r.nextID++
-	b, err := encodeRequest(r.nextID, method, params)
+	b, err := jsonrpc.EncodeRequest(r.nextID, method, params)
 	if err != nil {
 		r.logger.Error("encode request", "method", method, "err", err)
 		return

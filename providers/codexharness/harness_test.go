@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -106,13 +108,13 @@ func fakeAppServer() int {
 			line := buf.Bytes()
 			send(line)
 			written++
-			m, _ := Decode(line)
-			if os.Getenv(envDup) != "" && m.Kind == KindServerRequest {
+			m, _ := jsonrpc.Decode(line)
+			if os.Getenv(envDup) != "" && m.Kind == jsonrpc.KindRequest {
 				send(line)
 			}
 			if inj := os.Getenv(envInject); inj != "" && m.Method == "turn/started" {
 				send([]byte(inj))
-				if im, _ := Decode([]byte(inj)); im.Kind == KindServerRequest {
+				if im, _ := jsonrpc.Decode([]byte(inj)); im.Kind == jsonrpc.KindRequest {
 					if _, ok := readClient(); !ok {
 						return 0
 					}
@@ -152,7 +154,7 @@ func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
 		if json.Unmarshal(l, &r) != nil || r.Dir != "s2c" {
 			continue
 		}
-		if m, err := Decode(r.Msg); err == nil && m.Kind == KindResponse && m.Result != nil {
+		if m, err := jsonrpc.Decode(r.Msg); err == nil && m.Kind == jsonrpc.KindResponse && m.Result != nil {
 			id, _ := strconv.Atoi(string(m.ID))
 			results[id] = m.Result
 		}
@@ -167,8 +169,8 @@ func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
 		if !ok {
 			return 0
 		}
-		m, err := Decode(line)
-		if err != nil || m.Kind != KindServerRequest {
+		m, err := jsonrpc.Decode(line)
+		if err != nil || m.Kind != jsonrpc.KindRequest {
 			continue
 		}
 		var res any
@@ -188,11 +190,11 @@ func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
 		case "collaborationMode/list":
 			res = results[4]
 		default:
-			send(encodeError(m.ID, -32600, "unknown method"))
+			send(jsonrpc.EncodeError(m.ID, -32600, "unknown method"))
 			continue
 		}
 		b, _ := json.Marshal(res)
-		l, _ := encodeResult(m.ID, b)
+		l, _ := jsonrpc.EncodeResult(m.ID, b)
 		send(l)
 	}
 }
@@ -428,11 +430,11 @@ func TestRunApprovals(t *testing.T) {
 		status     string
 		terminal   agent.EventType
 	}{
-		{"approve.jsonl", agent.DecisionApprove, `{"id":0,"result":{"decision":"accept"}}`, StatusApproved, agent.EventRunCompleted},
-		{"approve-session.jsonl", agent.DecisionApproveSession, `{"id":0,"result":{"decision":"acceptForSession"}}`, StatusApprovedForSession, agent.EventRunCompleted},
-		{"decline.jsonl", agent.DecisionDecline, `{"id":0,"result":{"decision":"decline"}}`, StatusDeclined, agent.EventRunCompleted},
-		{"cancel.jsonl", agent.DecisionCancel, `{"id":0,"result":{"decision":"cancel"}}`, StatusCancelled, agent.EventRunInterrupted},
-		{"patch-approve.jsonl", agent.DecisionApprove, `{"id":0,"result":{"decision":"accept"}}`, StatusApproved, agent.EventRunCompleted},
+		{"approve.jsonl", agent.DecisionApprove, `{"id":0,"result":{"decision":"accept"}}`, agent.StatusApproved, agent.EventRunCompleted},
+		{"approve-session.jsonl", agent.DecisionApproveSession, `{"id":0,"result":{"decision":"acceptForSession"}}`, agent.StatusApprovedForSession, agent.EventRunCompleted},
+		{"decline.jsonl", agent.DecisionDecline, `{"id":0,"result":{"decision":"decline"}}`, agent.StatusDeclined, agent.EventRunCompleted},
+		{"cancel.jsonl", agent.DecisionCancel, `{"id":0,"result":{"decision":"cancel"}}`, agent.StatusCancelled, agent.EventRunInterrupted},
+		{"patch-approve.jsonl", agent.DecisionApprove, `{"id":0,"result":{"decision":"accept"}}`, agent.StatusApproved, agent.EventRunCompleted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.transcript, func(t *testing.T) {
@@ -476,7 +478,7 @@ func TestRunQuestionInPlanMode(t *testing.T) {
 	if a := f.sent(""); len(a) != 1 || strings.TrimSpace(string(a[0])) != want {
 		t.Errorf("answer %s", a)
 	}
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != StatusAnswered {
+	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
 		t.Errorf("resolved %+v", r)
 	}
 }
@@ -516,7 +518,7 @@ func TestRunDynamicToolCall(t *testing.T) {
 		t.Errorf("answer %s", a)
 	}
 	// No serverRequest/resolved comes for item/tool/call: our answer closed it.
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != StatusAnswered {
+	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
 		t.Errorf("resolved %+v", r)
 	}
 }
@@ -559,7 +561,7 @@ func TestRunUnknownServerRequest(t *testing.T) {
 		if len(a) != 1 || strings.TrimSpace(string(a[0])) != `{"id":41,"error":{"code":-32000,"message":"declined by the user"}}` {
 			t.Errorf("answers %s", a)
 		}
-		if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != StatusDeclined {
+		if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusDeclined {
 			t.Errorf("resolved %+v", r)
 		}
 	})
@@ -585,9 +587,9 @@ func TestRunPolicyAnswers(t *testing.T) {
 		answer   string
 		status   string
 	}{
-		{agent.ApprovalAccept, `{"id":0,"result":{"decision":"accept"}}`, StatusApproved},
-		{agent.ApprovalDeny, `{"id":0,"result":{"decision":"decline"}}`, StatusDeclined},
-		{"", `{"id":0,"result":{"decision":"decline"}}`, StatusDeclined}, // ask, but nobody can be asked
+		{agent.ApprovalAccept, `{"id":0,"result":{"decision":"accept"}}`, agent.StatusApproved},
+		{agent.ApprovalDeny, `{"id":0,"result":{"decision":"decline"}}`, agent.StatusDeclined},
+		{"", `{"id":0,"result":{"decision":"decline"}}`, agent.StatusDeclined}, // ask, but nobody can be asked
 	} {
 		t.Run(string(tt.approval), func(t *testing.T) {
 			f := runFake(t, "approve.jsonl", agent.RunRequest{Prompt: "x", Approval: tt.approval}, fakeOpts{noAnswer: true})
@@ -607,17 +609,17 @@ func TestRunPolicyAnswers(t *testing.T) {
 
 func TestRunDuplicateRequestIDFails(t *testing.T) {
 	f := runFake(t, "approve.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envDup: "1"}})
-	if !errors.Is(f.err, agent.ErrRunFailed) || !errors.Is(f.err, ErrDuplicateRequest) {
+	if !errors.Is(f.err, agent.ErrRunFailed) || !errors.Is(f.err, agent.ErrDuplicateRequest) {
 		t.Fatalf("err %v", f.err)
 	}
-	if l := f.last(); l.Type != agent.EventRunFailed || !strings.Contains(l.Text, "duplicate server request id") {
+	if l := f.last(); l.Type != agent.EventRunFailed || !strings.Contains(l.Text, agent.ErrDuplicateRequest.Error()) {
 		t.Errorf("last %+v", l)
 	}
 	if n := len(f.of(agent.EventInteractionRequested)); n != 1 {
 		t.Errorf("%d interactions requested", n)
 	}
 	// The pending request is closed before the terminal event.
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != StatusTurnEnded {
+	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("resolved %+v", r)
 	}
 }
@@ -699,7 +701,7 @@ func TestRunInterruptWithPendingApproval(t *testing.T) {
 		t.Fatalf("err %v, last %+v", f.err, f.last())
 	}
 	res := f.of(agent.EventInteractionResolved)
-	if len(res) != 1 || res[0].Resolution.Status != StatusTurnEnded {
+	if len(res) != 1 || res[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("resolved %+v", res)
 	}
 	if len(f.sent("")) != 0 {

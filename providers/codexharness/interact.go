@@ -11,18 +11,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// Resolution statuses emitted on interaction.resolved.
-const (
-	StatusApproved           = "approved"
-	StatusApprovedForSession = "approved_for_session"
-	StatusDeclined           = "declined"
-	StatusCancelled          = "cancelled"
-	StatusAnswered           = "answered"
-	StatusTurnEnded          = "turn_ended"
-)
+// codeDeclined is the JSON-RPC error code of a declined server request.
+const codeDeclined = -32000
 
 // Resolvers recorded in Resolution.By when nobody from the chat answered.
 const (
@@ -41,12 +36,6 @@ const (
 
 // Errors about server requests and their answers.
 var (
-	// ErrDuplicateRequest is returned when the server reuses a request id in
-	// one connection; the run fails.
-	ErrDuplicateRequest = errors.New("duplicate server request id")
-	// ErrUnknownInteraction is returned for an answer to an id that is not
-	// pending; the answer is logged and ignored.
-	ErrUnknownInteraction = errors.New("unknown interaction")
 	// ErrBadAnswer is returned for an answer that cannot be sent (e.g. invalid
 	// JSON for an unknown method); the request stays pending.
 	ErrBadAnswer = errors.New("answer cannot be sent")
@@ -98,10 +87,10 @@ type outcome struct {
 
 // request turns server request m into interaction.requested. With a policy
 // decision (no one can be asked) it also answers at once and resolves.
-func (in *interactions) request(m *Message, line []byte, p *Parser, policy agent.Decision) (outcome, error) {
+func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, policy agent.Decision) (outcome, error) {
 	key := string(m.ID)
 	if in.seen[key] {
-		return outcome{}, fmt.Errorf("%w: %s (%s)", ErrDuplicateRequest, m.ID, m.Method)
+		return outcome{}, fmt.Errorf("%w: %s (%s)", agent.ErrDuplicateRequest, m.ID, m.Method)
 	}
 	in.seen[key] = true
 	pr := &pendingRequest{id: interactionID(m.ID), nativeID: m.ID, method: m.Method}
@@ -352,7 +341,7 @@ func schemaQuestions(schema json.RawMessage) []agent.Question {
 func (in *interactions) respond(resp agent.InteractionResponse) (outcome, error) {
 	pr, ok := in.pending[resp.InteractionID]
 	if !ok {
-		return outcome{}, fmt.Errorf("%w: %q", ErrUnknownInteraction, resp.InteractionID)
+		return outcome{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
 	result, status, interrupt, err := nativeAnswer(pr, resp)
 	if err != nil {
@@ -360,8 +349,8 @@ func (in *interactions) respond(resp agent.InteractionResponse) (outcome, error)
 	}
 	var line []byte
 	if result.err != nil {
-		line = encodeError(pr.nativeID, result.err.Code, result.err.Message)
-	} else if line, err = encodeResult(pr.nativeID, result.value); err != nil {
+		line = jsonrpc.EncodeError(pr.nativeID, result.err.Code, result.err.Message)
+	} else if line, err = jsonrpc.EncodeResult(pr.nativeID, result.value); err != nil {
 		return outcome{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
 	in.drop(pr.id)
@@ -374,7 +363,7 @@ func (in *interactions) respond(resp agent.InteractionResponse) (outcome, error)
 
 type answer struct {
 	value json.RawMessage
-	err   *RPCError
+	err   *jsonrpc.Error
 }
 
 func result(v any) answer {
@@ -390,13 +379,13 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 	case "item/commandExecution/requestApproval", "item/fileChange/requestApproval":
 		switch d {
 		case agent.DecisionApprove:
-			return result(map[string]string{"decision": "accept"}), StatusApproved, false, nil
+			return result(map[string]string{"decision": "accept"}), agent.StatusApproved, false, nil
 		case agent.DecisionApproveSession:
-			return result(map[string]string{"decision": "acceptForSession"}), StatusApprovedForSession, false, nil
+			return result(map[string]string{"decision": "acceptForSession"}), agent.StatusApprovedForSession, false, nil
 		case agent.DecisionCancel:
-			return result(map[string]string{"decision": "cancel"}), StatusCancelled, false, nil
+			return result(map[string]string{"decision": "cancel"}), agent.StatusCancelled, false, nil
 		}
-		return result(map[string]string{"decision": "decline"}), StatusDeclined, false, nil
+		return result(map[string]string{"decision": "decline"}), agent.StatusDeclined, false, nil
 
 	case "item/tool/requestUserInput":
 		switch d {
@@ -405,11 +394,11 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 			for k, v := range resp.Answers {
 				answers[k] = map[string][]string{"answers": {v}}
 			}
-			return result(map[string]any{"answers": answers}), StatusAnswered, false, nil
+			return result(map[string]any{"answers": answers}), agent.StatusAnswered, false, nil
 		case agent.DecisionCancel:
-			return result(map[string]any{"answers": map[string]any{}}), StatusCancelled, true, nil
+			return result(map[string]any{"answers": map[string]any{}}), agent.StatusCancelled, true, nil
 		}
-		return result(map[string]any{"answers": map[string]any{}}), StatusDeclined, false, nil
+		return result(map[string]any{"answers": map[string]any{}}), agent.StatusDeclined, false, nil
 
 	case "mcpServer/elicitation/request":
 		type elicit struct {
@@ -422,19 +411,19 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 		case agent.DecisionApprove, agent.DecisionAnswer, agent.DecisionApproveSession:
 			if pr.mcpApproval {
 				if d == agent.DecisionApproveSession {
-					return result(elicit{"accept", json.RawMessage("{}"), json.RawMessage(`{"persist":"session"}`)}), StatusApprovedForSession, false, nil
+					return result(elicit{"accept", json.RawMessage("{}"), json.RawMessage(`{"persist":"session"}`)}), agent.StatusApprovedForSession, false, nil
 				}
-				return result(elicit{"accept", json.RawMessage("{}"), null}), StatusApproved, false, nil
+				return result(elicit{"accept", json.RawMessage("{}"), null}), agent.StatusApproved, false, nil
 			}
 			content, err := formContent(pr.schema, resp.Answers)
 			if err != nil {
 				return answer{}, "", false, err
 			}
-			return result(elicit{"accept", content, null}), StatusAnswered, false, nil
+			return result(elicit{"accept", content, null}), agent.StatusAnswered, false, nil
 		case agent.DecisionCancel:
-			return result(elicit{"cancel", null, null}), StatusCancelled, false, nil
+			return result(elicit{"cancel", null, null}), agent.StatusCancelled, false, nil
 		}
-		return result(elicit{"decline", null, null}), StatusDeclined, false, nil
+		return result(elicit{"decline", null, null}), agent.StatusDeclined, false, nil
 
 	case "item/permissions/requestApproval":
 		type grant struct {
@@ -447,13 +436,13 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 		}
 		switch d {
 		case agent.DecisionApprove:
-			return result(grant{asked, "turn"}), StatusApproved, false, nil
+			return result(grant{asked, "turn"}), agent.StatusApproved, false, nil
 		case agent.DecisionApproveSession:
-			return result(grant{asked, "session"}), StatusApprovedForSession, false, nil
+			return result(grant{asked, "session"}), agent.StatusApprovedForSession, false, nil
 		case agent.DecisionCancel:
-			return result(grant{json.RawMessage("{}"), "turn"}), StatusCancelled, true, nil
+			return result(grant{json.RawMessage("{}"), "turn"}), agent.StatusCancelled, true, nil
 		}
-		return result(grant{json.RawMessage("{}"), "turn"}), StatusDeclined, false, nil
+		return result(grant{json.RawMessage("{}"), "turn"}), agent.StatusDeclined, false, nil
 
 	case "item/tool/call":
 		type item struct {
@@ -470,13 +459,13 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 				if !json.Valid([]byte(raw)) {
 					return answer{}, "", false, fmt.Errorf("%w: %s answer is not valid JSON", ErrBadAnswer, pr.method)
 				}
-				return answer{value: json.RawMessage(raw)}, StatusAnswered, false, nil
+				return answer{value: json.RawMessage(raw)}, agent.StatusAnswered, false, nil
 			}
-			return result(toolResult{[]item{{"inputText", resp.Answers[AnswerOutput]}}, true}), StatusAnswered, false, nil
+			return result(toolResult{[]item{{"inputText", resp.Answers[AnswerOutput]}}, true}), agent.StatusAnswered, false, nil
 		case agent.DecisionCancel:
-			return result(toolResult{[]item{{"inputText", "cancelled by the user"}}, false}), StatusCancelled, true, nil
+			return result(toolResult{[]item{{"inputText", "cancelled by the user"}}, false}), agent.StatusCancelled, true, nil
 		}
-		return result(toolResult{[]item{{"inputText", "declined by the user"}}, false}), StatusDeclined, false, nil
+		return result(toolResult{[]item{{"inputText", "declined by the user"}}, false}), agent.StatusDeclined, false, nil
 	}
 
 	// Unknown method: a raw JSON result, or an error reply.
@@ -486,14 +475,14 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 		if !ok || !json.Valid([]byte(raw)) {
 			return answer{}, "", false, fmt.Errorf("%w: %s needs a valid JSON answer under %q", ErrBadAnswer, pr.method, AnswerJSON)
 		}
-		return answer{value: json.RawMessage(raw)}, StatusAnswered, false, nil
+		return answer{value: json.RawMessage(raw)}, agent.StatusAnswered, false, nil
 	case agent.DecisionCancel:
-		return answer{err: &RPCError{Code: codeDeclined, Message: "cancelled by the user"}}, StatusCancelled, true, nil
+		return answer{err: &jsonrpc.Error{Code: codeDeclined, Message: "cancelled by the user"}}, agent.StatusCancelled, true, nil
 	}
 	if resp.By == ByPolicy {
-		return answer{err: &RPCError{Code: codeMethodNotFound, Message: "unsupported request: " + pr.method}}, StatusDeclined, false, nil
+		return answer{err: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "unsupported request: " + pr.method}}, agent.StatusDeclined, false, nil
 	}
-	return answer{err: &RPCError{Code: codeDeclined, Message: "declined by the user"}}, StatusDeclined, false, nil
+	return answer{err: &jsonrpc.Error{Code: codeDeclined, Message: "declined by the user"}}, agent.StatusDeclined, false, nil
 }
 
 // formContent builds an elicitation's content from the answers, typed by the
@@ -542,7 +531,7 @@ func (in *interactions) resolvedByServer(requestID json.RawMessage) []agent.Even
 		pr := in.pending[id]
 		if pr != nil && string(pr.nativeID) == key {
 			in.drop(id)
-			return []agent.Event{in.resolved(pr, StatusCancelled, "", ByAgent)}
+			return []agent.Event{in.resolved(pr, agent.StatusCancelled, "", ByAgent)}
 		}
 	}
 	return nil
@@ -553,7 +542,7 @@ func (in *interactions) endAll() []agent.Event {
 	var out []agent.Event
 	for _, id := range in.order {
 		if pr, ok := in.pending[id]; ok {
-			out = append(out, in.resolved(pr, StatusTurnEnded, "", ""))
+			out = append(out, in.resolved(pr, agent.StatusTurnEnded, "", ""))
 		}
 	}
 	clear(in.pending)

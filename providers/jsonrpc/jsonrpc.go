@@ -1,6 +1,8 @@
-// JSON-RPC framing: classify one app-server line by its keys, encode ours.
-
-package codexharness
+// Package jsonrpc is the JSON-RPC 2.0 framing shared by the ACP client and
+// the Codex app-server client: classify one line by its keys, keep ids
+// byte-exact (7 and "7" differ, 0 is an id like any other), encode requests,
+// notifications and answers, and the one JSON-RPC error type.
+package jsonrpc
 
 import (
 	"bytes"
@@ -8,16 +10,17 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
-// MessageKind is what a line is, decided by which keys it carries.
-type MessageKind int
+// Kind is what a line is, decided by which keys it carries.
+type Kind int
 
 // Message kinds.
 const (
-	// KindServerRequest has method and id: the server asks, we must answer
+	// KindRequest has method and id: the peer asks, and must be answered
 	// with the same id.
-	KindServerRequest MessageKind = iota + 1
+	KindRequest Kind = iota + 1
 	// KindNotification has method and no id.
 	KindNotification
 	// KindResponse has id and result or error: the answer to one of ours.
@@ -25,9 +28,9 @@ const (
 )
 
 // String names the kind for logs and goldens.
-func (k MessageKind) String() string {
+func (k Kind) String() string {
 	switch k {
-	case KindServerRequest:
+	case KindRequest:
 		return "request"
 	case KindNotification:
 		return "notification"
@@ -41,29 +44,50 @@ func (k MessageKind) String() string {
 // message. The caller logs and skips the line; it never ends a run.
 var ErrMalformed = errors.New("malformed JSON-RPC message")
 
-// Message is one decoded app-server line. ID, Params, Result and the error
+// Message is one decoded line. ID, Params, Result and the error
 // data alias nothing: they are copies owned by the Message.
 type Message struct {
-	Kind MessageKind
+	Kind Kind
 	// ID is the JSON-RPC id exactly as sent (a JSON string or integer; the
 	// server starts at 0, so 0 is an id like any other). 7 and "7" differ.
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
 	Result json.RawMessage
-	Error  *RPCError
+	Error  *Error
 }
 
-// RPCError is a JSON-RPC error object.
-type RPCError struct {
+// Error is a JSON-RPC error object, the one error type of both clients.
+type Error struct {
 	Code    int64           `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-// Error implements error.
-func (e *RPCError) Error() string {
-	return fmt.Sprintf("json-rpc error %d: %s", e.Code, e.Message)
+// Error renders the message and the code, and data.details when the peer
+// put the real reason there (qwen and gemini answer "Internal error" with
+// details).
+func (e *Error) Error() string {
+	msg := fmt.Sprintf("%s (code %d)", e.Message, e.Code)
+	if d := e.Details(); d != "" && !strings.Contains(e.Message, d) {
+		msg += ": " + d
+	}
+	return msg
+}
+
+// Details is data.details (or data.message) when data carries one.
+func (e *Error) Details() string {
+	var d struct {
+		Details string `json:"details"`
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(e.Data, &d) != nil {
+		return ""
+	}
+	if d.Details != "" {
+		return d.Details
+	}
+	return d.Message
 }
 
 // envelope is the union of every message shape. A json.RawMessage field is
@@ -104,7 +128,7 @@ func Decode(line []byte) (Message, error) {
 		}
 		m := Message{Kind: KindNotification, Method: method, Params: clone(env.Params)}
 		if hasID {
-			m.Kind, m.ID = KindServerRequest, clone(env.ID)
+			m.Kind, m.ID = KindRequest, clone(env.ID)
 		}
 		return m, nil
 	}
@@ -116,7 +140,7 @@ func Decode(line []byte) (Message, error) {
 	case hasResult && hasError:
 		return Message{}, fmt.Errorf("%w: both result and error", ErrMalformed)
 	case hasError:
-		var e RPCError
+		var e Error
 		if err := json.Unmarshal(env.Error, &e); err != nil {
 			return Message{}, fmt.Errorf("%w: error object: %w", ErrMalformed, err)
 		}
@@ -155,7 +179,8 @@ func clone(b json.RawMessage) json.RawMessage {
 	return bytes.Clone(b)
 }
 
-// Encoding of what we send. No "jsonrpc" member: the server does not need it.
+// Encoding of what we send, without the "jsonrpc" member (the Codex
+// app-server does not need it).
 
 type outRequest struct {
 	ID     int64  `json:"id"`
@@ -167,19 +192,21 @@ type outNotification struct {
 	Method string `json:"method"`
 }
 
-func encodeRequest(id int64, method string, params any) ([]byte, error) {
+// EncodeRequest encodes a request.
+func EncodeRequest(id int64, method string, params any) ([]byte, error) {
 	return json.Marshal(outRequest{ID: id, Method: method, Params: params})
 }
 
-func encodeNotification(method string) []byte {
+// EncodeNotification encodes a notification without params.
+func EncodeNotification(method string) []byte {
 	b, _ := json.Marshal(outNotification{Method: method})
 	return b
 }
 
-// encodeResult answers server request id with result, which must be valid
+// EncodeResult answers request id with result, which must be valid
 // JSON. The line is assembled by hand so that the id is echoed byte for byte
 // (json.Marshal would HTML-escape '<' in a string id).
-func encodeResult(id, result json.RawMessage) ([]byte, error) {
+func EncodeResult(id, result json.RawMessage) ([]byte, error) {
 	if !json.Valid(result) {
 		return nil, errors.New("result is not valid JSON")
 	}
@@ -195,9 +222,9 @@ func encodeResult(id, result json.RawMessage) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// encodeError answers server request id with a JSON-RPC error.
-func encodeError(id json.RawMessage, code int64, msg string) []byte {
-	e, _ := json.Marshal(RPCError{Code: code, Message: msg})
+// EncodeError answers request id with a JSON-RPC error.
+func EncodeError(id json.RawMessage, code int64, msg string) []byte {
+	e, _ := json.Marshal(Error{Code: code, Message: msg})
 	out := make([]byte, 0, len(id)+len(e)+20)
 	out = append(out, `{"id":`...)
 	out = append(out, id...)
@@ -206,8 +233,11 @@ func encodeError(id json.RawMessage, code int64, msg string) []byte {
 	return append(out, '}')
 }
 
-// JSON-RPC error codes we send.
+// Standard JSON-RPC error codes.
 const (
-	codeMethodNotFound = -32601
-	codeDeclined       = -32000
+	CodeParseError     = -32700
+	CodeInvalidRequest = -32600
+	CodeMethodNotFound = -32601
+	CodeInvalidParams  = -32602
+	CodeInternalError  = -32603
 )
