@@ -430,6 +430,11 @@ func (c *Config) validate() error {
 		if a.Base != "" && a.Base == id {
 			return fmt.Errorf("agents.%s: base must name another agent", id)
 		}
+		if a.Model != "" {
+			if err := agent.ValidArgValue(a.Model); err != nil {
+				return fmt.Errorf("agents.%s.model: %w", id, err)
+			}
+		}
 	}
 	for _, p := range c.Defaults.Skills {
 		if _, err := skillOf(p); err != nil {
@@ -456,6 +461,12 @@ func (c *Config) validate() error {
 		}
 		if err := ch.validateLimits(where); err != nil {
 			return err
+		}
+		if ch.Model != "" {
+			// A channel's default model reaches the agent's argv like a typed one.
+			if err := agent.ValidArgValue(ch.Model); err != nil {
+				return fmt.Errorf("%s.model: %w", where, err)
+			}
 		}
 	}
 	if c.HTTP.Listen != "" {

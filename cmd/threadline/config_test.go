@@ -100,6 +100,10 @@ func TestConfigValidation(t *testing.T) {
 		{"admins", "access: {admins: [U123]}\n", "must be slack:<user id> or matrix:@user:server"},
 		{"listen", "http: {listen: localhost}\n", "http.listen"},
 		{"duration", "defaults: {interaction_timeout: soon}\n", "is not a duration"},
+		{"channel model flag", "slack: {bot_token: b, app_token: a, channels: {C1: {model: --auto}}}\n", `slack.channels.C1.model: invalid value for an agent option: "--auto" starts with '-'`},
+		{"room model space", "matrix: {homeserver: 'https://m.org', user_id: '@a:b', password: p, rooms: {'!r:m.org': {model: 'gpt 5'}}}\n", "matrix.rooms.!r:m.org.model: invalid value"},
+		{"workspace model", "slack: {bot_token: b, app_token: a, workspace: {model: '-m'}}\n", "slack.workspace.model: invalid value"},
+		{"agent model", "agents: {opencode: {model: '--yolo'}}\n", "agents.opencode.model: invalid value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(writeConfig(t, tc.body))
