@@ -103,7 +103,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		s.appendEvent(persistCtx, run, agent.Event{Type: agent.EventRunFailed, Text: errText})
 	}
 	if s.opts.Scrubber != nil {
-		errText = s.opts.Scrubber.String(errText) // stderr may quote a secret
+		errText = s.opts.Scrubber.Cut(errText) // stderr (a cut tail) may quote a secret
 	}
 	var usage json.RawMessage
 	if a.usage != nil {

@@ -16,6 +16,10 @@ import (
 type Scrubber interface {
 	// String returns s with every secret replaced.
 	String(s string) string
+	// Cut is String for text that may have been cut short ("…" where a
+	// provider truncated it): it also masks the piece of a secret just before
+	// or after each cut mark.
+	Cut(s string) string
 	// JSON returns raw with every secret inside its strings replaced, still valid JSON.
 	JSON(raw json.RawMessage) json.RawMessage
 	// Release scrubs a stream's pending text: out can be persisted now, held
@@ -122,6 +126,10 @@ func (rs *runScrub) events(ev agent.Event, emit func(agent.Event)) {
 	if text == "" {
 		return
 	}
+	// A piece cut short (a tool's output bounded by its provider) may end in
+	// the head of a secret before its cut mark; the released text holds all
+	// of it.
+	text = rs.sc.Cut(text)
 	changed := text != ev.Text
 	ev.Text = "" // scrubbed above, with the stream's held text
 	ev = scrubEvent(rs.sc, ev)
@@ -160,7 +168,7 @@ func (rs *runScrub) flush(emit func(agent.Event), match func(streamKey) bool) {
 		}
 		h := rs.held[k]
 		ev := scrubEvent(rs.sc, h.ev)
-		ev.Text = rs.sc.String(h.text)
+		ev.Text = rs.sc.Cut(h.text)
 		h.text, h.ev = "", agent.Event{}
 		if ev.Native != nil {
 			n := *ev.Native
@@ -174,41 +182,43 @@ func (rs *runScrub) flush(emit func(agent.Event), match func(streamKey) bool) {
 }
 
 // scrubEvent returns a copy of ev with every secret removed from its text
-// fields and JSON payloads. Ids (session, tool, interaction, native) are kept
+// fields and JSON payloads. Text is scrubbed with Cut: providers shorten
+// summaries, titles, outputs and stderr tails before the event gets here, and
+// the piece of a secret a cut leaves must go too. Ids (session, tool, interaction, native) are kept
 // as they are: they correlate, and no secret is worth breaking them for. The
 // original event is never modified: a provider may hold on to its pointers.
 func scrubEvent(sc Scrubber, ev agent.Event) agent.Event {
 	if sc == nil {
 		return ev
 	}
-	ev.Text = sc.String(ev.Text)
-	ev.Subtype = sc.String(ev.Subtype)
-	ev.Model = sc.String(ev.Model)
+	ev.Text = sc.Cut(ev.Text)
+	ev.Subtype = sc.Cut(ev.Subtype)
+	ev.Model = sc.Cut(ev.Model)
 	if t := ev.Tool; t != nil {
 		c := *t
-		c.Name, c.Summary, c.Output = sc.String(c.Name), sc.String(c.Summary), sc.String(c.Output)
+		c.Name, c.Summary, c.Output = sc.Cut(c.Name), sc.Cut(c.Summary), sc.Cut(c.Output)
 		c.Input = sc.JSON(c.Input)
 		ev.Tool = &c
 	}
 	if in := ev.Interaction; in != nil {
 		c := *in
-		c.Title, c.Command, c.Cwd, c.Reason, c.Diff = sc.String(c.Title), sc.String(c.Command), sc.String(c.Cwd), sc.String(c.Reason), sc.String(c.Diff)
+		c.Title, c.Command, c.Cwd, c.Reason, c.Diff = sc.Cut(c.Title), sc.Cut(c.Command), sc.Cut(c.Cwd), sc.Cut(c.Reason), sc.Cut(c.Diff)
 		c.Payload = sc.JSON(c.Payload)
 		if len(c.Options) > 0 {
 			c.Options = slices.Clone(c.Options)
 			for i := range c.Options {
-				c.Options[i].Label = sc.String(c.Options[i].Label)
+				c.Options[i].Label = sc.Cut(c.Options[i].Label)
 			}
 		}
 		if len(c.Questions) > 0 {
 			c.Questions = slices.Clone(c.Questions)
 			for i := range c.Questions {
 				q := &c.Questions[i]
-				q.Header, q.Text = sc.String(q.Header), sc.String(q.Text)
+				q.Header, q.Text = sc.Cut(q.Header), sc.Cut(q.Text)
 				if len(q.Options) > 0 {
 					q.Options = slices.Clone(q.Options)
 					for j := range q.Options {
-						q.Options[j] = sc.String(q.Options[j])
+						q.Options[j] = sc.Cut(q.Options[j])
 					}
 				}
 			}
@@ -217,12 +227,12 @@ func scrubEvent(sc Scrubber, ev agent.Event) agent.Event {
 	}
 	if r := ev.Resolution; r != nil {
 		c := *r
-		c.By = sc.String(c.By)
+		c.By = sc.Cut(c.By)
 		ev.Resolution = &c
 	}
 	if n := ev.Native; n != nil {
 		c := *n
-		c.Kind = sc.String(c.Kind)
+		c.Kind = sc.Cut(c.Kind)
 		c.Payload = sc.JSON(c.Payload)
 		ev.Native = &c
 	}

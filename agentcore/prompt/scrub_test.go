@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
@@ -25,7 +26,7 @@ func setupScrubbed(t *testing.T, st *store.Store, sc prompt.Scrubber) *fixture {
 	t.Cleanup(func() { hub.Close() })
 	prov := &scripted{}
 	svc := prompt.New(hub, chats{st}, st, []agent.Provider{prov}, log, prompt.Options{
-		Owner: "test", Scrubber: sc, Ledger: store.Ledger{St: st}, Approval: agent.ApprovalDeny,
+		Owner: "test", Scrubber: sc, Ledger: ledger{st}, Approval: agent.ApprovalDeny,
 	})
 	c := store.Chat{ID: fmt.Sprintf("chat-%d", time.Now().UnixNano()), Agent: "fake", Mode: "default", Cwd: t.TempDir()}
 	if err := st.CreateChat(t.Context(), &c); err != nil {
@@ -198,4 +199,42 @@ func TestUnscrubbed(t *testing.T) {
 	if dump := allRows(t, st, "chat_events"); !strings.Contains(dump, `"text":"a zzzz"`) {
 		t.Errorf("events changed without a scrubber:\n%s", dump)
 	}
+}
+
+// TestScrubbedCutSecrets: providers shorten tool summaries, outputs,
+// approval titles and stderr tails before the service scrubs them; a secret
+// cut at any byte leaves no piece of MinCutLen bytes or more in the database,
+// whichever field carried it.
+func TestScrubbedCutSecrets(t *testing.T) {
+	const secret = "sk-Qz9XkWv7PlRt5MnBv3Yh"
+	const line = "curl -H 'x-api-key: " + secret + "' https://api.example"
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		f := setupScrubbed(t, st, redact.New(secret))
+		f.prov.turns = append(f.prov.turns, func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+			for n := 1; n < len(line); n++ {
+				id := fmt.Sprintf("t%d", n)
+				head, tail := agent.Truncate(line, n), procrun.StderrTail(line, n)
+				emit(agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: id, Name: "Bash", Summary: head}})
+				emit(agent.Event{Type: agent.EventToolOutput, Tool: &agent.Tool{ID: id}, Text: head})
+				emit(agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{ID: id, Output: tail}})
+				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
+					ID: "i" + id, Kind: agent.KindCommandApproval, Title: head, Command: tail,
+				}})
+				emit(agent.Event{Type: agent.EventSystem, Subtype: "stderr", Text: "exit status 1: " + tail})
+			}
+			return fmt.Errorf("%w: %s", agent.ErrRunFailed, procrun.StderrTail(line, len(line)-30))
+		})
+		f.run(t, "go")
+		dump := allRows(t, st, "chat_events", "interactions", "runs")
+		for k := len(secret); k >= redact.MinCutLen; k-- {
+			for i := 0; i+k <= len(secret); i++ {
+				if p := secret[i : i+k]; strings.Contains(dump, p) {
+					t.Fatalf("piece %q of the secret is in the database:\n%s", p, dump)
+				}
+			}
+		}
+		if !strings.Contains(dump, "x-api-key: "+redact.Mask+"…") || !strings.Contains(dump, "…"+redact.Mask+"' https://api.example") {
+			t.Errorf("masked cut texts missing:\n%s", dump)
+		}
+	})
 }
