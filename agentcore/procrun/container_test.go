@@ -281,6 +281,7 @@ exec)
 	while [ "$1" != -- ]; do shift; done
 	shift
 	if [ "$1" = rm ]; then exec rm -f -- "$root/fs$4"; fi
+	if [ -e "$root/fail-exec" ]; then echo "Error: Instance is not running" >&2; exit 1; fi
 	sh=$1 c=$2 script=$3 name=$4 file=$5
 	shift 5
 	exec "$sh" "$c" "$script" "$name" "$root/fs$file" "$@"
@@ -346,8 +347,8 @@ exit 3`
 		t.Errorf("agent env = %q, want %q", env, want)
 	}
 	calls := fakeCalls(t, root)
-	if len(calls) != 2 {
-		t.Fatalf("lxc calls = %q, want a push and an exec", calls)
+	if len(calls) != 3 || !slices.Equal(calls[2][:4], []string{"exec", "proj", "--force-noninteractive", "--disable-stdin"}) {
+		t.Fatalf("lxc calls = %q, want a push, an exec and (after the exit 3) the idempotent removal", calls)
 	}
 	path := strings.TrimPrefix(calls[0][3], "proj")
 	if want := []string{"file", "push", "-", "proj" + path, "--create-dirs", "--mode", "0600", "--uid", "0", "--gid", "0"}; !slices.Equal(calls[0], want) {
@@ -384,6 +385,65 @@ exit 3`
 	}
 	if !strings.Contains(logs.String(), "the agent said *** here") {
 		t.Errorf("masked stderr line not logged:\n%s", logs.String())
+	}
+}
+
+// TestContainerEnvRemovedAfterEarlyExit: when `lxc exec` starts but ends
+// before the in-container script ran (here it refuses: the instance is not
+// running), Wait removes the env file the script would have removed, for a
+// direct and a relayed start; a successful run costs no removal.
+func TestContainerEnvRemovedAfterEarlyExit(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		relayed bool
+		fail    bool
+	}{{"direct", false, true}, {"relayed", true, true}, {"success", false, false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lxc, root := fakeLXC(t)
+			if tc.fail {
+				if err := os.WriteFile(filepath.Join(root, "fail-exec"), nil, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			spec := Spec{Bin: "sh", Args: []string{"-c", "echo ran"}, Container: &agent.ContainerTarget{
+				Client: lxc, Instance: "proj", Secrets: []agent.EnvVar{{Key: "API_KEY", Value: "sk-very-secret-value"}},
+			}}
+			ctx := t.Context()
+			if tc.relayed {
+				ctx = WithRelay(ctx, testRelay(t).Run("early-exit"))
+			}
+			p, err := Start(ctx, nil, spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := fakeCalls(t, root)
+			if len(calls) == 0 || calls[0][0] != "file" {
+				t.Fatalf("lxc calls = %q, want a push first", calls)
+			}
+			path := strings.TrimPrefix(calls[0][3], "proj")
+			_, _ = readAll(p)
+			werr := p.Wait()
+			calls = fakeCalls(t, root)
+			if !tc.fail {
+				if werr != nil || len(calls) != 2 {
+					t.Fatalf("Wait = %v, lxc calls = %q, want success after a push and an exec", werr, calls)
+				}
+				return
+			}
+			if pe, ok := IsExit(werr); !ok || pe.ExitCode != 1 {
+				t.Fatalf("Wait = %v, want exit 1", werr)
+			}
+			if _, err := os.Stat(filepath.Join(root, "fs", path)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("env file left in the container: %v", err)
+			}
+			if len(calls) != 3 || !slices.Equal(calls[2], []string{"exec", "proj", "--force-noninteractive", "--disable-stdin", "--", "rm", "-f", "--", path}) {
+				t.Errorf("lxc calls = %q, want push, exec, removal", calls)
+			}
+			_ = p.Wait() // idempotent: no second removal
+			if n := len(fakeCalls(t, root)); n != 3 {
+				t.Errorf("%d lxc calls after a second Wait, want 3", n)
+			}
+		})
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/user"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,15 +18,21 @@ import (
 // agents as another user.
 var ErrNoIsolation = errors.New("procrun: cannot isolate agents")
 
+// ErrWritableExecutable is returned by CheckExecutable (and Start) for an
+// agent executable that the agent user could change.
+var ErrWritableExecutable = errors.New("procrun: the agent user can modify the agent's executable")
+
 // Isolation runs host agents (a Spec without Container) as another,
 // unprivileged user, so that an agent and every tool it starts cannot read
 // the bot's memory, environment or private files, nor signal or trace it.
 //
-// A root bot applies the credential directly: the switch from uid 0 to
-// another uid clears every capability. A bot that is not root but holds
-// CAP_SETUID and CAP_SETGID (the systemd unit's ambient capabilities) starts
-// the agent through util-linux setpriv, which switches the user and clears
-// the inheritable (hence the ambient) capabilities, so none reach the agent.
+// The agent is started with its credential (SysProcAttr.Credential), by a
+// root bot or by one that holds CAP_SETUID and CAP_SETGID (the systemd
+// unit's capabilities). A root bot's switch to another uid clears every
+// capability. A non-root bot cleared its ambient and inheritable sets at
+// start (DropInheritedCaps), so the exec'd agent, which has no file
+// capabilities, gets none either: its permitted, effective, ambient and
+// inheritable sets are empty.
 //
 // The agent's USER and LOGNAME become the user's; its HOME becomes the user's
 // home unless the agent's configured environment sets another one; XDG base
@@ -39,16 +45,12 @@ type Isolation struct {
 	Groups   []uint32
 	// Home is the user's home directory.
 	Home string
-	// Setpriv, when set, is the setpriv executable the agent is started
-	// through; empty applies the credential directly (root).
-	Setpriv string
 }
 
 // NewIsolation looks name up and returns how to start agents as that user,
 // or an error wrapping ErrNoIsolation that says why it is not possible: the
 // user is missing, is root or this process's user, is in the lxd group (root
-// on the host), this process may not switch users, or (not root) setpriv is
-// not installed.
+// on the host), or this process may not switch users.
 func NewIsolation(name string) (*Isolation, error) {
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -82,13 +84,6 @@ func NewIsolation(name string) (*Isolation, error) {
 	if ok, why := CanSwitchUser(); !ok {
 		return nil, fmt.Errorf("%w: %s", ErrNoIsolation, why)
 	}
-	if os.Geteuid() != 0 {
-		p, err := exec.LookPath("setpriv")
-		if err != nil {
-			return nil, fmt.Errorf("%w: setpriv (util-linux) is not installed: a bot that is not root starts agents through it", ErrNoIsolation)
-		}
-		iso.Setpriv = p
-	}
 	return iso, nil
 }
 
@@ -102,25 +97,41 @@ func CanSwitchUser() (bool, string) {
 	if err != nil {
 		return false, "cannot read this process's capabilities: " + err.Error()
 	}
-	const capSetgid, capSetuid = 6, 7
 	if eff&(1<<capSetuid) == 0 || eff&(1<<capSetgid) == 0 {
-		return false, "the bot is not root and lacks CAP_SETUID and CAP_SETGID (the systemd unit grants them with AmbientCapabilities=CAP_SETUID CAP_SETGID)"
+		return false, "the bot is not root and lacks CAP_SETUID and CAP_SETGID (the systemd unit grants them with AmbientCapabilities=CAP_SETUID CAP_SETGID CAP_CHOWN CAP_KILL)"
 	}
 	return true, ""
 }
 
-// effectiveCaps reads CapEff of this process.
-func effectiveCaps() (uint64, error) {
-	b, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return 0, err
+// Capabilities a non-root bot and its relays use (capabilities(7)).
+const (
+	capChown  = 0 // CAP_CHOWN: hand chat directories and files to the agent user
+	capKill   = 5 // CAP_KILL: signal agents, which run as another user
+	capSetgid = 6 // CAP_SETGID: start agents with the agent user's groups
+	capSetuid = 7 // CAP_SETUID: start agents as the agent user
+)
+
+// relayCaps are the capabilities a relay of an isolated run needs and gets
+// as ambient ones: CAP_SETUID and CAP_SETGID to start the agent as the agent
+// user, CAP_KILL to signal it; only those this (non-root) process holds. A
+// root bot's relay is root and needs none; a relay of a run that is not
+// isolated needs none. The relay clears its ambient set at start, so the
+// agent gets none of them.
+func relayCaps(cred *credential) []uintptr {
+	if cred == nil || os.Geteuid() == 0 {
+		return nil
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
-			return strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+	eff, err := effectiveCaps()
+	if err != nil {
+		return nil
+	}
+	var out []uintptr
+	for _, c := range []uintptr{capSetuid, capSetgid, capKill} {
+		if eff&(1<<c) != 0 {
+			out = append(out, c)
 		}
 	}
-	return 0, errors.New("no CapEff in /proc/self/status")
+	return out
 }
 
 type isolationKey struct{}
@@ -155,33 +166,11 @@ type credential struct {
 	Groups []uint32 `json:"groups,omitempty"`
 }
 
-// apply rewrites l to start as iso's user: the environment, and for setpriv
-// the command itself. It returns the credential to apply to the command
-// directly, nil with setpriv.
+// apply adapts l's environment to iso's user and returns the credential
+// the command starts with.
 func (iso *Isolation) apply(l launch) (launch, *credential) {
 	l.env = iso.environ(l.env)
-	if iso.Setpriv == "" {
-		return l, &credential{UID: iso.UID, GID: iso.GID, Groups: iso.Groups}
-	}
-	args := []string{
-		"--reuid=" + strconv.FormatUint(uint64(iso.UID), 10),
-		"--regid=" + strconv.FormatUint(uint64(iso.GID), 10),
-	}
-	if len(iso.Groups) == 0 {
-		args = append(args, "--clear-groups")
-	} else {
-		gs := make([]string, len(iso.Groups))
-		for i, g := range iso.Groups {
-			gs[i] = strconv.FormatUint(uint64(g), 10)
-		}
-		args = append(args, "--groups="+strings.Join(gs, ","))
-	}
-	// Clearing the inheritable set clears the ambient one: after the exec
-	// the agent has no capability at all.
-	args = append(args, "--inh-caps=-all", "--", l.path)
-	l.args = append(args, l.args...)
-	l.path = iso.Setpriv
-	return l, nil
+	return l, &credential{UID: iso.UID, GID: iso.GID, Groups: iso.Groups}
 }
 
 // botEnvKeys are variables that, inherited from the bot, point at the bot's
@@ -235,4 +224,56 @@ func isolationHint(err error, iso *Isolation, dir string) error {
 		where = dir + " or its executable"
 	}
 	return fmt.Errorf("%w (agents run as user %s, which cannot reach %s: make it accessible to that user, e.g. chown or chmod o+x on the directories)", err, iso.User, where)
+}
+
+// CheckExecutable returns an error wrapping ErrWritableExecutable when iso's
+// user could change the executable at path: it owns or may write the file,
+// or may write a directory above it (and so replace the file), for path as
+// given and for what its symbolic links resolve to. Such an agent could
+// rewrite its own CLI, which the bot runs as itself for version probes and
+// detection, and every later run. A sticky directory (/tmp) does not count:
+// the user cannot replace another owner's file there. Install agent CLIs
+// owned by root (or the bot) and not writable by the agent user.
+func (iso *Isolation) CheckExecutable(path string) error {
+	paths := []string{filepath.Clean(path)}
+	if real, err := filepath.EvalSymlinks(path); err == nil && real != paths[0] {
+		paths = append(paths, real)
+	}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if iso.mayWrite(fi, false) {
+			return fmt.Errorf("%w: %s (owner, group or mode lets user %s write it: install it owned by root, not group- or world-writable)", ErrWritableExecutable, p, iso.User)
+		}
+		for d := filepath.Dir(p); ; d = filepath.Dir(d) {
+			fi, err := os.Stat(d)
+			if err != nil {
+				return err
+			}
+			if iso.mayWrite(fi, true) {
+				return fmt.Errorf("%w: user %s may write %s, a directory above %s, and so replace it", ErrWritableExecutable, iso.User, d, p)
+			}
+			if d == filepath.Dir(d) {
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// mayWrite reports whether iso's user may write fi (a directory: may
+// replace its entries).
+func (iso *Isolation) mayWrite(fi os.FileInfo, dir bool) bool {
+	uid, gid, ok := ownerOf(fi)
+	if !ok {
+		return false
+	}
+	mode := fi.Mode()
+	if dir && mode&os.ModeSticky != 0 && uid != iso.UID {
+		return false
+	}
+	return uid == iso.UID || mode&0o002 != 0 ||
+		(mode&0o020 != 0 && (gid == iso.GID || slices.Contains(iso.Groups, gid)))
 }

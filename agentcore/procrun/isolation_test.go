@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -44,9 +45,6 @@ func needAgentUser(t testing.TB) *Isolation {
 	iso, err := NewIsolation(agentUserName)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if iso.Setpriv != "" {
-		t.Fatalf("root should apply the credential directly, got setpriv %q", iso.Setpriv)
 	}
 	return iso
 }
@@ -179,8 +177,13 @@ func isoChild(mode string) int {
 			_, err := os.ReadFile(p)
 			try("journal", err)
 		}
+		if os.Getenv("PROBE_SETUID") == "1" { // capabilities, and try to become root
+			b, _ := os.ReadFile("/proc/self/status")
+			res["status"] = string(b)
+			try("setuid", syscall.Setuid(0))
+		}
 		_ = out.Encode(res)
-	case "nbot": // a bot that is not root but holds ambient CAP_SETUID/SETGID
+	case "nbot": // a bot that is not root but holds the unit's ambient capabilities
 		return nonRootBot(out)
 	case "secrets":
 		return secretsChild()
@@ -199,7 +202,7 @@ func probeSocket(path string) error {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(20 * time.Second))
 	if _, err := c.Write([]byte(`{"op":"status"}` + "\n")); err != nil {
-		return err
+		return fmt.Errorf("no reply: %w", err) // closed before the request
 	}
 	line, err := bufio.NewReader(c).ReadString('\n')
 	if err != nil {
@@ -208,34 +211,124 @@ func probeSocket(path string) error {
 	return errors.New("the relay answered: " + strings.TrimSpace(line))
 }
 
-// nonRootBot starts an isolated "ident" child the way a non-root bot does
-// (through setpriv) and reports its own and the child's status.
+// nonRootBot is a bot that is not root and holds the unit's capabilities
+// as ambient ones (CAP_SETUID, CAP_SETGID, CAP_CHOWN, CAP_KILL). It drops
+// its inherited ones as the bot does at start and reports, as JSON: every
+// thread's status; an isolated agent's status (direct and relayed) and its
+// relay's; a plain child's report (capabilities, setuid(0)); whether Kill
+// and Signal, direct and relayed, stopped the agent.
 func nonRootBot(out *json.Encoder) int {
-	self, _ := os.ReadFile("/proc/self/status")
+	rep := map[string]any{}
+	defer func() { _ = out.Encode(rep) }()
+	if err := DropInheritedCaps(); err != nil {
+		rep["drop"] = err.Error()
+		return 0
+	}
+	var threads []string
+	tasks, _ := os.ReadDir("/proc/self/task")
+	for _, t := range tasks {
+		b, _ := os.ReadFile(filepath.Join("/proc/self/task", t.Name(), "status"))
+		threads = append(threads, string(b))
+	}
+	rep["threads"] = threads
 	iso, err := NewIsolation(os.Getenv("AGENT_USER"))
 	if err != nil {
-		_ = out.Encode(map[string]string{"err": err.Error()})
+		rep["err"] = err.Error()
 		return 0
 	}
 	exe, _ := os.Executable()
-	p, err := Start(context.Background(), nil, Spec{Bin: exe, Env: []string{childEnv + "=ident"}, Stdin: true, Isolation: iso})
-	if err != nil {
-		_ = out.Encode(map[string]string{"err": err.Error()})
-		return 0
+	relay := Relay{Dir: os.Getenv("RELAY_DIR"), Command: []string{exe, "relay"}, Env: []string{childEnv + "=relay"}}
+	ident := Spec{Bin: exe, Env: []string{childEnv + "=ident"}, Stdin: true, Isolation: iso}
+
+	// An isolated agent, direct and relayed: its status while it runs.
+	for _, name := range []string{"direct", "relayed"} {
+		ctx := context.Background()
+		if name == "relayed" {
+			ctx = WithRelay(ctx, relay.Run("ident"))
+		}
+		p, err := Start(ctx, nil, ident)
+		if err != nil {
+			rep[name+"_err"] = err.Error()
+			continue
+		}
+		_ = p.Each(func(line []byte) error {
+			if _, ok := rep[name]; !ok {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
+				rep[name] = string(st)
+				if p.relay != nil {
+					var meta relayMetaFile
+					b, _ := os.ReadFile(filepath.Join(relay.RunDir("ident"), relayMeta))
+					_ = json.Unmarshal(b, &meta)
+					st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", meta.RelayPid))
+					rep["relay"] = string(st)
+				}
+				_ = p.CloseStdin()
+			}
+			return nil
+		})
+		rep[name+"_wait"] = fmt.Sprint(p.Wait())
 	}
-	var child map[string]string
-	_ = p.Each(func(line []byte) error {
-		if child == nil {
-			_ = json.Unmarshal(line, &child)
-			st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", p.Pid()))
-			child["proc"] = string(st)
-			_ = p.CloseStdin()
+
+	// A plain child (not isolated), as lxc, git or a version probe are.
+	p, err := Start(context.Background(), nil, Spec{Bin: exe, Env: []string{childEnv + "=probe", "PROBE_SETUID=1"}})
+	if err != nil {
+		rep["plain_err"] = err.Error()
+	} else {
+		var plain map[string]string
+		_ = p.Each(func(line []byte) error { return json.Unmarshal(line, &plain) })
+		rep["plain"], rep["plain_wait"] = plain, fmt.Sprint(p.Wait())
+	}
+
+	// Stopping agents of another uid: Kill and Signal, direct and relayed.
+	stops := map[string]string{}
+	for _, how := range []string{"kill", "signal"} {
+		for _, name := range []string{"direct", "relayed"} {
+			stops[how+"/"+name] = stopAgent(relay, ident, how, name)
+		}
+	}
+	rep["stops"] = stops
+	return 0
+}
+
+// stopAgent starts an isolated agent that runs until its stdin ends, stops
+// it with Kill or Signal(SIGTERM) and reports "stopped" once its process is
+// gone, else what went wrong.
+func stopAgent(relay Relay, spec Spec, how, name string) string {
+	ctx := context.Background()
+	if name == "relayed" {
+		ctx = WithRelay(ctx, relay.Run("stop-"+how))
+	}
+	p, err := Start(ctx, nil, spec)
+	if err != nil {
+		return "start: " + err.Error()
+	}
+	pid := p.Pid()
+	var serr error
+	_ = p.Each(func([]byte) error {
+		if how == "kill" {
+			serr = p.Kill()
+		} else {
+			serr = p.Signal(syscall.SIGTERM)
 		}
 		return nil
 	})
 	werr := p.Wait()
-	_ = out.Encode(map[string]any{"self": string(self), "setpriv": iso.Setpriv, "child": child, "wait": fmt.Sprint(werr)})
-	return 0
+	if serr != nil {
+		return how + ": " + serr.Error()
+	}
+	var pe *ProcessError
+	if !errors.As(werr, &pe) || pe.ExitCode != -1 {
+		return fmt.Sprintf("wait: %v, want death by a signal", werr)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return "stopped"
+		}
+		if time.Now().After(deadline) {
+			return fmt.Sprintf("pid %d still exists", pid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // startIdent starts an "ident" child under iso and returns its report and
@@ -276,27 +369,17 @@ func TestIsolatedStartRunsAsAgentUser(t *testing.T) {
 	botHome, _ := os.UserHomeDir()
 	t.Setenv("XDG_CONFIG_HOME", "/root/.config-of-the-bot")
 	inherited := []string{"HOME=" + botHome, "USER=root", "LOGNAME=root", "XDG_CONFIG_HOME=/root/.config-of-the-bot"}
-	setpriv, err := exec.LookPath("setpriv")
-	if err != nil {
-		t.Fatalf("setpriv (util-linux) is needed: %v", err)
-	}
-	via := map[string]*Isolation{"credential": iso}
-	sp := *iso
-	sp.Setpriv = setpriv
-	via["setpriv"] = &sp
-	for name, iso := range via {
-		t.Run(name, func(t *testing.T) {
-			rep, st := startIdent(t, exe, iso, inherited...)
-			checkIdentity(t, st, iso)
-			checkIdentity(t, parseStatus(rep["status"]), iso)
-			if rep["home"] != iso.Home || rep["user"] != agentUserName || rep["logname"] != agentUserName {
-				t.Errorf("HOME %q USER %q LOGNAME %q, want %q and %s", rep["home"], rep["user"], rep["logname"], iso.Home, agentUserName)
-			}
-			if rep["xdg"] != "" {
-				t.Errorf("the bot's XDG_CONFIG_HOME reached the agent: %q", rep["xdg"])
-			}
-		})
-	}
+	t.Run("credential", func(t *testing.T) {
+		rep, st := startIdent(t, exe, iso, inherited...)
+		checkIdentity(t, st, iso)
+		checkIdentity(t, parseStatus(rep["status"]), iso)
+		if rep["home"] != iso.Home || rep["user"] != agentUserName || rep["logname"] != agentUserName {
+			t.Errorf("HOME %q USER %q LOGNAME %q, want %q and %s", rep["home"], rep["user"], rep["logname"], iso.Home, agentUserName)
+		}
+		if rep["xdg"] != "" {
+			t.Errorf("the bot's XDG_CONFIG_HOME reached the agent: %q", rep["xdg"])
+		}
+	})
 	t.Run("configured HOME kept", func(t *testing.T) {
 		rep, _ := startIdent(t, exe, iso, "HOME=/tmp")
 		if rep["home"] != "/tmp" {
@@ -324,42 +407,127 @@ func TestIsolatedStartRunsAsAgentUser(t *testing.T) {
 	})
 }
 
-// TestIsolationFromNonRootBot runs the test binary as nobody with ambient
-// CAP_SETUID and CAP_SETGID, as the systemd unit runs the bot: it starts the
-// agent through setpriv, and the agent has no capability left.
+// unitCaps are the capabilities configs/threadline.service gives the bot
+// (AmbientCapabilities), in setpriv's spelling and as a CapEff mask.
+const (
+	unitCaps    = "+setuid,+setgid,+chown,+kill"
+	unitCapMask = 1<<capSetuid | 1<<capSetgid | 1<<capChown | 1<<capKill
+	relayMask   = 1<<capSetuid | 1<<capSetgid | 1<<capKill
+)
+
+// asNonRootBot returns a command that runs argv as nobody holding the
+// unit's capabilities as ambient ones, as systemd starts the bot.
+func asNonRootBot(argv ...string) *exec.Cmd {
+	return exec.Command("setpriv", append([]string{"--reuid=nobody", "--regid=nogroup", "--clear-groups",
+		"--inh-caps=" + unitCaps, "--ambient-caps=" + unitCaps, "--"}, argv...)...)
+}
+
+// capsOf parses a capability line of a status map.
+func capsOf(t *testing.T, st map[string]string, key string) uint64 {
+	t.Helper()
+	v, err := strconv.ParseUint(st[key], 16, 64)
+	if err != nil {
+		t.Fatalf("%s %q: %v", key, st[key], err)
+	}
+	return v
+}
+
+// TestIsolationFromNonRootBot runs the test binary as nobody with the unit's
+// ambient capabilities, as systemd runs the bot. After DropInheritedCaps no
+// thread of the bot keeps an ambient or inheritable capability while it
+// still holds them effective; its isolated agent (direct or relayed) has no
+// capability; its relay holds CAP_SETUID, CAP_SETGID and CAP_KILL and none
+// ambient; a plain child has none and cannot setuid(0); Kill and Signal,
+// direct and relayed, stop an agent of the other uid.
 func TestIsolationFromNonRootBot(t *testing.T) {
 	iso := needAgentUser(t)
 	exe := sharedExe(t)
-	cmd := exec.Command("setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups",
-		"--inh-caps=+setuid,+setgid", "--ambient-caps=+setuid,+setgid", "--", exe)
-	cmd.Env = []string{childEnv + "=nbot", "AGENT_USER=" + agentUserName, "PATH=" + os.Getenv("PATH")}
+	// Control: the harness hands the capabilities on to a child that does
+	// not drop them (any program the bot started before this fix).
+	b, err := asNonRootBot("/bin/cat", "/proc/self/status").Output()
+	if err != nil {
+		t.Fatalf("setpriv: %v", err)
+	}
+	if ctl := parseStatus(string(b)); capsOf(t, ctl, "CapAmb") != unitCapMask || capsOf(t, ctl, "CapEff") != unitCapMask {
+		t.Fatalf("the harness does not give ambient capabilities: CapAmb %s CapEff %s", ctl["CapAmb"], ctl["CapEff"])
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	relayDir, err := os.MkdirTemp("", "tlnr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(relayDir) })
+	uid, _ := strconv.Atoi(nobody.Uid)
+	if err := os.Chown(relayDir, uid, -1); err != nil {
+		t.Fatal(err)
+	}
+	cmd := asNonRootBot(exe)
+	cmd.Env = []string{childEnv + "=nbot", "AGENT_USER=" + agentUserName, "RELAY_DIR=" + relayDir, "PATH=" + os.Getenv("PATH")}
 	cmd.Dir = "/"
-	b, err := cmd.Output()
+	b, err = cmd.Output()
 	if err != nil {
 		t.Fatalf("non-root bot: %v: %s", err, b)
 	}
 	var rep struct {
-		Err     string            `json:"err"`
-		Self    string            `json:"self"`
-		Setpriv string            `json:"setpriv"`
-		Child   map[string]string `json:"child"`
-		Wait    string            `json:"wait"`
+		Drop, Err              string
+		Threads                []string
+		Direct, Relayed, Relay string
+		DirectWait             string `json:"direct_wait"`
+		RelayedWait            string `json:"relayed_wait"`
+		Plain                  map[string]string
+		PlainWait              string `json:"plain_wait"`
+		Stops                  map[string]string
+		DirectErr              string `json:"direct_err"`
+		RelayedErr             string `json:"relayed_err"`
+		PlainErr               string `json:"plain_err"`
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		t.Fatalf("report %q: %v", b, err)
 	}
-	if rep.Err != "" {
-		t.Fatal(rep.Err)
+	t.Logf("report: %s", b)
+	for _, e := range []string{rep.Drop, rep.Err, rep.DirectErr, rep.RelayedErr, rep.PlainErr} {
+		if e != "" {
+			t.Fatal(e)
+		}
 	}
-	self := parseStatus(rep.Self)
-	if strings.Fields(self["Uid"])[0] == "0" || self["CapAmb"] != "00000000000000c0" {
-		t.Fatalf("the bot is not a non-root process with ambient CAP_SETUID/SETGID: Uid %q CapAmb %q", self["Uid"], self["CapAmb"])
+	if len(rep.Threads) < 2 {
+		t.Errorf("%d threads reported, want all of them", len(rep.Threads))
 	}
-	if rep.Setpriv == "" || rep.Wait != "<nil>" {
-		t.Errorf("setpriv %q, wait %s", rep.Setpriv, rep.Wait)
+	for i, th := range rep.Threads {
+		st := parseStatus(th)
+		if strings.Fields(st["Uid"])[0] == "0" {
+			t.Fatalf("the bot runs as root: Uid %q", st["Uid"])
+		}
+		if capsOf(t, st, "CapAmb") != 0 || capsOf(t, st, "CapInh") != 0 || capsOf(t, st, "CapEff") != unitCapMask || capsOf(t, st, "CapPrm") != unitCapMask {
+			t.Errorf("bot thread %d: CapAmb %s CapInh %s CapEff %s CapPrm %s, want 0 0 %x %x", i, st["CapAmb"], st["CapInh"], st["CapEff"], st["CapPrm"], unitCapMask, unitCapMask)
+		}
 	}
-	checkIdentity(t, parseStatus(rep.Child["proc"]), iso)
-	checkIdentity(t, parseStatus(rep.Child["status"]), iso)
+	checkIdentity(t, parseStatus(rep.Direct), iso)
+	checkIdentity(t, parseStatus(rep.Relayed), iso)
+	if rep.DirectWait != "<nil>" || rep.RelayedWait != "<nil>" {
+		t.Errorf("isolated agents: wait %s (direct), %s (relayed)", rep.DirectWait, rep.RelayedWait)
+	}
+	relaySt := parseStatus(rep.Relay)
+	if strings.Fields(relaySt["Uid"])[0] != nobody.Uid || capsOf(t, relaySt, "CapEff") != relayMask || capsOf(t, relaySt, "CapAmb") != 0 || capsOf(t, relaySt, "CapInh") != 0 {
+		t.Errorf("relay: Uid %q CapEff %s CapAmb %s CapInh %s, want nobody with %x and nothing ambient or inheritable", relaySt["Uid"], relaySt["CapEff"], relaySt["CapAmb"], relaySt["CapInh"], relayMask)
+	}
+	plain := parseStatus(rep.Plain["status"])
+	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapAmb"} {
+		if capsOf(t, plain, k) != 0 {
+			t.Errorf("plain child: %s = %s, want no capability", k, plain[k])
+		}
+	}
+	if !strings.Contains(rep.Plain["setuid"], "operation not permitted") || rep.PlainWait != "<nil>" {
+		t.Errorf("plain child: setuid(0) = %q (wait %s), want operation not permitted", rep.Plain["setuid"], rep.PlainWait)
+	}
+	for _, k := range []string{"kill/direct", "kill/relayed", "signal/direct", "signal/relayed"} {
+		if rep.Stops[k] != "stopped" {
+			t.Errorf("%s: %q", k, rep.Stops[k])
+		}
+	}
 }
 
 func TestNewIsolationRefuses(t *testing.T) {
@@ -521,37 +689,18 @@ func benchStart(b *testing.B, iso *Isolation) {
 // BenchmarkStartPlain is the baseline: a start as the bot's own user.
 func BenchmarkStartPlain(b *testing.B) { benchStart(b, nil) }
 
-// BenchmarkStartIsolated starts as the agent user the way a root bot does
-// (the credential applied directly).
+// BenchmarkStartIsolated starts as the agent user (the credential applied
+// directly, as root and non-root bots do).
 func BenchmarkStartIsolated(b *testing.B) { benchStart(b, needAgentUser(b)) }
-
-// BenchmarkStartIsolatedSetpriv starts through setpriv, the way a bot with
-// only CAP_SETUID/CAP_SETGID does.
-func BenchmarkStartIsolatedSetpriv(b *testing.B) {
-	iso := *needAgentUser(b)
-	p, err := exec.LookPath("setpriv")
-	if err != nil {
-		b.Fatal(err)
-	}
-	iso.Setpriv = p
-	benchStart(b, &iso)
-}
 
 // TestIsolatedRelayedStart: under a relay, the agent runs as the agent user
 // while the relay keeps the bot's uid.
 func TestIsolatedRelayedStart(t *testing.T) {
 	iso := needAgentUser(t)
 	exe := sharedExe(t)
-	for name, sp := range map[string]string{"credential": "", "setpriv": "setpriv"} {
+	for _, name := range []string{"credential"} {
 		t.Run(name, func(t *testing.T) {
 			iso := *iso
-			if sp != "" {
-				p, err := exec.LookPath(sp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				iso.Setpriv = p
-			}
 			r := testRelay(t)
 			rr := r.Run("iso-" + name)
 			p, err := Start(WithRelay(context.Background(), rr), nil, Spec{Bin: exe, Env: []string{childEnv + "=ident"}, Stdin: true, Isolation: &iso})
@@ -600,4 +749,80 @@ func TestIsolatedStartExplainsPermission(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// TestIsolatedStartRefusesWritableExecutable: an isolated start refuses an
+// executable the agent user could change (owner, group- or world-writable,
+// a writable directory above it, through a symbolic link) and starts one
+// it cannot; the check is Isolation.CheckExecutable.
+func TestIsolatedStartRefusesWritableExecutable(t *testing.T) {
+	iso := needAgentUser(t)
+	exe := sharedExe(t) // root's, 0755, in a 0711 directory of root
+	base := filepath.Dir(exe)
+	uid, gid := int(iso.UID), int(iso.GID)
+	mk := func(t *testing.T, dir string, mode os.FileMode, owner, group int) string {
+		t.Helper()
+		b, err := os.ReadFile(exe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(dir, fmt.Sprintf("agent-%d", time.Now().UnixNano()))
+		if err := os.WriteFile(p, b, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(p, owner, group); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	agentDir := filepath.Join(base, "agent-owned")
+	if err := os.Mkdir(agentDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(agentDir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	ownedByAgent := mk(t, base, 0o755, uid, gid)
+	link := filepath.Join(base, "link-to-agent-owned")
+	if err := os.Symlink(ownedByAgent, link); err != nil {
+		t.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"owned by the agent user": ownedByAgent,
+		"world-writable":          mk(t, base, 0o757, 0, 0),
+		"writable by its group":   mk(t, base, 0o775, 0, gid),
+		"in its directory":        mk(t, agentDir, 0o755, 0, 0),
+		"through a link":          link,
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Start(context.Background(), nil, Spec{Bin: path, Env: []string{childEnv + "=probe"}, Isolation: iso})
+			if !errors.Is(err, ErrWritableExecutable) || !strings.Contains(err.Error(), agentUserName) {
+				t.Fatalf("Start = %v, want ErrWritableExecutable naming %s", err, agentUserName)
+			}
+			// Relayed as well.
+			_, err = Start(WithRelay(context.Background(), testRelay(t).Run("w")), nil, Spec{Bin: path, Env: []string{childEnv + "=probe"}, Isolation: iso})
+			if !errors.Is(err, ErrWritableExecutable) {
+				t.Fatalf("relayed Start = %v, want ErrWritableExecutable", err)
+			}
+		})
+	}
+	t.Run("root's, in a sticky directory", func(t *testing.T) {
+		sticky, err := os.MkdirTemp("", "tlsticky")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.RemoveAll(sticky) })
+		if err := os.Chmod(sticky, os.ModePerm|os.ModeSticky); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{exe, mk(t, sticky, 0o755, 0, 0), mk(t, base, 0o775, 0, 0)} {
+			if err := iso.CheckExecutable(p); err != nil {
+				t.Errorf("%s: %v", p, err)
+			}
+		}
+		runProbe(t, Spec{Bin: exe, Env: []string{childEnv + "=probe"}, Isolation: iso})
+	})
 }

@@ -5,6 +5,7 @@
 package procrun
 
 import (
+	"os"
 	"os/exec"
 	"syscall"
 )
@@ -44,4 +45,13 @@ func setCredential(cmd *exec.Cmd, c *credential) {
 	}
 	// Groups nil clears the supplementary groups (setgroups with none).
 	cmd.SysProcAttr.Credential = &syscall.Credential{Uid: c.UID, Gid: c.GID, Groups: c.Groups}
+}
+
+// ownerOf is fi's owner and group.
+func ownerOf(fi os.FileInfo) (uid, gid uint32, ok bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0, 0, false
+	}
+	return st.Uid, st.Gid, true
 }

@@ -137,10 +137,14 @@ type Process struct {
 
 	waitOnce sync.Once
 	waitErr  error
+	dropOnce sync.Once
 
 	// relay, when set, is the relayed child this Process stands for; the
 	// fields above are then unused (see relay.go).
 	relay *relayProc
+	// launch is what was started; for a container run, Wait removes its env
+	// file after an unsuccessful exit.
+	launch launch
 }
 
 // Start launches the child described by spec. ctx only scopes the start itself:
@@ -171,14 +175,22 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		if rr.reattach { // the relay runs the agent already: nothing to push
 			return startRelayed(ctx, logger, spec, l, cred, rr)
 		}
+		if err := checkExecutable(iso, l.path); err != nil {
+			return nil, err
+		}
 		if err := l.pushEnv(ctx); err != nil {
 			return nil, err
 		}
 		p, err := startRelayed(ctx, logger, spec, l, cred, rr)
 		if err != nil {
 			l.dropEnv(ctx)
+			return nil, isolationHint(err, iso, spec.Dir)
 		}
-		return p, isolationHint(err, iso, spec.Dir)
+		p.launch = l
+		return p, nil
+	}
+	if err := checkExecutable(iso, l.path); err != nil {
+		return nil, err
 	}
 	if err := l.pushEnv(ctx); err != nil {
 		return nil, err
@@ -195,6 +207,7 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	p := &Process{
 		logger: logger.With("bin", spec.Bin),
 		cmd:    cmd,
+		launch: l,
 	}
 	p.stderr = &tailBuffer{max: MaxStderrBytes, logger: p.logger, mask: l.mask}
 	cmd.Stderr = p.stderr
@@ -398,8 +411,11 @@ func Excerpt(b []byte, max int) string {
 // It is idempotent.
 func (p *Process) Wait() error {
 	if p.relay != nil {
-		return p.relay.wait()
+		err := p.relay.wait()
+		p.dropEnvAfter(err)
+		return err
 	}
+	defer func() { p.dropEnvAfter(p.waitErr) }()
 	p.waitOnce.Do(func() {
 		err := p.cmd.Wait()
 		_ = p.CloseStdin()
@@ -417,6 +433,28 @@ func (p *Process) Wait() error {
 		p.waitErr = &ProcessError{ExitCode: code, Stderr: p.stderr.String(), Err: err}
 	})
 	return p.waitErr
+}
+
+// dropEnvAfter removes a container run's env file once the run ended
+// unsuccessfully (err a *ProcessError): `lxc exec` may have started and
+// ended (refused, killed, the instance stopping) before the in-container
+// script removed it. The removal is idempotent (rm -f) and done once; a
+// successful exit means the script ran and removed it.
+func (p *Process) dropEnvAfter(err error) {
+	var pe *ProcessError
+	if p.launch.container == nil || !errors.As(err, &pe) {
+		return
+	}
+	p.dropOnce.Do(func() { p.launch.dropEnv(context.Background()) })
+}
+
+// checkExecutable refuses an isolated launch of an executable the agent
+// user could change (see Isolation.CheckExecutable).
+func checkExecutable(iso *Isolation, path string) error {
+	if iso == nil {
+		return nil
+	}
+	return iso.CheckExecutable(path)
 }
 
 // tailBuffer keeps the last max bytes written and logs each complete line.

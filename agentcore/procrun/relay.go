@@ -30,7 +30,11 @@
 // the secret values to mask and the user the agent runs as, see Isolation)
 // is handed to the relay over its stdin pipe and never written to disk; the
 // relay keeps the bot's uid, makes itself non-dumpable (SetNotDumpable) and
-// starts the agent with the launch's credential; stdin
+// starts the agent with the launch's credential. A relay of an isolated run
+// started by a non-root bot gets CAP_SETUID, CAP_SETGID (to start the agent
+// as the agent user) and CAP_KILL (to signal it) as ambient capabilities,
+// clears its ambient set at once (DropInheritedCaps), and so holds them
+// while the agent gets none; stdin
 // writes are counted, not journaled, so that secret answers never reach the
 // directory. Control requests: write (one stdin line), close_stdin, signal,
 // kill and status (stdin writes so far, agent pid, stderr tail).
@@ -153,6 +157,11 @@ func RunRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logger *slog.Logger) error {
 	if err := SetNotDumpable(); err != nil {
 		logger.Warn("relay: cannot make the process non-dumpable", "err", err)
+	}
+	// The relay of an isolated run holds CAP_SETUID, CAP_SETGID and CAP_KILL
+	// as ambient capabilities (relayCaps): it keeps them, the agent gets none.
+	if err := DropInheritedCaps(); err != nil {
+		return reportStart(out, fmt.Errorf("relay: %w", err))
 	}
 	var l relayLaunch
 	line, err := bufio.NewReader(in).ReadBytes('\n')

@@ -310,6 +310,7 @@ func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch, cred *cred
 	}
 	cmd.Stderr = logf
 	setRelayAttr(cmd)
+	setAmbientCaps(cmd, relayCaps(cred))
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		return fail(fmt.Errorf("procrun: relay stdin: %w", err))

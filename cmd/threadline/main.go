@@ -16,6 +16,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
 )
 
@@ -42,6 +43,13 @@ Without a config the store is SQLite under $XDG_DATA_HOME/threadline/.
 `
 
 func main() {
+	// First of all, for every command (serve, chat, run, relay...): a bot
+	// given capabilities as ambient ones (configs/threadline.service) keeps
+	// them, and no program it starts inherits any.
+	if err := procrun.DropInheritedCaps(); err != nil {
+		fmt.Fprintln(os.Stderr, "threadline: refusing to run:", err)
+		os.Exit(1)
+	}
 	code, err := mainImpl(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "threadline:", err)
