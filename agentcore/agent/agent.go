@@ -25,26 +25,8 @@ type ProviderID string
 type Provider interface {
 	// ID is the provider's stable identifier.
 	ID() ProviderID
-	// Capabilities reports what the provider can do with the given executable.
-	Capabilities(ctx context.Context, req CapabilityRequest) (Capabilities, error)
 	// Run executes one turn and emits events from one goroutine. See the package doc.
 	Run(ctx context.Context, req RunRequest, emit func(Event)) error
-}
-
-// CapabilityRequest selects the launch target whose capabilities are asked for.
-type CapabilityRequest struct {
-	Bin string
-}
-
-// Capabilities is what an adapter declares about itself and its CLI.
-type Capabilities struct {
-	Resume       bool     `json:"resume"`
-	Fork         bool     `json:"fork"`
-	Interactions bool     `json:"interactions"`
-	Images       bool     `json:"images"`
-	Models       []string `json:"models,omitempty"`
-	Efforts      []string `json:"efforts,omitempty"`
-	Version      string   `json:"version,omitempty"`
 }
 
 // Mode is the agent's working mode.

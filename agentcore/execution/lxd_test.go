@@ -472,10 +472,6 @@ type shellAgent struct{ script string }
 
 func (shellAgent) ID() agent.ProviderID { return "shagent" }
 
-func (shellAgent) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
-	return agent.Capabilities{}, nil
-}
-
 func (a shellAgent) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	spec := procrun.Spec{Bin: "sh", Args: []string{"-c", a.script}, Dir: req.Cwd, Env: procrun.Environ(os.Environ(), nil, nil), Container: req.Container}
 	return procrun.Run(ctx, nil, spec, &lineParser{}, procrun.RunOptions{Provider: "shagent", Stdin: [][]byte{[]byte(req.Prompt)}}, emit)

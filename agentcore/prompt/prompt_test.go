@@ -28,10 +28,6 @@ type scripted struct {
 
 func (p *scripted) ID() agent.ProviderID { return "fake" }
 
-func (p *scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
-	return agent.Capabilities{Resume: true}, nil
-}
-
 func (p *scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	p.mu.Lock()
 	p.reqs = append(p.reqs, req)

@@ -63,11 +63,10 @@ func TestArgRulesCheckEffort(t *testing.T) {
 	}
 }
 
-// TestBuiltinArgRules: every declared model and effort is a valid argument,
-// and the reports carry the rules of their definition.
+// TestBuiltinArgRules: the reports carry the rules of their definition.
 func TestBuiltinArgRules(t *testing.T) {
 	t.Parallel()
-	for _, d := range Builtins() {
+	for _, d := range testBuiltins(t) {
 		for _, v := range append(append([]string(nil), d.Models.Fallback...), d.Efforts...) {
 			if err := agent.ValidArgValue(v); err != nil {
 				t.Errorf("%s declares %q: %v", d.ID, v, err)
@@ -86,18 +85,18 @@ func TestBuiltinArgRules(t *testing.T) {
 			t.Errorf("%s accepts model --auto: %v", d.ID, err)
 		}
 	}
-	q, _ := Lookup("qoder")
+	q := testLookup(t, "qoder")
 	qr := baseReport(q)
 	qr.Models, _ = staticModels(q)
 	if err := qr.ArgRules().CheckModel("gpt-5"); !errors.Is(err, ErrUnknownModel) {
 		t.Errorf("qoder (closed tiers) accepts gpt-5: %v", err)
 	}
-	c, _ := Lookup("claude")
+	c := testLookup(t, "claude")
 	if err := baseReport(c).ArgRules().CheckEffort("ultra"); !errors.Is(err, ErrUnknownEffort) {
 		t.Errorf("claude accepts effort ultra: %v", err)
 	}
 	// Operator-declared models close the list.
-	defs, err := Apply(Builtins(), []Profile{{ID: "claude", Models: []string{"opus"}}})
+	defs, err := Apply(testBuiltins(t), []Profile{{ID: "claude", Models: []string{"opus"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

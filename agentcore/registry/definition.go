@@ -155,6 +155,9 @@ type ArgSpec struct {
 	Prompt string
 	// PromptFile is the flag before a prompt file path (DeliverFile).
 	PromptFile string
+	// Accept are the arguments added only when the run's approval policy is
+	// accept (print modes that cannot ask: --yolo, --force, --auto, ...).
+	Accept []string
 	// Extra are the operator's extra arguments (agents.<id>.args), appended last.
 	Extra []string
 }
@@ -180,7 +183,11 @@ type Capabilities struct {
 	Plan         bool `json:"plan"`
 }
 
-// Definition is one adapter: a built-in or a local profile of one.
+// Definition is one adapter: a built-in or a local profile of one. It is the
+// one descriptor of a CLI: each provider package exports the definitions of
+// the CLIs it runs (e.g. claude.Descriptor), the wiring in cmd/threadline
+// lists them, detection probes them and the launch path resolves the same
+// executable from them (Resolve).
 type Definition struct {
 	ID   string
 	Name string
@@ -235,6 +242,10 @@ func (d Definition) Candidates() []string {
 	return append(out, d.Fallbacks...)
 }
 
+// Clone returns a deep copy, so a derived definition (a profile, a CLI of the
+// same family) never aliases its source.
+func (d Definition) Clone() Definition { return d.clone() }
+
 // clone returns a deep copy, so profiles never alias their base.
 func (d Definition) clone() Definition {
 	d.Fallbacks = append([]string(nil), d.Fallbacks...)
@@ -250,6 +261,7 @@ func (d Definition) clone() Definition {
 	d.Efforts = append([]string(nil), d.Efforts...)
 	d.Args.Base = append([]string(nil), d.Args.Base...)
 	d.Args.Extra = append([]string(nil), d.Args.Extra...)
+	d.Args.Accept = append([]string(nil), d.Args.Accept...)
 	d.Auth.Env = append([]string(nil), d.Auth.Env...)
 	d.Auth.Files = append([]string(nil), d.Auth.Files...)
 	if d.Env != nil {

@@ -7,13 +7,18 @@
 // inputs of its argument builder, how the prompt is delivered, which stream
 // format its output is, how sessions resume and whether it forks natively,
 // its capabilities, the skills strategy, what may be inspected for sign-in,
-// and how to install it. Builtins returns one per supported CLI; Apply adds
-// the operator's local profiles (agents.<id> entries with a base) and
-// overrides (entries without one).
+// and how to install it.
 //
-// The package imports only agentcore/agent and the standard library; the
-// wiring in cmd/threadline maps a Definition's Format (and Dialect) to the
-// provider package that speaks it.
+// A Definition is the one descriptor of a CLI. Each provider package exports
+// the descriptors of the CLIs it runs (claude.Descriptor, acp.Descriptors,
+// plain.Descriptor, ...), built from the same constants its command line
+// uses; the wiring in cmd/threadline lists them in one table beside the
+// provider constructors and passes them to Builtins, which validates them
+// (Validate) and sorts them. Apply adds the operator's local profiles
+// (agents.<id> entries with a base) and overrides (entries without one).
+//
+// The package imports only agentcore/agent and the standard library; it never
+// imports a provider.
 //
 // # Launch target and prompt budget
 //

@@ -21,7 +21,7 @@ func find(t *testing.T, defs []Definition, id string) Definition {
 }
 
 func TestApplyProfileInheritsBase(t *testing.T) {
-	base := Builtins()
+	base := testBuiltins(t)
 	defs, err := Apply(base, []Profile{{
 		ID: "my-opencode", Base: "opencode", Bin: "/opt/oc/bin/opencode",
 		Args: []string{"--agent", "plan"}, Env: map[string]string{"K": "V"}, Models: []string{"fake/model"},
@@ -55,7 +55,7 @@ func TestApplyProfileInheritsBase(t *testing.T) {
 }
 
 func TestApplyOverrideChangesBuiltin(t *testing.T) {
-	defs, err := Apply(Builtins(), []Profile{{ID: "claude", Bin: "/usr/local/bin/claude", Env: map[string]string{"ANTHROPIC_API_KEY": "x"}}})
+	defs, err := Apply(testBuiltins(t), []Profile{{ID: "claude", Bin: "/usr/local/bin/claude", Env: map[string]string{"ANTHROPIC_API_KEY": "x"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,13 +63,13 @@ func TestApplyOverrideChangesBuiltin(t *testing.T) {
 	if c.Bin != "/usr/local/bin/claude" || c.Base != "" || c.Env["ANTHROPIC_API_KEY"] != "x" {
 		t.Errorf("override = %+v", c)
 	}
-	if len(defs) != len(Builtins()) {
+	if len(defs) != len(testBuiltins(t)) {
 		t.Error("an override added a definition")
 	}
 }
 
 func TestApplyErrors(t *testing.T) {
-	known := strings.Join(BuiltinIDs(), ", ")
+	known := "claude, codex, mimo, opencode, qoder"
 	for _, tc := range []struct {
 		name    string
 		p       Profile
@@ -87,7 +87,7 @@ func TestApplyErrors(t *testing.T) {
 		{"empty id", Profile{Base: "claude"}, "agents: an agent id is empty", ErrInvalidProfile},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Apply(Builtins(), []Profile{tc.p})
+			_, err := Apply(testBuiltins(t), []Profile{tc.p})
 			if err == nil || err.Error() != tc.want {
 				t.Fatalf("err = %v\nwant %s", err, tc.want)
 			}
@@ -99,11 +99,11 @@ func TestApplyErrors(t *testing.T) {
 }
 
 func TestApplyProfileOfProfileRejected(t *testing.T) {
-	_, err := Apply(Builtins(), []Profile{{ID: "a-oc", Base: "opencode"}, {ID: "b-oc", Base: "a-oc"}})
+	_, err := Apply(testBuiltins(t), []Profile{{ID: "a-oc", Base: "opencode"}, {ID: "b-oc", Base: "a-oc"}})
 	if !errors.Is(err, ErrUnknownBase) || !strings.HasPrefix(err.Error(), `agents.b-oc: unknown agent "a-oc"`) {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = Apply(Builtins(), []Profile{{ID: "x", Base: "claude"}, {ID: "x", Base: "codex"}})
+	_, err = Apply(testBuiltins(t), []Profile{{ID: "x", Base: "claude"}, {ID: "x", Base: "codex"}})
 	if !errors.Is(err, ErrInvalidProfile) {
 		t.Fatalf("duplicate id: err = %v", err)
 	}

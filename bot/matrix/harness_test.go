@@ -55,10 +55,6 @@ type scripted struct {
 
 func (p *scripted) ID() agent.ProviderID { return "fake" }
 
-func (p *scripted) Capabilities(context.Context, agent.CapabilityRequest) (agent.Capabilities, error) {
-	return agent.Capabilities{Interactions: true}, nil
-}
-
 func (p *scripted) add(f func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,5 +1,6 @@
-// Agents: the registry's definitions (built-ins and the config's local profiles),
-// the provider that runs each, detection, and `threadline agents`.
+// Agents: the registry's definitions (the wiring table's built-ins and the
+// config's local profiles), the provider that runs each, detection, and
+// `threadline agents`.
 
 package main
 
@@ -20,49 +21,10 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
-	"github.com/threadline-bot/threadline/providers/acp"
-	"github.com/threadline-bot/threadline/providers/claude"
-	"github.com/threadline-bot/threadline/providers/codex"
-	"github.com/threadline-bot/threadline/providers/jsonstream"
-	"github.com/threadline-bot/threadline/providers/kimi"
-	"github.com/threadline-bot/threadline/providers/minimax"
-	"github.com/threadline-bot/threadline/providers/pi"
-	"github.com/threadline-bot/threadline/providers/plain"
 )
 
 // errNoRunner marks a detected CLI that this build cannot run yet.
 var errNoRunner = errors.New("no runner for this agent in this build")
-
-// newProvider builds the provider of a built-in definition.
-func newProvider(def registry.Definition, log *slog.Logger) (agent.Provider, error) {
-	id := agent.ProviderID(def.ID)
-	switch def.Format {
-	case registry.FormatClaudeStreamJSON:
-		if def.ID == "claude" {
-			return claude.New(log, claude.Options{}), nil
-		}
-	case registry.FormatCodexAppServer:
-		switch def.ID {
-		case "codex":
-			return codex.New(log, codex.Options{}), nil
-		case "minimax":
-			return minimax.New(log, minimax.Options{}), nil
-		}
-	case registry.FormatACP:
-		if d, ok := acp.Lookup(id); ok {
-			return acp.New(d, log, acp.Options{}), nil
-		}
-	case registry.FormatPiRPC:
-		return pi.New(log, pi.Options{}), nil
-	case registry.FormatKimiStreamJSON:
-		return kimi.New(log, kimi.Options{}), nil
-	case registry.FormatJSONEvents:
-		return jsonstream.New(log, jsonstream.Options{Dialect: jsonstream.Dialect(def.Dialect), ID: id})
-	case registry.FormatPlain:
-		return plain.New(log, plain.Options{CLI: plain.CLI(def.ID), ID: id})
-	}
-	return nil, fmt.Errorf("%w: %s (%s)", errNoRunner, def.ID, def.Format)
-}
 
 // agentSet is every agent id this process knows: built-ins and local profiles.
 type agentSet struct {
@@ -88,19 +50,22 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 		a := cfg.Agents[id]
 		profiles = append(profiles, registry.Profile{ID: id, Base: a.Base, Bin: a.Bin, Args: a.Args, Env: a.Env})
 	}
-	defs, err := registry.Apply(registry.Builtins(), profiles)
+	builtins, err := builtinDefinitions()
+	if err != nil {
+		return nil, fmt.Errorf("agents: %w", err)
+	}
+	defs, err := registry.Apply(builtins, profiles)
 	if err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
 	s := &agentSet{defs: defs, byID: map[string]registry.Definition{}, configs: map[string]prompt.AgentConfig{}, noRunner: map[string]error{}}
 	for _, d := range defs {
 		s.byID[d.ID] = d
-		if d.Base != "" {
-			continue
-		}
-		p, err := newProvider(d, log.With("agent", d.ID))
+	}
+	for _, b := range builtinTable() {
+		p, err := newBuiltinProvider(b, log.With("agent", b.desc.ID))
 		if err != nil {
-			s.noRunner[d.ID] = err
+			s.noRunner[b.desc.ID] = err
 			continue
 		}
 		s.providers = append(s.providers, p)

@@ -5,8 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 func TestLoadAgents(t *testing.T) {
@@ -30,8 +28,8 @@ func TestLoadAgents(t *testing.T) {
 	for _, p := range set.providers {
 		runnable = append(runnable, string(p.ID()))
 	}
-	for _, d := range registry.Builtins() {
-		if !slices.Contains(runnable, d.ID) && set.noRunner[d.ID] == nil {
+	for _, b := range builtinTable() {
+		if d := b.desc; !slices.Contains(runnable, d.ID) && set.noRunner[d.ID] == nil {
 			t.Errorf("%s: neither a provider nor a reason", d.ID)
 		}
 	}

@@ -23,7 +23,6 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
-	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -483,7 +482,8 @@ func (p projectStore) SetProjectStatus(ctx context.Context, name, status string)
 // pushed in and synced back.
 func containerAgents() map[agent.ProviderID]execution.Agent {
 	out := map[agent.ProviderID]execution.Agent{}
-	for _, d := range registry.Builtins() {
+	for _, b := range builtinTable() {
+		d := b.desc
 		out[agent.ProviderID(d.ID)] = execution.Agent{Bin: d.Executable, InstallHint: d.InstallHint}
 	}
 	if a, ok := out["claude"]; ok {

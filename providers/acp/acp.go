@@ -12,9 +12,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -25,7 +23,6 @@ import (
 const (
 	DefaultInterruptTimeout = 5 * time.Second
 	DefaultStartTimeout     = 60 * time.Second
-	DefaultVersionTimeout   = 10 * time.Second
 )
 
 // ClientInfo is what the client says about itself at initialize.
@@ -49,8 +46,6 @@ type Options struct {
 	InterruptTimeout time.Duration
 	// StartTimeout bounds initialize and the session setup; default 60 s.
 	StartTimeout time.Duration
-	// VersionTimeout bounds `<bin> --version`; default 10 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs one ACP agent CLI described by a Definition.
@@ -79,9 +74,6 @@ func New(def Definition, logger *slog.Logger, opts Options) *Provider {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{def: def, logger: logger.With("provider", string(def.ID)), opts: opts}
 }
 
@@ -90,66 +82,6 @@ func (p *Provider) ID() agent.ProviderID { return p.def.ID }
 
 // Definition returns the provider's definition.
 func (p *Provider) Definition() Definition { return p.def }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return p.def.InstallHint }
-
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
-
-// Capabilities runs `<bin> --version` (bounded by VersionTimeout) and reports
-// what the adapter supports: resume where the definition allows session/load,
-// interactions (permission requests), images. A version outside
-// Definition.VerifiedWith is logged. A missing executable returns an error
-// wrapping agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	caps := agent.Capabilities{Resume: p.def.Resume, Interactions: true, Images: true}
-	v, err := probeVersion(ctx, p.logger, bin, procrun.Environ(p.opts.HostEnv(), p.def.LaunchEnv(agent.RunRequest{}, p.opts.Env), p.opts.Secret), p.opts.VersionTimeout)
-	if err != nil {
-		if errors.Is(err, agent.ErrNotInstalled) {
-			return caps, fmt.Errorf("%w (install: %s)", err, p.def.InstallHint)
-		}
-		return caps, err
-	}
-	caps.Version = v
-	if len(p.def.VerifiedWith) > 0 && !slices.Contains(p.def.VerifiedWith, v) {
-		p.logger.Warn("cli version not verified with this adapter", "version", v, "verified_with", p.def.VerifiedWith)
-	}
-	return caps, nil
-}
-
-// probeVersion runs `bin --version` and extracts a semantic version.
-func probeVersion(ctx context.Context, logger *slog.Logger, bin string, env []string, timeout time.Duration) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	proc, err := procrun.Start(ctx, logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
-	if err != nil {
-		return "", err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return "", fmt.Errorf("%s --version: %w", bin, err)
-	}
-	if v := versionRE.FindString(out.String()); v != "" {
-		return v, nil
-	}
-	return strings.TrimSpace(out.String()), nil
-}
 
 // LaunchArgs returns the CLI arguments for req (without the executable):
 // Definition.Args, the policy arguments, then the operator's RunRequest.Args.

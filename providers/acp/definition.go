@@ -12,12 +12,18 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // Definition describes one ACP agent CLI. A Provider is built from one
 // Definition (see New); local profiles copy a Definition and change Bin, Args
-// or Env.
+// or Env. The built-ins are made from their registry descriptor (see
+// Descriptors): ID, Name, Bin, Args, InstallHint, VerifiedWith and Resume are
+// the descriptor's, so what detection reports is what a run launches.
 type Definition struct {
+	// Descriptor is the registry's description of the CLI this definition
+	// was made from.
+	Descriptor registry.Definition
 	// ID is the provider id ("opencode", "qwen", ...).
 	ID agent.ProviderID
 	// Name is the human name ("OpenCode").
@@ -71,14 +77,25 @@ type Endpoint struct {
 }
 
 // Definitions returns the built-in ACP definitions: opencode, gemini and qwen
-// (verified here against the pinned CLIs), and kimi, kiro, kilo, devin,
-// hermes, vibe, reasonix, vela and trae (launch syntax from their docs and
+// (verified here against the pinned CLIs), and kiro, kilo, devin, hermes,
+// vibe, reasonix, vela and trae (launch syntax from their docs and
 // OpenDesign's adapters; not verified here).
 func Definitions() []Definition {
 	return []Definition{
 		Opencode(), Gemini(), Qwen(),
-		Kimi(), Kiro(), Kilo(), Devin(), Hermes(), Vibe(), Reasonix(), Vela(), Trae(),
+		Kiro(), Kilo(), Devin(), Hermes(), Vibe(), Reasonix(), Vela(), Trae(),
 	}
+}
+
+// define fills d's launch facts from its descriptor.
+func define(desc registry.Definition, d Definition) Definition {
+	d.Descriptor = desc
+	d.ID, d.Name, d.Bin = agent.ProviderID(desc.ID), desc.Name, desc.Executable
+	d.Args = append([]string(nil), desc.Args.Base...)
+	d.InstallHint = desc.InstallHint
+	d.VerifiedWith = append([]string(nil), desc.VerifiedVersions...)
+	d.Resume = desc.Resume == registry.ResumeProtocol
+	return d
 }
 
 // Lookup returns the built-in definition with this id.
@@ -97,18 +114,14 @@ const OpencodePermissionEnv = `{"permission":{"bash":"ask","edit":"ask","webfetc
 
 // Opencode is `opencode acp` (opencode-ai, verified with 1.18.33).
 func Opencode() Definition {
-	return Definition{
-		ID: "opencode", Name: "OpenCode", Bin: "opencode", Args: []string{"acp"},
+	return define(opencodeDescriptor(), Definition{
 		Env: map[string]string{
 			"OPENCODE_DISABLE_AUTOUPDATE": "1",
 			"OPENCODE_DISABLE_SHARE":      "1",
 		},
-		InstallHint: "npm install -g opencode-ai",
 		Wiring: "a provider in $XDG_CONFIG_HOME/opencode/opencode.json (npm @ai-sdk/openai-compatible, options.baseURL, " +
 			"apiKey, models) and \"model\": \"<provider>/<model>\"; add OPENCODE_DISABLE_MODELS_FETCH=1, " +
 			"OPENCODE_DISABLE_LSP_DOWNLOAD=1 and OPENCODE_DISABLE_DEFAULT_PLUGINS=1 offline",
-		VerifiedWith: []string{"1.18.33"},
-		Resume:       true,
 		PolicyEnv: func(p agent.ApprovalPolicy) map[string]string {
 			if p == agent.ApprovalAccept {
 				return nil
@@ -129,22 +142,18 @@ func Opencode() Definition {
 			return e.Code == CodeInternalError && d.Service == "session" && strings.Contains(e.Message, "OpenCode service failure")
 		},
 		Configure: configureOpencode,
-	}
+	})
 }
 
 // Qwen is `qwen --acp` (@qwen-code/qwen-code, verified with 0.24.4).
 func Qwen() Definition {
-	return Definition{
-		ID: "qwen", Name: "Qwen Code", Bin: "qwen", Args: []string{"--acp"},
+	return define(qwenDescriptor(), Definition{
 		Env: map[string]string{
 			"QWEN_USAGE_STATISTICS_ENABLED": "false",
 			"QWEN_TELEMETRY_ENABLED":        "false",
 		},
-		InstallHint: "npm install -g @qwen-code/qwen-code",
 		Wiring: "OPENAI_BASE_URL, OPENAI_API_KEY, OPENAI_MODEL plus ~/.qwen/settings.json with " +
 			"security.auth.selectedType \"openai\", general.enableAutoUpdate false, privacy.usageStatisticsEnabled false, telemetry.enabled false",
-		VerifiedWith: []string{"0.24.4"},
-		Resume:       true,
 		// qwen's default approval mode "auto" asks an LLM classifier; "default"
 		// asks the client, "yolo" runs tools unasked.
 		PolicyArgs: func(p agent.ApprovalPolicy) []string {
@@ -156,7 +165,7 @@ func Qwen() Definition {
 		// qwen: {"code":-32002,"message":"Resource not found: session:<id>"}, also
 		// for a real id from another cwd.
 		Configure: configureQwen,
-	}
+	})
 }
 
 // Gemini is `gemini --acp` (@google/gemini-cli, verified with 0.61.0).
@@ -166,19 +175,15 @@ func Qwen() Definition {
 // (see the package doc), so Threadline keeps gemini chats on the visible
 // transcript instead of native sessions.
 func Gemini() Definition {
-	return Definition{
-		ID: "gemini", Name: "Gemini CLI", Bin: "gemini", Args: []string{"--acp"},
+	return define(geminiDescriptor(), Definition{
 		Env: map[string]string{
 			"GEMINI_TELEMETRY_ENABLED": "false",
 		},
-		InstallHint: "npm install -g @google/gemini-cli",
 		Wiring: "no OpenAI-compatible mode: GOOGLE_GEMINI_BASE_URL (plain http only for localhost) and GEMINI_API_KEY, " +
 			"plus ~/.gemini/settings.json with security.auth.selectedType \"gemini-api-key\", model.name, " +
 			"general.enableAutoUpdate false, privacy.usageStatisticsEnabled false, telemetry.enabled false; " +
 			"GEMINI_CLI_TRUST_WORKSPACE=true is needed for \"allow always\" and yolo in an untrusted folder",
-		VerifiedWith: []string{"0.61.0"},
-		Resume:       false,
-		LoadQuiet:    300 * time.Millisecond,
+		LoadQuiet: 300 * time.Millisecond,
 		PolicyArgs: func(p agent.ApprovalPolicy) []string {
 			if p == agent.ApprovalAccept {
 				return []string{"--approval-mode", "yolo"}
@@ -193,69 +198,47 @@ func Gemini() Definition {
 			return e.Code == CodeResourceNotFound || strings.HasPrefix(d, "No previous sessions found") || strings.HasPrefix(d, "Invalid session identifier")
 		},
 		Configure: configureGemini,
-	}
-}
-
-// Kimi is `kimi acp` (Kimi CLI; not verified here).
-func Kimi() Definition {
-	return Definition{ID: "kimi", Name: "Kimi CLI", Bin: "kimi", Args: []string{"acp"},
-		InstallHint: "uv tool install kimi-cli (see https://github.com/MoonshotAI/kimi-cli)",
-		Wiring:      "kimi's own config (~/.kimi/config.toml); not verified here", Resume: true}
+	})
 }
 
 // Kiro is `kiro-cli acp` (Kiro CLI; not verified here).
 func Kiro() Definition {
-	return Definition{ID: "kiro", Name: "Kiro CLI", Bin: "kiro-cli", Args: []string{"acp"},
-		InstallHint: "see https://kiro.dev/cli", Wiring: "Kiro account login; not verified here", Resume: true}
+	return define(kiroDescriptor(), Definition{Wiring: "Kiro account login; not verified here"})
 }
 
 // Kilo is `kilo acp` (@kilocode/cli, an opencode fork; not verified here).
 func Kilo() Definition {
-	return Definition{ID: "kilo", Name: "Kilo", Bin: "kilo", Args: []string{"acp"},
-		InstallHint: "npm install -g @kilocode/cli",
-		Wiring:      "kilo's provider config (opencode-style); not verified here", Resume: true}
+	return define(kiloDescriptor(), Definition{Wiring: "kilo's provider config (opencode-style); not verified here"})
 }
 
-// Devin is `devin acp` (Devin for Terminal; not verified here). OpenDesign
-// adds --permission-mode dangerous; Threadline keeps the permission prompts.
+// Devin is `devin acp` (Devin for Terminal; not verified here).
 func Devin() Definition {
-	return Definition{ID: "devin", Name: "Devin for Terminal", Bin: "devin", Args: []string{"acp"},
-		InstallHint: "see https://cli.devin.ai", Wiring: "Devin account login; not verified here", Resume: true}
+	return define(devinDescriptor(), Definition{Wiring: "Devin account login; not verified here"})
 }
 
 // Hermes is `hermes acp` (Nous Research Hermes Agent; not verified here).
 func Hermes() Definition {
-	return Definition{ID: "hermes", Name: "Hermes", Bin: "hermes", Args: []string{"acp"},
-		InstallHint: "see https://github.com/NousResearch/hermes-agent",
-		Wiring:      "hermes auth add <provider> or keys in ~/.hermes/.env; not verified here", Resume: true}
+	return define(hermesDescriptor(), Definition{Wiring: "hermes auth add <provider> or keys in ~/.hermes/.env; not verified here"})
 }
 
 // Vibe is `vibe-acp` (Mistral Vibe; not verified here).
 func Vibe() Definition {
-	return Definition{ID: "vibe", Name: "Mistral Vibe", Bin: "vibe-acp",
-		InstallHint: "uv tool install mistral-vibe",
-		Wiring:      "MISTRAL_API_KEY or ~/.vibe/config.toml; not verified here", Resume: true}
+	return define(vibeDescriptor(), Definition{Wiring: "MISTRAL_API_KEY or ~/.vibe/config.toml; not verified here"})
 }
 
 // Reasonix is `reasonix acp` (DeepSeek Reasonix; not verified here).
 func Reasonix() Definition {
-	return Definition{ID: "reasonix", Name: "DeepSeek Reasonix", Bin: "reasonix", Args: []string{"acp"},
-		InstallHint: "see https://github.com/esengine/DeepSeek-Reasonix",
-		Wiring:      "DEEPSEEK_API_KEY; not verified here", Resume: true}
+	return define(reasonixDescriptor(), Definition{Wiring: "DEEPSEEK_API_KEY; not verified here"})
 }
 
 // Vela is `vela agent run --runtime opencode` (AMR; not verified here).
 func Vela() Definition {
-	return Definition{ID: "vela", Name: "AMR (vela)", Bin: "vela", Args: []string{"agent", "run", "--runtime", "opencode"},
-		InstallHint: "install the vela CLI (AMR)",
-		Wiring:      "VELA_RUNTIME_KEY and VELA_LINK_URL (an OpenAI-compatible endpoint); not verified here", Resume: true}
+	return define(velaDescriptor(), Definition{Wiring: "VELA_RUNTIME_KEY and VELA_LINK_URL (an OpenAI-compatible endpoint); not verified here"})
 }
 
-// Trae is `traecli acp serve` (Trae CLI; not verified here). OpenDesign adds
-// --yolo; Threadline keeps the permission prompts.
+// Trae is `traecli acp serve` (Trae CLI; not verified here).
 func Trae() Definition {
-	return Definition{ID: "trae", Name: "Trae CLI", Bin: "traecli", Args: []string{"acp", "serve"},
-		InstallHint: "see https://docs.trae.ai/cli", Wiring: "Trae account login; not verified here", Resume: true}
+	return define(traeDescriptor(), Definition{Wiring: "Trae account login; not verified here"})
 }
 
 // homeEnv is the environment that confines a CLI's state to home.

@@ -151,8 +151,8 @@ func TestParseSessionNotFound(t *testing.T) {
 		"gemini":          {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"No previous sessions found for this project."}}`, true},
 		"gemini invalid":  {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"Invalid session identifier \"0\".\n  Searched"}}`, true},
 		"gemini other":    {Gemini(), `{"code":-32603,"message":"Internal error","data":{"details":"quota"}}`, false},
-		"default -32002":  {Kimi(), `{"code":-32002,"message":"nope"}`, true},
-		"default -32603":  {Kimi(), `{"code":-32603,"message":"nope"}`, false},
+		"default -32002":  {Kiro(), `{"code":-32002,"message":"nope"}`, true},
+		"default -32603":  {Kiro(), `{"code":-32603,"message":"nope"}`, false},
 		"auth not a miss": {Qwen(), `{"code":-32000,"message":"Authentication required"}`, false},
 	}
 	for name, c := range cases {
@@ -221,7 +221,6 @@ func TestDefinitionsLaunch(t *testing.T) {
 		{Opencode(), "opencode", []string{"acp", "--x"}, []string{"acp"}},
 		{Gemini(), "gemini", []string{"--acp", "--approval-mode", "default", "--x"}, []string{"--acp", "--approval-mode", "yolo"}},
 		{Qwen(), "qwen", []string{"--acp", "--approval-mode", "default", "--x"}, []string{"--acp", "--approval-mode", "yolo"}},
-		{Kimi(), "kimi", []string{"acp", "--x"}, []string{"acp"}},
 		{Kiro(), "kiro-cli", []string{"acp", "--x"}, []string{"acp"}},
 		{Kilo(), "kilo", []string{"acp", "--x"}, []string{"acp"}},
 		{Devin(), "devin", []string{"acp", "--x"}, []string{"acp"}},

@@ -718,22 +718,21 @@ func TestRunLaunch(t *testing.T) {
 	}
 }
 
-func TestCapabilities(t *testing.T) {
-	h := newHarness(t, nil)
-	caps, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil {
-		t.Fatal(err)
+func TestDescriptors(t *testing.T) {
+	defs := Definitions()
+	descs := Descriptors()
+	for i, d := range defs {
+		desc := descs[i]
+		if string(d.ID) != desc.ID || d.Name != desc.Name || d.Bin != desc.Executable || !slices.Equal(d.Args, desc.Args.Base) ||
+			d.InstallHint != desc.InstallHint || !slices.Equal(d.VerifiedWith, desc.VerifiedVersions) || d.Resume != (desc.Resume == "protocol") {
+			t.Errorf("%s: definition %+v does not follow its descriptor %+v", d.ID, d, desc)
+		}
+		if desc.Format != "acp" || desc.Prompt != "protocol" || desc.Args.Model != "" || desc.Args.Resume != "" {
+			t.Errorf("%s: descriptor %+v", d.ID, desc)
+		}
 	}
-	if caps.Version != "9.9.9" || !caps.Resume || !caps.Interactions || caps.Fork {
-		t.Errorf("caps %+v", caps)
-	}
-	_, err = h.prov.Capabilities(t.Context(), agent.CapabilityRequest{Bin: "threadline-no-such-acp-agent"})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "install:") {
-		t.Errorf("missing bin: %v", err)
-	}
-	p := New(Gemini(), nil, Options{HostEnv: func() []string { return nil }, Bin: os.Args[0], Env: map[string]string{envFake: "1", envRecord: h.record}})
-	if caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); err != nil || caps.Resume {
-		t.Errorf("gemini caps %+v, %v (no resume: its session/load loses history)", caps, err)
+	if Gemini().Resume || Gemini().Descriptor.Resume != "none" {
+		t.Error("gemini resumes (its session/load loses history)")
 	}
 }
 

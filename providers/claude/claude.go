@@ -3,13 +3,10 @@
 package claude
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -23,7 +20,6 @@ const installHint = "npm install -g @anthropic-ai/claude-code"
 const (
 	DefaultBin              = "claude"
 	DefaultInterruptTimeout = 5 * time.Second
-	DefaultVersionTimeout   = 5 * time.Second
 )
 
 // Options configures a Provider.
@@ -40,8 +36,6 @@ type Options struct {
 	// after the interrupt request (and for the CLI to exit after its result)
 	// before the process is killed; default 5 s.
 	InterruptTimeout time.Duration
-	// VersionTimeout bounds `claude --version`; default 5 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs Claude Code.
@@ -66,61 +60,11 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.InterruptTimeout <= 0 {
 		opts.InterruptTimeout = DefaultInterruptTimeout
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
 }
 
 // ID returns "claude".
 func (p *Provider) ID() agent.ProviderID { return ProviderID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return installHint }
-
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
-
-// Capabilities runs `<bin> --version` and reports what the adapter supports.
-// A missing executable returns an error wrapping agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	caps := agent.Capabilities{
-		Resume: true, Fork: true, Interactions: true, Images: true,
-		Models:  []string{"sonnet", "opus", "haiku"},
-		Efforts: []string{"low", "medium", "high", "xhigh", "max"},
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
-	defer cancel()
-	env := procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env), p.opts.Secret)
-	proc, err := procrun.Start(ctx, p.logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
-	if err != nil {
-		return caps, err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return caps, fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return caps, fmt.Errorf("%s --version: %w", bin, err)
-	}
-	caps.Version = versionRE.FindString(out.String())
-	if caps.Version == "" {
-		caps.Version = strings.TrimSpace(out.String())
-	}
-	return caps, nil
-}
 
 // Run executes one turn. See the agent package doc for the contract.
 //

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // Fake CLI environment.
@@ -492,25 +493,23 @@ func TestRunNotInstalled(t *testing.T) {
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @anthropic-ai/claude-code") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); !errors.Is(err, agent.ErrNotInstalled) {
-		t.Fatalf("Capabilities err = %v", err)
-	}
 }
 
-func TestCapabilities(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+func TestDescriptor(t *testing.T) {
+	d := Descriptor()
+	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || !slices.Equal(d.Efforts, Efforts) || !d.NativeFork {
+		t.Fatalf("descriptor %+v", d)
 	}
-	p := New(nil, Options{Env: map[string]string{"CLAUDE_FAKE": "1"}})
-	caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{Bin: exe})
-	if err != nil {
-		t.Fatal(err)
+	args := Args(agent.RunRequest{Model: "m1", Effort: "high", ResumeID: "s1", Fork: true})
+	line := " " + strings.Join(args, " ") + " "
+	for _, want := range []string{strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", d.Args.Effort + "=high", d.Args.Resume + " s1", d.Args.Fork} {
+		if !strings.Contains(line, " "+want+" ") {
+			t.Errorf("args %q lack %q", args, want)
+		}
 	}
-	if caps.Version != "2.1.328" || !caps.Resume || !caps.Fork || !caps.Interactions || !caps.Images || !slices.Equal(caps.Models, []string{"sonnet", "opus", "haiku"}) {
-		t.Fatalf("caps = %+v", caps)
-	}
-	if p.ID() != "claude" || p.InstallHint() != "npm install -g @anthropic-ai/claude-code" {
-		t.Fatal("id / install hint")
+	for _, other := range []func() registry.Definition{AmpDescriptor, CodeBuddyDescriptor} {
+		if o := other(); o.Format != d.Format || o.Executable == d.Executable || o.VerifiedVersions != nil {
+			t.Errorf("%s: %+v", o.ID, o)
+		}
 	}
 }

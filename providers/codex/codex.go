@@ -34,9 +34,8 @@ const ProviderID agent.ProviderID = "codex"
 
 // Defaults.
 const (
-	DefaultBin            = "codex"
-	DefaultVersionTimeout = 10 * time.Second
-	installHint           = "npm install -g @openai/codex"
+	DefaultBin  = "codex"
+	installHint = "npm install -g @openai/codex"
 )
 
 // VerifiedVersions are the codex-cli versions this adapter was verified with
@@ -68,8 +67,6 @@ type Options struct {
 	// InterruptTimeout is how long a cancelled run waits for the interrupted
 	// turn before the process is killed; default 10 s.
 	InterruptTimeout time.Duration
-	// VersionTimeout bounds `codex --version`; default 10 s.
-	VersionTimeout time.Duration
 	// CatalogTTL and DiscoveryTimeout tune model discovery (codexharness defaults).
 	CatalogTTL, DiscoveryTimeout time.Duration
 }
@@ -90,9 +87,6 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	}
 	if opts.Bin == "" {
 		opts.Bin = DefaultBin
-	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
 	}
 	h := codexharness.New(logger, codexharness.Options{
 		Provider:         ProviderID,
@@ -116,36 +110,12 @@ func New(logger *slog.Logger, opts Options) *Provider {
 // ID returns "codex".
 func (p *Provider) ID() agent.ProviderID { return ProviderID }
 
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return installHint }
-
-// VerifiedWith lists the CLI versions this adapter was verified with.
-func (p *Provider) VerifiedWith() []string { return append([]string(nil), VerifiedVersions...) }
-
 // Harness is the App Server harness the provider drives.
 func (p *Provider) Harness() *codexharness.Harness { return p.harness }
 
 // Catalog returns the model catalog (cached; see codexharness.Harness.Discover).
 func (p *Provider) Catalog(ctx context.Context, bin string) (codexharness.Catalog, error) {
 	return p.harness.Discover(ctx, bin, nil)
-}
-
-// Capabilities reports the CLI version (`codex --version`) and the model
-// catalog. A missing executable returns an error wrapping
-// agent.ErrNotInstalled. A catalog that fell back is not an error.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	caps := agent.Capabilities{Resume: true, Fork: true, Interactions: true, Images: true}
-	v, err := p.harness.Version(ctx, req.Bin, nil, p.opts.VersionTimeout)
-	if err != nil {
-		return caps, withHint(err)
-	}
-	caps.Version = v
-	cat, err := p.harness.Discover(ctx, req.Bin, nil)
-	if err != nil {
-		return caps, withHint(err)
-	}
-	caps.Models, caps.Efforts = cat.ModelIDs(), cat.Efforts()
-	return caps, nil
 }
 
 // Run executes one turn through `codex app-server`. See the agent and

@@ -14,8 +14,9 @@ import (
 
 func TestIdentity(t *testing.T) {
 	p := codex.New(nil, codex.Options{})
-	if p.ID() != "codex" || p.InstallHint() != "npm install -g @openai/codex" || !slices.Equal(p.VerifiedWith(), []string{"0.169.0"}) {
-		t.Errorf("id %q hint %q verified %q", p.ID(), p.InstallHint(), p.VerifiedWith())
+	d := codex.Descriptor()
+	if p.ID() != "codex" || d.ID != "codex" || d.Executable != codex.DefaultBin || d.InstallHint != "npm install -g @openai/codex" || !slices.Equal(d.VerifiedVersions, []string{"0.169.0"}) {
+		t.Errorf("id %q descriptor %+v", p.ID(), d)
 	}
 	if o := p.Harness().Options(); o.Provider != "codex" || o.Label != "Codex" || o.Bin != "codex" || o.ApprovalPolicy != "untrusted" {
 		t.Errorf("harness options %+v", o)
@@ -47,9 +48,5 @@ func TestNotInstalledNamesTheInstall(t *testing.T) {
 	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
 		t.Errorf("Run = %v", err)
-	}
-	caps, err := p.Capabilities(t.Context(), agent.CapabilityRequest{})
-	if !errors.Is(err, agent.ErrNotInstalled) || !caps.Resume || !caps.Interactions {
-		t.Errorf("Capabilities = %+v, %v", caps, err)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/codex"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
 	"github.com/threadline-bot/threadline/providers/codexharness"
@@ -32,6 +33,7 @@ type e2e struct {
 	prov *codex.Provider
 	env  map[string]string
 	cwd  string
+	bin  string
 }
 
 // setupE2E returns nil in the outer test process (the test then ran, or was
@@ -54,6 +56,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 		prov: codex.New(logger, codex.Options{Bin: bin, Env: env, CodexHome: home, InterruptTimeout: 5 * time.Second}),
 		env:  env,
 		cwd:  t.TempDir(),
+		bin:  bin,
 	}
 }
 
@@ -372,17 +375,19 @@ func TestE2EAPIError(t *testing.T) {
 	}
 }
 
-func TestE2ECapabilities(t *testing.T) {
+// TestE2EDetection: the registry's probe of the descriptor reads the real
+// CLI's version (through the descriptor's pattern), and the catalog comes
+// from the App Server.
+func TestE2EDetection(t *testing.T) {
 	h := setupE2E(t)
 	if h == nil {
 		return
 	}
-	caps, err := h.prov.Capabilities(context.Background(), agent.CapabilityRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if caps.Version != "0.169.0" || len(caps.Models) == 0 || len(caps.Efforts) == 0 {
-		t.Errorf("capabilities %+v", caps)
+	d := codex.Descriptor()
+	d.Bin = h.bin
+	r := registry.Probe(context.Background(), []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: time.Minute})[0]
+	if r.Status == registry.StatusMissing || r.Version != "0.169.0" || r.VersionWarning != "" || r.Path != h.bin {
+		t.Errorf("probe %+v", r)
 	}
 	cat, err := h.prov.Catalog(context.Background(), "")
 	if err != nil || cat.Source != codexharness.SourceAppServer || len(cat.Modes) != 2 {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"sync"
 	"time"
@@ -422,41 +421,4 @@ func ParseDebugModels(b []byte) (Catalog, error) {
 		return Catalog{}, errors.New("debug models listed no models")
 	}
 	return cat, nil
-}
-
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+[0-9A-Za-z.+-]*`)
-
-// Version runs `<bin> --version` (e.g. "codex-cli 0.169.0") and returns the
-// version number. A missing executable returns an error wrapping
-// agent.ErrNotInstalled.
-func (h *Harness) Version(ctx context.Context, bin string, runEnv map[string]string, timeout time.Duration) (string, error) {
-	if bin == "" {
-		bin = h.opts.Bin
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	proc, err := procrun.Start(ctx, h.logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: h.ChildEnv(runEnv)})
-	if err != nil {
-		return "", err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return "", fmt.Errorf("%s --version: %w", bin, err)
-	}
-	if v := versionRE.FindString(out.String()); v != "" {
-		return v, nil
-	}
-	return strings.TrimSpace(out.String()), nil
 }

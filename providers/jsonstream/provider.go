@@ -3,14 +3,11 @@
 package jsonstream
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -36,25 +33,21 @@ var Dialects = []Dialect{OpenCode, Mimo, CursorAgent, Copilot, Qoder}
 // package does not speak.
 var ErrUnknownDialect = errors.New("jsonstream: unknown dialect")
 
-// dialectInfo is what differs per CLI besides the parser.
+// dialectInfo is what the provider reads of a dialect's descriptor.
 type dialectInfo struct {
 	bin, install string
-	resume, fork bool
-	models       []string
+	fork         bool
 }
 
-var dialects = map[Dialect]dialectInfo{
-	OpenCode:    {"opencode", "npm install -g opencode-ai", true, true, nil},
-	Mimo:        {"mimo", "install MiMo Code (the `mimo` CLI)", true, true, nil},
-	CursorAgent: {"cursor-agent", "curl https://cursor.com/install -fsS | bash", true, false, []string{"auto", "sonnet-4", "gpt-5"}},
-	Copilot:     {"copilot", "npm install -g @github/copilot", true, false, []string{"claude-sonnet-4.6", "gpt-5.2"}},
-	Qoder:       {"qodercli", "npm install -g @qoder-ai/qodercli", true, false, []string{"auto", "lite", "efficient", "performance", "ultimate"}},
+// launchInfo returns d's launch facts from its descriptor.
+func launchInfo(d Dialect) (dialectInfo, bool) {
+	desc, ok := Descriptor(d)
+	return dialectInfo{bin: desc.Executable, install: desc.InstallHint, fork: desc.NativeFork}, ok
 }
 
 // Defaults.
 const (
-	DefaultStopGrace      = 5 * time.Second
-	DefaultVersionTimeout = 5 * time.Second
+	DefaultStopGrace = 5 * time.Second
 )
 
 // Options configures a Provider.
@@ -74,8 +67,6 @@ type Options struct {
 	// StopGrace is how long a cancelled run waits after SIGINT before the
 	// kill; default 5 s.
 	StopGrace time.Duration
-	// VersionTimeout bounds `<bin> --version`; default 5 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs one JSON-event-stream CLI.
@@ -90,7 +81,7 @@ var _ agent.Provider = (*Provider)(nil)
 // New returns a Provider for opts.Dialect. An unknown dialect returns
 // ErrUnknownDialect. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) (*Provider, error) {
-	info, ok := dialects[opts.Dialect]
+	info, ok := launchInfo(opts.Dialect)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, opts.Dialect)
 	}
@@ -109,17 +100,11 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
 }
 
 // ID returns the provider id.
 func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return p.info.install }
 
 // NewParser returns the dialect's line parser for a run of provider id that
 // continues session known ("" when fresh).
@@ -156,7 +141,7 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 // which opencode would read as auto-approve after "-m") is an error wrapping
 // agent.ErrInvalidArgValue: nothing is started.
 func Command(d Dialect, req agent.RunRequest) ([]string, error) {
-	info, ok := dialects[d]
+	info, ok := launchInfo(d)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
 	}
@@ -278,46 +263,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		return fmt.Errorf("%w (install: %s)", err, p.info.install)
 	}
 	return err
-}
-
-var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?[-+0-9A-Za-z.]*`)
-
-// Capabilities runs `<bin> --version`. A missing executable returns an error
-// wrapping agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	caps := agent.Capabilities{Resume: p.info.resume, Fork: p.info.fork, Models: p.info.models}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
-	defer cancel()
-	proc, err := procrun.Start(ctx, p.logger, procrun.Spec{Bin: bin, Args: []string{"--version"},
-		Env: procrun.Environ(p.opts.HostEnv(), p.opts.Env, p.opts.Secret)})
-	if err != nil {
-		return caps, err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return caps, fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return caps, fmt.Errorf("%s --version: %w", bin, err)
-	}
-	caps.Version = versionRE.FindString(out.String())
-	if caps.Version == "" {
-		caps.Version = strings.TrimSpace(out.String())
-	}
-	return caps, nil
 }
 
 // merge returns the union of maps; later maps win.

@@ -231,10 +231,34 @@ func TestRunNotInstalled(t *testing.T) {
 	}
 }
 
-func TestCapabilities(t *testing.T) {
-	bin, _ := fakeCLI(t, "", `echo "1.18.33"`)
-	caps, err := newTestProvider(t, OpenCode, bin).Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil || caps.Version != "1.18.33" || !caps.Fork || !caps.Resume {
-		t.Fatalf("caps = %+v, %v", caps, err)
+func TestDescriptors(t *testing.T) {
+	for _, dl := range Dialects {
+		d, ok := Descriptor(dl)
+		if !ok || d.Dialect != string(dl) || d.Executable == "" {
+			t.Fatalf("%s: descriptor %+v", dl, d)
+		}
+		args, err := Command(dl, agent.RunRequest{Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(args[:len(d.Args.Base)], d.Args.Base) || !slices.Contains(args, d.Args.Model+"=m1") || !containsRun(args, []string{d.Args.Resume, "s1"}) || !containsRun(args, d.Args.Accept) {
+			t.Errorf("%s: args %q do not follow %+v", dl, args, d.Args)
+		}
+		if deny, _ := Command(dl, agent.RunRequest{}); containsRun(deny, d.Args.Accept) {
+			t.Errorf("%s: %q without accept", dl, d.Args.Accept)
+		}
 	}
+	if _, ok := Descriptor("nosuch"); ok {
+		t.Error("unknown dialect has a descriptor")
+	}
+}
+
+// containsRun reports whether sub occurs in s as consecutive elements.
+func containsRun(s, sub []string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if slices.Equal(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }

@@ -3,14 +3,12 @@
 package kimi
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -22,9 +20,8 @@ const installHint = "uv tool install kimi-cli (or npm install -g @moonshot-ai/ki
 
 // Defaults.
 const (
-	DefaultBin            = "kimi"
-	DefaultStopGrace      = 5 * time.Second
-	DefaultVersionTimeout = 5 * time.Second
+	DefaultBin       = "kimi"
+	DefaultStopGrace = 5 * time.Second
 	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
 	// per-argument limit with room to spare; the wiring may pass
 	// registry.ArgvBudget instead.
@@ -47,8 +44,6 @@ type Options struct {
 	// ArgvLimit is the longest prompt passed with -p; a longer one goes to
 	// stdin. Zero means DefaultArgvLimit.
 	ArgvLimit int
-	// VersionTimeout bounds `kimi --version`; default 5 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs Kimi Code CLI.
@@ -76,17 +71,11 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
 }
 
 // ID returns "kimi".
 func (p *Provider) ID() agent.ProviderID { return ProviderID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return installHint }
 
 // Invocation is the command line and stdin of one run.
 type Invocation struct {
@@ -172,54 +161,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		return fmt.Errorf("%w (install: %s)", err, installHint)
 	}
 	return err
-}
-
-var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?\S*`)
-
-// Capabilities runs `<bin> --version`. A missing executable returns an error
-// wrapping agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	caps := agent.Capabilities{Resume: true, Models: []string{"kimi-k2-turbo-preview", "kimi-k2.5"}}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	out, err := versionOutput(ctx, p.logger, bin, p.opts.VersionTimeout, procrun.Environ(p.opts.HostEnv(), p.opts.Env, p.opts.Secret))
-	if err != nil {
-		return caps, err
-	}
-	caps.Version = versionRE.FindString(out)
-	if caps.Version == "" {
-		caps.Version = strings.TrimSpace(out)
-	}
-	return caps, nil
-}
-
-// versionOutput runs bin --version under a timeout and returns its stdout.
-func versionOutput(ctx context.Context, logger *slog.Logger, bin string, timeout time.Duration, env []string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	proc, err := procrun.Start(ctx, logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
-	if err != nil {
-		return "", err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return "", fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return "", fmt.Errorf("%s --version: %w", bin, err)
-	}
-	return out.String(), nil
 }
 
 // merge returns the union of maps; later maps win.

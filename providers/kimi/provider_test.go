@@ -186,10 +186,22 @@ func TestRunImagesDropped(t *testing.T) {
 	}
 }
 
-func TestCapabilities(t *testing.T) {
-	bin, _ := fakeKimi(t, `echo "kimi, version 1.3.0"`)
-	caps, err := newTestProvider(Options{Bin: bin}).Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil || caps.Version != "1.3.0" || !caps.Resume || caps.Fork {
-		t.Fatalf("caps = %+v, %v", caps, err)
+func TestDescriptor(t *testing.T) {
+	d := Descriptor()
+	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || d.NativeFork {
+		t.Fatalf("descriptor %+v", d)
+	}
+	inv, err := Command(agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1"}, DefaultArgvLimit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{d.Args.Prompt + " hi", strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", d.Args.Resume + " s1"} {
+		if !strings.Contains(" "+strings.Join(inv.Args, " ")+" ", " "+want+" ") {
+			t.Errorf("args %q lack %q", inv.Args, want)
+		}
+	}
+	long, err := Command(agent.RunRequest{Prompt: "hi"}, 1)
+	if err != nil || long.Stdin == nil || d.PromptFallback != "stdin" {
+		t.Errorf("a prompt over the argv limit: %+v %v (descriptor fallback %q)", long, err, d.PromptFallback)
 	}
 }

@@ -32,11 +32,10 @@ const ProviderID agent.ProviderID = "minimax"
 
 // Defaults.
 const (
-	DefaultBin            = "codex"
-	DefaultBaseURL        = "https://api.minimax.io/v1"
-	DefaultModel          = "MiniMax-M2.1"
-	KeyEnv                = "MINIMAX_API_KEY"
-	DefaultVersionTimeout = 10 * time.Second
+	DefaultBin     = "codex"
+	DefaultBaseURL = "https://api.minimax.io/v1"
+	DefaultModel   = "MiniMax-M2.1"
+	KeyEnv         = "MINIMAX_API_KEY"
 	// modelProvider is the model provider id inside the generated config.
 	modelProvider = "minimax"
 	installHint   = "npm install -g @openai/codex (MiniMax runs through the Codex CLI)"
@@ -68,8 +67,6 @@ type Options struct {
 	Secret func(key string) bool
 	// InterruptTimeout: see codexharness.Options; default 10 s.
 	InterruptTimeout time.Duration
-	// VersionTimeout bounds `codex --version`; default 10 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs MiniMax through the Codex App Server.
@@ -101,9 +98,6 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.CodexHome == "" {
 		opts.CodexHome = defaultCodexHome()
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	h := codexharness.New(logger, codexharness.Options{
 		Provider:         ProviderID,
 		Label:            "MiniMax",
@@ -133,9 +127,6 @@ func defaultCodexHome() string {
 
 // ID returns "minimax".
 func (p *Provider) ID() agent.ProviderID { return ProviderID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return installHint }
 
 // CodexHome is the provider's CODEX_HOME.
 func (p *Provider) CodexHome() string { return p.opts.CodexHome }
@@ -189,17 +180,6 @@ func (p *Provider) WriteConfig() error {
 		return fmt.Errorf("minimax config: %w", err)
 	}
 	return nil
-}
-
-// Capabilities reports the Codex CLI version and MiniMax's catalog.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	caps := agent.Capabilities{Resume: true, Fork: true, Interactions: true, Models: append([]string(nil), p.opts.Models...)}
-	v, err := p.harness.Version(ctx, req.Bin, nil, p.opts.VersionTimeout)
-	if err != nil {
-		return caps, withHint(err)
-	}
-	caps.Version = v
-	return caps, nil
 }
 
 // Run writes the CODEX_HOME config and executes one turn through

@@ -3,17 +3,14 @@
 package pi
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -28,7 +25,6 @@ const installHint = "npm install -g @mariozechner/pi-coding-agent"
 const (
 	DefaultBin              = "pi"
 	DefaultInterruptTimeout = 5 * time.Second
-	DefaultVersionTimeout   = 10 * time.Second
 	// DefaultRetryGrace is how long a failed agent_end waits for pi's
 	// auto_retry_start (observed within 1 ms) before it ends the run.
 	DefaultRetryGrace = time.Second
@@ -68,8 +64,6 @@ type Options struct {
 	InterruptTimeout time.Duration
 	// RetryGrace: see DefaultRetryGrace.
 	RetryGrace time.Duration
-	// VersionTimeout bounds `pi --version`; default 10 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs pi in RPC mode.
@@ -97,62 +91,11 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.RetryGrace <= 0 {
 		opts.RetryGrace = DefaultRetryGrace
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
 }
 
 // ID returns "pi".
 func (p *Provider) ID() agent.ProviderID { return ProviderID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return installHint }
-
-var versionRE = regexp.MustCompile(`\d+\.\d+\.\d+\S*`)
-
-// Capabilities runs `pi --version` and reports what the adapter supports:
-// resume and fork (--session / --fork), the thinking levels as efforts,
-// images; no interactions (pi has no approval flow). A missing executable returns an error wrapping
-// agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	caps := agent.Capabilities{Resume: true, Fork: true, Images: true, Efforts: Efforts}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
-	defer cancel()
-	env := procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env), p.opts.Secret)
-	proc, err := procrun.Start(ctx, p.logger, procrun.Spec{Bin: bin, Args: []string{"--version"}, Env: env})
-	if err != nil {
-		if errors.Is(err, agent.ErrNotInstalled) {
-			return caps, fmt.Errorf("%w (install: %s)", err, installHint)
-		}
-		return caps, err
-	}
-	stop := context.AfterFunc(ctx, func() { _ = proc.Kill() })
-	defer stop()
-	var out bytes.Buffer
-	_ = proc.Each(func(line []byte) error {
-		if out.Len() < 4096 {
-			out.Write(line)
-			out.WriteByte('\n')
-		}
-		return nil
-	})
-	if err := proc.Wait(); err != nil {
-		if ctx.Err() != nil {
-			return caps, fmt.Errorf("%s --version: %w", bin, ctx.Err())
-		}
-		return caps, fmt.Errorf("%s --version: %w", bin, err)
-	}
-	caps.Version = versionRE.FindString(out.String())
-	if caps.Version == "" {
-		caps.Version = strings.TrimSpace(out.String())
-	}
-	return caps, nil
-}
 
 // readOnly reports whether the run is limited to ReadOnlyTools.
 func readOnly(req agent.RunRequest) bool {

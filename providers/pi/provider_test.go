@@ -550,19 +550,34 @@ func TestRunImages(t *testing.T) {
 	}
 }
 
-func TestCapabilities(t *testing.T) {
-	h := newHarness(t)
-	caps, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil || caps.Version != "0.73.1" || !caps.Resume || !caps.Fork || caps.Interactions || len(caps.Efforts) != 6 {
-		t.Fatalf("caps %+v %v", caps, err)
+func TestDescriptor(t *testing.T) {
+	d := Descriptor()
+	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || !slices.Equal(d.Efforts, Efforts) || d.Resume != "cli-flag" || !d.NativeFork {
+		t.Fatalf("descriptor %+v", d)
 	}
-	if _, err := h.prov.Capabilities(t.Context(), agent.CapabilityRequest{Bin: "threadline-no-such-pi"}); !errors.Is(err, agent.ErrNotInstalled) {
-		t.Errorf("missing bin: %v", err)
+	args := Args(agent.RunRequest{ResumeID: "s1", Model: "m1", Effort: "high"})
+	for _, pair := range [][]string{d.Args.Base[:1], {d.Args.Resume, "s1"}, {d.Args.Model, "m1"}, {d.Args.Effort, "high"}} {
+		if !containsRun(args, pair) {
+			t.Errorf("args %q lack %q", args, pair)
+		}
 	}
-	err = New(nil, Options{Bin: "threadline-no-such-pi"}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
+	if fork := Args(agent.RunRequest{ResumeID: "s1", Fork: true}); !containsRun(fork, []string{d.Args.Fork, "s1"}) || slices.Contains(fork, d.Args.Resume) {
+		t.Errorf("fork args %q", fork)
+	}
+	err := New(nil, Options{Bin: "threadline-no-such-pi"}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("Run: %v", err)
 	}
+}
+
+// containsRun reports whether sub occurs in s as consecutive elements.
+func containsRun(s, sub []string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if slices.Equal(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
 }
 
 func TestRunCancelBeforeStart(t *testing.T) {

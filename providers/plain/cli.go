@@ -55,26 +55,25 @@ type cliInfo struct {
 	argv, longPrompt delivery
 	signIn           *regexp.Regexp
 	signInHelp       string
-	resume           bool
 }
 
 var signInGeneric = regexp.MustCompile(`(?i)not logged in|not authenticated|please (log|sign) ?in|authentication required|invalid api[ _-]?key|missing api[ _-]?key|no api[ _-]?key|api key (is )?(not set|missing|required)|\b401\b.*unauthori[sz]ed|unauthori[sz]ed.*\b401\b`)
 
 var clis = map[CLI]cliInfo{
 	Antigravity: {
-		name: "Antigravity", bin: "agy", install: "see https://antigravity.google",
-		argv: viaArgv, longPrompt: viaArgv, resume: true,
+		name: "Antigravity", bin: antigravityDescriptor().Executable, install: antigravityDescriptor().InstallHint,
+		argv: viaArgv, longPrompt: viaArgv,
 		signIn: regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
 		signInHelp: "Antigravity needs to sign in, and print mode cannot finish a Google sign-in. " +
 			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry.",
 	},
 	Aider: {
-		name: "Aider", bin: "aider", install: "python -m pip install aider-install && aider-install",
+		name: "Aider", bin: aiderDescriptor().Executable, install: aiderDescriptor().InstallHint,
 		argv: viaArgv, longPrompt: viaFile, signIn: signInGeneric,
 		signInHelp: "Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry.",
 	},
 	Grok: {
-		name: "Grok Build", bin: "grok", install: "curl -fsSL https://x.ai/cli/install.sh | bash",
+		name: "Grok Build", bin: grokDescriptor().Executable, install: grokDescriptor().InstallHint,
 		argv: viaArgv, longPrompt: viaArgv, signIn: signInGeneric,
 		signInHelp: "Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry.",
 	},
@@ -84,13 +83,13 @@ var clis = map[CLI]cliInfo{
 		signInHelp: "Qwen Code is not signed in: run `qwen` once in a terminal on this host to log in (or set OPENAI_API_KEY/OPENAI_BASE_URL in agents.qwen.env), then retry.",
 	},
 	DeepSeek: {
-		name: "DeepSeek TUI", bin: "deepseek", install: "install DeepSeek TUI (the `deepseek` dispatcher)",
+		name: "DeepSeek TUI", bin: deepseekDescriptor().Executable, install: deepseekDescriptor().InstallHint,
 		argv: viaArgv, longPrompt: viaArgv,
 		signIn:     regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
 		signInHelp: "DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry.",
 	},
 	AtomCode: {
-		name: "AtomCode", bin: "atomcode", install: "npm install -g @atomgit.com/atomcode",
+		name: "AtomCode", bin: atomcodeDescriptor().Executable, install: atomcodeDescriptor().InstallHint,
 		argv: viaFile, longPrompt: viaFile, signIn: signInGeneric,
 		signInHelp: "AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry.",
 	},

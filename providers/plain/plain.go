@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -22,8 +21,7 @@ import (
 
 // Defaults and bounds.
 const (
-	DefaultStopGrace      = 5 * time.Second
-	DefaultVersionTimeout = 5 * time.Second
+	DefaultStopGrace = 5 * time.Second
 	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
 	// per-argument limit; the wiring may pass registry.ArgvBudget instead.
 	DefaultArgvLimit = 96 << 10
@@ -66,8 +64,6 @@ type Options struct {
 	ResumeFlag string
 	// TempDir holds prompt files; default os.TempDir().
 	TempDir string
-	// VersionTimeout bounds `<bin> --version`; default 5 s.
-	VersionTimeout time.Duration
 }
 
 // Provider runs one unstructured CLI.
@@ -107,17 +103,11 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ResumeFlag == "" {
 		opts.ResumeFlag = DefaultResumeFlag
 	}
-	if opts.VersionTimeout <= 0 {
-		opts.VersionTimeout = DefaultVersionTimeout
-	}
 	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
 }
 
 // ID returns the provider id.
 func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
-
-// InstallHint tells an operator how to install the CLI.
-func (p *Provider) InstallHint() string { return p.info.install }
 
 // Run executes one turn. See the package doc for the stream and session
 // rules and the agent package doc for the contract.
@@ -382,38 +372,6 @@ func (s stderrLog) Write(p []byte) (int, error) {
 		s.logger.Debug("stderr", "text", procrun.Excerpt([]byte(t), 1024))
 	}
 	return len(p), nil
-}
-
-var versionRE = regexp.MustCompile(`\d+\.\d+(?:\.\d+)?[-+0-9A-Za-z.]*`)
-
-// Capabilities runs `<bin> --version`. A missing executable returns an error
-// wrapping agent.ErrNotInstalled.
-func (p *Provider) Capabilities(ctx context.Context, req agent.CapabilityRequest) (agent.Capabilities, error) {
-	caps := agent.Capabilities{Resume: p.info.resume}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	path, err := procrun.LookPath(bin)
-	if err != nil {
-		return caps, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, p.opts.VersionTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.Env = procrun.Environ(p.opts.HostEnv(), p.opts.Env, p.opts.Secret)
-	setGroup(cmd)
-	cmd.Cancel = func() error { return killGroup(cmd) }
-	cmd.WaitDelay = time.Second
-	out, err := cmd.Output()
-	if err != nil {
-		return caps, fmt.Errorf("%s --version: %w", bin, err)
-	}
-	caps.Version = versionRE.FindString(string(out))
-	if caps.Version == "" {
-		caps.Version = strings.TrimSpace(string(out))
-	}
-	return caps, nil
 }
 
 // merge returns the union of maps; later maps win.

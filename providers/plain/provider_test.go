@@ -346,15 +346,39 @@ func TestNotInstalled(t *testing.T) {
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "aider-install") {
 		t.Fatalf("err = %v", err)
 	}
-	if _, err := p.Capabilities(t.Context(), agent.CapabilityRequest{}); !errors.Is(err, agent.ErrNotInstalled) {
-		t.Fatalf("caps err = %v", err)
-	}
 }
 
-func TestCapabilities(t *testing.T) {
-	bin, dir := fake(t, `echo "agy 1.0.3"`)
-	caps, err := provider(t, Antigravity, bin, dir, nil).Capabilities(t.Context(), agent.CapabilityRequest{})
-	if err != nil || caps.Version != "1.0.3" || !caps.Resume || caps.Fork {
-		t.Fatalf("caps = %+v, %v", caps, err)
+func TestDescriptors(t *testing.T) {
+	for _, c := range CLIs {
+		d, ok := Descriptor(c)
+		if c == Qwen {
+			if ok {
+				t.Error("qwen has a plain descriptor (the registry runs it over ACP)")
+			}
+			continue
+		}
+		if !ok || d.ID != string(c) || d.Executable != clis[c].bin || d.InstallHint != clis[c].install {
+			t.Fatalf("%s: descriptor %+v, table %+v", c, d, clis[c])
+		}
+		inv, err := Command(c, agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}, DefaultArgvLimit, DefaultResumeFlag)
+		if err != nil {
+			t.Fatal(err)
+		}
+		line := " " + strings.Join(inv.Args, " ") + " "
+		want := []string{strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", strings.Join(d.Args.Accept, " ")}
+		if d.Args.Resume != "" {
+			want = append(want, d.Args.Resume+" s1")
+		}
+		switch d.Prompt {
+		case "argv":
+			want = append(want, strings.TrimSpace(d.Args.Prompt+" hi"))
+		case "file":
+			want = append(want, d.Args.PromptFile+" "+PromptFileArg)
+		}
+		for _, w := range want {
+			if w != "" && !strings.Contains(line, " "+w+" ") {
+				t.Errorf("%s: args %q lack %q", c, inv.Args, w)
+			}
+		}
 	}
 }

@@ -1,0 +1,122 @@
+// Wiring: the one table of built-in agents (descriptor and provider
+// constructor), and the launch resolution every provider runs under.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os/exec"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/acp"
+	"github.com/threadline-bot/threadline/providers/claude"
+	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/jsonstream"
+	"github.com/threadline-bot/threadline/providers/kimi"
+	"github.com/threadline-bot/threadline/providers/minimax"
+	"github.com/threadline-bot/threadline/providers/pi"
+	"github.com/threadline-bot/threadline/providers/plain"
+)
+
+// builtin is one built-in agent: its descriptor (exported by its provider
+// package) and the constructor of the provider that runs it; a nil
+// constructor means detected only (no provider here was verified against
+// the CLI).
+type builtin struct {
+	desc registry.Definition
+	new  func(log *slog.Logger) (agent.Provider, error)
+}
+
+// builtinTable lists every built-in agent. Adding a CLI of an existing family
+// is a descriptor in its provider package and one row here.
+func builtinTable() []builtin {
+	return []builtin{
+		{claude.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return claude.New(l, claude.Options{}), nil }},
+		{claude.AmpDescriptor(), nil},
+		{claude.CodeBuddyDescriptor(), nil},
+		{codex.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return codex.New(l, codex.Options{}), nil }},
+		{minimax.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return minimax.New(l, minimax.Options{}), nil }},
+		{pi.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return pi.New(l, pi.Options{}), nil }},
+		{kimi.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return kimi.New(l, kimi.Options{}), nil }},
+		acpRow(acp.Opencode()), acpRow(acp.Gemini()), acpRow(acp.Qwen()), acpRow(acp.Kiro()), acpRow(acp.Kilo()),
+		acpRow(acp.Devin()), acpRow(acp.Hermes()), acpRow(acp.Vibe()), acpRow(acp.Reasonix()), acpRow(acp.Vela()),
+		acpRow(acp.Trae()),
+		jsonRow(jsonstream.OpenCode), jsonRow(jsonstream.Mimo), jsonRow(jsonstream.CursorAgent),
+		jsonRow(jsonstream.Copilot), jsonRow(jsonstream.Qoder),
+		plainRow(plain.Antigravity), plainRow(plain.Aider), plainRow(plain.Grok), plainRow(plain.DeepSeek),
+		plainRow(plain.AtomCode),
+	}
+}
+
+// acpRow is an ACP agent's row.
+func acpRow(d acp.Definition) builtin {
+	return builtin{d.Descriptor, func(l *slog.Logger) (agent.Provider, error) { return acp.New(d, l, acp.Options{}), nil }}
+}
+
+// jsonRow is a JSON-event-stream CLI's row.
+func jsonRow(d jsonstream.Dialect) builtin {
+	desc, _ := jsonstream.Descriptor(d)
+	return builtin{desc, func(l *slog.Logger) (agent.Provider, error) {
+		return jsonstream.New(l, jsonstream.Options{Dialect: d, ID: agent.ProviderID(desc.ID)})
+	}}
+}
+
+// plainRow is an unstructured CLI's row.
+func plainRow(c plain.CLI) builtin {
+	desc, _ := plain.Descriptor(c)
+	return builtin{desc, func(l *slog.Logger) (agent.Provider, error) {
+		return plain.New(l, plain.Options{CLI: c, ID: agent.ProviderID(desc.ID)})
+	}}
+}
+
+// builtinDefinitions returns the table's descriptors, validated and sorted.
+func builtinDefinitions() ([]registry.Definition, error) {
+	table := builtinTable()
+	descs := make([]registry.Definition, len(table))
+	for i, b := range table {
+		descs[i] = b.desc
+	}
+	return registry.Builtins(descs...)
+}
+
+// resolved runs a provider on the executable detection reports: a run with
+// no operator bin and no container starts what registry.Resolve finds for
+// the descriptor (its executable, else the first fallback on PATH), the same
+// function `threadline agents`, doctor and /agents use. A container run keeps
+// the provider's default, looked up inside the container.
+type resolved struct {
+	agent.Provider
+	def      registry.Definition
+	lookPath func(string) (string, error)
+}
+
+// Run resolves the launch target, then runs the provider on it.
+func (r resolved) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	if req.Bin == "" && req.Container == nil {
+		l, err := registry.Resolve(r.def, r.lookPath)
+		if err != nil {
+			return err
+		}
+		req.Bin = l.Path
+	}
+	return r.Provider.Run(ctx, req, emit)
+}
+
+// newBuiltinProvider builds the provider of a built-in (nil constructor:
+// errNoRunner) and wraps it in resolved.
+func newBuiltinProvider(b builtin, log *slog.Logger) (agent.Provider, error) {
+	if b.new == nil {
+		return nil, fmt.Errorf("%w: %s (%s)", errNoRunner, b.desc.ID, b.desc.Format)
+	}
+	p, err := b.new(log)
+	if err != nil {
+		return nil, err
+	}
+	if string(p.ID()) != b.desc.ID {
+		return nil, fmt.Errorf("agent %s: its provider says it is %s", b.desc.ID, p.ID())
+	}
+	return resolved{Provider: p, def: b.desc, lookPath: exec.LookPath}, nil
+}

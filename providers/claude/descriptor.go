@@ -1,0 +1,71 @@
+// Descriptors: Claude Code, and the CLIs that speak its stream-json format
+// (Amp, CodeBuddy), as the registry detects them and a run launches them.
+
+package claude
+
+import "github.com/threadline-bot/threadline/agentcore/registry"
+
+// VerifiedVersions are the Claude Code versions this adapter was verified
+// with (the reference captures and the end-to-end tests).
+var VerifiedVersions = []string{"2.1.328"}
+
+// Efforts are the levels --effort takes.
+var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
+
+// Descriptor describes Claude Code: the command line Args builds, the prompt
+// as a stream-json user message (PromptLine), resume by --resume and native
+// fork by --fork-session.
+func Descriptor() registry.Definition {
+	return registry.Definition{
+		ID: string(ProviderID), Name: "Claude Code", Executable: DefaultBin,
+		VerifiedVersions: append([]string(nil), VerifiedVersions...),
+		// Aliases or full model ids (claude-sonnet-4-5-20250929).
+		Models:  registry.Models{Fallback: []string{"sonnet", "opus", "haiku"}, FreeForm: true},
+		Efforts: append([]string(nil), Efforts...),
+		Args: registry.ArgSpec{
+			Base:  []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"},
+			Model: "--model", Effort: "--effort", Resume: "--resume", Fork: "--fork-session",
+		},
+		Prompt: registry.DeliverProtocol, Format: registry.FormatClaudeStreamJSON, Resume: registry.ResumeCLIFlag, NativeFork: true,
+		Caps:   registry.Capabilities{Interactions: true, Images: true, Effort: true, Plan: true},
+		Skills: registry.SkillsSlash,
+		Auth: registry.AuthCheck{
+			Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
+			Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
+			Note:  "on macOS the login lives in the keychain and is not checked",
+		},
+		InstallHint: installHint,
+		Docs:        "https://docs.anthropic.com/en/docs/claude-code",
+	}
+}
+
+// AmpDescriptor describes Amp (`amp --execute --stream-json`). It is
+// detected only: no provider here was verified against its stream.
+func AmpDescriptor() registry.Definition {
+	d := Descriptor()
+	d.ID, d.Name, d.Executable = "amp", "Amp", "amp"
+	d.VerifiedVersions = nil
+	d.Args = registry.ArgSpec{Base: []string{"--execute", "--stream-json", "--stream-json-input"}}
+	d.Resume, d.NativeFork = registry.ResumeNone, false
+	d.Caps = registry.Capabilities{Images: true}
+	d.Models, d.Efforts = registry.Models{}, nil // amp has no model or effort option
+	d.Auth = registry.AuthCheck{Env: []string{"AMP_API_KEY"}, Files: []string{"~/.local/share/amp/secrets.json"}}
+	d.InstallHint = "npm install -g @sourcegraph/amp"
+	d.Docs = "https://ampcode.com/manual"
+	return d
+}
+
+// CodeBuddyDescriptor describes CodeBuddy Code (Claude Code's command line
+// and stream). It is detected only: no provider here was verified against it.
+func CodeBuddyDescriptor() registry.Definition {
+	d := Descriptor()
+	d.ID, d.Name, d.Executable = "codebuddy", "CodeBuddy Code", "codebuddy"
+	d.VerifiedVersions = nil
+	d.Models, d.Efforts = registry.Models{FreeForm: true}, nil
+	d.Args.Effort = ""
+	d.Caps.Effort = false
+	d.Auth = registry.AuthCheck{Env: []string{"CODEBUDDY_API_KEY"}, Files: []string{"~/.codebuddy/.credentials.json"}}
+	d.InstallHint = "npm install -g @tencent-ai/codebuddy-code"
+	d.Docs = "https://www.codebuddy.ai/cli"
+	return d
+}

@@ -1,0 +1,143 @@
+// Descriptors: the JSON-event-stream CLIs (OpenCode's and MiMo's run mode,
+// Cursor Agent, Copilot, Qoder), as the registry detects them and a run
+// launches them.
+
+package jsonstream
+
+import "github.com/threadline-bot/threadline/agentcore/registry"
+
+// Descriptor returns the descriptor of dialect d: the command line Command
+// builds, the prompt on stdin, resume and fork flags. The descriptor's id is
+// the dialect's name, except OpenCode's, which is "opencode-run" (the id
+// "opencode" is OpenCode over ACP). An unknown dialect returns false.
+func Descriptor(d Dialect) (registry.Definition, bool) {
+	switch d {
+	case OpenCode:
+		return openCodeDescriptor(), true
+	case Mimo:
+		return mimoDescriptor(), true
+	case CursorAgent:
+		return cursorDescriptor(), true
+	case Copilot:
+		return copilotDescriptor(), true
+	case Qoder:
+		return qoderDescriptor(), true
+	}
+	return registry.Definition{}, false
+}
+
+// openCodeDescriptor is `opencode run --format json`.
+func openCodeDescriptor() registry.Definition {
+	return registry.Definition{
+		ID: "opencode-run", Name: "OpenCode (run --format json)", Executable: "opencode", Fallbacks: []string{"opencode-cli"},
+		VerifiedVersions: []string{"1.18.33"},
+		Models: registry.Models{
+			Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseSlashModels},
+			Fallback: []string{"anthropic/claude-sonnet-4-5", "openai/gpt-5", "google/gemini-2.5-pro"},
+			// Any provider/model of opencode.json; --variant is provider-specific.
+			FreeForm: true,
+		},
+		Args: registry.ArgSpec{
+			Base:  []string{"run", "--format", "json", "--thinking"},
+			Model: "--model", Effort: "--variant", Resume: "-s", Fork: "--fork",
+			Accept: []string{"--auto"},
+		},
+		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectOpenCode,
+		Resume: registry.ResumeCLIFlag, NativeFork: true,
+		Caps:   registry.Capabilities{Effort: true},
+		Skills: registry.SkillsInstructions,
+		Auth: registry.AuthCheck{
+			Files: []string{"${XDG_DATA_HOME}/opencode/auth.json", "~/.local/share/opencode/auth.json"},
+			Note:  "providers configured with API keys in opencode.json or the environment are not checked",
+		},
+		InstallHint: "npm install -g opencode-ai",
+		Docs:        "https://opencode.ai/docs/cli/",
+	}
+}
+
+// mimoDescriptor is MiMo Code, an OpenCode derivative with its command line.
+func mimoDescriptor() registry.Definition {
+	d := openCodeDescriptor()
+	d.ID, d.Name, d.Executable, d.Fallbacks = "mimo", "MiMo Code", "mimo", nil
+	d.VerifiedVersions = nil
+	d.Dialect = registry.DialectMimo
+	d.Models = registry.Models{
+		Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseSlashModels},
+		Fallback: []string{"xiaomi/mimo-v2.5-pro", "xiaomi/mimo-v2.5", "xiaomi/mimo-v2-flash"},
+		FreeForm: true,
+	}
+	d.Auth = registry.AuthCheck{Note: "providers are configured with `mimo providers`; not checked"}
+	d.InstallHint = "install MiMo Code (the `mimo` CLI, an OpenCode derivative) from Xiaomi's release page"
+	d.Docs = "https://github.com/XiaomiMiMo"
+	return d
+}
+
+// cursorDescriptor is `cursor-agent --print --output-format stream-json`.
+func cursorDescriptor() registry.Definition {
+	return registry.Definition{
+		ID: string(CursorProviderID), Name: "Cursor Agent", Executable: "cursor-agent", Fallbacks: []string{"agent"},
+		Models: registry.Models{
+			Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseCursorModels},
+			Fallback: []string{"auto", "sonnet-4", "gpt-5"},
+			// `cursor-agent models` is the closed list of the account's models.
+		},
+		Args: registry.ArgSpec{
+			Base:  []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust"},
+			Model: "--model", Resume: "--resume",
+			Accept: []string{"--force"},
+		},
+		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectCursorAgent, Resume: registry.ResumeCLIFlag,
+		Skills: registry.SkillsInstructions,
+		Auth: registry.AuthCheck{
+			Env:   []string{"CURSOR_API_KEY"},
+			Files: []string{"~/.config/cursor/auth.json", "~/.cursor/cli-config.json"},
+		},
+		InstallHint: "curl https://cursor.com/install -fsS | bash",
+		Docs:        "https://cursor.com/docs/cli/reference/output-format",
+	}
+}
+
+// copilotDescriptor is `copilot --output-format json`.
+func copilotDescriptor() registry.Definition {
+	return registry.Definition{
+		ID: string(CopilotProviderID), Name: "GitHub Copilot CLI", Executable: "copilot",
+		// BYOK providers take their own model ids (COPILOT_MODEL).
+		Models: registry.Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}, FreeForm: true},
+		Args: registry.ArgSpec{
+			Base:  []string{"--output-format", "json"},
+			Model: "--model", Resume: "--resume",
+			Accept: []string{"--allow-all-tools"},
+		},
+		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectCopilot, Resume: registry.ResumeCLIFlag,
+		Skills: registry.SkillsInstructions,
+		Auth: registry.AuthCheck{
+			Env:   []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+			Files: []string{"~/.copilot/config.json"},
+			Note:  "the OAuth token may live in the system keyring",
+		},
+		InstallHint: "npm install -g @github/copilot",
+		Docs:        "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli",
+	}
+}
+
+// qoderDescriptor is `qodercli -p --output-format stream-json`.
+func qoderDescriptor() registry.Definition {
+	return registry.Definition{
+		ID: string(QoderProviderID), Name: "Qoder CLI", Executable: "qodercli",
+		// Qoder's model tiers: a closed list.
+		Models: registry.Models{Fallback: []string{"auto", "lite", "efficient", "performance", "ultimate"}},
+		Args: registry.ArgSpec{
+			Base:  []string{"-p", "--output-format", "stream-json"},
+			Model: "--model", Resume: "-r",
+			Accept: []string{"--yolo"},
+		},
+		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectQoder, Resume: registry.ResumeCLIFlag,
+		Skills: registry.SkillsInstructions,
+		Auth: registry.AuthCheck{
+			Env:   []string{"QODER_PERSONAL_ACCESS_TOKEN"},
+			Files: []string{"~/.qoder/.auth/user", "~/.qoder.json"},
+		},
+		InstallHint: "npm install -g @qoder-ai/qodercli, then qodercli login",
+		Docs:        "https://docs.qoder.com/cli",
+	}
+}

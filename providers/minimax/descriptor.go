@@ -1,0 +1,22 @@
+// Descriptor: MiniMax through the Codex App Server, as the registry detects
+// it and a run launches it.
+
+package minimax
+
+import (
+	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/codex"
+)
+
+// Descriptor describes MiniMax: the Codex CLI's descriptor (executable,
+// version probe, protocol) with MiniMax's models, key and install hint.
+func Descriptor() registry.Definition {
+	d := codex.Descriptor()
+	d.ID, d.Name = string(ProviderID), "MiniMax (Codex app-server)"
+	d.Executable = DefaultBin
+	d.Models = registry.Models{Fallback: append([]string(nil), DefaultModels...), FreeForm: true}
+	d.Auth = registry.AuthCheck{Env: []string{KeyEnv}}
+	d.InstallHint = installHint
+	d.Docs = "https://platform.minimax.io/docs"
+	return d
+}

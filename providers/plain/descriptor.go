@@ -1,0 +1,102 @@
+// Descriptors: the unstructured print-mode CLIs, as the registry detects
+// them and a run launches them (see Command for each command line).
+
+package plain
+
+import "github.com/threadline-bot/threadline/agentcore/registry"
+
+// Descriptor returns the descriptor of cli. Qwen has none here: the registry
+// runs Qwen Code over ACP. An unknown CLI (or Qwen) returns false.
+func Descriptor(cli CLI) (registry.Definition, bool) {
+	switch cli {
+	case Antigravity:
+		return antigravityDescriptor(), true
+	case Aider:
+		return aiderDescriptor(), true
+	case Grok:
+		return grokDescriptor(), true
+	case DeepSeek:
+		return deepseekDescriptor(), true
+	case AtomCode:
+		return atomcodeDescriptor(), true
+	}
+	return registry.Definition{}, false
+}
+
+// shape is the common shape of an unstructured print-mode adapter.
+func shape(cli CLI, name, exe string) registry.Definition {
+	return registry.Definition{
+		ID: string(cli), Name: name, Executable: exe,
+		Format: registry.FormatPlain, Resume: registry.ResumeNone, Skills: registry.SkillsInstructions,
+		Models: registry.Models{FreeForm: true},
+	}
+}
+
+// antigravityDescriptor is `agy --print ... PROMPT`; its session is found in
+// its session directory (registry.ResumeSnapshot) and continued with --resume.
+func antigravityDescriptor() registry.Definition {
+	d := shape(Antigravity, "Antigravity CLI", "agy")
+	d.Args = registry.ArgSpec{Base: []string{"--print"}, Model: "--model", Resume: DefaultResumeFlag}
+	d.Prompt = registry.DeliverArgv
+	d.Resume = registry.ResumeSnapshot
+	d.Models.Fallback = []string{"gemini-2.5-pro", "gemini-2.5-flash", "claude-sonnet-4"}
+	d.Auth.Note = "the login lives in the system keyring; not checked (a run reports sign-in failures)"
+	d.InstallHint = "see https://antigravity.google"
+	return d
+}
+
+// aiderDescriptor is `aider ... --message PROMPT` (or --message-file).
+func aiderDescriptor() registry.Definition {
+	d := shape(Aider, "Aider", "aider")
+	d.Args = registry.ArgSpec{
+		Base:  []string{"--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings"},
+		Model: "--model", Prompt: "--message", PromptFile: "--message-file",
+		Accept: []string{"--yes-always"},
+	}
+	d.Prompt, d.PromptFallback = registry.DeliverArgv, registry.DeliverFile
+	d.Models.Fallback = []string{"sonnet", "gpt-4o", "deepseek/deepseek-chat"}
+	d.Auth = registry.AuthCheck{Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"}, Files: []string{"~/.aider.conf.yml", "~/.env"}}
+	d.InstallHint = "python -m pip install aider-install && aider-install"
+	d.Docs = "https://aider.chat/docs/install.html"
+	return d
+}
+
+// grokDescriptor is `grok -p PROMPT`.
+func grokDescriptor() registry.Definition {
+	d := shape(Grok, "Grok Build", "grok")
+	d.Args = registry.ArgSpec{Prompt: "-p", Model: "--model", Effort: "--effort"}
+	d.Prompt = registry.DeliverArgv
+	d.Caps.Effort = true
+	d.Models = registry.Models{ // `grok models` is the closed list
+		Command:  &registry.ModelCommand{Args: []string{"models"}},
+		Fallback: []string{"grok-build", "grok-4.3", "grok-4.20-reasoning"},
+	}
+	d.Auth = registry.AuthCheck{Env: []string{"XAI_API_KEY"}, Files: []string{"~/.grok/auth.json"}}
+	d.InstallHint = "curl -fsSL https://x.ai/cli/install.sh | bash"
+	d.Docs = "https://x.ai/cli"
+	return d
+}
+
+// deepseekDescriptor is `deepseek exec PROMPT` (also shipped as codewhale).
+func deepseekDescriptor() registry.Definition {
+	d := shape(DeepSeek, "DeepSeek TUI", "deepseek")
+	d.Fallbacks = []string{"codewhale"}
+	d.Args = registry.ArgSpec{Base: []string{"exec"}, Model: "--model", Accept: []string{"--auto"}}
+	d.Prompt = registry.DeliverArgv
+	d.Models.Fallback = []string{"deepseek-v4-pro", "deepseek-flash"}
+	d.Auth = registry.AuthCheck{Env: []string{"DEEPSEEK_API_KEY"}, Files: []string{"~/.deepseek/config.toml"}}
+	d.InstallHint = "install DeepSeek TUI (the `deepseek` dispatcher, also shipped as `codewhale`)"
+	return d
+}
+
+// atomcodeDescriptor is `atomcode --prompt-file F`.
+func atomcodeDescriptor() registry.Definition {
+	d := shape(AtomCode, "AtomCode CLI", "atomcode")
+	d.Args = registry.ArgSpec{Model: "--model", PromptFile: "--prompt-file", Accept: []string{"-y"}}
+	d.Prompt = registry.DeliverFile
+	d.Models.Fallback = []string{"claude-sonnet-4-6", "gpt-5.2", "glm-5.2", "deepseek-v4"}
+	d.Auth = registry.AuthCheck{Files: []string{"~/.atomcode/config.toml"}}
+	d.InstallHint = "npm install -g @atomgit.com/atomcode"
+	d.Docs = "https://atomcode.atomgit.com/docs/en/headless-daemon.html"
+	return d
+}
