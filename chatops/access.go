@@ -202,11 +202,15 @@ func (p *Policy) Allowed(u User, pl Place, act Action) bool {
 }
 
 // ProjectAccess is who may bind chats to a project: chats of the listed
-// channels, by the listed users. An empty list does not restrict.
+// channels, by the listed users. It is closed by default: a project with no
+// Channels can be bound by admins only (projects made before access lists
+// existed, and those added without --channels, stay closed until an admin
+// names their channels). An empty Allow does not restrict the users of the
+// listed channels beyond the channel's own rules.
 type ProjectAccess struct {
 	Name string
 	// Channels are channel or room ids ("C0123ABC", "!room:example.org"),
-	// optionally platform-qualified ("slack:C0123ABC").
+	// optionally platform-qualified ("slack:C0123ABC"); "*" is every channel.
 	Channels []string
 	// Allow are user ids ("U0123ABC", "@alice:example.org"), optionally
 	// platform-qualified ("slack:U0123ABC").
@@ -224,13 +228,13 @@ type Projects interface {
 var ErrNoProject = errors.New("no such project")
 
 // MayBind reports whether u may bind a chat at pl to the project: admins
-// always; others when the channel is in the project's Channels and the user
-// in its Allow list (each when set).
+// always; others only when the channel is in the project's Channels (none
+// listed: nobody but admins) and the user in its Allow list when it is set.
 func (p *Policy) MayBind(u User, pl Place, pa ProjectAccess) bool {
 	if p.IsAdmin(u) {
 		return true
 	}
-	if len(pa.Channels) > 0 && !slices.Contains(pa.Channels, pl.Channel) && !slices.Contains(pa.Channels, pl.Platform+":"+pl.Channel) {
+	if !slices.Contains(pa.Channels, "*") && !slices.Contains(pa.Channels, pl.Channel) && !slices.Contains(pa.Channels, pl.Platform+":"+pl.Channel) {
 		return false
 	}
 	if len(pa.Allow) > 0 && (u.ID == "" || !slices.Contains(pa.Allow, u.ID) && !slices.Contains(pa.Allow, u.Qualified())) {

@@ -75,7 +75,7 @@ func (t *Threads) projectRefusal(ctx context.Context, p Place, u User, rules Rul
 		return "I could not read the project's access list; nothing was changed."
 	}
 	if !t.policy.MayBind(u, p, pa) {
-		return fmt.Sprintf("Project %s is not open to this channel or to you; an admin can add them with `threadline project add %s --channels ... --allow ...`. Nothing was changed.", name, name)
+		return fmt.Sprintf("Project %s is not open to this channel or to you; an admin can open it with `threadline project access %s --channels ... --allow ...`. Nothing was changed.", name, name)
 	}
 	return ""
 }

@@ -54,8 +54,12 @@ func TestPolicyChannelLists(t *testing.T) {
 		{u("U2"), c1, team, false},
 		{u("U1"), chatops.Place{Platform: "slack", Channel: "C2"}, team, false},
 		{u("UADMIN"), chatops.Place{Platform: "slack", Channel: "C2"}, team, true},
-		{u("U2"), c1, chatops.ProjectAccess{Name: "open"}, true},
+		// Closed by default: no channels list, nobody but admins.
+		{u("U2"), c1, chatops.ProjectAccess{Name: "closed"}, false},
+		{u("U2"), c1, chatops.ProjectAccess{Name: "closed", Allow: []string{"U2"}}, false},
+		{u("UADMIN"), c1, chatops.ProjectAccess{Name: "closed"}, true},
 		{u("U2"), c1, chatops.ProjectAccess{Channels: []string{"slack:C1"}}, true},
+		{u("U2"), chatops.Place{Platform: "matrix", Channel: "!r:m.org"}, chatops.ProjectAccess{Channels: []string{"*"}}, true},
 		{chatops.User{Platform: "matrix", ID: "U1"}, c1, chatops.ProjectAccess{Allow: []string{"slack:U1"}}, false},
 	} {
 		if got := p.MayBind(c.u, c.pl, c.pa); got != c.want {
@@ -86,7 +90,7 @@ func (p projectList) ProjectAccess(_ context.Context, name string) (chatops.Proj
 }
 
 var testProjects = projectList{
-	"proj":   {Name: "proj"},
+	"proj":   {Name: "proj", Channels: []string{"C1"}},
 	"web":    {Name: "web", Channels: []string{"C1"}, Allow: []string{"UAPPROVER"}},
 	"secret": {Name: "secret", Channels: []string{"C7"}, Allow: []string{"UOTHER"}},
 }

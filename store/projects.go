@@ -27,8 +27,10 @@ type Project struct {
 	// Status is the container status the preparer last recorded.
 	Status string
 	// Channels are the channels (or Matrix rooms) whose chats may use the
-	// project, Allow the users who may bind a chat to it; empty means
-	// unrestricted (see chatops.Policy.MayBind). Both come back sorted.
+	// project ("*": every channel), Allow the users who may bind a chat to it
+	// (empty: anyone the channel lets). No Channels (no rows, as for every
+	// project made before access lists) means admins only (chatops.MayBind).
+	// Both come back sorted.
 	Channels  []string
 	Allow     []string
 	CreatedAt time.Time

@@ -29,6 +29,7 @@ import (
 const projectUsage = `Usage:
   threadline project add NAME --container C [--image I] [--workspace HOST_DIR]
                          [--channels C1,C2] [--allow U1,U2] [--config F]
+  threadline project access NAME [--channels C1,C2] [--allow U1,U2] [--config F]
   threadline project list [--config F]
   threadline project remove NAME [--delete-container] [--config F]
   threadline project secret set PROJECT KEY [--config F]    (the value is read from stdin)
@@ -40,8 +41,11 @@ The container is created from the image (else lxd.image) on the first run when
 it does not exist; --workspace mounts a directory of the LXD host at /workspace.
 Secrets reach only that container's agent runs, as environment variables.
 --channels and --allow say which channels (or Matrix rooms) may bind a chat to
-the project and who may (user ids, e.g. U0123ABC or @alice:example.org);
-unset means any; admins always may.
+the project ('*' for every channel) and who may (user ids, e.g. U0123ABC or
+@alice:example.org; unset: anyone the channel lets). A project without
+--channels is closed: only admins may bind chats to it until 'project access'
+names its channels. 'project access' replaces both lists (an omitted flag
+empties its list); admins always may.
 `
 
 var (
@@ -66,6 +70,8 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return projectAdd(ctx, args[1:], stdout, stderr)
 	case "list", "ls":
 		return projectList(ctx, args[1:], stdout, stderr)
+	case "access":
+		return projectAccess(ctx, args[1:], stdout, stderr)
 	case "remove", "rm":
 		return projectRemove(ctx, args[1:], stdout, stderr)
 	case "secret", "secrets":
@@ -118,7 +124,7 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	container := fs.String("container", "", "LXD instance name of the project's container (required)")
 	image := fs.String("image", "", "image the container is created from when missing (default: lxd.image)")
 	workspace := fs.String("workspace", "", "directory of the LXD host mounted at /workspace")
-	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project (default: any)")
+	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project, '*' for every channel (default: none, admins only)")
 	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (default: anyone allowed in the channel)")
 	pos, err := parseArgs(fs, args, "NAME")
 	if err != nil {
@@ -179,9 +185,51 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if img == "" {
 		fmt.Fprintf(stderr, "note: neither --image nor lxd.image is set; the container %s must exist before the first run\n", p.Container)
 	}
-	if len(channels) > 0 || len(allow) > 0 {
-		fmt.Fprintf(stdout, "chats may use it in: %s; bound by: %s (and admins)\n", orAny(channels), orAny(allow))
+	printAccess(stdout, name, channels, allow)
+	return nil
+}
+
+// printAccess says who may bind chats to the project.
+func printAccess(w io.Writer, name string, channels, allow []string) {
+	if len(channels) == 0 {
+		fmt.Fprintf(w, "project %s is admin-only: no channel may bind a chat to it until you name channels with: threadline project access %s --channels C1,C2 [--allow U1,U2]\n", name, name)
+		return
 	}
+	fmt.Fprintf(w, "chats may use it in: %s; bound by: %s (and admins)\n", strings.Join(channels, ", "), orAny(allow))
+}
+
+// projectAccess replaces a project's channels and users lists.
+func projectAccess(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("project access", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	config := fs.String("config", "", "config file")
+	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project, '*' for every channel (omitted: none, admins only)")
+	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (omitted: anyone the channel lets)")
+	pos, err := parseArgs(fs, args, "NAME")
+	if err != nil {
+		return err
+	}
+	name := pos[0]
+	channels, err := accessList("channels", *channelsFlag)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	allow, err := accessList("allow", *allowFlag)
+	if err != nil {
+		return &exitError{2, err}
+	}
+	_, st, err := openProjectStore(ctx, *config, stderr)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.SetProjectAccess(ctx, name, channels, allow); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("project access: no project %s", name)
+		}
+		return err
+	}
+	printAccess(stdout, name, channels, allow)
 	return nil
 }
 
@@ -195,7 +243,7 @@ func accessList(flagName, v string) ([]string, error) {
 	for _, id := range strings.Split(v, ",") {
 		id = strings.TrimSpace(id)
 		if id == "" || len(id) > 255 || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
-			return nil, fmt.Errorf("project add: --%s: invalid id %q (comma-separated ids without spaces)", flagName, id)
+			return nil, fmt.Errorf("project: --%s: invalid id %q (comma-separated ids without spaces)", flagName, id)
 		}
 		out = append(out, id)
 	}
@@ -242,7 +290,7 @@ func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	live, lerr := (&execution.LXC{}).List(lctx, cfg.LXD.Remote)
 	cancel()
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tCONTAINER\tIMAGE\tWORKSPACE\tSTATUS\tSECRETS")
+	fmt.Fprintln(tw, "NAME\tCONTAINER\tIMAGE\tWORKSPACE\tSTATUS\tSECRETS\tCHANNELS\tALLOW")
 	for _, p := range projects {
 		status := p.Status
 		switch {
@@ -260,7 +308,11 @@ func projectList(ctx context.Context, args []string, stdout, stderr io.Writer) e
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", p.Name, lxcRef(cfg, p.Container), orDash(p.Image), orDash(p.Workspace), status, len(names))
+		channels := "(admins only)"
+		if len(p.Channels) > 0 {
+			channels = strings.Join(p.Channels, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, lxcRef(cfg, p.Container), orDash(p.Image), orDash(p.Workspace), status, len(names), channels, orAny(p.Allow))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
