@@ -88,6 +88,7 @@ type call struct {
 	chatID string
 	// Set in threads.
 	t     *Threads
+	th    *thread
 	m     Message
 	b     Binding
 	fresh bool // the binding was made for this message
@@ -231,7 +232,7 @@ func (e told) Unwrap() error { return e.error }
 // threadCommand runs a command typed in a bound thread: who may run it, the
 // channel's rules for its value, then its handler; the result is posted in
 // the thread.
-func (t *Threads) threadCommand(ctx context.Context, m Message, b Binding, fresh bool, cmd Command) error {
+func (t *Threads) threadCommand(ctx context.Context, th *thread, m Message, b Binding, fresh bool, cmd Command) error {
 	s, ok := lookupCommand(cmd.Name)
 	if !ok {
 		return fmt.Errorf("chatops: unknown command %q", cmd.Name)
@@ -247,7 +248,7 @@ func (t *Threads) threadCommand(ctx context.Context, m Message, b Binding, fresh
 			return t.refuse(ctx, m.Place, m.User, fmt.Sprintf("Only an admin may use %s.", s.Name))
 		}
 	}
-	res, err := t.bot.dispatch(ctx, &call{cmd: cmd, bot: t.bot, where: inThread, chatID: b.ChatID, t: t, m: m, b: b, fresh: fresh})
+	res, err := t.bot.dispatch(ctx, &call{cmd: cmd, bot: t.bot, where: inThread, chatID: b.ChatID, t: t, th: th, m: m, b: b, fresh: fresh})
 	var already told
 	switch {
 	case errors.As(err, &already):
@@ -277,6 +278,7 @@ func (t *Threads) unboundReply(ctx context.Context, cmd Command) (string, bool) 
 		return res.Text, true
 	case chatExisting:
 		return "There is no chat in this thread yet.", true
+	case chatBind:
 	}
 	return "", false
 }
@@ -344,7 +346,7 @@ func runStatus(ctx context.Context, c *call) (Result, error) {
 func runStop(_ context.Context, c *call) (Result, error) {
 	dropped := 0
 	if c.where == inThread {
-		dropped = c.t.dropQueue(c.b)
+		dropped = c.t.dropQueue(c.th)
 	}
 	msg := "Nothing is running."
 	if c.bot.Stop(c.chatID) {

@@ -1,6 +1,7 @@
-// follow.go: the renderer of a thread. One goroutine per chat follows the
-// chat's events (replaying from the last rendered seq), folds each run into a
-// runState and hands the resulting views to the workspace's outbox.
+// follow.go: the renderer of a thread. The thread's actor starts it when it
+// sends a prompt; a goroutine then follows the chat's events (replaying from
+// the last rendered seq), folds each run into a runState, keeps the thread's
+// pending cards and hands the resulting views to the workspace's outbox.
 
 package chatops
 
@@ -13,7 +14,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// follower is the rendering state of one chat, guarded by Threads.mu.
+// follower is the rendering state of one thread's chat, guarded by thread.mu.
 type follower struct {
 	chatID  string
 	place   Place
@@ -27,15 +28,15 @@ type follower struct {
 
 // ensureFollower makes sure a goroutine renders the chat into the place.
 // Called before a prompt is sent, it starts after the chat's current last seq.
-func (t *Threads) ensureFollower(ctx context.Context, chatID string, place Place) error {
-	t.mu.Lock()
-	f := t.followers[chatID]
-	if f != nil && f.running {
+func (t *Threads) ensureFollower(ctx context.Context, th *thread, chatID string) error {
+	th.mu.Lock()
+	f := th.follower
+	if f != nil && f.running && f.chatID == chatID {
 		f.kick = true
-		t.mu.Unlock()
+		th.mu.Unlock()
 		return nil
 	}
-	t.mu.Unlock()
+	th.mu.Unlock()
 	var from int64
 	if f == nil {
 		seq, err := t.bot.LastSeq(ctx, chatID)
@@ -44,30 +45,30 @@ func (t *Threads) ensureFollower(ctx context.Context, chatID string, place Place
 		}
 		from = seq
 	}
-	t.start(chatID, place, from, f == nil, false)
+	t.start(th, chatID, from, f == nil, false)
 	return nil
 }
 
 // start runs the chat's follower from seq from (or from where the last one
 // stopped when fresh is false) unless one runs. resumed marks a follower
 // started after a restart, which ends runs the event log never ended.
-func (t *Threads) start(chatID string, place Place, from int64, fresh, resumed bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	f := t.followers[chatID]
+func (t *Threads) start(th *thread, chatID string, from int64, fresh, resumed bool) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	f := th.follower
 	if f != nil && f.running {
 		f.kick = true
 		return
 	}
-	if f == nil {
+	if f == nil || f.chatID != chatID {
 		f = &follower{chatID: chatID, next: from}
-		t.followers[chatID] = f
+		th.follower = f
 	} else if fresh && from < f.next {
 		f.next = from
 	}
-	f.place, f.running, f.kick = place, true, false
+	f.place, f.running, f.kick = th.place, true, false
 	start := f.next
-	t.wg.Go(func() { t.follow(f, start, resumed) })
+	t.wg.Go(func() { t.follow(th, f, start, resumed) })
 }
 
 // Resume restarts the rendering of the platform's runs whose messages do not
@@ -89,7 +90,7 @@ func (t *Threads) Resume(ctx context.Context, platform string) error {
 	}
 	for chatID, seq := range from {
 		t.log.InfoContext(ctx, "resuming the rendering of a chat", "chat", chatID, "after_seq", seq)
-		t.start(chatID, place[chatID], seq, true, true)
+		t.start(t.lookThread(place[chatID]), chatID, seq, true, true)
 	}
 	return nil
 }
@@ -99,15 +100,16 @@ func renderTick(b Budget) time.Duration {
 }
 
 // follow renders the chat until it has been idle for IdleFollow.
-func (t *Threads) follow(f *follower, from int64, resumed bool) {
+func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
 	ctx, cancel := context.WithCancel(t.base)
 	defer cancel()
+	defer t.forget(th)
 	log := t.log.With("chat", f.chatID)
 	last := from
 	stop := func() {
-		t.mu.Lock()
+		th.mu.Lock()
 		f.running, f.next = false, last
-		t.mu.Unlock()
+		th.mu.Unlock()
 	}
 	ob, err := t.outbox(f.place)
 	if err != nil {
@@ -151,9 +153,9 @@ func (t *Threads) follow(f *follower, from int64, resumed bool) {
 		}
 		ob.forget(cur.runID)
 		cur = nil
-		t.mu.Lock()
+		th.mu.Lock()
 		f.next = last
-		t.mu.Unlock()
+		th.mu.Unlock()
 	}
 	// orphan ends a run the event log never ended (the process that ran it
 	// died, or its events could not be stored): its messages say so.
@@ -188,7 +190,7 @@ func (t *Threads) follow(f *follower, from int64, resumed bool) {
 					cur = newRunState(ropts, f.chatID, ev.RunID, project)
 				}
 				cur.apply(ev)
-				t.noteInteraction(cur, ev.Type)
+				th.noteInteraction(cur, ev.Type)
 				switch {
 				case cur.done():
 					finish()
@@ -220,15 +222,15 @@ func (t *Threads) follow(f *follower, from int64, resumed bool) {
 				idle.Reset(t.opts.IdleFollow)
 				continue
 			}
-			t.mu.Lock()
+			th.mu.Lock()
 			if f.kick {
 				f.kick = false
-				t.mu.Unlock()
+				th.mu.Unlock()
 				idle.Reset(t.opts.IdleFollow)
 				continue
 			}
 			f.running, f.next = false, last
-			t.mu.Unlock()
+			th.mu.Unlock()
 			return
 		case <-ctx.Done():
 			stop()
@@ -249,7 +251,7 @@ func urgent(typ string) bool {
 
 // noteInteraction keeps the pending interactions of live runs, for the
 // front-ends' answer forms.
-func (t *Threads) noteInteraction(r *runState, typ string) {
+func (th *thread) noteInteraction(r *runState, typ string) {
 	switch agent.EventType(typ) {
 	case agent.EventInteractionRequested, agent.EventInteractionResolved:
 	default:
@@ -257,15 +259,20 @@ func (t *Threads) noteInteraction(r *runState, typ string) {
 			return
 		}
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	th.mu.Lock()
+	defer th.mu.Unlock()
 	for id, c := range r.cards {
 		k := r.runID + "|" + id
 		if c.res == nil && !r.done() {
 			in := c.in
-			t.pending[k] = &in
+			th.pending[k] = &in
+			if th.cardAt == nil {
+				th.cardAt = map[string]time.Time{}
+			}
+			th.cardAt[k] = c.at
 		} else {
-			delete(t.pending, k)
+			delete(th.pending, k)
+			delete(th.cardAt, k)
 		}
 	}
 }
@@ -274,13 +281,21 @@ func (t *Threads) noteInteraction(r *runState, typ string) {
 // pending.
 var ErrNoInteraction = errors.New("chatops: no such pending interaction")
 
-// Questions returns the questions of the pending interaction a button names.
+// Questions returns the questions of the pending interaction a button names
+// (read from the thread's cards without waiting for its actor: a modal must
+// open within seconds of the click).
 func (t *Threads) Questions(_ context.Context, ref Ref) ([]agent.Question, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	in, ok := t.pending[ref.RunID+"|"+ref.InteractionID]
-	if !ok {
+	var (
+		qs    []agent.Question
+		found bool
+	)
+	t.eachThread(func(th *thread) {
+		if in, ok := th.pendingInteraction(ref); ok && !found {
+			qs, found = in.Questions, true
+		}
+	})
+	if !found {
 		return nil, fmt.Errorf("%w: %s", ErrNoInteraction, ref.InteractionID)
 	}
-	return in.Questions, nil
+	return qs, nil
 }

@@ -86,6 +86,7 @@ type step struct {
 type card struct {
 	in  agent.Interaction
 	res *agent.Resolution
+	at  time.Time // when the request was made (its event's time)
 }
 
 // runState accumulates one run's events. It is owned by one goroutine.
@@ -169,7 +170,7 @@ func (r *runState) apply(ev Event) {
 			if _, ok := r.cards[e.Interaction.ID]; !ok {
 				r.cardOrder = append(r.cardOrder, e.Interaction.ID)
 			}
-			r.cards[e.Interaction.ID] = &card{in: *e.Interaction}
+			r.cards[e.Interaction.ID] = &card{in: *e.Interaction, at: ev.At}
 		}
 	case agent.EventInteractionResolved:
 		if e.Resolution != nil {
@@ -415,6 +416,8 @@ func (r *runState) cardView(c *card) View {
 			Button{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
 		)
 	} else {
+		code := CardCode(r.runID, in.ID)
+		fmt.Fprintf(&b, "\n_Card `%s`: press a button, or reply `approve %s`, `approve for session %s` or `deny %s`._", code, code, code, code)
 		v.Buttons = []Button{
 			{ID: ButtonApprove, Label: "Approve", Value: with(agent.DecisionApprove), Style: StylePrimary},
 			{ID: ButtonApproveSession, Label: "Approve for session", Value: with(agent.DecisionApproveSession)},

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -65,19 +66,12 @@ type Threads struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu        sync.Mutex
-	surfaces  map[string]Surface
-	outboxes  map[string]*outbox
-	followers map[string]*follower
-	queues    map[string][]queued
-	watching  map[string]bool
-	binding   map[Place]*sync.Mutex
-	pending   map[string]*agent.Interaction // by run id + "|" + interaction id
-}
+	panics atomic.Int64
 
-type queued struct {
-	msg  Message
-	text string
+	mu       sync.Mutex
+	surfaces map[string]Surface
+	outboxes map[string]*outbox
+	threads  map[Place]*thread
 }
 
 // NewThreads returns Threads over the bot. Call Close to stop its goroutines.
@@ -99,9 +93,7 @@ func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger 
 	return &Threads{
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
-		surfaces: map[string]Surface{}, outboxes: map[string]*outbox{}, followers: map[string]*follower{},
-		queues: map[string][]queued{}, watching: map[string]bool{}, binding: map[Place]*sync.Mutex{},
-		pending: map[string]*agent.Interaction{},
+		surfaces: map[string]Surface{}, outboxes: map[string]*outbox{}, threads: map[Place]*thread{},
 	}
 }
 
@@ -188,7 +180,11 @@ type Message struct {
 	// Place is the thread; for a top-level message, Thread is its own id.
 	Place Place
 	// ID is the message's own id.
-	ID   string
+	ID string
+	// Sent is when the platform received the message (Slack ts, Matrix
+	// origin_server_ts); zero when unknown. A typed "approve" applies only to
+	// a card requested before it.
+	Sent time.Time
 	User User
 	// Text is the message without the bot's mention.
 	Text string
@@ -196,14 +192,36 @@ type Message struct {
 	// direct message.
 	Mentioned, Direct bool
 	Files             []File
+	// Fetch, when set, fetches the message's files; the desk calls it in the
+	// thread's actor, only for a message it acts on from a user allowed
+	// there, and adds what it returns to Files.
+	Fetch func(ctx context.Context) []File
 }
 
-// HandleMessage acts on a message: a command, a prompt (run now or queued), or
-// nothing when the bot was not addressed. Problems are told in the thread in
-// plain words; the error is for logging.
+// HandleMessage hands the message to its thread's actor and waits for it to
+// be handled (front-ends Put and forget): a command, a prompt (run now or
+// queued), or nothing when the bot was not addressed. Problems are told in
+// the thread in plain words; the error is for logging.
 func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
+	return t.call(ctx, m.Place, m.User, "message", func(ctx context.Context, th *thread) error { return t.handleMessage(ctx, th, m) })
+}
+
+// binding returns the thread's binding, from the actor's memory once known.
+func (t *Threads) binding(ctx context.Context, th *thread) (Binding, bool, error) {
+	if th.binding != nil {
+		return *th.binding, true, nil
+	}
+	b, ok, err := t.store.Binding(ctx, th.place)
+	if ok && err == nil {
+		th.binding = &b
+	}
+	return b, ok, err
+}
+
+// handleMessage is HandleMessage in the thread's actor.
+func (t *Threads) handleMessage(ctx context.Context, th *thread, m Message) error {
 	addressed := m.Mentioned || m.Direct
-	b, bound, err := t.store.Binding(ctx, m.Place)
+	b, bound, err := t.binding(ctx, th)
 	if err != nil {
 		return t.fail(ctx, m.Place, "I could not read this thread's chat", err)
 	}
@@ -217,6 +235,9 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 		}
 		return t.refuse(ctx, m.Place, m.User, "You are not allowed to use the bot in this channel; an admin can add you to its allow list.")
 	}
+	if m.Fetch != nil {
+		m.Files = append(m.Files, m.Fetch(ctx)...)
+	}
 	text := strings.TrimSpace(m.Text)
 	cmd, isCmd := ParseThreadCommand(text)
 	if !bound {
@@ -225,15 +246,15 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 				return t.notice(ctx, m.Place, res)
 			}
 		}
-		if b, err = t.bind(ctx, m.Place, m.User, rules); err != nil {
+		if b, err = t.bind(ctx, th, m.User, rules); err != nil {
 			return t.fail(ctx, m.Place, "I could not start a chat for this thread", err)
 		}
 	}
 	if isCmd {
-		return t.threadCommand(ctx, m, b, !bound, cmd)
+		return t.threadCommand(ctx, th, m, b, !bound, cmd)
 	}
 	if d, ok := typedDecision(text); ok && len(m.Files) == 0 {
-		if handled, err := t.handleTypedDecision(ctx, m, b, d); handled {
+		if handled, err := t.handleTypedDecision(ctx, th, m, b, d); handled {
 			return err
 		}
 	}
@@ -252,26 +273,15 @@ func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
 	if prompt == "" && len(images) == 0 {
 		return nil
 	}
-	return t.send(ctx, b, m, prompt, images)
+	return t.send(ctx, th, b, m, prompt, images)
 }
 
 // bind returns the thread's chat, creating it with the channel's defaults.
-func (t *Threads) bind(ctx context.Context, p Place, u User, rules Rules) (Binding, error) {
-	t.mu.Lock()
-	l := t.binding[p]
-	if l == nil {
-		l = &sync.Mutex{}
-		t.binding[p] = l
-	}
-	t.mu.Unlock()
-	l.Lock()
-	defer func() {
-		l.Unlock()
-		t.mu.Lock()
-		delete(t.binding, p)
-		t.mu.Unlock()
-	}()
-	if b, ok, err := t.store.Binding(ctx, p); err != nil || ok {
+// It runs in the thread's actor, so one thread never gets two chats; the
+// store's Bind keeps the first binding where processes race.
+func (t *Threads) bind(ctx context.Context, th *thread, u User, rules Rules) (Binding, error) {
+	p := th.place
+	if b, ok, err := t.binding(ctx, th); err != nil || ok {
 		return b, err
 	}
 	if rules.Project != "" {
@@ -287,6 +297,7 @@ func (t *Threads) bind(ctx context.Context, p Place, u User, rules Rules) (Bindi
 	if err != nil {
 		return Binding{}, err
 	}
+	th.binding = &b
 	t.log.InfoContext(ctx, "thread bound", "place", p.String(), "chat", b.ChatID, "by", u.Qualified())
 	return b, nil
 }
@@ -420,14 +431,15 @@ func saveFile(dir string, f File) (string, error) {
 	}
 }
 
-// send starts the prompt, or queues it behind the running turn.
-func (t *Threads) send(ctx context.Context, b Binding, m Message, text string, images []agent.Image) error {
-	if err := t.ensureFollower(ctx, b.ChatID, b.Place); err != nil {
+// send starts the prompt, or queues it behind the running turn (in the
+// thread's actor).
+func (t *Threads) send(ctx context.Context, th *thread, b Binding, m Message, text string, images []agent.Image) error {
+	if err := t.ensureFollower(ctx, th, b.ChatID); err != nil {
 		return t.fail(ctx, b.Place, "I could not follow this chat", err)
 	}
-	t.mu.Lock()
-	busy := len(t.queues[b.ChatID]) > 0
-	t.mu.Unlock()
+	th.mu.Lock()
+	busy := len(th.queue) > 0
+	th.mu.Unlock()
 	var (
 		run *prompt.Run
 		err error
@@ -438,11 +450,11 @@ func (t *Threads) send(ctx context.Context, b Binding, m Message, text string, i
 			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
 	}
 	if busy || errors.Is(err, ErrBusy) {
-		t.mu.Lock()
-		t.queues[b.ChatID] = append(t.queues[b.ChatID], queued{msg: m, text: text})
-		n := len(t.queues[b.ChatID])
-		t.mu.Unlock()
-		t.watchActive(b.ChatID)
+		th.mu.Lock()
+		th.queue = append(th.queue, queued{msg: m, text: text, chatID: b.ChatID})
+		n := len(th.queue)
+		th.mu.Unlock()
+		t.watchActive(th, b.ChatID)
 		if s, serr := t.surface(b.Platform); serr == nil && m.ID != "" {
 			if rerr := s.React(ctx, b.Place, m.ID, "hourglass_flowing_sand"); rerr != nil {
 				t.log.WarnContext(ctx, "react to a queued message", "err", rerr)
@@ -453,100 +465,129 @@ func (t *Threads) send(ctx context.Context, b Binding, m Message, text string, i
 	if err != nil {
 		return t.fail(ctx, b.Place, "I could not start the agent", err)
 	}
-	t.watch(b.ChatID, run)
+	t.watch(th, b.ChatID, run)
 	return nil
 }
 
-// watchActive watches the chat's active run so the queue drains after it.
-func (t *Threads) watchActive(chatID string) {
+// watchActive watches the chat's active run so the queue drains after it;
+// when it has ended already, the drain is queued at once.
+func (t *Threads) watchActive(th *thread, chatID string) {
 	if r, ok := t.bot.Active(chatID); ok {
-		t.watch(chatID, r)
+		t.watch(th, chatID, r)
 		return
 	}
-	// The run ended between the refusal and now: drain at once.
-	t.wg.Go(func() { t.drain(chatID) })
+	t.wg.Go(func() { t.queueDrain(th, chatID) })
 }
 
-func (t *Threads) watch(chatID string, run *prompt.Run) {
-	t.mu.Lock()
-	if t.watching[run.ID] {
-		t.mu.Unlock()
+// watch queues the drain of the thread's prompts when run ends.
+func (t *Threads) watch(th *thread, chatID string, run *prompt.Run) {
+	th.mu.Lock()
+	if th.watching[run.ID] {
+		th.mu.Unlock()
 		return
 	}
-	t.watching[run.ID] = true
-	t.mu.Unlock()
+	th.watching[run.ID] = true
+	th.mu.Unlock()
 	t.wg.Go(func() {
 		select {
 		case <-run.Done():
 		case <-t.base.Done():
-			return
 		}
-		t.mu.Lock()
-		delete(t.watching, run.ID)
-		t.mu.Unlock()
-		t.drain(chatID)
+		th.mu.Lock()
+		delete(th.watching, run.ID)
+		th.mu.Unlock()
+		t.queueDrain(th, chatID)
 	})
 }
 
-// drain starts the chat's next queued prompt.
-func (t *Threads) drain(chatID string) {
-	ctx := t.base
+// queueDrain puts the drain of the thread's prompts on its queue (behind
+// what people did meanwhile, e.g. a stop).
+func (t *Threads) queueDrain(th *thread, chatID string) {
+	err := t.enqueue(t.base, th.place, item{what: "queued prompt", run: func(ctx context.Context, th *thread) error {
+		t.drain(ctx, th, chatID)
+		return nil
+	}}, true)
+	if err != nil && !errors.Is(err, ErrClosed) {
+		t.log.WarnContext(t.base, "queue the drain of a thread", "place", th.place.String(), "err", err)
+	}
+}
+
+// drain starts the thread's next queued prompt (in the thread's actor).
+func (t *Threads) drain(ctx context.Context, th *thread, chatID string) {
 	for {
-		t.mu.Lock()
-		q := t.queues[chatID]
-		if len(q) == 0 {
-			t.mu.Unlock()
+		th.mu.Lock()
+		if len(th.queue) == 0 {
+			th.mu.Unlock()
 			return
 		}
-		next := q[0]
-		t.mu.Unlock()
+		next := th.queue[0]
+		th.mu.Unlock()
 		rules := t.policy.Channel(next.msg.Place)
 		run, err := t.bot.Send(ctx, Prompt{ChatID: chatID, Text: next.text, By: next.msg.User.Qualified(), Interactive: true,
 			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
 		if errors.Is(err, ErrBusy) {
-			t.watchActive(chatID) // someone else started a run: wait for it
+			t.watchActive(th, chatID) // someone else started a run: wait for it
 			return
 		}
-		t.mu.Lock()
-		t.queues[chatID] = t.queues[chatID][1:]
-		if len(t.queues[chatID]) == 0 {
-			delete(t.queues, chatID)
-		}
-		t.mu.Unlock()
+		th.mu.Lock()
+		th.queue[0] = queued{}
+		th.queue = th.queue[1:]
+		th.mu.Unlock()
 		if err != nil {
 			_ = t.fail(ctx, next.msg.Place, "I could not start the queued message", err)
 			continue
 		}
-		t.watch(chatID, run)
+		t.watch(th, chatID, run)
 		return
 	}
 }
 
-// dropQueue forgets the prompts queued in the thread's chat and returns
-// how many there were.
-func (t *Threads) dropQueue(b Binding) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	n := len(t.queues[b.ChatID])
-	delete(t.queues, b.ChatID)
+// dropQueue forgets the thread's queued prompts and returns how many there
+// were.
+func (t *Threads) dropQueue(th *thread) int {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	n := len(th.queue)
+	th.queue = nil
 	return n
+}
+
+// eachThread calls f for every thread the desk holds.
+func (t *Threads) eachThread(f func(th *thread)) {
+	t.mu.Lock()
+	ths := make([]*thread, 0, len(t.threads))
+	for _, th := range t.threads {
+		ths = append(ths, th)
+	}
+	t.mu.Unlock()
+	for _, th := range ths {
+		f(th)
+	}
 }
 
 // Queued returns how many prompts wait in the chat's queue.
 func (t *Threads) Queued(chatID string) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.queues[chatID])
+	n := 0
+	t.eachThread(func(th *thread) {
+		th.mu.Lock()
+		defer th.mu.Unlock()
+		for _, q := range th.queue {
+			if q.chatID == chatID {
+				n++
+			}
+		}
+	})
+	return n
 }
 
 // QueueDepth is the number of messages waiting for busy chats, of every platform.
 func (t *Threads) QueueDepth() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	n := 0
-	for _, q := range t.queues {
-		n += len(q)
-	}
+	t.eachThread(func(th *thread) {
+		th.mu.Lock()
+		n += len(th.queue)
+		th.mu.Unlock()
+	})
 	return n
 }
 
@@ -615,10 +656,16 @@ type Answer struct {
 	Answers map[string]string
 }
 
-// HandleClick acts on a button press. A user who may not do it gets an
-// ephemeral refusal and the error wraps ErrForbidden.
+// HandleClick hands a button press to its thread's actor and waits for it
+// to be handled. A user who may not do it gets an ephemeral refusal and the
+// error wraps ErrForbidden.
 func (t *Threads) HandleClick(ctx context.Context, c Click) error {
-	if err := t.checkRef(ctx, c.Place, c.Ref); err != nil {
+	return t.call(ctx, c.Place, c.User, "click", func(ctx context.Context, th *thread) error { return t.handleClick(ctx, th, c) })
+}
+
+// handleClick is HandleClick in the thread's actor.
+func (t *Threads) handleClick(ctx context.Context, th *thread, c Click) error {
+	if err := t.checkRef(ctx, th, c.Ref); err != nil {
 		return err
 	}
 	if c.Button == ButtonStop {
@@ -644,18 +691,24 @@ func (t *Threads) HandleClick(ctx context.Context, c Click) error {
 // front-end asks before opening a modal).
 func (t *Threads) MayAnswer(u User, p Place) bool { return t.policy.Allowed(u, p, ActApprove) }
 
-// HandleAnswer routes a question's free-text answers. Free text answers
-// questions only: for an approval it is refused (the user is told to decide
-// with a button or approve / deny), here when the request is known and by the
-// prompt service (prompt.ErrAnswerKind) in any case.
+// HandleAnswer hands a question's free-text answers to the thread's actor
+// and waits for them to be routed. Free text answers questions only: for an
+// approval it is refused (the user is told to decide with a button or
+// approve / deny), here when the request is known and by the prompt service
+// (prompt.ErrAnswerKind) in any case.
 func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
-	if err := t.checkRef(ctx, a.Place, a.Ref); err != nil {
+	return t.call(ctx, a.Place, a.User, "answer", func(ctx context.Context, th *thread) error { return t.handleAnswer(ctx, th, a) })
+}
+
+// handleAnswer is HandleAnswer in the thread's actor.
+func (t *Threads) handleAnswer(ctx context.Context, th *thread, a Answer) error {
+	if err := t.checkRef(ctx, th, a.Ref); err != nil {
 		return err
 	}
 	if ok, why := t.mayAnswerRun(ctx, a.User, a.Place, a.Ref.RunID); !ok {
 		return t.refuse(ctx, a.Place, a.User, why)
 	}
-	if in, known := t.pendingInteraction(a.Ref); known && !in.Accepts(agent.DecisionAnswer) {
+	if in, known := th.pendingInteraction(a.Ref); known && !in.Accepts(agent.DecisionAnswer) {
 		_ = t.ephemeral(ctx, a.Place, a.User, needsDecision)
 		return fmt.Errorf("chatops: answer %s: %w: free text for a %s request", a.Ref.InteractionID, prompt.ErrAnswerKind, in.Kind)
 	}
@@ -688,11 +741,11 @@ func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp ag
 }
 
 // pendingInteraction returns the pending interaction a ref names, when this
-// process follows its run.
-func (t *Threads) pendingInteraction(ref Ref) (agent.Interaction, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	in, ok := t.pending[ref.RunID+"|"+ref.InteractionID]
+// process follows its run in the thread.
+func (th *thread) pendingInteraction(ref Ref) (agent.Interaction, bool) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	in, ok := th.pending[ref.RunID+"|"+ref.InteractionID]
 	if !ok {
 		return agent.Interaction{}, false
 	}
@@ -700,8 +753,9 @@ func (t *Threads) pendingInteraction(ref Ref) (agent.Interaction, bool) {
 }
 
 // checkRef makes sure the button belongs to the thread it was pressed in.
-func (t *Threads) checkRef(ctx context.Context, p Place, ref Ref) error {
-	b, ok, err := t.store.Binding(ctx, p)
+func (t *Threads) checkRef(ctx context.Context, th *thread, ref Ref) error {
+	p := th.place
+	b, ok, err := t.binding(ctx, th)
 	if err != nil {
 		return err
 	}
@@ -718,9 +772,22 @@ type SlashCommand struct {
 	Text  string
 }
 
-// HandleSlash runs a slash command and returns the (ephemeral) reply. Plain
-// text, or "new <text>", starts a new thread with that prompt.
+// HandleSlash hands a slash command to its channel's actor, waits for it and
+// returns the (ephemeral) reply. Plain text, or "new <text>", starts a new
+// thread with that prompt.
 func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, error) {
+	var reply string
+	err := t.call(ctx, sc.Place, sc.User, "slash command", func(ctx context.Context, _ *thread) error {
+		var err error
+		reply, err = t.handleSlash(ctx, sc)
+		return err
+	})
+	return reply, err
+}
+
+// handleSlash is HandleSlash in the channel's actor. The new thread is bound
+// and its prompt sent by that thread's own actor.
+func (t *Threads) handleSlash(ctx context.Context, sc SlashCommand) (string, error) {
 	if !t.policy.Allowed(sc.User, sc.Place, ActRun) {
 		return "You are not allowed to use the bot in this channel; an admin can add you to its allow list.", fmt.Errorf("%w: %s in %s", ErrForbidden, sc.User.Qualified(), sc.Place)
 	}
@@ -748,14 +815,22 @@ func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, err
 	}
 	p := sc.Place
 	p.Thread = id
-	b, err := t.bind(ctx, p, sc.User, t.policy.Channel(p))
-	if err != nil {
+	bound := false
+	err = t.call(ctx, p, sc.User, "slash prompt", func(ctx context.Context, th *thread) error {
+		b, err := t.bind(ctx, th, sc.User, t.policy.Channel(p))
+		if err != nil {
+			return err
+		}
+		bound = true
+		if text == "" {
+			return nil
+		}
+		return t.send(ctx, th, b, Message{Place: p, User: sc.User, Text: text}, text, nil)
+	})
+	if !bound {
 		return "I could not start a chat.", err
 	}
-	if text == "" {
-		return "Started a new chat thread.", nil
-	}
-	return "Started a new chat thread.", t.send(ctx, b, Message{Place: p, User: sc.User, Text: text}, text, nil)
+	return "Started a new chat thread.", err
 }
 
 // notice posts text in the thread.

@@ -1,5 +1,6 @@
 // bot.go: the Matrix bot: configuration, login (the device is kept across
-// restarts), the /sync loop and the per-room queues that hand events to chatops.
+// restarts), and the /sync loop whose handlers hand events to the chatops
+// desk (its per-thread actors keep each thread's order).
 
 package matrix
 
@@ -88,9 +89,9 @@ const DefaultMaxFileBytes = 20 << 20
 // (*chatops.Threads).
 type Desk interface {
 	Attach(platform string, s chatops.Surface)
-	HandleMessage(ctx context.Context, m chatops.Message) error
-	HandleClick(ctx context.Context, c chatops.Click) error
-	HandleAnswer(ctx context.Context, a chatops.Answer) error
+	// Put queues the event on its thread's actor; it waits while that
+	// thread's queue is full.
+	Put(ctx context.Context, in chatops.Inbound) error
 	MayAnswer(u chatops.User, p chatops.Place) bool
 	Resume(ctx context.Context, platform string) error
 	Policy() *chatops.Policy
@@ -126,10 +127,7 @@ type Bot struct {
 	cards  *cardBook
 	typing *typing
 
-	qmu    sync.Mutex
-	queues map[id.RoomID]chan queued
-	wg     sync.WaitGroup
-	base   context.Context
+	wg sync.WaitGroup
 
 	noticeMu  sync.Mutex
 	noticedAt map[id.RoomID]time.Time
@@ -141,6 +139,7 @@ type Bot struct {
 
 var _ chatops.Surface = (*Bot)(nil)
 
+// queued is one sync event and its handler.
 type queued struct {
 	evt *event.Event
 	fn  func(context.Context, *event.Event)
@@ -188,7 +187,7 @@ func New(cfg Config, desk Desk, accounts Accounts, seen Seen, logger *slog.Logge
 	}
 	b := &Bot{
 		cfg: cfg, desk: desk, accounts: accounts, seen: seen, log: logger.With("platform", Platform, "user_id", cfg.UserID),
-		me: uid, queues: map[id.RoomID]chan queued{}, noticedAt: map[id.RoomID]time.Time{},
+		me: uid, noticedAt: map[id.RoomID]time.Time{},
 		ready: make(chan struct{}),
 	}
 	b.cards = newCardBook()
@@ -204,9 +203,6 @@ func (b *Bot) Run(ctx context.Context) error {
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b.qmu.Lock()
-	b.base = ctx
-	b.qmu.Unlock()
 	b.typing = newTyping(b.cli, b.cfg.TypingTimeout, b.log)
 	defer b.typing.stop()
 	b.desk.Attach(Platform, b)
@@ -446,51 +442,13 @@ func stateOnly(evs []*event.Event) []*event.Event {
 	return out
 }
 
-// enqueueFn returns a sync handler that queues the event for its room's
-// worker, so a slow answer in one room never holds up the sync or other rooms.
+// enqueueFn returns a sync handler that runs fn on the event under the
+// safety net. The handlers are quick (a dedup write, parsing, card lookups):
+// attachments are fetched by the desk's thread actor, and a put waits only
+// while that thread's queue is full, the backpressure of mautrix's portals.
 func (b *Bot) enqueueFn(fn func(context.Context, *event.Event)) mautrix.EventHandler {
 	return func(ctx context.Context, evt *event.Event) {
-		b.enqueue(ctx, evt, fn)
-	}
-}
-
-const roomQueueSize = 256
-
-func (b *Bot) enqueue(ctx context.Context, evt *event.Event, fn func(context.Context, *event.Event)) {
-	b.qmu.Lock()
-	base := b.base
-	if base == nil || base.Err() != nil {
-		b.qmu.Unlock()
-		return
-	}
-	q, ok := b.queues[evt.RoomID]
-	if !ok {
-		q = make(chan queued, roomQueueSize)
-		b.queues[evt.RoomID] = q
-		b.wg.Go(func() { b.work(base, q) })
-	}
-	b.qmu.Unlock()
-	select {
-	case q <- queued{evt: evt, fn: fn}:
-	default:
-		b.log.WarnContext(ctx, "room queue full, waiting", "room_id", evt.RoomID)
-		select {
-		case q <- queued{evt: evt, fn: fn}:
-		case <-base.Done():
-		}
-	}
-}
-
-// work handles one room's events in order until done ends.
-func (b *Bot) work(done context.Context, q <-chan queued) {
-	for {
-		var it queued
-		select {
-		case <-done.Done():
-			return
-		case it = <-q:
-		}
-		b.handle(done, it)
+		b.handle(ctx, queued{evt: evt, fn: fn})
 	}
 }
 

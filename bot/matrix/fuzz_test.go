@@ -31,22 +31,21 @@ func (d *recordingDesk) Attach(string, chatops.Surface)             {}
 func (d *recordingDesk) Resume(context.Context, string) error       { return nil }
 func (d *recordingDesk) Policy() *chatops.Policy                    { return d.policy }
 func (d *recordingDesk) MayAnswer(chatops.User, chatops.Place) bool { return true }
-func (d *recordingDesk) HandleMessage(_ context.Context, m chatops.Message) error {
+func (d *recordingDesk) Put(_ context.Context, in chatops.Inbound) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.messages = append(d.messages, m)
-	return nil
-}
-func (d *recordingDesk) HandleClick(_ context.Context, c chatops.Click) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.clicks = append(d.clicks, c)
-	return nil
-}
-func (d *recordingDesk) HandleAnswer(_ context.Context, a chatops.Answer) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	d.answers = append(d.answers, a)
+	switch {
+	case in.Message != nil:
+		m := *in.Message
+		if m.Fetch != nil {
+			m.Files = append(m.Files, m.Fetch(context.Background())...)
+		}
+		d.messages = append(d.messages, m)
+	case in.Click != nil:
+		d.clicks = append(d.clicks, *in.Click)
+	case in.Answer != nil:
+		d.answers = append(d.answers, *in.Answer)
+	}
 	return nil
 }
 

@@ -127,7 +127,7 @@ func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
 	}
 	msg := chatops.Message{
 		Place: b.place(evt.RoomID, thread), ID: string(evt.ID), User: user(evt.Sender),
-		Text: text, Mentioned: mentioned, Direct: b.direct(ctx, evt.RoomID),
+		Sent: originTime(evt.Timestamp), Text: text, Mentioned: mentioned, Direct: b.direct(ctx, evt.RoomID),
 	}
 	if c.MsgType.IsMedia() {
 		if !mentioned && !msg.Direct {
@@ -135,25 +135,35 @@ func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
 			// without mentions; chatops decides.
 			msg.Text = ""
 		}
-		// Nothing is fetched for someone who may not use the bot here:
-		// chatops refuses the message itself.
+		// Nothing is fetched for someone who may not use the bot here: the
+		// desk refuses the message itself, and fetches (in the thread's
+		// actor) only for a message it acts on.
 		if b.desk.Policy().Allowed(msg.User, msg.Place, chatops.ActRun) {
 			msg.Text = strings.TrimSpace(c.GetCaption())
-			f, err := b.download(ctx, c)
-			switch {
-			case errors.Is(err, ErrFileTooLarge):
-				b.log.InfoContext(ctx, "skipped a large attachment", "event_id", evt.ID, "err", err)
-				b.note(ctx, msg, fmt.Sprintf("I skipped the attachment %q: it is larger than %s.", c.GetFileName(), mib(b.cfg.MaxFileBytes)))
-			case err != nil:
-				b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
-				b.note(ctx, msg, fmt.Sprintf("I could not fetch the attachment %q, so your message runs without it.", c.GetFileName()))
-			default:
-				msg.Files = []chatops.File{f}
+			noted := msg
+			msg.Fetch = func(ctx context.Context) []chatops.File {
+				f, err := b.download(ctx, c)
+				switch {
+				case errors.Is(err, ErrFileTooLarge):
+					b.log.InfoContext(ctx, "skipped a large attachment", "event_id", evt.ID, "err", err)
+					b.note(ctx, noted, fmt.Sprintf("I skipped the attachment %q: it is larger than %s.", c.GetFileName(), mib(b.cfg.MaxFileBytes)))
+				case err != nil:
+					b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
+					b.note(ctx, noted, fmt.Sprintf("I could not fetch the attachment %q, so your message runs without it.", c.GetFileName()))
+				default:
+					return []chatops.File{f}
+				}
+				return nil
 			}
 		}
 	}
-	if err := b.desk.HandleMessage(ctx, msg); err != nil && !errors.Is(err, chatops.ErrForbidden) {
-		b.log.WarnContext(ctx, "handle message", "event_id", evt.ID, "room_id", evt.RoomID, "err", err)
+	b.put(ctx, chatops.Inbound{Message: &msg})
+}
+
+// put hands an event to the desk.
+func (b *Bot) put(ctx context.Context, in chatops.Inbound) {
+	if err := b.desk.Put(ctx, in); err != nil {
+		b.log.WarnContext(ctx, "could not queue a matrix event", "err", err)
 	}
 }
 
@@ -194,9 +204,7 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		_ = b.Ephemeral(ctx, p, u, "I cannot tell which question this answers; react with an option instead.")
 		return true
 	}
-	if err := b.desk.HandleAnswer(ctx, chatops.Answer{Place: p, User: u, Ref: ref, Answers: map[string]string{ans.qid: ans.text}}); err != nil {
-		b.log.InfoContext(ctx, "answer a question", "err", err)
-	}
+	b.put(ctx, chatops.Inbound{Answer: &chatops.Answer{Place: p, User: u, Ref: ref, Answers: map[string]string{ans.qid: ans.text}}})
 	return true
 }
 
@@ -214,9 +222,7 @@ func (b *Bot) click(ctx context.Context, p chatops.Place, u chatops.User, bt cha
 		b.log.WarnContext(ctx, "card button without a ref", "button", bt.ID, "err", err)
 		return
 	}
-	if err := b.desk.HandleClick(ctx, chatops.Click{Place: p, User: u, Button: bt.ID, Ref: ref}); err != nil && !errors.Is(err, chatops.ErrForbidden) {
-		b.log.InfoContext(ctx, "handle a card answer", "button", bt.ID, "err", err)
-	}
+	b.put(ctx, chatops.Inbound{Click: &chatops.Click{Place: p, User: u, Button: bt.ID, Ref: ref}})
 }
 
 // onReaction presses the button a reaction on one of the bot's messages
@@ -298,11 +304,13 @@ func (b *Bot) onUndecryptable(evt *event.Event, err error) {
 		return
 	}
 	b.log.Warn("undecryptable event", "room_id", evt.RoomID, "event_id", evt.ID, "sender", evt.Sender, "err", err)
-	b.enqueue(context.Background(), evt, func(ctx context.Context, evt *event.Event) {
-		if !b.firstSeen(ctx, evt) {
-			return
-		}
-		b.notifyUnreadable(ctx, evt, "Its keys did not reach my device ("+err.Error()+"). Make sure your client shares room keys with unverified devices, then send it again.")
+	b.wg.Go(func() {
+		b.handle(context.Background(), queued{evt: evt, fn: func(ctx context.Context, evt *event.Event) {
+			if !b.firstSeen(ctx, evt) {
+				return
+			}
+			b.notifyUnreadable(ctx, evt, "Its keys did not reach my device ("+err.Error()+"). Make sure your client shares room keys with unverified devices, then send it again.")
+		}})
 	})
 }
 
@@ -370,4 +378,13 @@ func (b *Bot) download(ctx context.Context, c *event.MessageEventContent) (chato
 		}
 	}
 	return chatops.File{Name: name, MediaType: mime, Data: data}, nil
+}
+
+// originTime is an event's origin_server_ts (milliseconds) as a time; zero
+// when the server gave none.
+func originTime(ms int64) time.Time {
+	if ms <= 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
 }

@@ -5,7 +5,9 @@
 // Every inbound request is acknowledged first (Slack wants an answer within
 // 3 s) and acted on after; Events API retries and duplicate deliveries are
 // dropped by event_id, recorded in the store so that this holds across
-// restarts. Messages of one thread are handled in order.
+// restarts. Every event is handed to the chatops desk, whose per-thread
+// actors handle the events of one thread in order; a request is acked once
+// its event is queued.
 //
 // Wiring (cmd/threadline serve), with st a *store.Store and core the
 // *chatops.Bot of the app:
@@ -49,7 +51,6 @@ type Bot struct {
 	ready   chan struct{}
 	botUser string
 	team    string
-	lanes   map[string]*lane
 	panics  atomic.Int64
 	wg      sync.WaitGroup
 	base    context.Context
@@ -75,7 +76,7 @@ func New(cfg Config, threads *chatops.Threads, logger *slog.Logger, opts ...slac
 	b := &Bot{
 		cfg: cfg, api: api, threads: threads, log: logger.With("platform", Platform),
 		surface: &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}},
-		ready:   make(chan struct{}), lanes: map[string]*lane{}, base: ctx, cancel: cancel,
+		ready:   make(chan struct{}), base: ctx, cancel: cancel,
 	}
 	return b, nil
 }
@@ -165,8 +166,9 @@ func (b *Bot) runSocket(ctx context.Context) error {
 }
 
 // onSocketEvent handles one Socket Mode event under the safety net. Requests
-// are acked once their work is queued (see enqueue), so that Slack delivers
-// again what a dying process did not queue.
+// are acked once their event is queued on the desk (a put waits while the
+// thread's queue is full), so that Slack delivers again what a dying process
+// did not queue.
 func (b *Bot) onSocketEvent(ctx context.Context, sm *socketmode.Client, ev socketmode.Event) {
 	defer b.rescue(ctx, "socket mode "+string(ev.Type), func() who { return b.whoOf(ev.Data) })
 	switch ev.Type {

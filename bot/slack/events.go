@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +24,9 @@ import (
 // commands are a few KiB; Slack itself caps payloads far below this).
 const maxBody = 1 << 20
 
-// queueWait is how long an HTTP delivery waits for room in its thread's queue
-// before it is refused with 503 (not acked: Slack delivers it again later).
+// queueWait is how long an HTTP delivery waits for room in its thread's desk
+// queue before it is refused with 503 (not acked: Slack delivers it again
+// later).
 const queueWait = 2 * time.Second
 
 // verify checks a request's Slack signature (HMAC over "v0:ts:body",
@@ -138,7 +140,7 @@ func (b *Bot) decodeEvent(ev slackevents.EventsAPIEvent) (delivery, bool) {
 		if e == nil || e.BotID != "" {
 			return delivery{}, false
 		}
-		d.msg = chatops.Message{Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp,
+		d.msg = chatops.Message{Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp, Sent: tsTime(e.TimeStamp),
 			User: chatops.User{Platform: Platform, ID: e.User}, Text: e.Text, Mentioned: true}
 		d.files = e.Files
 	case *slackevents.MessageEvent:
@@ -160,7 +162,7 @@ func (b *Bot) decodeEvent(ev slackevents.EventsAPIEvent) (delivery, bool) {
 	return d, true
 }
 
-// onEventsAPI queues the work of an Events API delivery. It returns false
+// onEventsAPI hands an Events API delivery to the desk. It returns false
 // when ctx ended before there was room in the thread's queue.
 func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
 	if ev.Type == slackevents.AppRateLimited {
@@ -172,22 +174,25 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 		return true
 	}
 	m := d.msg
-	return b.enqueue(ctx, m.Place.String(), who{place: m.Place, user: m.User}, func(ctx context.Context) {
-		if d.eventID != "" {
-			first, err := b.threads.FirstSeen(ctx, Platform, d.eventID)
-			if err != nil {
-				b.log.WarnContext(ctx, "dedup slack event", "event_id", d.eventID, "err", err)
-			} else if !first {
-				b.log.InfoContext(ctx, "dropped a repeated slack event", "event_id", d.eventID)
-				return
-			}
-		}
-		m.Files = b.download(ctx, d.files)
+	// Fetch runs in the thread's actor, in order, for a message the desk
+	// acts on (after the repeat check by event id and the access check).
+	m.Fetch = func(ctx context.Context) []chatops.File {
 		if m.Mentioned || m.Direct {
 			b.surface.asked(m.Place, m.User.ID)
 		}
-		b.report(ctx, "message", b.threads.HandleMessage(ctx, m))
-	})
+		return b.download(ctx, d.files)
+	}
+	return b.put(ctx, chatops.Inbound{Message: &m, EventID: d.eventID})
+}
+
+// put hands an event to the desk; false when ctx ended (or the desk closed)
+// before it was queued.
+func (b *Bot) put(ctx context.Context, in chatops.Inbound) bool {
+	if err := b.threads.Put(ctx, in); err != nil {
+		b.log.WarnContext(ctx, "could not queue a slack event", "err", err)
+		return false
+	}
+	return true
 }
 
 // message turns a message event into a chatops message; ok is false for
@@ -213,7 +218,7 @@ func (b *Bot) message(team string, e *slackevents.MessageEvent) (chatops.Message
 		files = e.Message.Files
 	}
 	return chatops.Message{
-		Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp,
+		Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp, Sent: tsTime(e.TimeStamp),
 		User: chatops.User{Platform: Platform, ID: e.User}, Text: e.Text,
 		Mentioned: mentioned, Direct: direct,
 	}, files, true
@@ -278,4 +283,19 @@ func (b *Bot) download(ctx context.Context, files []slack.File) []chatops.File {
 		out = append(out, chatops.File{Name: name, MediaType: f.Mimetype, Data: buf.Bytes()})
 	}
 	return out
+}
+
+// tsTime returns the time a Slack message ts ("1700000000.123456", seconds
+// and microseconds) stands for, or zero for a ts that is not one.
+func tsTime(ts string) time.Time {
+	sec, frac, ok := strings.Cut(ts, ".")
+	if !ok || len(frac) != 6 {
+		return time.Time{}
+	}
+	s, err1 := strconv.ParseInt(sec, 10, 64)
+	us, err2 := strconv.ParseInt(frac, 10, 64)
+	if err1 != nil || err2 != nil || s <= 0 || us < 0 {
+		return time.Time{}
+	}
+	return time.Unix(s, us*1000).UTC()
 }

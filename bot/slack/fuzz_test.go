@@ -148,7 +148,7 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-// TestRescue: a panic in a thread's work or an HTTP handler is logged with
+// TestRescue: a panic in background work or an HTTP handler is logged with
 // its stack, the person is told in the thread, and the next work runs.
 func TestRescue(t *testing.T) {
 	fake := slacktest.New(t)
@@ -157,17 +157,17 @@ func TestRescue(t *testing.T) {
 	p := chatops.Place{Platform: Platform, Workspace: slacktest.TeamID, Channel: "C1", Thread: "1.1"}
 	u := chatops.User{Platform: Platform, ID: "U1"}
 
-	t.Run("lane work", func(t *testing.T) {
+	t.Run("background work", func(t *testing.T) {
 		ran := make(chan struct{})
-		b.enqueue(context.Background(), p.String(), who{place: p, user: u}, func(context.Context) {
+		b.goSafely("test", who{place: p, user: u}, func(context.Context) {
 			var st *chatops.Place
 			_ = st.Channel // a nil dereference, as a state-less view_submission did
 		})
-		b.enqueue(context.Background(), p.String(), who{place: p, user: u}, func(context.Context) { close(ran) })
+		b.goSafely("test", who{place: p, user: u}, func(context.Context) { close(ran) })
 		select {
 		case <-ran:
 		case <-time.After(10 * time.Second):
-			t.Fatal("the lane stopped after a panic")
+			t.Fatal("the next work did not run after a panic")
 		}
 		waitFor(t, "the note in the thread", func() bool {
 			for _, c := range fake.Calls("chat.postEphemeral") {

@@ -196,8 +196,9 @@ func (b *Bot) decodeInteraction(cb slack.InteractionCallback) []action {
 	return out
 }
 
-// onInteraction queues the work of a button or modal. It returns false when
-// ctx ended before there was room in a thread's queue.
+// onInteraction hands a button or modal to the desk (opening a modal and
+// notes run at once). It returns false when ctx ended before there was room
+// in a thread's queue.
 func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) bool {
 	for _, a := range b.decodeInteraction(cb) {
 		switch {
@@ -207,13 +208,11 @@ func (b *Bot) onInteraction(ctx context.Context, cb slack.InteractionCallback) b
 			m := a.modal
 			b.goSafely("answer modal", a.who, func(ctx context.Context) { b.openAnswer(ctx, m.trigger, a.who.place, a.who.user, m.ref, m.value) })
 		case a.click != nil:
-			c := *a.click
-			if !b.enqueue(ctx, c.Place.String(), a.who, func(ctx context.Context) { b.report(ctx, "click", b.threads.HandleClick(ctx, c)) }) {
+			if !b.put(ctx, chatops.Inbound{Click: a.click}) {
 				return false
 			}
 		case a.answer != nil:
-			ans := *a.answer
-			if !b.enqueue(ctx, ans.Place.String(), a.who, func(ctx context.Context) { b.report(ctx, "answer", b.threads.HandleAnswer(ctx, ans)) }) {
+			if !b.put(ctx, chatops.Inbound{Answer: a.answer}) {
 				return false
 			}
 		case a.note != "":
@@ -329,22 +328,14 @@ func decodeSlash(cmd slack.SlashCommand) chatops.SlashCommand {
 	}
 }
 
-// onSlash queues /threadline; the reply is ephemeral. It returns false when
-// ctx ended before there was room in the channel's queue.
+// onSlash hands /threadline to the desk (the channel's actor), which
+// replies ephemerally. It returns false when ctx ended before there was room
+// in the channel's queue.
 func (b *Bot) onSlash(ctx context.Context, cmd slack.SlashCommand) bool {
 	sc := decodeSlash(cmd)
 	if sc.User.ID == "" || sc.Place.Channel == "" {
 		return true
 	}
-	p, u := sc.Place, sc.User
-	return b.enqueue(ctx, "slash:"+p.Channel, who{place: p, user: u}, func(ctx context.Context) {
-		b.surface.asked(p, u.ID)
-		reply, err := b.threads.HandleSlash(ctx, sc)
-		b.report(ctx, "slash command", err)
-		if reply != "" {
-			if eerr := b.surface.Ephemeral(ctx, p, u, reply); eerr != nil {
-				b.log.WarnContext(ctx, "slash command reply", "err", eerr)
-			}
-		}
-	})
+	b.surface.asked(sc.Place, sc.User.ID)
+	return b.put(ctx, chatops.Inbound{Slash: &sc})
 }
