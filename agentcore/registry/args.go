@@ -4,7 +4,6 @@
 package registry
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -121,7 +120,3 @@ func listed(vs []string) string {
 	}
 	return strings.Join(vs[:maxListed], ", ") + fmt.Sprintf(", … (%d more)", len(vs)-maxListed)
 }
-
-// IsArgError reports whether err is a refused value (agent.ErrInvalidArgValue
-// or one of the errors above).
-func IsArgError(err error) bool { return errors.Is(err, agent.ErrInvalidArgValue) }

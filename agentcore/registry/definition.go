@@ -48,7 +48,7 @@ const (
 	// goes on the command line (Args.PromptFile names the flag).
 	DeliverFile PromptDelivery = "file"
 	// DeliverArgv passes the prompt as one argument, within the platform's
-	// command-line budget (see ArgvBudget and PlanPrompt).
+	// command-line budget (see ArgvBudget).
 	DeliverArgv PromptDelivery = "argv"
 	// DeliverProtocol sends the prompt inside the CLI's own protocol
 	// (stream-json user message, ACP session/prompt, pi RPC, app-server turn).

@@ -24,12 +24,13 @@
 //
 // Resolve picks the executable a run starts: the operator's bin alone when
 // configured, else the executable, then each fallback on PATH. Probe uses the
-// same function, so detection reports what a run launches. PlanPrompt keeps
-// an argv prompt on the command line only while it fits ArgvBudget (the
-// smaller of Linux's 128 KiB per-argument limit and what ARG_MAX leaves after
-// the environment and the other arguments) and otherwise switches to the
-// adapter's declared fallback (stdin or a prompt file) or refuses with
-// ErrPromptTooLarge.
+// same function, so detection reports what a run launches: the wiring runs
+// every provider on Resolve's path. ArgvBudget is the longest argument a
+// child may get (the smaller of Linux's 128 KiB per-argument limit and what
+// ARG_MAX leaves after the environment and the other arguments); the wiring
+// passes it to the providers that put the prompt on the command line, which
+// switch to the adapter's declared fallback (stdin or a prompt file) or
+// refuse a prompt that does not fit.
 //
 // # Detection
 //

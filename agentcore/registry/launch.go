@@ -11,11 +11,6 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// ErrPromptTooLarge is returned by PlanPrompt when an argv-only adapter's
-// prompt does not fit the command line. The caller reports it to the user;
-// retrying cannot help.
-var ErrPromptTooLarge = errors.New("prompt too large for the command line")
-
 // Command-line limits.
 const (
 	// MaxArgStrlen is Linux's MAX_ARG_STRLEN: the longest single argument
@@ -88,24 +83,4 @@ func ArgvBudget(env, args []string) int {
 	}
 	left := ArgMax() - used - 1 - pointerBytes
 	return max(0, min(left, MaxArgStrlen-1))
-}
-
-// PlanPrompt decides how prompt reaches d's CLI. Adapters that do not take
-// an argv prompt keep their declared delivery. An argv prompt that fits
-// ArgvBudget(env, args) stays on the command line; otherwise (or when it
-// holds a NUL byte, which argv cannot carry) PromptFallback is used, and an
-// adapter without one gets ErrPromptTooLarge.
-func PlanPrompt(d Definition, prompt string, env, args []string) (PromptDelivery, error) {
-	if d.Prompt != DeliverArgv {
-		return d.Prompt, nil
-	}
-	budget := ArgvBudget(env, args)
-	if len(prompt) <= budget && !strings.ContainsRune(prompt, 0) {
-		return DeliverArgv, nil
-	}
-	if d.PromptFallback != "" {
-		return d.PromptFallback, nil
-	}
-	return "", fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit here; shorten the prompt or the attached context, or use an adapter that reads stdin",
-		ErrPromptTooLarge, d.ID, len(prompt), budget)
 }

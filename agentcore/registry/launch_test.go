@@ -84,33 +84,3 @@ func TestArgvBudgetIsReal(t *testing.T) {
 		t.Fatalf("a %d-byte argument started (err %v): MaxArgStrlen is wrong", MaxArgStrlen, err)
 	}
 }
-
-func TestPlanPrompt(t *testing.T) {
-	argv := Definition{ID: "a", Prompt: DeliverArgv, PromptFallback: DeliverStdin}
-	strict := Definition{ID: "s", Prompt: DeliverArgv}
-	stdin := Definition{ID: "i", Prompt: DeliverStdin}
-	big := strings.Repeat("p", MaxArgStrlen)
-	for _, tc := range []struct {
-		name   string
-		d      Definition
-		prompt string
-		want   PromptDelivery
-		err    error
-	}{
-		{"small argv", argv, "hello", DeliverArgv, nil},
-		{"big argv falls back", argv, big, DeliverStdin, nil},
-		{"NUL falls back", argv, "a\x00b", DeliverStdin, nil},
-		{"big strict refuses", strict, big, "", ErrPromptTooLarge},
-		{"stdin stays", stdin, big, DeliverStdin, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, err := PlanPrompt(tc.d, tc.prompt, nil, []string{"/bin/x"})
-			if got != tc.want || !errors.Is(err, tc.err) {
-				t.Fatalf("PlanPrompt = %q, %v; want %q, %v", got, err, tc.want, tc.err)
-			}
-			if err != nil && !strings.Contains(err.Error(), "s takes the prompt as one argument") {
-				t.Errorf("message %q", err)
-			}
-		})
-	}
-}

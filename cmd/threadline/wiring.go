@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -40,7 +41,9 @@ func builtinTable() []builtin {
 		{codex.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return codex.New(l, codex.Options{}), nil }},
 		{minimax.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return minimax.New(l, minimax.Options{}), nil }},
 		{pi.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return pi.New(l, pi.Options{}), nil }},
-		{kimi.Descriptor(), func(l *slog.Logger) (agent.Provider, error) { return kimi.New(l, kimi.Options{}), nil }},
+		{kimi.Descriptor(), func(l *slog.Logger) (agent.Provider, error) {
+			return kimi.New(l, kimi.Options{ArgvLimit: argvLimit()}), nil
+		}},
 		acpRow(acp.Opencode()), acpRow(acp.Gemini()), acpRow(acp.Qwen()), acpRow(acp.Kiro()), acpRow(acp.Kilo()),
 		acpRow(acp.Devin()), acpRow(acp.Hermes()), acpRow(acp.Vibe()), acpRow(acp.Reasonix()), acpRow(acp.Vela()),
 		acpRow(acp.Trae()),
@@ -68,9 +71,15 @@ func jsonRow(d jsonstream.Dialect) builtin {
 func plainRow(c plain.CLI) builtin {
 	desc, _ := plain.Descriptor(c)
 	return builtin{desc, func(l *slog.Logger) (agent.Provider, error) {
-		return plain.New(l, plain.Options{CLI: c, ID: agent.ProviderID(desc.ID)})
+		return plain.New(l, plain.Options{CLI: c, ID: agent.ProviderID(desc.ID), ArgvLimit: argvLimit()})
 	}}
 }
+
+// argvLimit is the longest prompt a provider puts on the command line: the
+// platform's budget for one more argument beside this host's environment
+// (children get a filtered subset of it), less one byte for the space a
+// prompt starting with '-' gets.
+func argvLimit() int { return max(1, registry.ArgvBudget(os.Environ(), nil)-1) }
 
 // builtinDefinitions returns the table's descriptors, validated and sorted.
 func builtinDefinitions() ([]registry.Definition, error) {

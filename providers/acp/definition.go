@@ -76,17 +76,6 @@ type Endpoint struct {
 	Model         string
 }
 
-// Definitions returns the built-in ACP definitions: opencode, gemini and qwen
-// (verified here against the pinned CLIs), and kiro, kilo, devin, hermes,
-// vibe, reasonix, vela and trae (launch syntax from their docs and
-// OpenDesign's adapters; not verified here).
-func Definitions() []Definition {
-	return []Definition{
-		Opencode(), Gemini(), Qwen(),
-		Kiro(), Kilo(), Devin(), Hermes(), Vibe(), Reasonix(), Vela(), Trae(),
-	}
-}
-
 // define fills d's launch facts from its descriptor.
 func define(desc registry.Definition, d Definition) Definition {
 	d.Descriptor = desc
@@ -96,16 +85,6 @@ func define(desc registry.Definition, d Definition) Definition {
 	d.VerifiedWith = append([]string(nil), desc.VerifiedVersions...)
 	d.Resume = desc.Resume == registry.ResumeProtocol
 	return d
-}
-
-// Lookup returns the built-in definition with this id.
-func Lookup(id agent.ProviderID) (Definition, bool) {
-	for _, d := range Definitions() {
-		if d.ID == id {
-			return d, true
-		}
-	}
-	return Definition{}, false
 }
 
 // OpencodePermissionEnv is the OPENCODE_CONFIG_CONTENT that makes opencode

@@ -26,17 +26,6 @@ func shape(id, name, exe string, base ...string) registry.Definition {
 	}
 }
 
-// Descriptors returns the descriptor of every built-in ACP definition, in
-// the order of Definitions.
-func Descriptors() []registry.Definition {
-	defs := Definitions()
-	out := make([]registry.Definition, len(defs))
-	for i, d := range defs {
-		out[i] = d.Descriptor
-	}
-	return out
-}
-
 // opencodeDescriptor is `opencode acp`; it shares the executable, versions,
 // models and sign-in files of OpenCode's run mode. OpenCode over ACP does not
 // fork.

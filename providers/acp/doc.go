@@ -3,10 +3,10 @@
 // per ACP agent CLI. A Definition names the CLI (id, executable, ACP-mode
 // arguments, environment, install hint, how to wire it to a model, the
 // versions it was verified with, its quirks); New(def, logger, Options) is
-// the provider. Definitions() lists opencode (`opencode acp`, verified with
+// the provider. The built-ins are opencode (`opencode acp`, verified with
 // 1.18.33), gemini (`gemini --acp`, 0.61.0), qwen (`qwen --acp`, 0.24.4) and,
-// unverified here, kimi, kiro, kilo, devin, hermes, vibe, reasonix, vela and
-// trae.
+// unverified here, kiro, kilo, devin, hermes, vibe, reasonix, vela and trae;
+// each is made from its registry descriptor (descriptor.go).
 //
 // Schema: @agentclientprotocol/sdk 2.4.0 schema/v1/schema.json
 // (https://agentclientprotocol.com). Observed behaviour of the three

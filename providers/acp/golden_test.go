@@ -19,7 +19,7 @@ import (
 func definitionFor(t testing.TB, path string) Definition {
 	t.Helper()
 	id, _, _ := strings.Cut(filepath.Base(path), "-")
-	d, ok := Lookup(agent.ProviderID(id))
+	d, ok := lookup(agent.ProviderID(id))
 	if !ok {
 		t.Fatalf("no definition for %s", path)
 	}

@@ -242,8 +242,8 @@ func TestDefinitionsLaunch(t *testing.T) {
 			if got := tt.def.LaunchArgs(accept); !slices.Equal(got, tt.accept) {
 				t.Errorf("accept args %q, want %q", got, tt.accept)
 			}
-			if d, ok := Lookup(tt.def.ID); !ok || d.Bin != tt.def.Bin {
-				t.Errorf("Lookup(%s) = %v", tt.def.ID, ok)
+			if d, ok := lookup(tt.def.ID); !ok || d.Bin != tt.def.Bin {
+				t.Errorf("lookup(%s) = %v", tt.def.ID, ok)
 			}
 			if New(tt.def, nil, Options{}).ID() != tt.def.ID {
 				t.Error("provider id")
@@ -251,7 +251,7 @@ func TestDefinitionsLaunch(t *testing.T) {
 		})
 		seen[tt.def.ID] = true
 	}
-	for _, d := range Definitions() {
+	for _, d := range definitions() {
 		if !seen[d.ID] {
 			t.Errorf("definition %s not covered", d.ID)
 		}

@@ -719,10 +719,8 @@ func TestRunLaunch(t *testing.T) {
 }
 
 func TestDescriptors(t *testing.T) {
-	defs := Definitions()
-	descs := Descriptors()
-	for i, d := range defs {
-		desc := descs[i]
+	for _, d := range definitions() {
+		desc := d.Descriptor
 		if string(d.ID) != desc.ID || d.Name != desc.Name || d.Bin != desc.Executable || !slices.Equal(d.Args, desc.Args.Base) ||
 			d.InstallHint != desc.InstallHint || !slices.Equal(d.VerifiedWith, desc.VerifiedVersions) || d.Resume != (desc.Resume == "protocol") {
 			t.Errorf("%s: definition %+v does not follow its descriptor %+v", d.ID, d, desc)
