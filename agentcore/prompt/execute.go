@@ -50,7 +50,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		}
 		a = &attempt{scrub: newRunScrub(s.opts.Scrubber)}
 		emit := s.emitter(persistCtx, run, pid, req.ResumeID != "", a)
-		err = prov.Run(ctx, req, emit)
+		err = s.runProvider(ctx, run, prov, req, emit) // a panic becomes a failed run (recover.go)
 		// What a provider that ended without a terminal event left held back.
 		a.scrub.flushAll(func(ev agent.Event) { s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev) })
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {

@@ -330,7 +330,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		areq.Approval = agent.ApprovalDeny
 	}
 	s.opts.Observer.RunStarted(run.Agent)
-	go s.execute(runCtx, run, lease, prov, chat, areq, transcript)
+	go s.executeSafely(runCtx, run, lease, prov, chat, areq, transcript)
 	return run, nil
 }
 

@@ -239,7 +239,7 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 	}
 	s.log.InfoContext(ctx, "reattaching run", "chat", chatID, "run", runID, "agent", note.Agent, "persisted", rp.n)
 	s.opts.Observer.RunStarted(run.Agent)
-	go s.execute(runCtx, run, lease, prov, chat, areq, "")
+	go s.executeSafely(runCtx, run, lease, prov, chat, areq, "")
 	return run, nil
 }
 
