@@ -203,7 +203,7 @@ func user(id string) chatops.User { return chatops.User{Platform: "slack", ID: i
 func (f *fixture) mention(t *testing.T, who, text string) error {
 	t.Helper()
 	return f.threads.HandleMessage(t.Context(), chatops.Message{Place: thread, ID: fmt.Sprintf("1690000001.%06d", time.Now().UnixNano()%1e6),
-		User: user(who), Text: text, Mentioned: true})
+		Sent: time.Now(), User: user(who), Text: text, Mentioned: true})
 }
 
 func (f *fixture) chatOf(t *testing.T, p chatops.Place) string {

@@ -101,6 +101,7 @@ type Server struct {
 	mu         sync.Mutex
 	now        func() time.Time
 	seq        int64
+	lastTS     int64 // microseconds of the newest ts
 	calls      []Call
 	messages   map[string]*Message // by channel + "/" + ts
 	order      []string
@@ -353,9 +354,14 @@ func (s *Server) PostUserMessage(channel, threadTS, text string) string {
 	return ts
 }
 
+// nextTS returns a new message ts. Like Slack's, it is the time the message
+// arrived, in microseconds (typed decisions compare it with a card's time),
+// and unique: a ts taken in the same microsecond as the last one moves on.
 func (s *Server) nextTS() string {
 	s.seq++
-	return fmt.Sprintf("%d.%06d", s.now().Unix(), s.seq%1000000)
+	us := max(s.now().UnixMicro(), s.lastTS+1)
+	s.lastTS = us
+	return fmt.Sprintf("%d.%06d", us/1e6, us%1e6)
 }
 
 func (s *Server) store(m *Message) {
