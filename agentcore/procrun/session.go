@@ -23,9 +23,10 @@ var ErrNoNative = errors.New("procrun: no native interrupt")
 type Wire interface {
 	// Start writes the handshake and/or the prompt.
 	Start(c *Conn) error
-	// Line handles one stdout line (without its line ending). An error is
-	// logged and the line skipped; an error wrapping agent.ErrDuplicateRequest
-	// fails the run and kills the child.
+	// Line handles one stdout line (without its line ending), or one raw
+	// chunk with Session.Chunks. An error is logged and the line skipped; an
+	// error wrapping agent.ErrDuplicateRequest fails the run and kills the
+	// child.
 	Line(line []byte, c *Conn) error
 	// Respond routes an answer to a pending interaction (the Session has
 	// already refused ids that are not pending). An error is logged.
@@ -103,6 +104,9 @@ type Session struct {
 	// Interrupted is the run.interrupted text of a cancelled run whose CLI
 	// ended without a terminal event; default "interrupted".
 	Interrupted string
+	// Chunks hands Wire.Line raw stdout chunks (Process.Chunks: blank lines
+	// and line endings kept) instead of lines, for CLIs that print text.
+	Chunks bool
 }
 
 // Conn is a Session's side of the wire: what a Wire may do. It is used
@@ -328,10 +332,14 @@ func (c *Conn) loop(ctx context.Context) error {
 	lines := make(chan []byte, 64)
 	readDone := make(chan error, 1)
 	go func() {
-		readDone <- c.proc.Each(func(line []byte) error {
-			lines <- bytes.Clone(line)
-			return nil
-		})
+		if s.Chunks {
+			readDone <- c.proc.Chunks(func(chunk []byte) { lines <- bytes.Clone(chunk) })
+		} else {
+			readDone <- c.proc.Each(func(line []byte) error {
+				lines <- bytes.Clone(line)
+				return nil
+			})
+		}
 		close(lines)
 	}()
 	defer func() {

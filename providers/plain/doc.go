@@ -4,12 +4,16 @@
 //
 // # Streaming
 //
-// Raw stdout chunks are emitted as assistant.delta as they arrive, with no
-// line splitting, so Markdown paragraphs and blank lines survive. Terminal
-// escape sequences and carriage returns are dropped, and a chunk never ends
-// inside a UTF-8 character or an escape sequence (the rest waits for the next
-// chunk). stderr is not shown: it is logged at debug level. The last 4 KiB of
-// stdout and stderr together are kept for failure messages.
+// Raw stdout is read in chunks (procrun.Session with Chunks) and emitted as
+// one assistant.delta per output line, its newline included, as each line
+// completes (a line longer than procrun.ChunkBytes in pieces of that size,
+// a last unterminated line at exit), so Markdown paragraphs and blank lines
+// survive and the deltas depend on the output only, not on how reads split
+// it: a run reattached after a restart re-emits exactly what was recorded.
+// Terminal escape sequences and carriage returns are dropped, and a delta
+// never ends inside a UTF-8 character or an escape sequence (the rest waits
+// for the next line). stderr is not shown: it is logged at debug level. The
+// last 4 KiB of stdout, then the stderr tail, are used for failure messages.
 //
 // # Outcomes
 //
@@ -21,8 +25,8 @@
 //	sign-in-looking output on failure system {subtype sign_in_required} + run.failed with
 //	                                  the CLI's instruction (e.g. run `agy` once in a terminal)
 //	argv-only CLI, prompt too long    run.failed; Run returns ErrPromptTooLarge (wrapped)
-//	cancelled ctx                     SIGINT to the process group, kill after StopGrace,
-//	                                  run.interrupted; Run returns nil
+//	cancelled ctx                     SIGINT to the CLI, its process group killed after
+//	                                  StopGrace, run.interrupted; Run returns nil
 //
 // Prompts: Antigravity, Grok and DeepSeek take the prompt as one argument
 // (refused beyond Options.ArgvLimit); Aider switches to --message-file for a
@@ -41,9 +45,12 @@
 // Fork clears the resume id and the run starts fresh. The other CLIs keep no
 // session: the prompt service sends the visible history.
 //
-// # Not procrun.Run
+// # Process
 //
-// procrun's runner reads stdout line by line and drops blank lines, which
-// would lose Markdown structure, so this package starts the child with
-// os/exec (same filtered environment via procrun.Environ, own process group).
+// The CLI runs on procrun.Session like every other agent: started with
+// procrun.Start, so a relay in the run's context (the run survives a restart
+// of the bot) and the host-agent isolation (the CLI runs as the agent user;
+// a prompt file is handed to that user) apply, and a project chat's run
+// goes into its container. Once the CLI exited its process group is killed,
+// ending tools it left behind.
 package plain

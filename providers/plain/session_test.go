@@ -1,0 +1,280 @@
+// Plain runs on procrun.Session: relayed (detach, reattach, replay) and
+// isolated (the CLI runs as the agent user), with the test binary as relay.
+
+package plain
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// relayEnv makes the test binary run as a relay.
+const relayEnv = "THREADLINE_PLAIN_TEST_RELAY"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(relayEnv) == "1" {
+		logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+		if err := procrun.RunRelay(context.Background(), os.Args[len(os.Args)-1], os.Stdin, os.Stdout, logger); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// testRelay is a relay run by this test binary, in a short directory (the
+// socket path must fit in 108 bytes).
+func testRelay(t *testing.T) procrun.Relay {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "tlp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return procrun.Relay{Dir: dir, Command: []string{exe, "relay"}, Env: []string{relayEnv + "=1"}}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestRelayedRunSurvivesDetach runs a plain CLI under a relay, detaches
+// while it works (what `serve` does at shutdown), lets it finish alone, then
+// reattaches as a restarted bot would: the reattached run re-emits exactly
+// the deltas the first one emitted (cut at line ends, not at reads) and
+// completes.
+func TestRelayedRunSurvivesDetach(t *testing.T) {
+	bin, dir := fake(t, `printf '# Title\n\nfirst part'
+printf ' of a line\n'
+while [ ! -e "$(dirname "$0")/go" ]; do sleep 0.02; done
+printf 'after the restart\n\n~~~\ncode\n~~~\n'
+echo done > "$(dirname "$0")/finished"`)
+	relay := testRelay(t)
+	p := provider(t, Grok, bin, dir, nil)
+
+	rr := relay.Run("run-1")
+	var first recorder
+	done := make(chan error, 1)
+	go func() {
+		done <- p.Run(procrun.WithRelay(t.Context(), rr), agent.RunRequest{Prompt: "p", RunID: "run-1"}, first.emit)
+	}()
+	waitFor(t, "the first lines", func() bool {
+		text, _ := deltas(first.events())
+		return strings.Contains(text, "of a line\n")
+	})
+	if !rr.Relayed() {
+		t.Fatal("the plain CLI did not run under the relay")
+	}
+	if !rr.Detach() {
+		t.Fatal("Detach found no relayed process")
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after the detach")
+	}
+	// The agent runs on without anyone following it.
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the detached CLI to finish", func() bool {
+		_, err := os.Stat(filepath.Join(dir, "finished"))
+		return err == nil
+	})
+
+	var second recorder
+	if err := p.Run(procrun.WithRelay(t.Context(), relay.Reattach("run-1")), agent.RunRequest{Prompt: "p", RunID: "run-1"}, second.emit); err != nil {
+		t.Fatalf("reattached Run: %v", err)
+	}
+	evs := second.events()
+	want := []string{"# Title\n", "\n", "first part of a line\n", "after the restart\n", "\n", "~~~\n", "code\n", "~~~\n"}
+	var got []string
+	for _, ev := range evs {
+		if ev.Type == agent.EventAssistantDelta {
+			got = append(got, ev.Text)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("reattached deltas = %q\nwant %q", got, want)
+	}
+	if evs[len(evs)-1].Type != agent.EventRunCompleted {
+		t.Errorf("reattached run ended %v", types(evs))
+	}
+	var live []string
+	for _, ev := range first.events() {
+		if ev.Type == agent.EventAssistantDelta {
+			live = append(live, ev.Text)
+		}
+	}
+	if len(live) < 3 || !slices.Equal(live[:3], want[:3]) {
+		t.Errorf("live deltas before the detach = %q, want %q first: the replay would not match what was recorded", live, want[:3])
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "args")); err != nil || !strings.Contains(string(b), "p") {
+		t.Errorf("args %q, %v", b, err)
+	}
+}
+
+// TestRelayedRunCancel interrupts a relayed plain run: SIGINT through the
+// relay, run.interrupted.
+func TestRelayedRunCancel(t *testing.T) {
+	bin, dir := fake(t, `trap 'echo stopping; exit 130' INT; echo working; while :; do sleep 0.05; done`)
+	ctx, cancel := context.WithCancel(procrun.WithRelay(t.Context(), testRelay(t).Run("run-c")))
+	var rec recorder
+	err := provider(t, Aider, bin, dir, nil).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
+		rec.emit(ev)
+		if ev.Type == agent.EventAssistantDelta {
+			cancel()
+		}
+	})
+	if err != nil {
+		t.Fatalf("cancelled Run returned %v", err)
+	}
+	got := types(rec.events())
+	if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
+		t.Fatalf("events = %v", got)
+	}
+}
+
+const agentUserName = "threadline-agent"
+
+// agentIsolation returns the agent user's isolation, creating the user when
+// missing. It needs root; without root the test is skipped (failed under
+// THREADLINE_E2E=1, where isolation must be proven).
+func agentIsolation(t *testing.T) *procrun.Isolation {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		if os.Getenv("THREADLINE_E2E") == "1" {
+			t.Fatal("isolation tests need root (to create and switch to the agent user)")
+		}
+		t.Skip("isolation tests need root")
+	}
+	if _, err := user.Lookup(agentUserName); err != nil {
+		out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/var/lib/"+agentUserName, agentUserName).CombinedOutput()
+		if err != nil {
+			t.Fatalf("useradd %s: %v: %s", agentUserName, err, out)
+		}
+	}
+	iso, err := procrun.NewIsolation(agentUserName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return iso
+}
+
+// sharedDir is a directory every user may enter but only root may change.
+func sharedDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tlpiso")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestIsolatedRunAsAgentUser runs AtomCode (prompt in a private file) under
+// the context's isolation, directly and relayed: the CLI reads its prompt
+// file and reports, from the kernel's /proc/self/status, the agent user's
+// uid and gid and no capability.
+func TestIsolatedRunAsAgentUser(t *testing.T) {
+	iso := agentIsolation(t)
+	for _, relayed := range []bool{false, true} {
+		t.Run("relayed="+strconv.FormatBool(relayed), func(t *testing.T) {
+			dir := sharedDir(t)
+			bin := filepath.Join(dir, "atomcode")
+			script := "#!/bin/sh\ncat \"$2\"; echo\ngrep -E '^(Uid|Gid|CapPrm|CapEff|CapAmb):' /proc/self/status\nid -u\n"
+			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(nil, Options{CLI: AtomCode, Bin: bin, TempDir: dir,
+				HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := procrun.WithIsolation(t.Context(), iso)
+			rr := testRelay(t).Run("iso")
+			if relayed {
+				ctx = procrun.WithRelay(ctx, rr)
+			}
+			var rec recorder
+			if err := p.Run(ctx, agent.RunRequest{Prompt: "the private prompt", Cwd: dir}, rec.emit); err != nil {
+				t.Fatalf("Run: %v (events %+v)", err, rec.events())
+			}
+			if relayed != rr.Relayed() {
+				t.Errorf("relayed = %v, want %v", rr.Relayed(), relayed)
+			}
+			text, _ := deltas(rec.events())
+			uid, gid := strconv.Itoa(int(iso.UID)), strconv.Itoa(int(iso.GID))
+			st := map[string]string{}
+			for _, line := range strings.Split(text, "\n") {
+				if k, v, ok := strings.Cut(line, ":"); ok {
+					st[k] = strings.Join(strings.Fields(v), " ")
+				}
+			}
+			if !strings.HasPrefix(text, "the private prompt\n") {
+				t.Errorf("the isolated CLI did not read its prompt file: %q", text)
+			}
+			if want := strings.Join([]string{uid, uid, uid, uid}, " "); st["Uid"] != want {
+				t.Errorf("Uid = %q, want %q (output %q)", st["Uid"], want, text)
+			}
+			if want := strings.Join([]string{gid, gid, gid, gid}, " "); st["Gid"] != want {
+				t.Errorf("Gid = %q, want %q", st["Gid"], want)
+			}
+			for _, k := range []string{"CapPrm", "CapEff", "CapAmb"} {
+				if st[k] != "0000000000000000" {
+					t.Errorf("%s = %q, want no capability", k, st[k])
+				}
+			}
+			if !strings.Contains(text, "\n"+uid+"\n") {
+				t.Errorf("id -u did not print %s: %q", uid, text)
+			}
+		})
+	}
+}
+
+// TestIsolatedRunRefusesWritableCLI: an executable the agent user could
+// change is refused before anything runs.
+func TestIsolatedRunRefusesWritableCLI(t *testing.T) {
+	iso := agentIsolation(t)
+	dir := sharedDir(t)
+	bin := filepath.Join(dir, "grok")
+	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(bin, int(iso.UID), int(iso.GID)); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := New(nil, Options{CLI: Grok, Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	var rec recorder
+	err := p.Run(procrun.WithIsolation(t.Context(), iso), agent.RunRequest{Prompt: "p"}, rec.emit)
+	if !errors.Is(err, procrun.ErrWritableExecutable) || len(rec.events()) != 0 {
+		t.Fatalf("err %v, events %+v", err, rec.events())
+	}
+}
