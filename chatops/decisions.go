@@ -9,14 +9,13 @@ package chatops
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // decisionWords are the typed replies that decide an approval. Only explicit
@@ -29,19 +28,6 @@ var decisionWords = map[string]agent.Decision{
 	"approve session":         agent.DecisionApproveSession,
 	"deny":                    agent.DecisionDecline,
 	"decline":                 agent.DecisionDecline,
-}
-
-// CardCodeLen is the length of a card's code (hex digits).
-const CardCodeLen = 4
-
-// CardCode returns the short code an approval card shows, so that a typed
-// decision can name it ("approve 3fa2"): the first CardCodeLen hex digits of
-// a hash of the run and interaction ids. Codes of a thread's pending cards
-// may collide (one chance in 65536 per pair); such a code is refused as
-// ambiguous.
-func CardCode(runID, interactionID string) string {
-	sum := sha256.Sum256([]byte(runID + "|" + interactionID))
-	return hex.EncodeToString(sum[:])[:CardCodeLen]
 }
 
 // typedChoice is a typed decision and the card code it names ("" for none).
@@ -67,7 +53,7 @@ func typedDecision(text string) (typedChoice, bool) {
 }
 
 func isCardCode(w string) bool {
-	if len(w) != CardCodeLen {
+	if len(w) != render.CardCodeLen {
 		return false
 	}
 	for i := 0; i < len(w); i++ {
@@ -103,7 +89,7 @@ func (t *Threads) approvalsWaiting(th *thread, chatID string) []waitingApproval 
 		}
 		out = append(out, waitingApproval{
 			ref:  Ref{ChatID: chatID, RunID: r.ID, InteractionID: in.ID},
-			code: CardCode(r.ID, in.ID),
+			code: render.CardCode(r.ID, in.ID),
 			at:   th.cardAt[k],
 		})
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/render"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -117,7 +118,7 @@ func TestTypedDecisionNamesACard(t *testing.T) {
 				t.Fatalf("button answered %+v", r)
 			}
 			codeB := codeOn(t, f, "step perm-b")
-			if want := chatops.CardCode(refA.RunID, "perm-b"); codeB != want {
+			if want := render.CardCode(refA.RunID, "perm-b"); codeB != want {
 				t.Fatalf("card B shows code %s, want %s", codeB, want)
 			}
 			if err := f.say(t, "UAPPROVER", "approve", typed); !errors.Is(err, chatops.ErrForbidden) {

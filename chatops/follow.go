@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // follower is the rendering state of one thread's chat, guarded by thread.mu.
@@ -96,7 +97,7 @@ func (t *Threads) Resume(ctx context.Context, platform string) error {
 }
 
 func renderTick(b Budget) time.Duration {
-	return min(max(b.withDefaults().MinInterval/4, 10*time.Millisecond), 250*time.Millisecond)
+	return min(max(b.WithDefaults().MinInterval/4, 10*time.Millisecond), 250*time.Millisecond)
 }
 
 // follow renders the chat until it has been idle for IdleFollow.
@@ -137,21 +138,21 @@ func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
 	defer idle.Stop()
 
 	var (
-		cur   *runState
+		cur   *render.Run
 		dirty bool
 	)
 	push := func() {
-		for _, sv := range cur.views() {
-			ob.put(f.chatID, cur.runID, f.place, cur.firstSeq, cur.last, sv)
+		for _, sv := range cur.Views() {
+			ob.Put(f.chatID, cur.RunID(), f.place, cur.FirstSeq(), cur.LastSeq(), sv)
 		}
 		dirty = false
 	}
 	finish := func() {
 		push()
-		if err := ob.flush(ctx, cur.runID); err != nil {
+		if err := ob.Flush(ctx, cur.RunID()); err != nil {
 			return
 		}
-		ob.forget(cur.runID)
+		ob.Forget(cur.RunID())
 		cur = nil
 		th.mu.Lock()
 		f.next = last
@@ -160,13 +161,13 @@ func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
 	// orphan ends a run the event log never ended (the process that ran it
 	// died, or its events could not be stored): its messages say so.
 	orphan := func() {
-		if cur == nil || cur.done() {
+		if cur == nil || cur.Done() {
 			return
 		}
-		if r, ok := t.bot.Active(f.chatID); ok && r.ID == cur.runID {
+		if r, ok := t.bot.Active(f.chatID); ok && r.ID == cur.RunID() {
 			return
 		}
-		cur.terminal, cur.endText = agent.EventRunInterrupted, "the bot restarted before the run ended"
+		cur.Interrupt("the bot restarted before the run ended")
 		finish()
 	}
 	for {
@@ -178,7 +179,7 @@ func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
 			}
 			last = ev.Seq
 			if ev.RunID != "" {
-				if cur != nil && cur.runID != ev.RunID {
+				if cur != nil && cur.RunID() != ev.RunID {
 					orphan()
 				}
 				if cur == nil {
@@ -186,13 +187,13 @@ func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
 					if err != nil {
 						log.WarnContext(ctx, "read rendered messages", "run_id", ev.RunID, "err", err)
 					}
-					ob.load(rows)
-					cur = newRunState(ropts, f.chatID, ev.RunID, project)
+					ob.Load(rows)
+					cur = render.NewRun(ropts, f.chatID, ev.RunID, project)
 				}
-				cur.apply(ev)
+				cur.Apply(ev)
 				th.noteInteraction(cur, ev.Type)
 				switch {
-				case cur.done():
+				case cur.Done():
 					finish()
 				case urgent(ev.Type):
 					push()
@@ -251,25 +252,25 @@ func urgent(typ string) bool {
 
 // noteInteraction keeps the pending interactions of live runs, for the
 // front-ends' answer forms.
-func (th *thread) noteInteraction(r *runState, typ string) {
+func (th *thread) noteInteraction(r *render.Run, typ string) {
 	switch agent.EventType(typ) {
 	case agent.EventInteractionRequested, agent.EventInteractionResolved:
 	default:
-		if !r.done() {
+		if !r.Done() {
 			return
 		}
 	}
 	th.mu.Lock()
 	defer th.mu.Unlock()
-	for id, c := range r.cards {
-		k := r.runID + "|" + id
-		if c.res == nil && !r.done() {
-			in := c.in
+	for _, c := range r.Cards() {
+		k := r.RunID() + "|" + c.Interaction.ID
+		if c.Pending {
+			in := c.Interaction
 			th.pending[k] = &in
 			if th.cardAt == nil {
 				th.cardAt = map[string]time.Time{}
 			}
-			th.cardAt[k] = c.at
+			th.cardAt[k] = c.At
 		} else {
 			delete(th.pending, k)
 			delete(th.cardAt, k)

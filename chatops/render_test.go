@@ -10,6 +10,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/chatops/render"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -47,7 +48,7 @@ func TestRenderer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			views := chatops.RenderRun(chatID, "proj", chatops.RenderOptions{Mention: f.surf.Mention}, evs)
+			views := render.RenderRun(chatID, "proj", chatops.RenderOptions{Mention: f.surf.Mention}, evs)
 			if len(views) != 1 || views[0].View.Hash() != live.view.Hash() {
 				t.Fatalf("replayed view differs from the live one\nreplay %+v\nlive   %+v", views, live.view)
 			}
@@ -127,7 +128,7 @@ func TestRenderer(t *testing.T) {
 			if err := f.mention(t, "UALLOWED", "long"); err != nil {
 				t.Fatal(err)
 			}
-			parts := chatops.Split(text, 300)
+			parts := render.Split(text, 300)
 			var up *message
 			waitFor(t, "the upload and every part", func() bool {
 				up = f.find(thread, func(m *message) bool { return m.upload != "" })

@@ -6,25 +6,12 @@ package chatops
 import (
 	"context"
 	"time"
+
+	"github.com/threadline-bot/threadline/chatops/outbox"
 )
 
 // Place is a thread on a chat platform: the unit a chat is bound to.
-type Place struct {
-	// Platform is "slack", "matrix" or "console".
-	Platform string
-	// Workspace is the Slack team id or the Matrix server; empty where the
-	// platform has none.
-	Workspace string
-	// Channel is the Slack channel (or DM) id, the Matrix room id.
-	Channel string
-	// Thread is the thread root (Slack ts of the first message, Matrix event id).
-	Thread string
-}
-
-// String renders the place for logs.
-func (p Place) String() string {
-	return p.Platform + ":" + p.Workspace + "/" + p.Channel + "/" + p.Thread
-}
+type Place = outbox.Place
 
 // Binding ties a thread to a chat.
 type Binding struct {
@@ -35,23 +22,7 @@ type Binding struct {
 }
 
 // RenderedMessage is one platform message a run was rendered into.
-type RenderedMessage struct {
-	RunID string
-	// Slot names the message within the run: "answer/0", "answer/1",
-	// "card/<interaction id>", "file".
-	Slot   string
-	ChatID string
-	Place  Place
-	// MessageID is the platform's id of the message (Slack ts); empty until posted.
-	MessageID string
-	// FirstSeq is the seq of the run's first event; LastSeq the newest event
-	// the message shows.
-	FirstSeq, LastSeq int64
-	// Hash identifies the content last sent, so an identical re-render sends nothing.
-	Hash string
-	// Final is set once the message shows the run's end (or the card's answer).
-	Final bool
-}
+type RenderedMessage = outbox.Message
 
 // Store is what chatops persists. Methods must be safe for concurrent use.
 type Store interface {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/chatops/outbox"
 )
 
 // ThreadsOptions configure Threads.
@@ -70,7 +71,7 @@ type Threads struct {
 
 	mu       sync.Mutex
 	surfaces map[string]Surface
-	outboxes map[string]*outbox
+	outboxes map[string]*outbox.Outbox
 	threads  map[Place]*thread
 }
 
@@ -88,12 +89,12 @@ func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger 
 	if opts.MaxFileBytes <= 0 {
 		opts.MaxFileBytes = 20 << 20
 	}
-	opts.Render = opts.Render.withDefaults()
+	opts.Render = opts.Render.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Threads{
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
-		surfaces: map[string]Surface{}, outboxes: map[string]*outbox{}, threads: map[Place]*thread{},
+		surfaces: map[string]Surface{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
 	}
 }
 
@@ -129,7 +130,7 @@ func (t *Threads) surface(platform string) (Surface, error) {
 }
 
 // outbox returns the workspace's outbox, starting it on first use.
-func (t *Threads) outbox(p Place) (*outbox, error) {
+func (t *Threads) outbox(p Place) (*outbox.Outbox, error) {
 	s, err := t.surface(p.Platform)
 	if err != nil {
 		return nil, err
@@ -139,9 +140,9 @@ func (t *Threads) outbox(p Place) (*outbox, error) {
 	k := p.Platform + "|" + p.Workspace
 	o := t.outboxes[k]
 	if o == nil {
-		o = newOutbox(s, t.store, t.opts.Budget, t.opts.Stream, t.log.With("workspace", p.Workspace))
+		o = outbox.New(s, t.store, t.opts.Budget, t.opts.Stream, t.log.With("workspace", p.Workspace))
 		t.outboxes[k] = o
-		t.wg.Go(func() { o.run(t.base) })
+		t.wg.Go(func() { o.Run(t.base) })
 	}
 	return o, nil
 }
@@ -154,7 +155,7 @@ func (t *Threads) Stats(platform, workspace string) OutboxStats {
 	if o == nil {
 		return OutboxStats{}
 	}
-	return o.snapshot()
+	return o.Stats()
 }
 
 // FirstSeen records an inbound platform event id (Slack event_id) and reports

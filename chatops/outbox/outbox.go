@@ -3,7 +3,12 @@
 // call bounds the rate of the whole workspace, final answers and interaction
 // cards go ahead of progress, and a 429 pauses the workspace for Retry-After.
 
-package chatops
+// Package outbox sends a workspace's rendered messages to its chat platform
+// within a rate budget: updates of one message coalesce, final answers and
+// cards go ahead of progress, a rate limit pauses the workspace, network
+// failures are retried, and each post carries an idempotency key (its run's
+// message slot) so that a retried post can be recognised.
+package outbox
 
 import (
 	"context"
@@ -12,11 +17,12 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // Rate is a token bucket: PerMinute calls on average, Burst at once.
@@ -44,7 +50,8 @@ type Budget struct {
 	MaxAttempts int
 }
 
-func (b Budget) withDefaults() Budget {
+// WithDefaults returns b with every unset field at its default.
+func (b Budget) WithDefaults() Budget {
 	def := func(r *Rate, pm float64) {
 		if r.PerMinute <= 0 {
 			r.PerMinute = pm
@@ -104,8 +111,8 @@ const (
 	opAppend
 )
 
-// OutboxStats counts a workspace's calls.
-type OutboxStats struct {
+// Stats counts a workspace's calls.
+type Stats struct {
 	Calls       int
 	RateLimited int
 	Failures    int
@@ -113,8 +120,8 @@ type OutboxStats struct {
 
 // oslot is one message of a run as the outbox knows it.
 type oslot struct {
-	rm        RenderedMessage
-	want      *SlotView
+	rm        Message
+	want      *render.SlotView
 	wantSeq   int64
 	gen       int
 	since     time.Time // when want became pending
@@ -136,10 +143,10 @@ func (s *oslot) resolve() {
 	s.waiters = nil
 }
 
-// outbox sends one workspace's updates from a single goroutine.
-type outbox struct {
-	surface Surface
-	store   Store
+// Outbox sends one workspace's updates from a single goroutine (Run).
+type Outbox struct {
+	surface Sender
+	store   Saver
 	budget  Budget
 	log     *slog.Logger
 	stream  bool
@@ -149,15 +156,21 @@ type outbox struct {
 	slots       map[string]*oslot // by run id + "|" + slot
 	paused      time.Time
 	buckets     map[opKind]*bucket
-	stats       OutboxStats
+	stats       Stats
 	wake        chan struct{}
 }
 
-func newOutbox(s Surface, st Store, b Budget, stream bool, log *slog.Logger) *outbox {
-	b = b.withDefaults()
+// New returns the outbox of a workspace sending through s. st, when not nil,
+// is told every message sent; stream uses s's native streaming where s is a
+// Streamer. Nothing is sent until Run is called.
+func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger) *Outbox {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	b = b.WithDefaults()
 	now := time.Now()
 	_, canStream := s.(Streamer)
-	return &outbox{
+	return &Outbox{
 		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
 		slots: map[string]*oslot{},
 		buckets: map[opKind]*bucket{
@@ -169,10 +182,10 @@ func newOutbox(s Surface, st Store, b Budget, stream bool, log *slog.Logger) *ou
 
 func slotKey(runID, slot string) string { return runID + "|" + slot }
 
-// load registers what the store knows of a run's messages, so that replayed
+// Load registers what the store knows of a run's messages, so that replayed
 // content that was already sent is not sent again and edits reach the same
 // messages.
-func (o *outbox) load(rows []RenderedMessage) {
+func (o *Outbox) Load(rows []Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, rm := range rows {
@@ -183,13 +196,15 @@ func (o *outbox) load(rows []RenderedMessage) {
 	}
 }
 
-// put sets the wanted content of a message, replacing content not yet sent.
-func (o *outbox) put(chatID, runID string, place Place, firstSeq, seq int64, sv SlotView) {
+// Put sets the wanted content of a message of run runID (slot sv.Slot, shown
+// in place), replacing content not yet sent. seq is the newest event sv
+// shows; firstSeq the run's first.
+func (o *Outbox) Put(chatID, runID string, place Place, firstSeq, seq int64, sv render.SlotView) {
 	o.mu.Lock()
 	k := slotKey(runID, sv.Slot)
 	s := o.slots[k]
 	if s == nil {
-		s = &oslot{rm: RenderedMessage{RunID: runID, Slot: sv.Slot, ChatID: chatID, Place: place, FirstSeq: firstSeq}}
+		s = &oslot{rm: Message{RunID: runID, Slot: sv.Slot, ChatID: chatID, Place: place, FirstSeq: firstSeq}}
 		o.slots[k] = s
 	}
 	if s.rm.Final && s.rm.Hash != "" {
@@ -206,16 +221,16 @@ func (o *outbox) put(chatID, runID string, place Place, firstSeq, seq int64, sv 
 	o.poke()
 }
 
-func (o *outbox) poke() {
+func (o *Outbox) poke() {
 	select {
 	case o.wake <- struct{}{}:
 	default:
 	}
 }
 
-// flush waits until every message of the run shows its wanted content (or
-// gave up).
-func (o *outbox) flush(ctx context.Context, runID string) error {
+// Flush waits until every message of the run shows its wanted content (or
+// gave up), or ctx ends.
+func (o *Outbox) Flush(ctx context.Context, runID string) error {
 	o.mu.Lock()
 	var waits []chan struct{}
 	for k, s := range o.slots {
@@ -236,8 +251,8 @@ func (o *outbox) flush(ctx context.Context, runID string) error {
 	return nil
 }
 
-// forget drops the run's slots from memory once it is rendered.
-func (o *outbox) forget(runID string) {
+// Forget drops the run's slots from memory once it is rendered.
+func (o *Outbox) Forget(runID string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, s := range o.slots {
@@ -247,7 +262,8 @@ func (o *outbox) forget(runID string) {
 	}
 }
 
-func (o *outbox) snapshot() OutboxStats {
+// Stats returns the counts of calls made so far.
+func (o *Outbox) Stats() Stats {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.stats
@@ -256,16 +272,16 @@ func (o *outbox) snapshot() OutboxStats {
 // job is one call the worker decided to make.
 type job struct {
 	s    *oslot
-	sv   SlotView
+	sv   render.SlotView
 	seq  int64
 	gen  int
 	op   opKind
 	hash string
 }
 
-// run is the worker: it sends the most urgent eligible update whenever the
-// budget allows, until ctx ends.
-func (o *outbox) run(ctx context.Context) {
+// Run is the worker: it sends the most urgent eligible update whenever the
+// budget allows, until ctx ends. Call it once, in a goroutine of its own.
+func (o *Outbox) Run(ctx context.Context) {
 	for {
 		j, wait := o.next(time.Now())
 		if j == nil {
@@ -287,7 +303,7 @@ func (o *outbox) run(ctx context.Context) {
 const idleWait = time.Hour
 
 // next picks the update to send now, or says how long to wait.
-func (o *outbox) next(now time.Time) (*job, time.Duration) {
+func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if now.Before(o.paused) {
@@ -300,7 +316,7 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 	// A run's answer parts are posted in order, and its file after them.
 	firstUnposted := map[string]int{}
 	for _, s := range o.slots {
-		if k, ok := answerIndex(s.rm.Slot); ok && s.rm.MessageID == "" {
+		if k, ok := render.AnswerIndex(s.rm.Slot); ok && s.rm.MessageID == "" {
 			if cur, seen := firstUnposted[s.rm.RunID]; !seen || k < cur {
 				firstUnposted[s.rm.RunID] = k
 			}
@@ -311,7 +327,7 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 			continue
 		}
 		if first, waiting := firstUnposted[s.rm.RunID]; waiting && s.rm.MessageID == "" {
-			if k, ok := answerIndex(s.rm.Slot); (ok && k > first) || s.rm.Slot == SlotFile {
+			if k, ok := render.AnswerIndex(s.rm.Slot); (ok && k > first) || s.rm.Slot == render.SlotFile {
 				continue
 			}
 		}
@@ -322,7 +338,7 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 			continue
 		}
 		ready := s.retryAt
-		if s.want.Priority == PriorityProgress && !(s.placeholder && !s.want.View.Working) {
+		if s.want.Priority == render.PriorityProgress && !(s.placeholder && !s.want.View.Working) {
 			ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
 		}
 		if ready.After(now) {
@@ -345,9 +361,9 @@ func (o *outbox) next(now time.Time) (*job, time.Duration) {
 	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: op, hash: best.want.View.Hash()}, 0
 }
 
-func (o *outbox) opFor(s *oslot) opKind {
+func (o *Outbox) opFor(s *oslot) opKind {
 	switch {
-	case s.rm.MessageID == "" || s.want.Slot == SlotFile:
+	case s.rm.MessageID == "" || s.want.Slot == render.SlotFile:
 		return opPost
 	case s.streaming && !s.want.Final:
 		return opAppend
@@ -371,7 +387,7 @@ func earlier(a, b time.Time) time.Time {
 }
 
 // send makes one call and records its outcome.
-func (o *outbox) send(ctx context.Context, j *job) {
+func (o *Outbox) send(ctx context.Context, j *job) {
 	s := j.s
 	o.mu.Lock()
 	rm := s.rm
@@ -384,9 +400,9 @@ func (o *outbox) send(ctx context.Context, j *job) {
 		err error
 	)
 	newStreamed := streamed
-	isAnswer := strings.HasPrefix(j.sv.Slot, slotAnswerPref)
+	isAnswer := render.IsAnswer(j.sv.Slot)
 	switch {
-	case j.sv.Slot == SlotFile:
+	case j.sv.Slot == render.SlotFile:
 		if id == "" {
 			id, err = o.surface.Upload(ctx, rm.Place, "answer.md", j.sv.Upload)
 		}
@@ -504,21 +520,11 @@ func (o *outbox) send(ctx context.Context, j *job) {
 
 // streamBody is the Markdown a native stream shows for v: a placeholder shows
 // nothing, so that the answer's text can be appended to it.
-func streamBody(v View) string {
+func streamBody(v render.View) string {
 	if v.Working {
 		return ""
 	}
 	return v.Body
-}
-
-// answerIndex returns k of an "answer/k" slot.
-func answerIndex(slot string) (int, bool) {
-	n, ok := strings.CutPrefix(slot, slotAnswerPref)
-	if !ok {
-		return 0, false
-	}
-	k, err := strconv.Atoi(n)
-	return k, err == nil
 }
 
 // transient reports a failure of the transport rather than an answer of the
@@ -531,7 +537,7 @@ func transient(err error) bool {
 }
 
 // keyed gives a post the idempotency key of its run's message slot.
-func keyed(v View, rm RenderedMessage) View {
+func keyed(v render.View, rm Message) render.View {
 	v.Key = rm.RunID + "/" + rm.Slot
 	return v
 }

@@ -2,18 +2,30 @@
 // it is shown as. Everything shown is derived from the persisted events alone,
 // so a replay renders exactly what the live stream did.
 
-package chatops
+// Package render is the pure part of chatops: a fold from a run's chat events
+// to the platform-neutral views of its messages (answer parts, interaction
+// cards, the file of a long answer), Markdown splitting that keeps code fences
+// balanced, and the View and button types the front-ends draw. It does no I/O
+// and reads no clock: every time it shows comes from the events.
+package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
+	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
+
+// Event is one persisted event of a chat's log.
+type Event = runhub.Event
 
 // RenderOptions shape the views of a run.
 type RenderOptions struct {
@@ -31,7 +43,9 @@ type RenderOptions struct {
 	Mention func(by string) string
 }
 
-func (o RenderOptions) withDefaults() RenderOptions {
+// WithDefaults returns o with every unset limit at its default and a nil
+// Mention replaced by the identity.
+func (o RenderOptions) WithDefaults() RenderOptions {
 	if o.PartLimit <= 0 {
 		o.PartLimit = 3500
 	}
@@ -50,12 +64,39 @@ func (o RenderOptions) withDefaults() RenderOptions {
 	return o
 }
 
-// Slot names.
+// Slot names: a run's messages are "answer/0", "answer/1", ..., one
+// "card/<interaction id>" per interaction and "file" for a long answer's upload.
 const (
 	SlotFile       = "file"
 	slotAnswerPref = "answer/"
 	slotCardPref   = "card/"
 )
+
+// AnswerIndex returns k of an "answer/k" slot; ok is false for other slots.
+func AnswerIndex(slot string) (k int, ok bool) {
+	n, ok := strings.CutPrefix(slot, slotAnswerPref)
+	if !ok {
+		return 0, false
+	}
+	k, err := strconv.Atoi(n)
+	return k, err == nil
+}
+
+// IsAnswer reports whether slot holds a part of the answer ("answer/k").
+func IsAnswer(slot string) bool { return strings.HasPrefix(slot, slotAnswerPref) }
+
+// CardCodeLen is the length of a card's code (hex digits).
+const CardCodeLen = 4
+
+// CardCode returns the short code an approval card shows, so that a typed
+// decision can name it ("approve 3fa2"): the first CardCodeLen hex digits of
+// a hash of the run and interaction ids. Codes of a thread's pending cards
+// may collide (one chance in 65536 per pair); such a code is refused as
+// ambiguous.
+func CardCode(runID, interactionID string) string {
+	sum := sha256.Sum256([]byte(runID + "|" + interactionID))
+	return hex.EncodeToString(sum[:])[:CardCodeLen]
+}
 
 // Priority orders a workspace's pending updates.
 type Priority int
@@ -89,8 +130,8 @@ type card struct {
 	at  time.Time // when the request was made (its event's time)
 }
 
-// runState accumulates one run's events. It is owned by one goroutine.
-type runState struct {
+// Run accumulates one run's events. It is owned by one goroutine.
+type Run struct {
 	opts           RenderOptions
 	chatID, runID  string
 	agent, model   string
@@ -108,15 +149,18 @@ type runState struct {
 	notes          []string
 }
 
-func newRunState(opts RenderOptions, chatID, runID, project string) *runState {
-	return &runState{
-		opts: opts.withDefaults(), chatID: chatID, runID: runID, project: project,
+// NewRun starts the fold of run runID of chat chatID (project names the
+// chat's project on the status line; empty shows none).
+func NewRun(opts RenderOptions, chatID, runID, project string) *Run {
+	return &Run{
+		opts: opts.WithDefaults(), chatID: chatID, runID: runID, project: project,
 		files: map[string]bool{}, cards: map[string]*card{},
 	}
 }
 
-// apply folds one event of the run into the state.
-func (r *runState) apply(ev Event) {
+// Apply folds one event of the run into the state. An event whose payload
+// does not decode only moves the seqs and times.
+func (r *Run) Apply(ev Event) {
 	if r.firstSeq == 0 {
 		r.firstSeq = ev.Seq
 	}
@@ -189,13 +233,48 @@ func (r *runState) apply(ev Event) {
 	}
 }
 
-func (r *runState) done() bool { return r.terminal != "" }
+// Done reports whether the run has ended (a terminal event, or Interrupt).
+func (r *Run) Done() bool { return r.terminal != "" }
 
-// views returns the desired content of every message of the run.
-func (r *runState) views() []SlotView {
+// RunID is the id of the run being folded.
+func (r *Run) RunID() string { return r.runID }
+
+// FirstSeq is the seq of the first event applied (0 before any).
+func (r *Run) FirstSeq() int64 { return r.firstSeq }
+
+// LastSeq is the seq of the newest event applied.
+func (r *Run) LastSeq() int64 { return r.last }
+
+// Interrupt ends a run its log never ended (the process that ran it died):
+// its messages then show it stopped, with why.
+func (r *Run) Interrupt(why string) {
+	r.terminal, r.endText = agent.EventRunInterrupted, why
+}
+
+// Card is an interaction of the run as its card shows it.
+type Card struct {
+	Interaction agent.Interaction
+	// Pending is set while the interaction waits for an answer in a live run.
+	Pending bool
+	// At is when it was requested (its event's time).
+	At time.Time
+}
+
+// Cards returns the run's interactions in the order they were requested.
+func (r *Run) Cards() []Card {
+	out := make([]Card, 0, len(r.cardOrder))
+	for _, id := range r.cardOrder {
+		c := r.cards[id]
+		out = append(out, Card{Interaction: c.in, Pending: c.res == nil && !r.Done(), At: c.at})
+	}
+	return out
+}
+
+// Views returns the desired content of every message of the run.
+func (r *Run) Views() []SlotView {
 	o := r.opts
 	body := r.body.String()
-	final := r.done()
+	final := r.Done()
 	parts := Split(body, o.PartLimit)
 	overflow := len(parts) > o.MaxParts
 	if overflow {
@@ -263,7 +342,7 @@ func cutRune(s string, n int) int {
 	return n
 }
 
-func (r *runState) status() string {
+func (r *Run) status() string {
 	parts := []string{orDash(r.agent)}
 	parts = append(parts, orDefault(r.model))
 	if r.project != "" {
@@ -275,6 +354,13 @@ func (r *runState) status() string {
 	return strings.Join(parts, " · ")
 }
 
+func orDefault(s string) string {
+	if s == "" {
+		return "(default)"
+	}
+	return s
+}
+
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -282,7 +368,7 @@ func orDash(s string) string {
 	return s
 }
 
-func (r *runState) stepLines() []string {
+func (r *Run) stepLines() []string {
 	var out []string
 	for _, n := range r.notes {
 		out = append(out, "⚠ "+oneLine(n, 150))
@@ -305,7 +391,7 @@ func (r *runState) stepLines() []string {
 	return out
 }
 
-func (r *runState) footer() string {
+func (r *Run) footer() string {
 	var parts []string
 	d := ""
 	if !r.started.IsZero() && !r.at.IsZero() {
@@ -349,7 +435,7 @@ func (r *runState) footer() string {
 	return strings.Join(parts, " · ")
 }
 
-func (r *runState) cardView(c *card) View {
+func (r *Run) cardView(c *card) View {
 	in := c.in
 	var b strings.Builder
 	title := in.Title
@@ -465,7 +551,7 @@ func resolutionWord(res *agent.Resolution) string {
 	return "Resolved"
 }
 
-func (r *runState) resolutionLine(res *agent.Resolution) string {
+func (r *Run) resolutionLine(res *agent.Resolution) string {
 	s := "**" + resolutionWord(res) + "**"
 	if res.By != "" {
 		s += " by " + r.opts.Mention(res.By)
@@ -561,20 +647,20 @@ func thousands(n int64) string {
 // shows them once it has seen all of them (front-ends and tests use it to
 // re-render a run from the store).
 func RenderRun(chatID, project string, opts RenderOptions, events []Event) []SlotView {
-	var r *runState
+	var r *Run
 	for _, ev := range events {
 		if ev.RunID == "" {
 			continue
 		}
 		if r == nil {
-			r = newRunState(opts, chatID, ev.RunID, project)
+			r = NewRun(opts, chatID, ev.RunID, project)
 		}
 		if ev.RunID == r.runID {
-			r.apply(ev)
+			r.Apply(ev)
 		}
 	}
 	if r == nil {
 		return nil
 	}
-	return r.views()
+	return r.Views()
 }

@@ -1,7 +1,7 @@
 // view.go: platform-neutral message views the renderer produces and the
 // front-ends turn into Slack blocks or Matrix events, and the button values.
 
-package chatops
+package render
 
 import (
 	"crypto/sha256"

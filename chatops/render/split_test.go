@@ -1,4 +1,4 @@
-package chatops
+package render
 
 import (
 	"fmt"

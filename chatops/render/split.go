@@ -1,7 +1,7 @@
 // split.go: cutting long Markdown into messages on paragraph or fence
 // boundaries, never breaking a code fence and never dropping a byte.
 
-package chatops
+package render
 
 import (
 	"strings"
