@@ -359,7 +359,7 @@ func (t *Threads) attach(ctx context.Context, chatID, text string, files []File)
 			skipped = append(skipped, shownName(f.Name)+" (this chat has no working directory for files)")
 			continue
 		}
-		name, err := saveFile(c.Cwd, f)
+		name, err := t.saveWorkFile(c.Cwd, f)
 		if err != nil {
 			t.log.ErrorContext(ctx, "save attached file", "chat", chatID, "err", err)
 			skipped = append(skipped, shownName(f.Name)+" (it could not be saved)")

@@ -303,18 +303,37 @@ func stopAgent(relay Relay, spec Spec, how, name string) string {
 		return "start: " + err.Error()
 	}
 	pid := p.Pid()
+	up := make(chan struct{}, 1)
+	done := make(chan error, 1)
+	go func() {
+		_ = p.Each(func([]byte) error {
+			select {
+			case up <- struct{}{}:
+			default:
+			}
+			return nil
+		})
+		done <- p.Wait()
+	}()
+	select {
+	case <-up:
+	case <-time.After(30 * time.Second):
+		return fmt.Sprintf("pid %d: no output", pid)
+	}
 	var serr error
-	_ = p.Each(func([]byte) error {
-		if how == "kill" {
-			serr = p.Kill()
-		} else {
-			serr = p.Signal(syscall.SIGTERM)
-		}
-		return nil
-	})
-	werr := p.Wait()
-	if serr != nil {
-		return how + ": " + serr.Error()
+	if how == "kill" {
+		serr = p.Kill()
+	} else {
+		serr = p.Signal(syscall.SIGTERM)
+	}
+	if serr != nil { // the agent lives on: the test's parent (root) ends it
+		return fmt.Sprintf("%s: %v (pid %d)", how, serr, pid)
+	}
+	var werr error
+	select {
+	case werr = <-done:
+	case <-time.After(30 * time.Second):
+		return fmt.Sprintf("pid %d: still running 30 s after %s", pid, how)
 	}
 	var pe *ProcessError
 	if !errors.As(werr, &pe) || pe.ExitCode != -1 {
@@ -526,6 +545,7 @@ func TestIsolationFromNonRootBot(t *testing.T) {
 	for _, k := range []string{"kill/direct", "kill/relayed", "signal/direct", "signal/relayed"} {
 		if rep.Stops[k] != "stopped" {
 			t.Errorf("%s: %q", k, rep.Stops[k])
+			killLeftover(rep.Stops[k])
 		}
 	}
 }
@@ -825,4 +845,13 @@ func TestIsolatedStartRefusesWritableExecutable(t *testing.T) {
 		}
 		runProbe(t, Spec{Bin: exe, Env: []string{childEnv + "=probe"}, Isolation: iso})
 	})
+}
+
+// killLeftover ends the agent a failed stop report names ("... (pid N)").
+func killLeftover(report string) {
+	if _, rest, ok := strings.Cut(report, "(pid "); ok {
+		if pid, err := strconv.Atoi(strings.TrimSuffix(rest, ")")); err == nil && pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
 }

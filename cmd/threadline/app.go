@@ -32,6 +32,9 @@ type app struct {
 	agents  *agentSet
 	// redactor scrubs secret values from what is posted to chat.
 	redactor *redact.Redactor
+	// files creates attached files in chats' working directories for the
+	// agent user (isolation.go).
+	files workFiles
 	deskState
 
 	// live is this replica's name and liveness timing; router routes answers
@@ -81,6 +84,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	}
 	ps := prompt.New(hub, chats, st, isolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router}
+	a.files = workFiles{iso: o.isolation, root: o.workRoot}
 	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	a.reattachRelays(ctx, o.relay)

@@ -14,9 +14,14 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/chatops"
 )
+
+var _ chatops.WorkFiles = (*app)(nil)
 
 // Isolation modes (host.isolation).
 const (
@@ -163,11 +168,23 @@ func (p *isolatedProvider) Run(ctx context.Context, req agent.RunRequest, emit f
 	return p.Provider.Run(procrun.WithIsolation(ctx, p.iso), req, emit)
 }
 
+// workdirMode is a chat's own working directory under isolation: owned by
+// the agent user, group the bot's (set-group-id, so that what is created in
+// it keeps that group), rwx for both, nothing for others. The bot can then
+// add attached files after the agent's first run (workFiles), and nobody
+// else can enter.
+const workdirMode = os.ModeSetgid | 0o770
+
 // prepareWorkdir gives a chat's own working directory (a direct child of
-// root, created by the bot) to the agent user with mode 0700, and makes root
-// and the directories above it that the bot owns traversable (o+x, never
-// listable for that). Any other cwd is the operator's choice and is left as
-// it is: the agent user must be able to use it.
+// root, created by the bot) to the agent user (workdirMode, group the bot's
+// effective group), and makes root and the directories above it that the
+// bot owns traversable (o+x, never listable for that). Any other cwd is the
+// operator's choice and is left as it is: the agent user must be able to
+// use it. The directory is changed through one descriptor opened without
+// following a symbolic link. A bot that is not root needs CAP_CHOWN (the
+// unit grants it) and changes the mode while it still owns the directory;
+// taking one over from an earlier layout, it also hands the regular files
+// it owns at the top (attachments saved before) to the agent user.
 func prepareWorkdir(root, cwd string, iso *procrun.Isolation) error {
 	if root == "" || cwd == "" {
 		return nil
@@ -179,20 +196,141 @@ func prepareWorkdir(root, cwd string, iso *procrun.Isolation) error {
 	if err := traversable(root); err != nil {
 		return err
 	}
-	fi, err := os.Lstat(cwd)
+	botUID, botGID := os.Geteuid(), os.Getegid()
+	// A directory of an earlier layout (the agent's, 0700) cannot even be
+	// opened by a bot that is not root: take it back first. Lchown follows
+	// no link, and root is the bot's, so nobody else can swap cwd.
+	if fi, err := os.Lstat(cwd); err == nil && fi.IsDir() {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != botUID && int(st.Uid) == int(iso.UID) && fi.Mode() != os.ModeDir|workdirMode {
+			if err := os.Lchown(cwd, botUID, botGID); err != nil {
+				return fmt.Errorf("hand %s to %s: %w", cwd, iso.User, err)
+			}
+		}
+	}
+	dir, err := openDirNoFollow(cwd)
 	if err != nil {
 		return err
 	}
-	if !fi.IsDir() {
-		return fmt.Errorf("%s is not a directory", cwd)
+	defer dir.Close()
+	fi, err := dir.Stat()
+	if err != nil {
+		return err
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid == iso.UID && fi.Mode().Perm() == 0o700 {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fmt.Errorf("%s: no owner information", cwd)
+	}
+	if st.Uid == iso.UID && int(st.Gid) == botGID && fi.Mode() == os.ModeDir|workdirMode {
 		return nil
 	}
-	if err := os.Lchown(cwd, int(iso.UID), int(iso.GID)); err != nil {
-		return fmt.Errorf("hand %s to %s: %w", cwd, iso.User, err)
+	hand := func(err error) error { return fmt.Errorf("hand %s to %s: %w", cwd, iso.User, err) }
+	if int(st.Uid) != botUID { // an earlier layout: take it back to change its mode
+		if err := dir.Chown(botUID, botGID); err != nil {
+			return hand(err)
+		}
 	}
-	return os.Chmod(cwd, 0o700)
+	if err := dir.Chmod(workdirMode); err != nil {
+		return hand(err)
+	}
+	if err := dir.Chown(int(iso.UID), botGID); err != nil {
+		return hand(err)
+	}
+	return handFiles(dir, iso)
+}
+
+// openDirNoFollow opens the directory path itself, never a symbolic link.
+func openDirNoFollow(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	return os.NewFile(uintptr(fd), path), nil
+}
+
+// handFiles gives the regular files of dir (top level) that this process
+// owns to the agent user, mode 0600: attachments saved by an earlier layout.
+func handFiles(dir *os.File, iso *procrun.Isolation) error {
+	names, err := dir.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		fd, err := unix.Openat(int(dir.Fd()), n, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue // a symbolic link, or gone
+		}
+		f := os.NewFile(uintptr(fd), n)
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) == os.Geteuid() {
+				err = f.Chmod(0o600)
+				if err == nil {
+					err = f.Chown(int(iso.UID), -1)
+				}
+				if err != nil {
+					f.Close()
+					return fmt.Errorf("hand %s to %s: %w", filepath.Join(dir.Name(), n), iso.User, err)
+				}
+			}
+		}
+		f.Close()
+	}
+	return nil
+}
+
+// workFiles creates the files the bot saves into chats' working directories
+// (chatops.WorkFiles) so that the agent user can use them.
+type workFiles struct {
+	// iso is the agents' isolation; nil creates plain files of this process.
+	iso  *procrun.Isolation
+	root string
+}
+
+// CreateWorkFile creates name in dir, exclusively and without following a
+// symbolic link (relative to dir opened without following one either: an
+// agent could have planted links in its directory). Under isolation the
+// chat's own directory is prepared first (prepareWorkdir), and the file is
+// given to the agent user with mode 0600; the returned handle, opened by
+// the bot, stays writable.
+func (w workFiles) CreateWorkFile(dir, name string) (io.WriteCloser, error) {
+	if name == "" || strings.ContainsAny(name, "/\\") || name == "." || name == ".." {
+		return nil, fmt.Errorf("bad file name %q", name)
+	}
+	mode := uint32(0o640)
+	if w.iso != nil {
+		if err := prepareWorkdir(w.root, dir, w.iso); err != nil {
+			return nil, err
+		}
+		mode = 0o600
+	}
+	d, err := openDirNoFollow(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	path := filepath.Join(dir, name)
+	fd, err := unix.Openat(int(d.Fd()), name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return nil, &os.PathError{Op: "create", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	if w.iso == nil {
+		return f, nil
+	}
+	err = f.Chmod(os.FileMode(mode))
+	if err == nil {
+		err = f.Chown(int(w.iso.UID), -1) // its group is the directory's (set-group-id)
+	}
+	if err != nil {
+		f.Close()
+		_ = unix.Unlinkat(int(d.Fd()), name, 0)
+		return nil, fmt.Errorf("hand %s to %s: %w", path, w.iso.User, err)
+	}
+	return f, nil
+}
+
+// CreateWorkFile answers chatops.WorkFiles for the front desk.
+func (a *app) CreateWorkFile(dir, name string) (io.WriteCloser, error) {
+	return a.files.CreateWorkFile(dir, name)
 }
 
 // traversable adds o+x to dir and each directory above it that this

@@ -109,8 +109,9 @@ func TestUnsetSecretEnv(t *testing.T) {
 	}
 }
 
-// TestPrepareWorkdir: a chat's own directory goes to the agent user (0700),
-// its parent becomes traversable; other directories are left alone.
+// TestPrepareWorkdir: a chat's own directory goes to the agent user (group
+// the bot's, 2770), its parent becomes traversable; other directories are
+// left alone.
 func TestPrepareWorkdir(t *testing.T) {
 	u := agentUser(t)
 	iso, err := procrun.NewIsolation(u.Username)
@@ -142,8 +143,12 @@ func TestPrepareWorkdir(t *testing.T) {
 		}
 		return strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)), fi.Mode().Perm()
 	}
-	if uid, mode := owner(chat); uid != u.Uid || mode != 0o700 {
-		t.Errorf("chat dir: uid %s mode %o, want %s 0700", uid, mode, u.Uid)
+	fi, err := os.Stat(chat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != u.Uid || int(st.Gid) != os.Getegid() || fi.Mode() != os.ModeDir|os.ModeSetgid|0o770 {
+		t.Errorf("chat dir: %d:%d %v, want %s:%d %v", st.Uid, st.Gid, fi.Mode(), u.Uid, os.Getegid(), os.ModeDir|os.ModeSetgid|0o770)
 	}
 	if _, mode := owner(root); mode != 0o701 {
 		t.Errorf("workdir root: mode %o, want 0701 (traversable, not listable)", mode)
