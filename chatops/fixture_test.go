@@ -15,6 +15,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -189,7 +190,7 @@ func setup(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture 
 	}
 	// Subtests share a store: every fixture talks in a thread of its own.
 	thread.Thread = fmt.Sprintf("1690000000.%06d", time.Now().UnixNano()%1e6)
-	threads := chatops.NewThreads(bot, st, policy, opts, log)
+	threads := chatops.NewThreads(bot, chatstore.Store{St: st}, policy, opts, log)
 	surf := newSurface()
 	threads.Attach("slack", surf)
 	t.Cleanup(func() { threads.Close() })
@@ -208,7 +209,7 @@ func (f *fixture) mention(t *testing.T, who, text string) error {
 
 func (f *fixture) chatOf(t *testing.T, p chatops.Place) string {
 	t.Helper()
-	b, ok, err := f.st.Binding(t.Context(), p)
+	b, ok, err := chatstore.Store{St: f.st}.Binding(t.Context(), p)
 	if err != nil || !ok {
 		t.Fatalf("thread %s not bound (%v)", p, err)
 	}

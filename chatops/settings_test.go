@@ -19,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -109,8 +110,8 @@ func setupCatalog(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *f
 		r, err := st.GetRun(ctx, runID)
 		return r.StartedBy, err
 	}
-	f.bot = chatops.New(store.Chats{St: st}, f.svc, store.Feed{Hub: f.hub, St: st}, testCatalog, slog.New(slog.DiscardHandler))
-	f.threads = chatops.NewThreads(f.bot, st, f.policy, opts, slog.New(slog.DiscardHandler))
+	f.bot = chatops.New(chatstore.Store{St: st}, f.svc, chatstore.Feed{Hub: f.hub, St: st}, testCatalog, slog.New(slog.DiscardHandler))
+	f.threads = chatops.NewThreads(f.bot, chatstore.Store{St: st}, f.policy, opts, slog.New(slog.DiscardHandler))
 	f.threads.Attach("slack", f.surf)
 	t.Cleanup(func() { f.threads.Close() })
 	f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
@@ -222,7 +223,7 @@ func TestSettingsCommands(t *testing.T) {
 			if !errors.Is(err, chatops.ErrForbidden) {
 				t.Fatalf("HandleMessage = %v, want ErrForbidden", err)
 			}
-			if _, ok, _ := st.Binding(t.Context(), thread); ok {
+			if _, ok, _ := (chatstore.Store{St: st}).Binding(t.Context(), thread); ok {
 				t.Fatal("the thread was bound to a chat of project secret")
 			}
 			if got := f.lastNotice(); !strings.Contains(got, "Project secret is not open") {

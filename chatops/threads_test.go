@@ -12,6 +12,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -110,7 +111,7 @@ func TestThreads(t *testing.T) {
 			if len(f.surf.ephemerals) != 1 || !strings.Contains(f.surf.ephemerals[0], "not allowed") {
 				t.Fatalf("ephemerals %q", f.surf.ephemerals)
 			}
-			if _, ok, _ := st.Binding(t.Context(), thread); ok {
+			if _, ok, _ := (chatstore.Store{St: st}).Binding(t.Context(), thread); ok {
 				t.Fatal("a refused mention bound the thread")
 			}
 			// Other channel without rules: even a user allowed in C1 is refused.

@@ -1,5 +1,6 @@
-// chatops.go: the tables of chatops: thread_bindings, seen_events and
-// rendered_messages (migration 0003), and ForkChat.
+// chatops.go: the tables the chat front-ends use: thread_bindings, seen_events
+// and rendered_messages (migration 0003), and ForkChat. The row types are the
+// store's own; chatops/chatstore adapts them to chatops.
 package store
 
 import (
@@ -9,11 +10,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/threadline-bot/threadline/chatops"
 )
-
-var _ chatops.Store = (*Store)(nil)
 
 const (
 	bindingColumns = `platform, workspace, channel, thread, chat_id, created_by, created_at`
@@ -42,6 +39,37 @@ last_seq = excluded.last_seq, hash = excluded.hash, final = excluded.final, upda
 SELECT $2, title, agent, model, effort, mode, project, cwd, sessions, TRUE, $3, $3 FROM chats WHERE id = $1`
 )
 
+// ThreadRef names a platform thread: platform ("slack", "matrix", "console"),
+// workspace (Slack team, Matrix server; may be empty), channel or room, and
+// the thread's root.
+type ThreadRef struct {
+	Platform, Workspace, Channel, Thread string
+}
+
+// String renders the thread for errors and logs.
+func (t ThreadRef) String() string {
+	return t.Platform + ":" + t.Workspace + "/" + t.Channel + "/" + t.Thread
+}
+
+// Binding is a row of thread_bindings: the chat a thread is bound to.
+type Binding struct {
+	ThreadRef
+	ChatID    string
+	CreatedBy string
+	CreatedAt time.Time
+}
+
+// RenderedMessage is a row of rendered_messages: one platform message a run
+// was rendered into, identified by (RunID, Slot).
+type RenderedMessage struct {
+	RunID, Slot, ChatID string
+	ThreadRef
+	MessageID         string // empty until posted
+	FirstSeq, LastSeq int64
+	Hash              string
+	Final             bool
+}
+
 type bindingRow struct {
 	Platform  string    `db:"platform"`
 	Workspace string    `db:"workspace"`
@@ -52,29 +80,29 @@ type bindingRow struct {
 	CreatedAt time.Time `db:"created_at"`
 }
 
-func (r bindingRow) binding() chatops.Binding {
-	return chatops.Binding{
-		Place:  chatops.Place{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
-		ChatID: r.ChatID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
+func (r bindingRow) binding() Binding {
+	return Binding{
+		ThreadRef: ThreadRef{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
+		ChatID:    r.ChatID, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC(),
 	}
 }
 
 // Binding returns the chat bound to the thread; ok is false when none is.
-func (s *Store) Binding(ctx context.Context, p chatops.Place) (chatops.Binding, bool, error) {
+func (s *Store) Binding(ctx context.Context, p ThreadRef) (Binding, bool, error) {
 	var r bindingRow
 	err := s.db.GetContext(ctx, &r, queryGetBinding, p.Platform, p.Workspace, p.Channel, p.Thread)
 	if err != nil {
 		if err = translate(err); errors.Is(err, ErrNotFound) {
-			return chatops.Binding{}, false, nil
+			return Binding{}, false, nil
 		}
-		return chatops.Binding{}, false, fmt.Errorf("store: binding of %s: %w", p, err)
+		return Binding{}, false, fmt.Errorf("store: binding of %s: %w", p, err)
 	}
 	return r.binding(), true, nil
 }
 
 // Bind binds the thread to b.ChatID unless it is bound already and returns the
 // binding in force. A chat that does not exist is ErrNotFound.
-func (s *Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, bool, error) {
+func (s *Store) Bind(ctx context.Context, b Binding) (Binding, bool, error) {
 	t := b.CreatedAt.UTC()
 	if b.CreatedAt.IsZero() {
 		t = now()
@@ -82,28 +110,28 @@ func (s *Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, b
 	res, err := s.db.ExecContext(ctx, queryInsertBinding, b.Platform, b.Workspace, b.Channel, b.Thread, b.ChatID, b.CreatedBy, t)
 	if err != nil {
 		if isFKViolation(err) {
-			return chatops.Binding{}, false, fmt.Errorf("store: bind %s: chat %s: %w", b.Place, b.ChatID, ErrNotFound)
+			return Binding{}, false, fmt.Errorf("store: bind %s: chat %s: %w", b.ThreadRef, b.ChatID, ErrNotFound)
 		}
-		return chatops.Binding{}, false, fmt.Errorf("store: bind %s: %w", b.Place, translate(err))
+		return Binding{}, false, fmt.Errorf("store: bind %s: %w", b.ThreadRef, translate(err))
 	}
 	n, _ := res.RowsAffected()
-	in, ok, err := s.Binding(ctx, b.Place)
+	in, ok, err := s.Binding(ctx, b.ThreadRef)
 	if err != nil {
-		return chatops.Binding{}, false, err
+		return Binding{}, false, err
 	}
 	if !ok {
-		return chatops.Binding{}, false, fmt.Errorf("store: bind %s: %w", b.Place, ErrNotFound)
+		return Binding{}, false, fmt.Errorf("store: bind %s: %w", b.ThreadRef, ErrNotFound)
 	}
 	return in, n == 1, nil
 }
 
 // BindingsOfChat returns the threads bound to the chat, oldest first.
-func (s *Store) BindingsOfChat(ctx context.Context, chatID string) ([]chatops.Binding, error) {
+func (s *Store) BindingsOfChat(ctx context.Context, chatID string) ([]Binding, error) {
 	var rows []bindingRow
 	if err := s.db.SelectContext(ctx, &rows, queryBindingsOfChat, chatID); err != nil {
 		return nil, fmt.Errorf("store: bindings of chat %s: %w", chatID, translate(err))
 	}
-	out := make([]chatops.Binding, len(rows))
+	out := make([]Binding, len(rows))
 	for i, r := range rows {
 		out[i] = r.binding()
 	}
@@ -148,20 +176,20 @@ type renderedRow struct {
 	UpdatedAt time.Time `db:"updated_at"`
 }
 
-func (r renderedRow) message() chatops.RenderedMessage {
-	return chatops.RenderedMessage{
+func (r renderedRow) message() RenderedMessage {
+	return RenderedMessage{
 		RunID: r.RunID, Slot: r.Slot, ChatID: r.ChatID,
-		Place:     chatops.Place{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
+		ThreadRef: ThreadRef{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
 		MessageID: r.MessageID, FirstSeq: r.FirstSeq, LastSeq: r.LastSeq, Hash: r.Hash, Final: r.Final,
 	}
 }
 
-func (s *Store) selectRendered(ctx context.Context, q string, arg string) ([]chatops.RenderedMessage, error) {
+func (s *Store) selectRendered(ctx context.Context, q string, arg string) ([]RenderedMessage, error) {
 	var rows []renderedRow
 	if err := s.db.SelectContext(ctx, &rows, q, arg); err != nil {
 		return nil, translate(err)
 	}
-	out := make([]chatops.RenderedMessage, len(rows))
+	out := make([]RenderedMessage, len(rows))
 	for i, r := range rows {
 		out[i] = r.message()
 	}
@@ -169,7 +197,7 @@ func (s *Store) selectRendered(ctx context.Context, q string, arg string) ([]cha
 }
 
 // RenderedMessages returns the run's rendered messages ordered by slot.
-func (s *Store) RenderedMessages(ctx context.Context, runID string) ([]chatops.RenderedMessage, error) {
+func (s *Store) RenderedMessages(ctx context.Context, runID string) ([]RenderedMessage, error) {
 	out, err := s.selectRendered(ctx, queryRendered, runID)
 	if err != nil {
 		return nil, fmt.Errorf("store: rendered messages of run %s: %w", runID, err)
@@ -178,7 +206,7 @@ func (s *Store) RenderedMessages(ctx context.Context, runID string) ([]chatops.R
 }
 
 // OpenRenders returns the platform's rendered messages not yet final.
-func (s *Store) OpenRenders(ctx context.Context, platform string) ([]chatops.RenderedMessage, error) {
+func (s *Store) OpenRenders(ctx context.Context, platform string) ([]RenderedMessage, error) {
 	out, err := s.selectRendered(ctx, queryOpen, platform)
 	if err != nil {
 		return nil, fmt.Errorf("store: open renders of %s: %w", platform, err)
@@ -187,8 +215,8 @@ func (s *Store) OpenRenders(ctx context.Context, platform string) ([]chatops.Ren
 }
 
 // SaveRenderedMessage inserts or replaces the row of (RunID, Slot).
-func (s *Store) SaveRenderedMessage(ctx context.Context, m chatops.RenderedMessage) error {
-	p := m.Place
+func (s *Store) SaveRenderedMessage(ctx context.Context, m RenderedMessage) error {
+	p := m.ThreadRef
 	if _, err := s.db.ExecContext(ctx, queryUpsertRendered, m.RunID, m.Slot, m.ChatID, p.Platform, p.Workspace,
 		p.Channel, p.Thread, m.MessageID, m.FirstSeq, m.LastSeq, m.Hash, m.Final, now()); err != nil {
 		return fmt.Errorf("store: save rendered message %s/%s: %w", m.RunID, m.Slot, translate(err))

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -16,21 +15,21 @@ func TestThreadBindings(t *testing.T) {
 		ctx := t.Context()
 		newChat(t, s, "c1")
 		newChat(t, s, "c2")
-		p := chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1700000000.000100"}
+		p := store.ThreadRef{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1700000000.000100"}
 		if _, ok, err := s.Binding(ctx, p); err != nil || ok {
 			t.Fatalf("Binding before Bind = %v %v", ok, err)
 		}
-		b, created, err := s.Bind(ctx, chatops.Binding{Place: p, ChatID: "c1", CreatedBy: "slack:U1"})
+		b, created, err := s.Bind(ctx, store.Binding{ThreadRef: p, ChatID: "c1", CreatedBy: "slack:U1"})
 		if err != nil || !created || b.ChatID != "c1" || b.CreatedAt.IsZero() {
 			t.Fatalf("Bind = %+v %v %v", b, created, err)
 		}
 		// A second bind of the same thread keeps the first chat.
-		b, created, err = s.Bind(ctx, chatops.Binding{Place: p, ChatID: "c2"})
+		b, created, err = s.Bind(ctx, store.Binding{ThreadRef: p, ChatID: "c2"})
 		if err != nil || created || b.ChatID != "c1" || b.CreatedBy != "slack:U1" {
 			t.Fatalf("second Bind = %+v %v %v", b, created, err)
 		}
 		got, ok, err := s.Binding(ctx, p)
-		if err != nil || !ok || got.ChatID != "c1" || got.Place != p {
+		if err != nil || !ok || got.ChatID != "c1" || got.ThreadRef != p {
 			t.Fatalf("Binding = %+v %v %v", got, ok, err)
 		}
 		// Another thread in the same channel is another binding.
@@ -39,11 +38,11 @@ func TestThreadBindings(t *testing.T) {
 		if _, ok, _ := s.Binding(ctx, p2); ok {
 			t.Fatal("other thread bound")
 		}
-		if _, _, err := s.Bind(ctx, chatops.Binding{Place: p2, ChatID: "nope"}); !errors.Is(err, store.ErrNotFound) {
+		if _, _, err := s.Bind(ctx, store.Binding{ThreadRef: p2, ChatID: "nope"}); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("Bind to a missing chat = %v, want ErrNotFound", err)
 		}
 		bs, err := s.BindingsOfChat(ctx, "c1")
-		if err != nil || len(bs) != 1 || bs[0].Place != p {
+		if err != nil || len(bs) != 1 || bs[0].ThreadRef != p {
 			t.Fatalf("BindingsOfChat = %+v %v", bs, err)
 		}
 		// Deleting the chat removes its bindings.
@@ -59,7 +58,7 @@ func TestThreadBindings(t *testing.T) {
 func TestBindRace(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
-		p := chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"}
+		p := store.ThreadRef{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"}
 		ids := []string{"a", "b", "c", "d", "e", "f"}
 		for _, id := range ids {
 			newChat(t, s, id)
@@ -72,7 +71,7 @@ func TestBindRace(t *testing.T) {
 		)
 		for _, id := range ids {
 			wg.Go(func() {
-				b, c, err := s.Bind(ctx, chatops.Binding{Place: p, ChatID: id})
+				b, c, err := s.Bind(ctx, store.Binding{ThreadRef: p, ChatID: id})
 				if err != nil {
 					t.Error(err)
 					return
@@ -119,8 +118,8 @@ func TestSeenEvents(t *testing.T) {
 func TestRenderedMessages(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
-		p := chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"}
-		m := chatops.RenderedMessage{RunID: "r1", Slot: "answer/0", ChatID: "c1", Place: p, MessageID: "1.3", FirstSeq: 4, LastSeq: 9, Hash: "h1"}
+		p := store.ThreadRef{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"}
+		m := store.RenderedMessage{RunID: "r1", Slot: "answer/0", ChatID: "c1", ThreadRef: p, MessageID: "1.3", FirstSeq: 4, LastSeq: 9, Hash: "h1"}
 		if err := s.SaveRenderedMessage(ctx, m); err != nil {
 			t.Fatal(err)
 		}

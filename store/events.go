@@ -6,7 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,9 +30,11 @@ const (
 
 	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
-	// queryEventsBefore walks the (chat_id, seq) primary key backwards.
+	// queryEventsBefore reads the window [$3, $2) of seqs backwards. Seqs have
+	// no gaps, so the window holds the page; bounding it keeps a planner without
+	// statistics from sorting the whole chat to find the newest rows.
 	queryEventsBefore = `SELECT ` + eventColumns + ` FROM chat_events
-WHERE chat_id = $1 AND seq < $2 ORDER BY seq DESC LIMIT $3`
+WHERE chat_id = $1 AND seq < $2 AND seq >= $3 ORDER BY seq DESC LIMIT $4`
 	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
 
 	// queryInsertEventsPG inserts any number of rows with six array parameters:
@@ -169,19 +170,31 @@ func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, 
 }
 
 // EventsBefore returns up to limit events of the chat with seq < beforeSeq,
-// newest first; beforeSeq <= 0 reads from the end.
+// newest first; beforeSeq <= 0 reads from the end. It reads the window of the
+// limit seqs below beforeSeq, and further back only if that window had a hole.
 func (s *Store) EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	if beforeSeq <= 0 {
-		beforeSeq = math.MaxInt64
+		last, err := s.LastSeq(ctx, chatID)
+		if err != nil {
+			return nil, err
+		}
+		beforeSeq = last + 1
 	}
-	var rows []eventRow
-	if err := s.db.SelectContext(ctx, &rows, queryEventsBefore, chatID, beforeSeq, limit); err != nil {
-		return nil, fmt.Errorf("store: events of chat %s before %d: %w", chatID, beforeSeq, translate(err))
+	var out []Event
+	for beforeSeq > 1 && len(out) < limit {
+		n := limit - len(out)
+		from := max(beforeSeq-int64(n), 1)
+		var rows []eventRow
+		if err := s.db.SelectContext(ctx, &rows, queryEventsBefore, chatID, beforeSeq, from, n); err != nil {
+			return nil, fmt.Errorf("store: events of chat %s before %d: %w", chatID, beforeSeq, translate(err))
+		}
+		out = append(out, eventsOf(rows)...)
+		beforeSeq = from
 	}
-	return eventsOf(rows), nil
+	return out, nil
 }
 
 func eventsOf(rows []eventRow) []Event {

@@ -50,5 +50,21 @@ func TestEventsBefore(t *testing.T) {
 		if evs, _ := s.EventsBefore(ctx, "c2", 0, 2); len(evs) != 2 || evs[0].Seq != 3 || evs[0].ChatID != "c2" {
 			t.Fatalf("EventsBefore(c2) = %+v", evs)
 		}
+		// A hole in the seqs (the hub never leaves one) costs more reads, not rows.
+		newChat(t, s, "c3")
+		if err := s.AppendEvents(ctx, append(events("c3", 1, 5), events("c3", 100, 102)...)); err != nil {
+			t.Fatal(err)
+		}
+		var seqs []int64
+		evs, err := s.EventsBefore(ctx, "c3", 0, 5)
+		for _, e := range evs {
+			seqs = append(seqs, e.Seq)
+		}
+		if err != nil || fmt.Sprint(seqs) != "[102 101 100 5 4]" {
+			t.Fatalf("EventsBefore(c3) = %v, %v", seqs, err)
+		}
+		if evs, err := s.EventsBefore(ctx, "c3", 2, 5); err != nil || len(evs) != 1 || evs[0].Seq != 1 {
+			t.Fatalf("EventsBefore(c3, 2) = %+v, %v", evs, err)
+		}
 	})
 }

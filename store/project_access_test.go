@@ -7,7 +7,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -26,15 +25,15 @@ func TestProjectAccess(t *testing.T) {
 		if err != nil || !slices.Equal(got.Channels, []string{"C1", "C2"}) || !slices.Equal(got.Allow, []string{"U9", "slack:U1"}) {
 			t.Fatalf("GetProject = %+v, %v", got, err)
 		}
-		pa, err := s.ProjectAccess(ctx, "team")
+		pa, err := s.GetProject(ctx, "team")
 		if err != nil || pa.Name != "team" || !slices.Equal(pa.Channels, []string{"C1", "C2"}) || !slices.Equal(pa.Allow, []string{"U9", "slack:U1"}) {
-			t.Fatalf("ProjectAccess = %+v, %v", pa, err)
+			t.Fatalf("GetProject = %+v, %v", pa, err)
 		}
-		if pa, err := s.ProjectAccess(ctx, "open"); err != nil || pa.Channels != nil || pa.Allow != nil {
-			t.Fatalf("ProjectAccess(open) = %+v, %v", pa, err)
+		if pa, err := s.GetProject(ctx, "open"); err != nil || pa.Channels != nil || pa.Allow != nil {
+			t.Fatalf("GetProject(open) = %+v, %v", pa, err)
 		}
-		if _, err := s.ProjectAccess(ctx, "nope"); !errors.Is(err, chatops.ErrNoProject) || !errors.Is(err, store.ErrNotFound) {
-			t.Fatalf("ProjectAccess(nope) = %v, want ErrNoProject and ErrNotFound", err)
+		if _, err := s.GetProject(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {
+			t.Fatalf("GetProject(nope) = %v, want ErrNotFound", err)
 		}
 		list, err := s.ListProjects(ctx)
 		if err != nil || len(list) != 2 || !slices.Equal(list[1].Channels, []string{"C1", "C2"}) || list[0].Channels != nil {
@@ -62,7 +61,7 @@ func TestProjectAccess(t *testing.T) {
 		if err := s.CreateProject(ctx, &store.Project{Name: "dup", Container: "dup-c"}); err != nil {
 			t.Fatal(err)
 		}
-		if pa, _ := s.ProjectAccess(ctx, "dup"); pa.Channels != nil {
+		if pa, _ := s.GetProject(ctx, "dup"); pa.Channels != nil {
 			t.Fatalf("rows of the failed create survived: %+v", pa)
 		}
 		// Deleting the project deletes its access rows; a new project of the
@@ -73,7 +72,7 @@ func TestProjectAccess(t *testing.T) {
 		if err := s.CreateProject(ctx, &store.Project{Name: "team", Container: "team-c"}); err != nil {
 			t.Fatal(err)
 		}
-		if pa, _ := s.ProjectAccess(ctx, "team"); pa.Channels != nil || pa.Allow != nil {
+		if pa, _ := s.GetProject(ctx, "team"); pa.Channels != nil || pa.Allow != nil {
 			t.Fatalf("access rows outlived the project: %+v", pa)
 		}
 	})

@@ -4,16 +4,11 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-
-	"github.com/threadline-bot/threadline/chatops"
 )
-
-var _ chatops.Projects = (*Store)(nil)
 
 // Project binds a name to an LXD container; project chats run inside it.
 type Project struct {
@@ -164,20 +159,6 @@ func (s *Store) projectAccess(ctx context.Context, name string) (channels, allow
 		}
 	}
 	return channels, allow, nil
-}
-
-// ProjectAccess returns who may bind chats to the project (chatops.Projects).
-// A project that does not exist is an error wrapping chatops.ErrNoProject and
-// ErrNotFound.
-func (s *Store) ProjectAccess(ctx context.Context, name string) (chatops.ProjectAccess, error) {
-	p, err := s.GetProject(ctx, name)
-	if errors.Is(err, ErrNotFound) {
-		return chatops.ProjectAccess{}, fmt.Errorf("%w: %w", chatops.ErrNoProject, err)
-	}
-	if err != nil {
-		return chatops.ProjectAccess{}, err
-	}
-	return chatops.ProjectAccess{Name: p.Name, Channels: p.Channels, Allow: p.Allow}, nil
 }
 
 // GetProject returns the project or ErrNotFound.

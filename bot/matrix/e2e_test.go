@@ -15,6 +15,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/matrix"
 	"github.com/threadline-bot/threadline/bot/matrix/dendritetest"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -45,7 +46,7 @@ func jsonString(v any) string {
 
 func (w *world) binding(room id.RoomID, thread id.EventID) chatops.Binding {
 	w.t.Helper()
-	b, ok, err := w.st.Binding(w.t.Context(), chatops.Place{Platform: matrix.Platform, Workspace: dendritetest.ServerName, Channel: string(room), Thread: string(thread)})
+	b, ok, err := chatstore.Store{St: w.st}.Binding(w.t.Context(), chatops.Place{Platform: matrix.Platform, Workspace: dendritetest.ServerName, Channel: string(room), Thread: string(thread)})
 	if err != nil || !ok {
 		w.t.Fatalf("thread %s not bound (%v)", thread, err)
 	}

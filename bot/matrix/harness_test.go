@@ -28,6 +28,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/matrix"
 	"github.com/threadline-bot/threadline/bot/matrix/dendritetest"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -208,11 +209,11 @@ func newWorld(t *testing.T, dialect string) *world {
 	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
 	t.Cleanup(func() { _ = hub.Close() })
 	prov := &scripted{}
-	chats := store.Chats{St: st}
-	svc := prompt.New(hub, chats, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: store.Ledger{St: st}})
+	chats := chatstore.Store{St: st}
+	svc := prompt.New(hub, chats, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: chats})
 	w := &world{
 		t: t, hs: hs, st: st, dialect: dialect, svc: svc, prov: prov, log: log,
-		core:    chatops.New(chats, svc, store.Feed{Hub: hub, St: st}, nil, log),
+		core:    chatops.New(chats, svc, chatstore.Feed{Hub: hub, St: st}, nil, log),
 		botUser: hs.Register(t, "threadline"), alice: hs.Register(t, "alice"), bob: hs.Register(t, "bob"),
 	}
 	// alice may run and approve; bob may run but not approve.
@@ -226,7 +227,7 @@ func newWorld(t *testing.T, dialect string) *world {
 func (w *world) startBot(encryption bool) {
 	t := w.t
 	t.Helper()
-	w.threads = chatops.NewThreads(w.core, w.st, w.policy, chatops.ThreadsOptions{
+	w.threads = chatops.NewThreads(w.core, chatstore.Store{St: w.st}, w.policy, chatops.ThreadsOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
 		Budget: chatops.Budget{MinInterval: 150 * time.Millisecond},
 	}, w.log)

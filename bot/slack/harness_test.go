@@ -24,6 +24,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -88,7 +89,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	policy := &chatops.Policy{Admins: []string{"slack:UADMIN"}}
 	cfg.Apply(policy)
 	work := t.TempDir()
-	threads := chatops.NewThreads(stack.Bot, st, policy, chatops.ThreadsOptions{
+	threads := chatops.NewThreads(stack.Bot, chatstore.Store{St: st}, policy, chatops.ThreadsOptions{
 		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off",
 	}, log)
 	bot, err := slackbot.New(cfg, threads, log)

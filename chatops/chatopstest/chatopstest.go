@@ -15,6 +15,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -130,8 +131,8 @@ func NewStack(t testing.TB, st *store.Store, log *slog.Logger) *Stack {
 	hub := runhub.New(st, log, runhub.Options{Owner: "test"})
 	t.Cleanup(func() { hub.Close() })
 	prov := &Scripted{}
-	svc := prompt.New(hub, store.Chats{St: st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: store.Ledger{St: st}})
-	return &Stack{St: st, Hub: hub, Svc: svc, Prov: prov, Bot: chatops.New(store.Chats{St: st}, svc, store.Feed{Hub: hub, St: st}, nil, log)}
+	svc := prompt.New(hub, chatstore.Store{St: st}, st, []agent.Provider{prov}, log, prompt.Options{Owner: "test", Ledger: chatstore.Store{St: st}})
+	return &Stack{St: st, Hub: hub, Svc: svc, Prov: prov, Bot: chatops.New(chatstore.Store{St: st}, svc, chatstore.Feed{Hub: hub, St: st}, nil, log)}
 }
 
 // WaitFor polls cond every 10 ms until it holds or 20 s passed.

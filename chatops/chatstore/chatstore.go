@@ -1,9 +1,16 @@
-// adapters.go: the Store seen through the small interfaces its consumers
-// declare (chatops.ChatStore and chatops.Feed, prompt.Chats and prompt.Ledger).
-package store
+// Package chatstore is the store as its consumers declare it: the chat
+// settings of chatops.ChatStore and prompt.Chats, the thread bindings and
+// rendered messages of chatops.Store, project access lists (chatops.Projects),
+// the interaction ledger (prompt.Ledger) and the event feed (chatops.Feed).
+// The store knows only its own row types; this package maps them, so store
+// imports neither chatops nor the prompt service.
+package chatstore
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -11,33 +18,37 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/store"
 )
 
-// Chats is the Store as chatops.ChatStore and prompt.Chats.
-type Chats struct{ St *Store }
+// Store is a *store.Store seen through chatops' and the prompt service's
+// interfaces.
+type Store struct{ St *store.Store }
 
 var (
-	_ chatops.ChatStore = Chats{}
-	_ prompt.Chats      = Chats{}
-	_ prompt.Ledger     = Ledger{}
+	_ chatops.ChatStore = Store{}
+	_ chatops.Store     = Store{}
+	_ chatops.Projects  = Store{}
+	_ prompt.Chats      = Store{}
+	_ prompt.Ledger     = Store{}
 	_ chatops.Feed      = Feed{}
 )
 
 // CreateChat stores a new chat; an empty id gets a fresh one.
-func (c Chats) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
+func (s Store) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
 	if ch.ID == "" {
 		ch.ID = uuid.NewString()
 	}
-	sc := Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
-	if err := c.St.CreateChat(ctx, &sc); err != nil {
+	sc := store.Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
+	if err := s.St.CreateChat(ctx, &sc); err != nil {
 		return chatops.Chat{}, err
 	}
 	return ch, nil
 }
 
 // GetChat returns a chat's settings.
-func (c Chats) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := c.St.GetChat(ctx, id)
+func (s Store) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
+	sc, err := s.St.GetChat(ctx, id)
 	if err != nil {
 		return chatops.Chat{}, err
 	}
@@ -45,18 +56,18 @@ func (c Chats) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
 }
 
 // UpdateChat stores a chat's settings, keeping its sessions.
-func (c Chats) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := c.St.GetChat(ctx, ch.ID)
+func (s Store) UpdateChat(ctx context.Context, ch chatops.Chat) error {
+	sc, err := s.St.GetChat(ctx, ch.ID)
 	if err != nil {
 		return err
 	}
 	sc.Title, sc.Agent, sc.Model, sc.Effort, sc.Mode, sc.Project, sc.Cwd = ch.Title, ch.Agent, ch.Model, ch.Effort, ch.Mode, ch.Project, ch.Cwd
-	return c.St.UpdateChat(ctx, sc)
+	return s.St.UpdateChat(ctx, sc)
 }
 
 // Chat returns what the prompt service needs of a chat.
-func (c Chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.St.GetChat(ctx, id)
+func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
+	sc, err := s.St.GetChat(ctx, id)
 	if err != nil {
 		return prompt.Chat{}, err
 	}
@@ -67,29 +78,129 @@ func (c Chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
 }
 
 // SetSession records a provider's native session of the chat.
-func (c Chats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.St.SetSession(ctx, chatID, provider, sessionID)
+func (s Store) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
+	return s.St.SetSession(ctx, chatID, provider, sessionID)
 }
 
-// Ledger is the Store as prompt.Ledger.
-type Ledger struct{ St *Store }
-
 // RecordInteraction stores a pending interaction.
-func (l Ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
-	return l.St.CreateInteraction(ctx, Interaction{
+func (s Store) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
+	return s.St.CreateInteraction(ctx, store.Interaction{
 		RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload,
 	})
 }
 
 // ResolveInteraction stores an interaction's outcome.
-func (l Ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return l.St.ResolveInteraction(ctx, runID, id, status, decision, by)
+func (s Store) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
+	return s.St.ResolveInteraction(ctx, runID, id, status, decision, by)
 }
 
-// Feed is a run hub over the Store as chatops.Feed.
+// ProjectAccess returns who may bind chats to the project. A project that
+// does not exist is an error wrapping chatops.ErrNoProject and
+// store.ErrNotFound.
+func (s Store) ProjectAccess(ctx context.Context, name string) (chatops.ProjectAccess, error) {
+	p, err := s.St.GetProject(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return chatops.ProjectAccess{}, fmt.Errorf("%w: %w", chatops.ErrNoProject, err)
+	}
+	if err != nil {
+		return chatops.ProjectAccess{}, err
+	}
+	return chatops.ProjectAccess{Name: p.Name, Channels: p.Channels, Allow: p.Allow}, nil
+}
+
+// Binding returns the chat bound to the thread; ok is false when none is.
+func (s Store) Binding(ctx context.Context, p chatops.Place) (chatops.Binding, bool, error) {
+	b, ok, err := s.St.Binding(ctx, threadRef(p))
+	return binding(b), ok, err
+}
+
+// Bind binds the thread to b.ChatID unless it is bound already and returns the
+// binding in force; created reports whether b was stored.
+func (s Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, bool, error) {
+	in, created, err := s.St.Bind(ctx, store.Binding{ThreadRef: threadRef(b.Place), ChatID: b.ChatID, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt})
+	if err != nil {
+		return chatops.Binding{}, false, err
+	}
+	return binding(in), created, nil
+}
+
+// BindingsOfChat returns the threads bound to the chat, oldest first.
+func (s Store) BindingsOfChat(ctx context.Context, chatID string) ([]chatops.Binding, error) {
+	bs, err := s.St.BindingsOfChat(ctx, chatID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chatops.Binding, len(bs))
+	for i, b := range bs {
+		out[i] = binding(b)
+	}
+	return out, nil
+}
+
+// FirstSeen records the platform event id and reports whether it is new.
+func (s Store) FirstSeen(ctx context.Context, platform, eventID string) (bool, error) {
+	return s.St.FirstSeen(ctx, platform, eventID)
+}
+
+// PruneSeen forgets the event ids seen before t.
+func (s Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
+	return s.St.PruneSeen(ctx, before)
+}
+
+// RenderedMessages returns the run's rendered messages ordered by slot.
+func (s Store) RenderedMessages(ctx context.Context, runID string) ([]chatops.RenderedMessage, error) {
+	return messages(s.St.RenderedMessages(ctx, runID))
+}
+
+// OpenRenders returns the platform's rendered messages not yet final.
+func (s Store) OpenRenders(ctx context.Context, platform string) ([]chatops.RenderedMessage, error) {
+	return messages(s.St.OpenRenders(ctx, platform))
+}
+
+// SaveRenderedMessage inserts or replaces the row of (RunID, Slot).
+func (s Store) SaveRenderedMessage(ctx context.Context, m chatops.RenderedMessage) error {
+	return s.St.SaveRenderedMessage(ctx, store.RenderedMessage{
+		RunID: m.RunID, Slot: m.Slot, ChatID: m.ChatID, ThreadRef: threadRef(m.Place),
+		MessageID: m.MessageID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Hash: m.Hash, Final: m.Final,
+	})
+}
+
+// ForkChat copies chat fromID (settings and native sessions) as newID with
+// its next run forking the native session.
+func (s Store) ForkChat(ctx context.Context, fromID, newID string) error {
+	return s.St.ForkChat(ctx, fromID, newID)
+}
+
+func threadRef(p chatops.Place) store.ThreadRef {
+	return store.ThreadRef{Platform: p.Platform, Workspace: p.Workspace, Channel: p.Channel, Thread: p.Thread}
+}
+
+func place(t store.ThreadRef) chatops.Place {
+	return chatops.Place{Platform: t.Platform, Workspace: t.Workspace, Channel: t.Channel, Thread: t.Thread}
+}
+
+func binding(b store.Binding) chatops.Binding {
+	return chatops.Binding{Place: place(b.ThreadRef), ChatID: b.ChatID, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt}
+}
+
+func messages(ms []store.RenderedMessage, err error) ([]chatops.RenderedMessage, error) {
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chatops.RenderedMessage, len(ms))
+	for i, m := range ms {
+		out[i] = chatops.RenderedMessage{
+			RunID: m.RunID, Slot: m.Slot, ChatID: m.ChatID, Place: place(m.ThreadRef),
+			MessageID: m.MessageID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Hash: m.Hash, Final: m.Final,
+		}
+	}
+	return out, nil
+}
+
+// Feed is a run hub over the store as chatops.Feed.
 type Feed struct {
 	Hub *runhub.Hub
-	St  *Store
+	St  *store.Store
 }
 
 // Subscribe follows a chat's events after a seq.

@@ -16,6 +16,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -70,13 +71,13 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	}
 	m := newMetrics()
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
-	chats := store.Chats{St: st}
+	chats := chatstore.Store{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
 	// scrubbed from every event before it is persisted (so from replay, every
 	// front-end and --events jsonl), from everything posted to chat, and from logs.
 	red := redactorOf(cfg)
 	popts := prompt.Options{
-		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: store.Ledger{St: st}, Observer: m,
+		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay, Scrubber: red,
 	}
 	if router != nil {
@@ -85,7 +86,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	ps := prompt.New(hub, chats, st, isolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router}
 	a.files = workFiles{iso: o.isolation, root: o.workRoot}
-	a.bot = chatops.New(chats, ps, store.Feed{Hub: hub, St: st}, a, log)
+	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	a.reattachRelays(ctx, o.relay)
 	a.sweep(ctx)

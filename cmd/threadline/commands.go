@@ -23,6 +23,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -79,7 +80,7 @@ func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, e
 			c.Project, changed = f.project, true
 		}
 		if changed {
-			if err := (store.Chats{St: a.store}).UpdateChat(ctx, c); err != nil {
+			if err := (chatstore.Store{St: a.store}).UpdateChat(ctx, c); err != nil {
 				return c, false, err
 			}
 		}

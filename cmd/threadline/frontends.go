@@ -19,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/matrix"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 )
 
 func init() {
@@ -39,9 +40,9 @@ func (a *app) desk() *chatops.Threads {
 		if agentID == "" {
 			agentID, _ = a.defaultAgent()
 		}
-		a.threads = chatops.NewThreads(a.bot, a.store, policy, chatops.ThreadsOptions{
+		a.threads = chatops.NewThreads(a.bot, chatstore.Store{St: a.store}, policy, chatops.ThreadsOptions{
 			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
-			Projects: a.store,
+			Projects: chatstore.Store{St: a.store},
 			RunRequester: func(ctx context.Context, runID string) (string, error) {
 				r, err := a.store.GetRun(ctx, runID)
 				return r.StartedBy, err

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 )
 
 func TestProjectAddAccess(t *testing.T) {
@@ -24,7 +26,7 @@ func TestProjectAddAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	pa, err := st.ProjectAccess(t.Context(), "team")
+	pa, err := chatstore.Store{St: st}.ProjectAccess(t.Context(), "team")
 	if err != nil || !slices.Equal(pa.Channels, []string{"!room:example.org", "C1"}) || !slices.Equal(pa.Allow, []string{"@alice:example.org", "U1"}) {
 		t.Fatalf("stored access %+v, %v", pa, err)
 	}
