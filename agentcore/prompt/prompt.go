@@ -103,6 +103,18 @@ type Options struct {
 	// before it is persisted (so from replay and every front-end too),
 	// streamed text included (scrub.go). Nil persists events as they come.
 	Scrubber Scrubber
+	// Reclaimer, when set, is asked to free a chat whose run lock another
+	// process holds (see Reclaimer); nil leaves such a chat busy until the
+	// lock is released or swept.
+	Reclaimer Reclaimer
+}
+
+// Reclaimer frees a chat held by a run whose process is known to be gone
+// (lifecycle.Liveness).
+type Reclaimer interface {
+	// Reclaim ends the chat's running run when its owner is dead and reports
+	// whether it did.
+	Reclaim(ctx context.Context, chatID string) (bool, error)
 }
 
 // Observer watches runs and interactions. Calls come from run goroutines and
@@ -287,9 +299,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		relay:              s.newRelayRun(runID),
 	}
 	s.awaitEnding(ctx, chat.ID)
-	lease, err := s.hub.Acquire(ctx, runhub.RunRecord{
+	lease, err := s.acquire(ctx, runhub.RunRecord{
 		ID: run.ID, ChatID: chat.ID, Agent: chat.Agent, Model: model,
-		Owner: s.opts.Owner, StartedBy: req.By, StartedAt: time.Now().UTC(),
+		Owner: s.opts.Owner, StartedBy: req.By,
 	})
 	if err != nil {
 		return nil, err
@@ -332,6 +344,29 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	s.opts.Observer.RunStarted(run.Agent)
 	go s.executeSafely(runCtx, run, lease, prov, chat, areq, transcript)
 	return run, nil
+}
+
+// acquire takes the chat's run lock. When another process holds it in the
+// database, the Reclaimer may find that process gone and free the chat; the
+// lock is then tried once more.
+func (s *Service) acquire(ctx context.Context, rec runhub.RunRecord) (*runhub.Lease, error) {
+	rec.StartedAt = time.Now().UTC()
+	lease, err := s.hub.Acquire(ctx, rec)
+	if err == nil || s.opts.Reclaimer == nil || !errors.Is(err, agent.ErrPromptAlreadyRunning) {
+		return lease, err
+	}
+	if _, here := s.hub.Running(rec.ChatID); here {
+		return nil, err // this process's own run
+	}
+	freed, rerr := s.opts.Reclaimer.Reclaim(ctx, rec.ChatID)
+	if rerr != nil {
+		s.log.WarnContext(ctx, "reclaim a busy chat", "chat_id", rec.ChatID, "err", rerr)
+	}
+	if !freed {
+		return nil, err
+	}
+	rec.StartedAt = time.Now().UTC()
+	return s.hub.Acquire(ctx, rec)
 }
 
 // endingGrace bounds how long a new prompt waits for a run that has already

@@ -3,14 +3,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -42,6 +43,8 @@ type app struct {
 	// and cancels to other replicas (nil on SQLite). See replicas.go.
 	live   replicaOptions
 	router *store.Router
+	// life heartbeats, sweeps and fences runs (agentcore/lifecycle).
+	life *lifecycle.Liveness
 
 	liveCtx  context.Context
 	stopLive context.CancelFunc
@@ -76,7 +79,9 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	// scrubbed from every event before it is persisted (so from replay, every
 	// front-end and --events jsonl), from everything posted to chat, and from logs.
 	red := redactorOf(cfg)
-	popts := prompt.Options{
+	life := lifecycle.New(lifecycleStore{st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, relayDir()),
+		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
+	popts := prompt.Options{Reclaimer: life,
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay, Scrubber: red,
 	}
@@ -84,12 +89,15 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 		popts.Router = router
 	}
 	ps := prompt.New(hub, chats, st, isolated(agents.providers, o.isolation, o.workRoot), log, popts)
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router}
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
 	a.files = workFiles{iso: o.isolation, root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
-	a.reattachRelays(ctx, o.relay)
-	a.sweep(ctx)
+	var reattach lifecycle.Reattacher
+	if o.relay.Dir != "" {
+		reattach = ps
+	}
+	life.Recover(ctx, reattach)
 	a.liveCtx, a.stopLive = context.WithCancel(context.WithoutCancel(ctx))
 	a.liveDone = make(chan struct{})
 	if err := ps.Listen(a.liveCtx); err != nil {
@@ -99,7 +107,10 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 		_ = st.Close()
 		return nil, err
 	}
-	go a.heartbeat()
+	go func() {
+		defer close(a.liveDone)
+		life.Run(a.liveCtx, ps)
+	}()
 	return a, nil
 }
 
@@ -111,12 +122,6 @@ func (a *app) Close() error {
 		rerr = a.router.Close()
 	}
 	return errors.Join(rerr, a.hub.Close(), a.store.Close())
-}
-
-// replicaID names this process in run rows.
-func replicaID() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s:%d", host, os.Getpid())
 }
 
 // launch resolves an agent id to its definition and executable, as a run would.

@@ -3,10 +3,7 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -14,12 +11,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
@@ -211,108 +204,12 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", c.ID, c.ID)
-	seq, err := a.bot.LastSeq(ctx, c.ID)
+	con := &console.OneShot{Bot: a.bot, In: stdin, Out: stdout, Err: stderr, Interrupts: presses,
+		By: "cli:" + userName(), Ask: ask, Policy: *interactions, JSONL: *events == "jsonl"}
+	run, err := con.Run(ctx, c.ID, fs.Arg(0))
 	if err != nil {
 		return err
 	}
-	subCtx, cancelSub := context.WithCancel(context.WithoutCancel(ctx))
-	defer cancelSub()
-	feed := a.bot.Subscribe(subCtx, c.ID, seq)
-	by := "cli:" + userName()
-	run, err := a.bot.Send(ctx, chatops.Prompt{ChatID: c.ID, Text: fs.Arg(0), By: by, Interactive: ask})
-	var lines <-chan string
-	if ask {
-		lines = readLines(ctx, stdin)
-	}
-	if err != nil {
-		return err
-	}
-	var status string
-	midLine := false
-	asked := map[string]string{} // interaction id → what was asked
-	for status == "" {
-		select {
-		case <-presses:
-			a.bot.Stop(c.ID)
-		case <-ctx.Done():
-			a.bot.Stop(c.ID)
-			<-run.Done()
-			return ctx.Err()
-		case ev, ok := <-feed:
-			if !ok {
-				return errors.New("event feed closed")
-			}
-			if ev.RunID != run.ID {
-				continue
-			}
-			if *events == "jsonl" {
-				line, err := eventLine(ev)
-				if err != nil {
-					return err
-				}
-				stdout.Write(line)
-			}
-			e, err := chatlog.DecodeAgent(ev.Type, ev.Payload)
-			if err != nil {
-				continue
-			}
-			switch e.Type {
-			case agent.EventInteractionRequested:
-				if e.Interaction != nil {
-					asked[e.Interaction.ID] = interactionLabel(e.Interaction)
-					if ask {
-						if midLine {
-							io.WriteString(stdout, "\n")
-							midLine = false
-						}
-						fmt.Fprintln(stderr, console.Card(e.Interaction))
-						fmt.Fprint(stderr, "> ")
-						var line string
-						select {
-						case l, ok := <-lines:
-							line = l
-							if !ok {
-								line = "n" // no more input: decline
-							}
-						case <-presses:
-							line = "s" // Ctrl-C at the prompt stops the turn
-						}
-						if err := a.bot.Respond(ctx, c.ID, run.ID, console.Answer(e.Interaction, strings.TrimSpace(line), by)); err != nil {
-							fmt.Fprintln(stderr, "threadline:", err)
-						}
-					}
-				}
-			case agent.EventInteractionResolved:
-				if r := e.Resolution; r != nil {
-					if midLine {
-						io.WriteString(stdout, "\n")
-						midLine = false
-					}
-					how := "--interactions " + *interactions
-					if r.By != "policy" {
-						how = "by " + r.By
-					}
-					fmt.Fprintf(stderr, "threadline: %s %s (%s)\n", r.Status, asked[r.InteractionID], how)
-				}
-			case agent.EventAssistantDelta:
-				if *events == "" {
-					io.WriteString(stdout, e.Text)
-					midLine = e.Text != "" && e.Text[len(e.Text)-1] != '\n'
-				}
-			case agent.EventRunFailed:
-				fmt.Fprintf(stderr, "threadline: run failed: %s\n", e.Text)
-			case agent.EventRunInterrupted:
-				fmt.Fprintln(stderr, "threadline: run interrupted")
-			}
-			if e.Type.Terminal() {
-				status = string(e.Type)
-			}
-		}
-	}
-	if midLine {
-		io.WriteString(stdout, "\n")
-	}
-	<-run.Done()
 	switch run.Status() {
 	case runhub.StatusCompleted:
 		return nil
@@ -321,48 +218,6 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	default:
 		return &exitError{1, fmt.Errorf("run %s %s", run.ID, run.Status())}
 	}
-}
-
-// eventLine renders a chat event as one flat JSON line: the event's own fields
-// plus type, seq, chat_id and run_id.
-func eventLine(ev chatops.Event) ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"type":`)
-	t, _ := json.Marshal(ev.Type)
-	b.Write(t)
-	b.WriteString(`,"seq":` + strconv.FormatInt(ev.Seq, 10) + `,"chat_id":`)
-	id, _ := json.Marshal(ev.ChatID)
-	b.Write(id)
-	b.WriteString(`,"run_id":`)
-	rid, _ := json.Marshal(ev.RunID)
-	b.Write(rid)
-	b.WriteString(`,"at":`)
-	at, _ := json.Marshal(ev.At)
-	b.Write(at)
-	var fields map[string]json.RawMessage
-	if len(ev.Payload) > 0 {
-		if err := json.Unmarshal(ev.Payload, &fields); err != nil {
-			return nil, fmt.Errorf("event %d: %w", ev.Seq, err)
-		}
-	}
-	keys := make([]string, 0, len(fields))
-	for k := range fields {
-		switch k {
-		case "type", "seq", "chat_id", "run_id", "at":
-			continue
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		kb, _ := json.Marshal(k)
-		b.WriteByte(',')
-		b.Write(kb)
-		b.WriteByte(':')
-		b.Write(fields[k])
-	}
-	b.WriteString("}\n")
-	return b.Bytes(), nil
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -383,32 +238,4 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	defer st.Close()
 	fmt.Fprintf(stdout, "threadline: %s database is up to date\n", st.Dialect())
 	return nil
-}
-
-// interactionLabel names what an interaction asked, in a few words.
-func interactionLabel(in *agent.Interaction) string {
-	switch {
-	case in.Command != "":
-		return "`" + in.Command + "`"
-	case in.Title != "":
-		return in.Title
-	}
-	return string(in.Kind)
-}
-
-// readLines delivers r's lines until it ends or ctx does.
-func readLines(ctx context.Context, r io.Reader) <-chan string {
-	out := make(chan string)
-	go func() {
-		defer close(out)
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			select {
-			case out <- sc.Text():
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return out
 }

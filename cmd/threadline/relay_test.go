@@ -41,6 +41,8 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeStreamingClaude())
 	case "bot":
 		os.Exit(testBot())
+	case "cli": // the test binary as the threadline binary
+		main()
 	}
 	os.Exit(m.Run())
 }

@@ -1,17 +1,9 @@
 // Replicas: several `serve` processes over one Postgres. Each names itself
-// in run rows (owner), heartbeats its runs, sweeps the runs of replicas that
-// stopped heartbeating (liveness.go), and routes interaction answers and
-// cancels for runs of other replicas to their owner over LISTEN/NOTIFY
-// (prompt/route.go, store/notify.go). SQLite is single-process: no router.
-//
-// Failover bound: a replica's runs carry a heartbeat refreshed every
-// heartbeatEvery; a survivor's sweep (every heartbeatEvery) marks a run
-// interrupted once its heartbeat is older than staleAfter. A replica that
-// dies is detected between staleAfter-heartbeatEvery and
-// staleAfter+heartbeatEvery after its death (35 to 55 s with the defaults).
-// The heartbeat is written with the owner's clock and compared with the
-// sweeper's: replicas' clocks must agree to well within
-// staleAfter-heartbeatEvery (NTP).
+// in run rows (owner), and agentcore/lifecycle heartbeats its runs and sweeps
+// those of replicas that stopped heartbeating (the failover bound is in its
+// package doc); answers and cancels for runs of other replicas are routed to
+// their owner over LISTEN/NOTIFY (prompt/route.go, store/notify.go). SQLite is
+// single-process: no router.
 
 package main
 
@@ -21,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -40,15 +33,10 @@ func withReplica(owner string, heartbeatEvery, staleAfter time.Duration) appOpti
 	}
 }
 
+// withDefaults names an unnamed replica "host:pid".
 func (o replicaOptions) withDefaults() replicaOptions {
 	if o.owner == "" {
-		o.owner = replicaID()
-	}
-	if o.heartbeatEvery <= 0 {
-		o.heartbeatEvery = heartbeatEvery
-	}
-	if o.staleAfter <= 0 {
-		o.staleAfter = staleAfter
+		o.owner = lifecycle.OwnerID()
 	}
 	return o
 }
