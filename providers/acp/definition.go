@@ -13,6 +13,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
 // Definition describes one ACP agent CLI. A Provider is built from one
@@ -58,7 +59,7 @@ type Definition struct {
 	PolicyEnv  func(p agent.ApprovalPolicy) map[string]string
 	// SessionNotFound reports whether a session/load error means the session
 	// does not exist; nil means code -32002 (resource not found) only.
-	SessionNotFound func(e *RPCError) bool
+	SessionNotFound func(e *jsonrpc.Error) bool
 	// Configure writes the CLI's configuration under home (used as $HOME) so
 	// that it talks to ep, and returns the environment to run it with
 	// (including HOME). Nil when the wiring was never verified here.
@@ -110,7 +111,7 @@ func Opencode() Definition {
 		// opencode answers a load of an unknown id with its generic session
 		// service failure: {"code":-32603,"message":"Internal error: OpenCode
 		// service failure","data":{"service":"session"}}.
-		SessionNotFound: func(e *RPCError) bool {
+		SessionNotFound: func(e *jsonrpc.Error) bool {
 			if e.Code == CodeResourceNotFound {
 				return true
 			}
@@ -172,7 +173,7 @@ func Gemini() Definition {
 		// gemini answers -32603 "Internal error" with the reason in
 		// data.details: "No previous sessions found for this project." or
 		// "Invalid session identifier \"<id>\". …".
-		SessionNotFound: func(e *RPCError) bool {
+		SessionNotFound: func(e *jsonrpc.Error) bool {
 			d := e.Details()
 			return e.Code == CodeResourceNotFound || strings.HasPrefix(d, "No previous sessions found") || strings.HasPrefix(d, "Invalid session identifier")
 		},

@@ -27,7 +27,12 @@
 //	← session/update … session/request_permission … ← the prompt answer {stopReason}
 //
 // then closes stdin (the agents exit) and kills the process if it is still
-// there after Options.InterruptTimeout.
+// there after Options.InterruptTimeout. The run is a procrun.Session (the
+// wire in session.go): the child is started with procrun.Start, so a relay
+// in ctx and the host-agent isolation apply; the start deadline
+// (Options.StartTimeout) and the replay-quiet window are Session timers; the
+// duplicate-id rule, the turn_ended rule and the exit mapping are the
+// Session's.
 //
 // # Event mapping
 //

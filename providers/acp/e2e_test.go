@@ -135,7 +135,7 @@ func testTool(t *testing.T, c cli) {
 	// Any approval the agent still asked for (gemini downgrades yolo in an
 	// untrusted folder) was answered by the policy.
 	for _, ev := range r.Of(agent.EventInteractionResolved) {
-		if ev.Resolution.By != "policy" || ev.Resolution.Status != acp.StatusApproved {
+		if ev.Resolution.By != "policy" || ev.Resolution.Status != agent.StatusApproved {
 			t.Errorf("resolution %+v", ev.Resolution)
 		}
 	}
@@ -186,9 +186,9 @@ func testPermission(t *testing.T, c cli, d agent.Decision) {
 		t.Errorf("interaction %+v", in)
 	}
 	res := r.Of(agent.EventInteractionResolved)
-	want := acp.StatusApproved
+	want := agent.StatusApproved
 	if d == agent.DecisionDecline {
-		want = acp.StatusDeclined
+		want = agent.StatusDeclined
 	}
 	if len(res) != 1 || res[0].Resolution.Status != want || res[0].Resolution.By != "e2e" {
 		t.Fatalf("resolution %+v", res)
@@ -242,22 +242,29 @@ func testCancelPermission(t *testing.T, c cli) {
 	if h == nil {
 		return
 	}
+	var cancelledAt time.Time
 	r := h.run(agent.RunRequest{Prompt: "e2e-never: run it", Responses: make(chan agent.InteractionResponse)}, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested {
+		if ev.Type == agent.EventInteractionRequested && cancelledAt.IsZero() {
+			cancelledAt = time.Now()
 			cancel()
 		}
 	})
+	if cancelledAt.IsZero() {
+		t.Fatalf("never asked; err %v", r.Err)
+	}
 	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
-	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != acp.StatusCancelled {
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled {
 		t.Errorf("resolution %+v", res)
 	}
 	if exists(filepath.Join(h.cwd, "never.txt")) {
 		t.Error("the command ran after the cancel")
 	}
-	if r.Elapsed > 15*time.Second {
-		t.Errorf("took %s", r.Elapsed)
+	// From the cancel: the CLI's own start-up (slow on a loaded machine) is
+	// not the adapter's.
+	if took := time.Since(cancelledAt); took > 15*time.Second {
+		t.Errorf("Run returned %s after cancel", took)
 	}
 }
 

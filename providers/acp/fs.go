@@ -113,7 +113,7 @@ func (d DirFS) WriteTextFile(path, content string) error {
 }
 
 // fsErrorCode maps a FileSystem error to a JSON-RPC error code.
-func fsErrorCode(err error) int {
+func fsErrorCode(err error) int64 {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		return CodeResourceNotFound

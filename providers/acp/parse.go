@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
 // Bounds on what events carry.
@@ -25,25 +26,11 @@ const (
 	maxDiff = 4 << 10
 )
 
-// Resolution statuses emitted on interaction.resolved.
-const (
-	StatusApproved  = "approved"
-	StatusDeclined  = "declined"
-	StatusCancelled = "cancelled"
-	StatusTurnEnded = "turn_ended"
-)
-
-// Errors returned by the parser.
-var (
-	// ErrDuplicateRequest is returned when the agent reuses the id of a
-	// pending request; the run cannot continue safely and fails.
-	ErrDuplicateRequest = errors.New("acp: duplicate request id")
-	// ErrUnknownInteraction is returned by Respond for an id that is not pending.
-	ErrUnknownInteraction = errors.New("acp: unknown interaction")
-	// ErrUnknownOption is returned by Respond for an OptionID the request did
-	// not offer; the request stays pending.
-	ErrUnknownOption = errors.New("acp: unknown permission option")
-)
+// ErrUnknownOption is returned by Respond for an OptionID the request did
+// not offer; the request stays pending. An agent reusing the id of a pending
+// request is agent.agent.ErrDuplicateRequest, an answer to an id that is not
+// pending agent.agent.ErrUnknownInteraction; resolutions carry agent's statuses.
+var ErrUnknownOption = errors.New("acp: unknown permission option")
 
 // FileSystem serves the fs/* client methods. The client does not declare fs
 // at initialize, but some agents call it anyway (opencode 1.18.33 delegates a
@@ -69,7 +56,7 @@ type ParserOptions struct {
 	HoldReplay bool
 	// SessionNotFound reports whether a session/load error means the session
 	// does not exist; nil means code -32002 (resource not found) only.
-	SessionNotFound func(*RPCError) bool
+	SessionNotFound func(*jsonrpc.Error) bool
 	// AutoDecision, when set, answers every permission request at once with
 	// this decision (the run's policy when nobody can be asked).
 	AutoDecision agent.Decision
@@ -84,7 +71,7 @@ type ParserOptions struct {
 type Reply struct {
 	Method string
 	Result json.RawMessage
-	Err    *RPCError
+	Err    *jsonrpc.Error
 }
 
 // Parsed is what one stdout line produced.
@@ -213,7 +200,7 @@ func (p *Parser) newTurn() {
 // Parse parses one stdout line. Malformed JSON and answers to unknown ids
 // return an error (the caller logs and skips the line); unknown valid
 // messages become provider.native. An agent reusing the id of a pending
-// request returns ErrDuplicateRequest.
+// request returns agent.ErrDuplicateRequest.
 func (p *Parser) Parse(line []byte) (Parsed, error) {
 	var m inMessage
 	badParams := false
@@ -459,7 +446,7 @@ func (p *Parser) EndTurn() []agent.Event {
 	for _, key := range p.pendingOrder {
 		if pr, ok := p.pending[key]; ok {
 			p.answerOutcome(pr.nativeID, outcome{Outcome: "cancelled"})
-			out = append(out, p.resolved(key, pr, StatusTurnEnded, "", ""))
+			out = append(out, p.resolved(key, pr, agent.StatusTurnEnded, "", ""))
 		}
 	}
 	clear(p.pending)
@@ -491,7 +478,7 @@ func (p *Parser) notification(m *inMessage, badParams bool, line []byte) []agent
 		key := string(agent.CompactJSON(m.Params.RequestID))
 		if pr, ok := p.pending[key]; ok {
 			p.drop(key)
-			return []agent.Event{p.resolved(key, pr, StatusCancelled, "", "")}
+			return []agent.Event{p.resolved(key, pr, agent.StatusCancelled, "", "")}
 		}
 	}
 	return []agent.Event{p.native(m.Method, "", nil, line)}
@@ -730,7 +717,7 @@ func (p *Parser) request(m *inMessage, badParams bool, line []byte) ([]agent.Eve
 func (p *Parser) permission(id json.RawMessage, params *inParams, badParams bool, line []byte) ([]agent.Event, error) {
 	key := string(id)
 	if _, dup := p.pending[key]; dup {
-		return nil, fmt.Errorf("%w: %s", ErrDuplicateRequest, key)
+		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, key)
 	}
 	if badParams || len(params.Options) == 0 {
 		p.answerError(id, CodeInvalidParams, "invalid session/request_permission params")
@@ -856,7 +843,7 @@ func diffText(items []toolCallContent) string {
 func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	pr, ok := p.pending[resp.InteractionID]
 	if !ok {
-		return agent.Event{}, fmt.Errorf("%w: %q", ErrUnknownInteraction, resp.InteractionID)
+		return agent.Event{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
 	if resp.Decision == agent.DecisionCancel && resp.OptionID == "" {
 		evs := p.cancel(resp.InteractionID, resp.By)
@@ -887,13 +874,13 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	p.drop(resp.InteractionID)
 	if chosen == nil {
 		p.answerOutcome(pr.nativeID, outcome{Outcome: "cancelled"})
-		return p.resolved(resp.InteractionID, pr, StatusDeclined, agent.DecisionDecline, resp.By), nil
+		return p.resolved(resp.InteractionID, pr, agent.StatusDeclined, agent.DecisionDecline, resp.By), nil
 	}
 	p.answerOutcome(pr.nativeID, outcome{Outcome: "selected", OptionID: chosen.OptionID})
 	d := decisionOf(chosen.Kind)
-	status := StatusDeclined
+	status := agent.StatusDeclined
 	if d == agent.DecisionApprove || d == agent.DecisionApproveSession {
-		status = StatusApproved
+		status = agent.StatusApproved
 	}
 	if d == "" {
 		d = resp.Decision
@@ -942,7 +929,7 @@ func (p *Parser) cancel(first, by string) []agent.Event {
 		if key == first {
 			d, who = agent.DecisionCancel, by
 		}
-		out = append(out, p.resolved(key, pr, StatusCancelled, d, who))
+		out = append(out, p.resolved(key, pr, agent.StatusCancelled, d, who))
 	}
 	return out
 }
@@ -964,8 +951,8 @@ func (p *Parser) answerOutcome(id json.RawMessage, o outcome) {
 	p.queue(rpcResponse{JSONRPC: "2.0", ID: id, Result: permissionOutcome{Outcome: o}})
 }
 
-func (p *Parser) answerError(id json.RawMessage, code int, msg string) {
-	p.queue(rpcResponse{JSONRPC: "2.0", ID: id, Error: &RPCError{Code: code, Message: msg}})
+func (p *Parser) answerError(id json.RawMessage, code int64, msg string) {
+	p.queue(rpcResponse{JSONRPC: "2.0", ID: id, Error: &jsonrpc.Error{Code: code, Message: msg}})
 }
 
 func (p *Parser) queue(v any) {

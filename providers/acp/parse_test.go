@@ -57,18 +57,18 @@ func TestParseIDsAndAnswers(t *testing.T) {
 			t.Fatalf("interaction %+v", in)
 		}
 	}
-	if _, err := p.Parse([]byte(perm("0"))); !errors.Is(err, ErrDuplicateRequest) {
+	if _, err := p.Parse([]byte(perm("0"))); !errors.Is(err, agent.ErrDuplicateRequest) {
 		t.Fatalf("duplicate: %v", err)
 	}
 	ev, err := p.Respond(agent.InteractionResponse{InteractionID: `"0"`, Decision: agent.DecisionDecline})
-	if err != nil || ev.Resolution.Status != StatusDeclined {
+	if err != nil || ev.Resolution.Status != agent.StatusDeclined {
 		t.Fatalf("decline: %+v %v", ev, err)
 	}
 	out := p.TakeOutgoing()
 	if len(out) != 1 || string(out[0]) != `{"jsonrpc":"2.0","id":"0","result":{"outcome":{"outcome":"selected","optionId":"no"}}}` {
 		t.Fatalf("answer %s (reject_always when there is no reject_once)", out)
 	}
-	if _, err := p.Respond(agent.InteractionResponse{InteractionID: `"0"`, Decision: agent.DecisionApprove}); !errors.Is(err, ErrUnknownInteraction) {
+	if _, err := p.Respond(agent.InteractionResponse{InteractionID: `"0"`, Decision: agent.DecisionApprove}); !errors.Is(err, agent.ErrUnknownInteraction) {
 		t.Fatalf("second answer: %v", err)
 	}
 	// The prompt answer ends the turn: the open request resolves turn_ended
@@ -82,7 +82,7 @@ func TestParseIDsAndAnswers(t *testing.T) {
 		types = append(types, ev.Type)
 	}
 	if !slices.Equal(types, []agent.EventType{agent.EventInteractionResolved, agent.EventToolCompleted, agent.EventRunCompleted}) ||
-		res.Events[0].Resolution.Status != StatusTurnEnded || res.Events[0].Resolution.InteractionID != "0" {
+		res.Events[0].Resolution.Status != agent.StatusTurnEnded || res.Events[0].Resolution.InteractionID != "0" {
 		t.Fatalf("turn end events %+v", res.Events)
 	}
 	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"jsonrpc":"2.0","id":0,"result":{"outcome":{"outcome":"cancelled"}}}` {
@@ -94,7 +94,7 @@ func TestParseNoMatchingOption(t *testing.T) {
 	p := NewParser(ParserOptions{Provider: "x"})
 	mustParse(t, p, `{"jsonrpc":"2.0","id":1,"method":"session/request_permission","params":{"sessionId":"s","toolCall":{"toolCallId":"t"},"options":[{"optionId":"ok","kind":"allow_once","name":"OK"}]}}`)
 	ev, err := p.Respond(agent.InteractionResponse{InteractionID: "1", Decision: agent.DecisionDecline})
-	if err != nil || ev.Resolution.Status != StatusDeclined {
+	if err != nil || ev.Resolution.Status != agent.StatusDeclined {
 		t.Fatalf("%+v %v", ev, err)
 	}
 	if out := p.TakeOutgoing(); len(out) != 1 || !strings.Contains(string(out[0]), `"outcome":"cancelled"`) {
@@ -106,7 +106,7 @@ func TestParseAgentCancelsRequest(t *testing.T) {
 	p := NewParser(ParserOptions{Provider: "x"})
 	mustParse(t, p, perm("4"))
 	out := mustParse(t, p, `{"jsonrpc":"2.0","method":"$/cancel_request","params":{"requestId":4}}`)
-	if len(out.Events) != 1 || out.Events[0].Resolution.Status != StatusCancelled || p.Pending("4") {
+	if len(out.Events) != 1 || out.Events[0].Resolution.Status != agent.StatusCancelled || p.Pending("4") {
 		t.Fatalf("events %+v", out.Events)
 	}
 }
@@ -118,7 +118,7 @@ func TestParseCancel(t *testing.T) {
 	mustParse(t, p, perm("0"))
 	mustParse(t, p, perm("1"))
 	evs := p.Cancel()
-	if len(evs) != 2 || evs[0].Resolution.Status != StatusCancelled || evs[1].Resolution.InteractionID != "1" {
+	if len(evs) != 2 || evs[0].Resolution.Status != agent.StatusCancelled || evs[1].Resolution.InteractionID != "1" {
 		t.Fatalf("events %+v", evs)
 	}
 	out := p.TakeOutgoing()
@@ -307,7 +307,7 @@ func FuzzParse(f *testing.F) {
 			p.Request(m, nil)
 		}
 		out, err := p.Parse(line)
-		if err != nil && len(out.Events) > 0 && !errors.Is(err, ErrDuplicateRequest) {
+		if err != nil && len(out.Events) > 0 && !errors.Is(err, agent.ErrDuplicateRequest) {
 			// Only a bad permission request returns events with an error.
 			if !strings.Contains(err.Error(), "session/request_permission") {
 				t.Fatalf("events with error %v: %+v", err, out.Events)

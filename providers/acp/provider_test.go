@@ -254,11 +254,11 @@ func TestRunPermissionAnswers(t *testing.T) {
 		status   string
 		decision agent.Decision
 	}{
-		{"approve", agent.InteractionResponse{Decision: agent.DecisionApprove}, "once", StatusApproved, agent.DecisionApprove},
-		{"approve session", agent.InteractionResponse{Decision: agent.DecisionApproveSession}, "always", StatusApproved, agent.DecisionApproveSession},
-		{"decline", agent.InteractionResponse{Decision: agent.DecisionDecline}, "reject", StatusDeclined, agent.DecisionDecline},
-		{"explicit option", agent.InteractionResponse{OptionID: "always", Decision: agent.DecisionDecline}, "always", StatusApproved, agent.DecisionApproveSession},
-		{"unknown decision never allows", agent.InteractionResponse{Decision: "maybe"}, "reject", StatusDeclined, agent.DecisionDecline},
+		{"approve", agent.InteractionResponse{Decision: agent.DecisionApprove}, "once", agent.StatusApproved, agent.DecisionApprove},
+		{"approve session", agent.InteractionResponse{Decision: agent.DecisionApproveSession}, "always", agent.StatusApproved, agent.DecisionApproveSession},
+		{"decline", agent.InteractionResponse{Decision: agent.DecisionDecline}, "reject", agent.StatusDeclined, agent.DecisionDecline},
+		{"explicit option", agent.InteractionResponse{OptionID: "always", Decision: agent.DecisionDecline}, "always", agent.StatusApproved, agent.DecisionApproveSession},
+		{"unknown decision never allows", agent.InteractionResponse{Decision: "maybe"}, "reject", agent.StatusDeclined, agent.DecisionDecline},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -314,9 +314,9 @@ func TestRunPermissionByPolicy(t *testing.T) {
 		status   string
 		decision agent.Decision
 	}{
-		{"deny", agent.RunRequest{Approval: agent.ApprovalDeny}, "reject", StatusDeclined, agent.DecisionDecline},
-		{"ask without responses", agent.RunRequest{Approval: agent.ApprovalAsk}, "reject", StatusDeclined, agent.DecisionDecline},
-		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: make(chan agent.InteractionResponse)}, "once", StatusApproved, agent.DecisionApprove},
+		{"deny", agent.RunRequest{Approval: agent.ApprovalDeny}, "reject", agent.StatusDeclined, agent.DecisionDecline},
+		{"ask without responses", agent.RunRequest{Approval: agent.ApprovalAsk}, "reject", agent.StatusDeclined, agent.DecisionDecline},
+		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: make(chan agent.InteractionResponse)}, "once", agent.StatusApproved, agent.DecisionApprove},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -333,7 +333,7 @@ func TestRunPermissionByPolicy(t *testing.T) {
 			if ans := h.answers()["0"]; !strings.Contains(string(ans.Result), `"optionId":"`+tt.option+`"`) {
 				t.Errorf("answer %s", ans.Result)
 			}
-			if want := "after: "; tt.status == StatusApproved && !strings.HasPrefix(r.last().Text, want+"ran with once") {
+			if want := "after: "; tt.status == agent.StatusApproved && !strings.HasPrefix(r.last().Text, want+"ran with once") {
 				t.Errorf("final %q", r.last().Text)
 			}
 		})
@@ -352,7 +352,7 @@ func TestRunPermissionCancelDecision(t *testing.T) {
 		t.Fatalf("Run: %v", r.err)
 	}
 	res := r.of(agent.EventInteractionResolved)
-	if len(res) != 1 || res[0].Resolution.Status != StatusCancelled || res[0].Resolution.Decision != agent.DecisionCancel || res[0].Resolution.By != "bob" {
+	if len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled || res[0].Resolution.Decision != agent.DecisionCancel || res[0].Resolution.By != "bob" {
 		t.Fatalf("resolution %+v", res)
 	}
 	if r.last().Type != agent.EventRunInterrupted {
@@ -388,7 +388,7 @@ func TestRunIDsByteExact(t *testing.T) {
 func TestRunDuplicateRequestFails(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "dup", Responses: make(chan agent.InteractionResponse)}, nil)
-	if !errors.Is(r.err, agent.ErrRunFailed) || !errors.Is(r.err, ErrDuplicateRequest) {
+	if !errors.Is(r.err, agent.ErrRunFailed) || !errors.Is(r.err, agent.ErrDuplicateRequest) {
 		t.Fatalf("Run = %v", r.err)
 	}
 	if r.last().Type != agent.EventRunFailed {
@@ -433,7 +433,7 @@ func TestRunCancelPendingPermission(t *testing.T) {
 		t.Fatalf("Run = %v", r.err)
 	}
 	res := r.of(agent.EventInteractionResolved)
-	if len(res) != 1 || res[0].Resolution.Status != StatusCancelled {
+	if len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled {
 		t.Fatalf("resolution %+v", res)
 	}
 	if r.last().Type != agent.EventRunInterrupted {

@@ -5,8 +5,8 @@ package acp
 
 import (
 	"encoding/json"
-	"fmt"
-	"strings"
+
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
 // ProtocolVersion is the ACP protocol version this client speaks.
@@ -16,13 +16,14 @@ const ProtocolVersion = 1
 // agent's initialize answer.
 var KnownProtocolVersions = []int{ProtocolVersion}
 
-// JSON-RPC error codes used by the client and seen from agents.
+// JSON-RPC error codes used by the client and seen from agents: the
+// standard ones are jsonrpc's, the others ACP's.
 const (
-	CodeParseError       = -32700
-	CodeInvalidRequest   = -32600
-	CodeMethodNotFound   = -32601
-	CodeInvalidParams    = -32602
-	CodeInternalError    = -32603
+	CodeParseError       = jsonrpc.CodeParseError
+	CodeInvalidRequest   = jsonrpc.CodeInvalidRequest
+	CodeMethodNotFound   = jsonrpc.CodeMethodNotFound
+	CodeInvalidParams    = jsonrpc.CodeInvalidParams
+	CodeInternalError    = jsonrpc.CodeInternalError
 	CodeRequestCancelled = -32800
 	CodeAuthRequired     = -32000
 	CodeResourceNotFound = -32002
@@ -37,44 +38,12 @@ type rpcMessage struct {
 	Method  string          `json:"method,omitempty"`
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
-	Error   *RPCError       `json:"error,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
 }
 
 // hasID reports whether the message carries a non-null id.
 func (m *rpcMessage) hasID() bool {
 	return len(m.ID) > 0 && string(m.ID) != "null"
-}
-
-// RPCError is a JSON-RPC error object.
-type RPCError struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-// Error renders the code, the message and data.details when the agent put the
-// real reason there (qwen and gemini answer "Internal error" with details).
-func (e *RPCError) Error() string {
-	msg := fmt.Sprintf("%s (code %d)", e.Message, e.Code)
-	if d := e.Details(); d != "" && !strings.Contains(e.Message, d) {
-		msg += ": " + d
-	}
-	return msg
-}
-
-// Details is data.details (or data.message) when data carries one.
-func (e *RPCError) Details() string {
-	var d struct {
-		Details string `json:"details"`
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(e.Data, &d) != nil {
-		return ""
-	}
-	if d.Details != "" {
-		return d.Details
-	}
-	return d.Message
 }
 
 // Outgoing request and notification shapes.
@@ -96,7 +65,7 @@ type rpcResponse struct {
 	JSONRPC string          `json:"jsonrpc"`
 	ID      json.RawMessage `json:"id"`
 	Result  any             `json:"result,omitempty"`
-	Error   *RPCError       `json:"error,omitempty"`
+	Error   *jsonrpc.Error  `json:"error,omitempty"`
 }
 
 // InitializeParams is the client's initialize request.
@@ -229,7 +198,7 @@ type inMessage struct {
 	Method string          `json:"method"`
 	Params inParams        `json:"params"`
 	Result json.RawMessage `json:"result"`
-	Error  *RPCError       `json:"error"`
+	Error  *jsonrpc.Error  `json:"error"`
 }
 
 func (m *inMessage) hasID() bool {
