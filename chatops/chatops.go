@@ -82,8 +82,10 @@ type AgentLookup interface {
 	AgentIDs() []string
 }
 
-// Bot is the platform-neutral bot.
-type Bot struct {
+// Chats is the platform-neutral chat service the desk and the console use:
+// chats (create, read, fork), prompts and their runs (send, stop, respond) and
+// each chat's event feed. It knows nothing of platforms or threads.
+type Chats struct {
 	chats  ChatStore
 	runner Runner
 	feed   Feed
@@ -95,16 +97,21 @@ type Bot struct {
 	InteractionTimeout time.Duration
 }
 
-// New returns a Bot.
-func New(chats ChatStore, runner Runner, feed Feed, agents Agents, logger *slog.Logger) *Bot {
-	return &Bot{chats: chats, runner: runner, feed: feed, agents: agents, log: logger}
+// New returns the Chats over the store, the prompt runner, the event feed and
+// the agents (nil lists none).
+func New(chats ChatStore, runner Runner, feed Feed, agents Agents, logger *slog.Logger) *Chats {
+	return &Chats{chats: chats, runner: runner, feed: feed, agents: agents, log: logger}
 }
+
+// Threads is Desk's former name, kept while a change in flight
+// (chatops/workfile.go) moves to Desk; delete it after.
+type Threads = Desk
 
 // ErrBusy is returned when a prompt arrives while the chat's run is active.
 var ErrBusy = agent.ErrPromptAlreadyRunning
 
 // NewChat creates a chat with the given settings.
-func (b *Bot) NewChat(ctx context.Context, c Chat) (Chat, error) {
+func (b *Chats) NewChat(ctx context.Context, c Chat) (Chat, error) {
 	if c.Agent == "" {
 		return Chat{}, errors.New("no agent chosen for the new chat")
 	}
@@ -115,15 +122,15 @@ func (b *Bot) NewChat(ctx context.Context, c Chat) (Chat, error) {
 }
 
 // Chat returns a chat's settings.
-func (b *Bot) Chat(ctx context.Context, id string) (Chat, error) { return b.chats.GetChat(ctx, id) }
+func (b *Chats) Chat(ctx context.Context, id string) (Chat, error) { return b.chats.GetChat(ctx, id) }
 
 // Subscribe follows a chat's events after a seq.
-func (b *Bot) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
+func (b *Chats) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
 	return b.feed.Subscribe(ctx, chatID, afterSeq)
 }
 
 // LastSeq is the seq of the chat's newest persisted event.
-func (b *Bot) LastSeq(ctx context.Context, chatID string) (int64, error) {
+func (b *Chats) LastSeq(ctx context.Context, chatID string) (int64, error) {
 	return b.feed.LastSeq(ctx, chatID)
 }
 
@@ -141,7 +148,7 @@ type Prompt struct {
 }
 
 // Send starts a run for the prompt. A busy chat returns an error wrapping ErrBusy.
-func (b *Bot) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
+func (b *Chats) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
 	return b.runner.Start(ctx, prompt.StartRequest{
 		ChatID: p.ChatID, Prompt: p.Text, Images: p.Images, By: p.By, Interactive: p.Interactive,
 		InteractionTimeout: cmp.Or(p.InteractionTimeout, b.InteractionTimeout),
@@ -150,19 +157,19 @@ func (b *Bot) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
 }
 
 // Stop cancels the chat's run and reports whether one was active.
-func (b *Bot) Stop(chatID string) bool { return b.runner.Cancel(chatID) }
+func (b *Chats) Stop(chatID string) bool { return b.runner.Cancel(chatID) }
 
 // Active returns the chat's running run.
-func (b *Bot) Active(chatID string) (*prompt.Run, bool) { return b.runner.Active(chatID) }
+func (b *Chats) Active(chatID string) (*prompt.Run, bool) { return b.runner.Active(chatID) }
 
 // Respond answers a pending interaction.
-func (b *Bot) Respond(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
+func (b *Chats) Respond(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
 	return b.runner.RespondInteraction(ctx, chatID, runID, resp)
 }
 
 // agentInfo returns the agent's entry; ok is false without a catalogue or
 // for an id it does not list.
-func (b *Bot) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
+func (b *Chats) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
 	if b.agents == nil {
 		return AgentInfo{}, false
 	}
@@ -178,7 +185,7 @@ func (b *Bot) agentInfo(ctx context.Context, id string) (AgentInfo, bool) {
 }
 
 // agentIDs lists the catalogue's agent ids for a message.
-func (b *Bot) agentIDs(ctx context.Context) string {
+func (b *Chats) agentIDs(ctx context.Context) string {
 	if b.agents == nil {
 		return "(none configured)"
 	}
@@ -196,7 +203,7 @@ func (b *Bot) agentIDs(ctx context.Context) string {
 // shape always (agent.ValidArgValue), and the agent's declared list where
 // the catalogue knows the agent. A refusal message names the valid values
 // and never echoes a value of the wrong shape.
-func (b *Bot) checkSetting(ctx context.Context, agentID, what, v string) (string, bool) {
+func (b *Chats) checkSetting(ctx context.Context, agentID, what, v string) (string, bool) {
 	if v == "" {
 		return "", true
 	}
@@ -226,7 +233,7 @@ func (b *Bot) checkSetting(ctx context.Context, agentID, what, v string) (string
 	return "", true
 }
 
-func (b *Bot) agentsTable(ctx context.Context) string {
+func (b *Chats) agentsTable(ctx context.Context) string {
 	if b.agents == nil {
 		return "No agents are configured."
 	}

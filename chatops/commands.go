@@ -83,11 +83,11 @@ type CommandSpec struct {
 type call struct {
 	cmd    Command
 	spec   *CommandSpec
-	bot    *Bot
+	bot    *Chats
 	where  where
 	chatID string
 	// Set in threads.
-	t     *Threads
+	t     *Desk
 	th    *thread
 	m     Message
 	b     Binding
@@ -210,12 +210,12 @@ func ParseSlashCommand(text string) (Command, bool) { return parseCommand(text, 
 
 // Execute runs a command against a chat, as the console does (no policy: the
 // console's user is the operator).
-func (b *Bot) Execute(ctx context.Context, chatID string, cmd Command) (Result, error) {
+func (b *Chats) Execute(ctx context.Context, chatID string, cmd Command) (Result, error) {
 	return b.dispatch(ctx, &call{cmd: cmd, bot: b, where: inConsole, chatID: chatID})
 }
 
 // dispatch runs a parsed command through the table.
-func (b *Bot) dispatch(ctx context.Context, c *call) (Result, error) {
+func (b *Chats) dispatch(ctx context.Context, c *call) (Result, error) {
 	s, ok := lookupCommand(c.cmd.Name)
 	if !ok {
 		return Result{}, fmt.Errorf("chatops: unknown command %q", c.cmd.Name)
@@ -232,7 +232,7 @@ func (e told) Unwrap() error { return e.error }
 // threadCommand runs a command typed in a bound thread: who may run it, the
 // channel's rules for its value, then its handler; the result is posted in
 // the thread.
-func (t *Threads) threadCommand(ctx context.Context, th *thread, m Message, b Binding, fresh bool, cmd Command) error {
+func (t *Desk) threadCommand(ctx context.Context, th *thread, m Message, b Binding, fresh bool, cmd Command) error {
 	s, ok := lookupCommand(cmd.Name)
 	if !ok {
 		return fmt.Errorf("chatops: unknown command %q", cmd.Name)
@@ -264,7 +264,7 @@ func (t *Threads) threadCommand(ctx context.Context, th *thread, m Message, b Bi
 // unboundReply answers a command in a thread without a chat, where the
 // command needs none or makes no sense without one; ok is false when the
 // thread should be bound and the command run.
-func (t *Threads) unboundReply(ctx context.Context, cmd Command) (string, bool) {
+func (t *Desk) unboundReply(ctx context.Context, cmd Command) (string, bool) {
 	s, ok := lookupCommand(cmd.Name)
 	if !ok {
 		return "", false
@@ -285,7 +285,7 @@ func (t *Threads) unboundReply(ctx context.Context, cmd Command) (string, bool) 
 
 // slashReply answers "/threadline <command>" for a command other than new:
 // those that need no chat run, the others point to a thread.
-func (t *Threads) slashReply(ctx context.Context, cmd Command) string {
+func (t *Desk) slashReply(ctx context.Context, cmd Command) string {
 	s, ok := lookupCommand(cmd.Name)
 	if !ok {
 		return ""

@@ -74,7 +74,7 @@ type waitingApproval struct {
 
 // approvalsWaiting returns the approvals the chat's active run waits for (as
 // this process follows it), oldest first.
-func (t *Threads) approvalsWaiting(th *thread, chatID string) []waitingApproval {
+func (t *Desk) approvalsWaiting(th *thread, chatID string) []waitingApproval {
 	r, active := t.bot.Active(chatID)
 	if !active {
 		return nil
@@ -108,7 +108,7 @@ func (t *Threads) approvalsWaiting(th *thread, chatID string) []waitingApproval 
 // card was requested before the message was sent (m.Sent; a message whose
 // time the platform did not give is refused); with a code, to the pending
 // card showing it. Anything else is refused with the codes to choose from.
-func (t *Threads) handleTypedDecision(ctx context.Context, th *thread, m Message, b Binding, c typedChoice) (handled bool, err error) {
+func (t *Desk) handleTypedDecision(ctx context.Context, th *thread, m Message, b Binding, c typedChoice) (handled bool, err error) {
 	waiting := t.approvalsWaiting(th, b.ChatID)
 	if len(waiting) == 0 {
 		return false, nil

@@ -100,7 +100,7 @@ func (f *fixture) lastEphemeral() string {
 func TestTypedDecisionNamesACard(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("an approve typed before a card appeared does not approve it", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 2)
 			f.prov.Add(asks(got, false, "perm-a", "perm-b"))
 			if err := f.say(t, "UAPPROVER", "deploy", time.Now()); err != nil {
@@ -151,7 +151,7 @@ func TestTypedDecisionNamesACard(t *testing.T) {
 		})
 
 		t.Run("with several cards pending a plain approve asks for a code; a code decides its card", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 2)
 			f.prov.Add(asks(got, true, "perm-x", "perm-y"))
 			if err := f.say(t, "UAPPROVER", "two steps", time.Now()); err != nil {

@@ -82,7 +82,7 @@ type thread struct {
 	place Place
 	in    chan item
 
-	// Guarded by Threads.mu.
+	// Guarded by Desk.mu.
 	running bool // an actor goroutine serves in
 	puts    int  // puts under way (the thread must not be forgotten)
 
@@ -104,7 +104,7 @@ type queued struct {
 }
 
 // idle reports whether the thread holds no live state (caller holds
-// Threads.mu).
+// Desk.mu).
 func (th *thread) idle() bool {
 	th.mu.Lock()
 	defer th.mu.Unlock()
@@ -122,7 +122,7 @@ type item struct {
 }
 
 // threadOf returns the place's thread, creating it (caller holds t.mu).
-func (t *Threads) threadOf(p Place) *thread {
+func (t *Desk) threadOf(p Place) *thread {
 	th := t.threads[p]
 	if th == nil {
 		th = &thread{place: p, in: make(chan item, ThreadQueueDepth), pending: map[string]*agent.Interaction{}, watching: map[string]bool{}}
@@ -132,14 +132,14 @@ func (t *Threads) threadOf(p Place) *thread {
 }
 
 // lookThread returns the place's thread, creating it.
-func (t *Threads) lookThread(p Place) *thread {
+func (t *Desk) lookThread(p Place) *thread {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.threadOf(p)
 }
 
 // forget drops the thread when it holds nothing live.
-func (t *Threads) forget(th *thread) {
+func (t *Desk) forget(th *thread) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.threads[th.place] == th && th.idle() {
@@ -151,7 +151,7 @@ func (t *Threads) forget(th *thread) {
 // it waits (logging) while the thread's queue is full, and fails only when
 // ctx ends first or the desk is closed. What the event leads to is told in
 // the thread; the front-end forgets it.
-func (t *Threads) Put(ctx context.Context, in Inbound) error {
+func (t *Desk) Put(ctx context.Context, in Inbound) error {
 	it, p, err := t.inboundItem(in)
 	if err != nil {
 		return err
@@ -161,7 +161,7 @@ func (t *Threads) Put(ctx context.Context, in Inbound) error {
 
 // TryPut is Put without the wait: it returns ErrQueueFull at once when the
 // thread's queue is full (an HTTP delivery is then refused and retried).
-func (t *Threads) TryPut(in Inbound) error {
+func (t *Desk) TryPut(in Inbound) error {
 	it, p, err := t.inboundItem(in)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func (t *Threads) TryPut(in Inbound) error {
 }
 
 // inboundItem turns an inbound event into its queue item.
-func (t *Threads) inboundItem(in Inbound) (item, Place, error) {
+func (t *Desk) inboundItem(in Inbound) (item, Place, error) {
 	p, u, what, ok := in.origin()
 	if !ok {
 		return item{}, Place{}, errors.New("chatops: an inbound event with nothing in it")
@@ -205,7 +205,7 @@ func (t *Threads) inboundItem(in Inbound) (item, Place, error) {
 }
 
 // call runs f as an event of the place's thread and waits for its result.
-func (t *Threads) call(ctx context.Context, p Place, u User, what string, f func(ctx context.Context, th *thread) error) error {
+func (t *Desk) call(ctx context.Context, p Place, u User, what string, f func(ctx context.Context, th *thread) error) error {
 	done := make(chan error, 1)
 	if err := t.enqueue(ctx, p, item{what: what, user: u, run: f, done: done}, true); err != nil {
 		return err
@@ -220,7 +220,7 @@ func (t *Threads) call(ctx context.Context, p Place, u User, what string, f func
 
 // enqueue puts it on the place's queue, waiting for room when wait is set,
 // and makes sure an actor serves the queue.
-func (t *Threads) enqueue(ctx context.Context, p Place, it item, wait bool) error {
+func (t *Desk) enqueue(ctx context.Context, p Place, it item, wait bool) error {
 	t.mu.Lock()
 	if t.base.Err() != nil {
 		t.mu.Unlock()
@@ -245,7 +245,7 @@ func (t *Threads) enqueue(ctx context.Context, p Place, it item, wait bool) erro
 
 // send1 puts it on th's queue: at once when there is room, else (wait)
 // after logging that the queue is full, every stillWaiting while it stays so.
-func (t *Threads) send1(ctx context.Context, th *thread, it item, wait bool) error {
+func (t *Desk) send1(ctx context.Context, th *thread, it item, wait bool) error {
 	select {
 	case th.in <- it:
 		return nil
@@ -277,7 +277,7 @@ func (t *Threads) send1(ctx context.Context, th *thread, it item, wait bool) err
 
 // loop is a thread's actor: it handles the queued events in order and exits
 // when the queue is empty.
-func (t *Threads) loop(th *thread) {
+func (t *Desk) loop(th *thread) {
 	for {
 		select {
 		case it := <-th.in:
@@ -306,7 +306,7 @@ func (t *Threads) loop(th *thread) {
 // handleSingle handles one event under eventTimeout and the safety net: a
 // panic is logged with its stack (key "stack") and the person is told in the
 // thread; the next event runs.
-func (t *Threads) handleSingle(th *thread, it item) {
+func (t *Desk) handleSingle(th *thread, it item) {
 	ctx, cancel := context.WithTimeout(t.base, eventTimeout)
 	defer cancel()
 	var err error
@@ -328,7 +328,7 @@ func (t *Threads) handleSingle(th *thread, it item) {
 }
 
 // tellFailure shows FailureNote to the person in the thread.
-func (t *Threads) tellFailure(ctx context.Context, p Place, u User) {
+func (t *Desk) tellFailure(ctx context.Context, p Place, u User) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.log.ErrorContext(ctx, "telling a user about a failure panicked", "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
@@ -343,7 +343,7 @@ func (t *Threads) tellFailure(ctx context.Context, p Place, u User) {
 }
 
 // report logs what an event's handler returned; refusals are not errors.
-func (t *Threads) report(ctx context.Context, what string, err error) {
+func (t *Desk) report(ctx context.Context, what string, err error) {
 	switch {
 	case err == nil:
 	case errors.Is(err, ErrForbidden):
@@ -354,11 +354,11 @@ func (t *Threads) report(ctx context.Context, what string, err error) {
 }
 
 // Panics counts the event handler panics the desk survived.
-func (t *Threads) Panics() int64 { return t.panics.Load() }
+func (t *Desk) Panics() int64 { return t.panics.Load() }
 
 // ThreadCount counts the threads whose state the desk holds (for tests and
 // metrics).
-func (t *Threads) ThreadCount() int {
+func (t *Desk) ThreadCount() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return len(t.threads)

@@ -60,10 +60,10 @@ func (l *syncBuffer) String() string {
 	return l.b.String()
 }
 
-func newTestDesk(t *testing.T) (*Threads, *noteSurface, *syncBuffer) {
+func newTestDesk(t *testing.T) (*Desk, *noteSurface, *syncBuffer) {
 	t.Helper()
 	var logs syncBuffer
-	d := NewThreads(nil, nil, nil, ThreadsOptions{}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	d := NewDesk(nil, nil, nil, DeskOptions{}, slog.New(slog.NewJSONHandler(&logs, nil)))
 	s := &noteSurface{}
 	d.Attach("test", s)
 	t.Cleanup(func() { _ = d.Close() })
@@ -77,7 +77,7 @@ func testPlace(thread string) Place {
 var testUser = User{Platform: "test", ID: "U1"}
 
 // put queues f on the place's thread as a front-end's event would be.
-func put(t *testing.T, d *Threads, p Place, f func(ctx context.Context, th *thread) error) {
+func put(t *testing.T, d *Desk, p Place, f func(ctx context.Context, th *thread) error) {
 	t.Helper()
 	if err := d.enqueue(t.Context(), p, item{what: "test", user: testUser, run: f}, true); err != nil {
 		t.Fatal(err)

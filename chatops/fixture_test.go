@@ -155,8 +155,8 @@ type fixture struct {
 	hub     *runhub.Hub
 	svc     *prompt.Service
 	prov    *chatopstest.Scripted
-	bot     *chatops.Bot
-	threads *chatops.Threads
+	bot     *chatops.Chats
+	threads *chatops.Desk
 	surf    *surface
 	policy  *chatops.Policy
 	work    string
@@ -165,7 +165,7 @@ type fixture struct {
 var testBudget = chatops.Budget{MinInterval: 20 * time.Millisecond,
 	Post: chatops.Rate{PerMinute: 6000, Burst: 50}, Update: chatops.Rate{PerMinute: 6000, Burst: 50}}
 
-func setup(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture {
+func setup(t *testing.T, st *store.Store, opts chatops.DeskOptions) *fixture {
 	t.Helper()
 	log := slog.New(slog.DiscardHandler)
 	if os.Getenv("CHATOPS_TEST_LOG") != "" {
@@ -190,7 +190,7 @@ func setup(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture 
 	}
 	// Subtests share a store: every fixture talks in a thread of its own.
 	thread.Thread = fmt.Sprintf("1690000000.%06d", time.Now().UnixNano()%1e6)
-	threads := chatops.NewThreads(bot, chatstore.Store{St: st}, policy, opts, log)
+	threads := chatops.NewDesk(bot, chatstore.Store{St: st}, policy, opts, log)
 	surf := newSurface()
 	threads.Attach("slack", surf)
 	t.Cleanup(func() { threads.Close() })

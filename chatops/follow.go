@@ -29,7 +29,7 @@ type follower struct {
 
 // ensureFollower makes sure a goroutine renders the chat into the place.
 // Called before a prompt is sent, it starts after the chat's current last seq.
-func (t *Threads) ensureFollower(ctx context.Context, th *thread, chatID string) error {
+func (t *Desk) ensureFollower(ctx context.Context, th *thread, chatID string) error {
 	th.mu.Lock()
 	f := th.follower
 	if f != nil && f.running && f.chatID == chatID {
@@ -53,7 +53,7 @@ func (t *Threads) ensureFollower(ctx context.Context, th *thread, chatID string)
 // start runs the chat's follower from seq from (or from where the last one
 // stopped when fresh is false) unless one runs. resumed marks a follower
 // started after a restart, which ends runs the event log never ended.
-func (t *Threads) start(th *thread, chatID string, from int64, fresh, resumed bool) {
+func (t *Desk) start(th *thread, chatID string, from int64, fresh, resumed bool) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	f := th.follower
@@ -76,7 +76,7 @@ func (t *Threads) start(th *thread, chatID string, from int64, fresh, resumed bo
 // show their end yet (after a restart): each chat is replayed from its
 // earliest unfinished run, the same messages are edited, and content already
 // shown is not sent again.
-func (t *Threads) Resume(ctx context.Context, platform string) error {
+func (t *Desk) Resume(ctx context.Context, platform string) error {
 	open, err := t.store.OpenRenders(ctx, platform)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func renderTick(b Budget) time.Duration {
 }
 
 // follow renders the chat until it has been idle for IdleFollow.
-func (t *Threads) follow(th *thread, f *follower, from int64, resumed bool) {
+func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 	ctx, cancel := context.WithCancel(t.base)
 	defer cancel()
 	defer t.forget(th)
@@ -285,7 +285,7 @@ var ErrNoInteraction = errors.New("chatops: no such pending interaction")
 // Questions returns the questions of the pending interaction a button names
 // (read from the thread's cards without waiting for its actor: a modal must
 // open within seconds of the click).
-func (t *Threads) Questions(_ context.Context, ref Ref) ([]agent.Question, error) {
+func (t *Desk) Questions(_ context.Context, ref Ref) ([]agent.Question, error) {
 	var (
 		qs    []agent.Question
 		found bool

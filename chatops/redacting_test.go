@@ -17,7 +17,7 @@ import (
 func TestOutboundRedaction(t *testing.T) {
 	st := storetest.Open(t, store.DialectSQLite)
 	const secret = "ghp_s3cr3tProjectToken42"
-	f := setup(t, st, chatops.ThreadsOptions{Redact: redact.New(secret)})
+	f := setup(t, st, chatops.DeskOptions{Redact: redact.New(secret)})
 	f.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 		emit(agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t1", Name: "Bash", Summary: "Bash: echo " + secret}})
 		emit(agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{ID: "t1", Name: "Bash"}})

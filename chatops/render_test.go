@@ -18,7 +18,7 @@ import (
 func TestRenderer(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("replay renders the same as live", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "Let me look.\n"})
 				time.Sleep(60 * time.Millisecond)
@@ -65,7 +65,7 @@ func TestRenderer(t *testing.T) {
 		})
 
 		t.Run("restart edits the same message and posts nothing twice", func(t *testing.T) {
-			f1 := setup(t, st, chatops.ThreadsOptions{})
+			f1 := setup(t, st, chatops.DeskOptions{})
 			hang := make(chan struct{})
 			f1.prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "partial answer"})
@@ -86,7 +86,7 @@ func TestRenderer(t *testing.T) {
 			posts := len(f1.surf.inThread(thread))
 			place := thread
 
-			f2 := setup(t, st, chatops.ThreadsOptions{})
+			f2 := setup(t, st, chatops.DeskOptions{})
 			f2.threads.Attach("slack", f1.surf)
 			if err := f2.threads.Resume(t.Context(), "slack"); err != nil {
 				t.Fatal(err)
@@ -100,7 +100,7 @@ func TestRenderer(t *testing.T) {
 			}
 			// A third start finds nothing open and sends nothing.
 			calls := f1.surf.callCount()
-			f3 := setup(t, st, chatops.ThreadsOptions{})
+			f3 := setup(t, st, chatops.DeskOptions{})
 			f3.threads.Attach("slack", f1.surf)
 			if err := f3.threads.Resume(t.Context(), "slack"); err != nil {
 				t.Fatal(err)
@@ -112,7 +112,7 @@ func TestRenderer(t *testing.T) {
 		})
 
 		t.Run("long answers split, huge ones are uploaded", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{Render: chatops.RenderOptions{PartLimit: 300, MaxParts: 3}})
+			f := setup(t, st, chatops.DeskOptions{Render: chatops.RenderOptions{PartLimit: 300, MaxParts: 3}})
 			var full strings.Builder
 			full.WriteString("Intro paragraph.\n\n```sh\n")
 			for i := range 100 {
@@ -150,7 +150,7 @@ func TestRenderer(t *testing.T) {
 		})
 
 		t.Run("a 429 pauses the workspace for Retry-After", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.surf.mu.Lock()
 			f.surf.limitNext, f.surf.retryAfter = 1, 300*time.Millisecond
 			f.surf.mu.Unlock()
@@ -177,7 +177,7 @@ func TestRenderer(t *testing.T) {
 		})
 
 		t.Run("deltas coalesce into few edits", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{Render: chatops.RenderOptions{PartLimit: 1 << 20}, Budget: chatops.Budget{MinInterval: 100 * time.Millisecond,
+			f := setup(t, st, chatops.DeskOptions{Render: chatops.RenderOptions{PartLimit: 1 << 20}, Budget: chatops.Budget{MinInterval: 100 * time.Millisecond,
 				Update: chatops.Rate{PerMinute: 1200, Burst: 2}, Post: chatops.Rate{PerMinute: 600, Burst: 5}}})
 			var want strings.Builder
 			for i := range 1000 {
@@ -215,7 +215,7 @@ func TestRenderer(t *testing.T) {
 
 func TestPartsPostedInOrder(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
-		f := setup(t, st, chatops.ThreadsOptions{Render: chatops.RenderOptions{PartLimit: 100, MaxParts: 20}})
+		f := setup(t, st, chatops.DeskOptions{Render: chatops.RenderOptions{PartLimit: 100, MaxParts: 20}})
 		var text strings.Builder
 		for i := range 60 {
 			fmt.Fprintf(&text, "Line %02d of a long answer.\n\n", i)

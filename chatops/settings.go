@@ -22,7 +22,7 @@ var modeDisablesApprovals = map[agent.Mode]bool{agent.ModePlan: false, agent.Mod
 // setting and that the channel allows the value; a refusal is told to the
 // user (ephemeral for permissions, in the thread for values) and returned as
 // an error wrapping ErrForbidden. Nothing is changed then.
-func (t *Threads) mayConfigure(ctx context.Context, m Message, cmd Command) error {
+func (t *Desk) mayConfigure(ctx context.Context, m Message, cmd Command) error {
 	if !t.policy.Allowed(m.User, m.Place, ActConfigure) {
 		return t.refuse(ctx, m.Place, m.User, fmt.Sprintf("Only approvers may change this chat's %s; ask an approver or an admin.", cmd.Name))
 	}
@@ -56,7 +56,7 @@ func (t *Threads) mayConfigure(ctx context.Context, m Message, cmd Command) erro
 // or "" when it may: the channel's projects list, then the project's own
 // channels and users (admins pass those), and its existence. The message
 // names no other team's project.
-func (t *Threads) projectRefusal(ctx context.Context, p Place, u User, rules Rules, name string) string {
+func (t *Desk) projectRefusal(ctx context.Context, p Place, u User, rules Rules, name string) string {
 	if agent.ValidArgValue(name) != nil {
 		return "That is not a project name. Nothing was changed."
 	}
@@ -83,7 +83,7 @@ func (t *Threads) projectRefusal(ctx context.Context, p Place, u User, rules Rul
 // mayAnswerRun reports whether u may answer requests of the run at p: an
 // approver of the channel, and with requester_only the run's requester (or
 // an admin).
-func (t *Threads) mayAnswerRun(ctx context.Context, u User, p Place, runID string) (ok bool, why string) {
+func (t *Desk) mayAnswerRun(ctx context.Context, u User, p Place, runID string) (ok bool, why string) {
 	if !t.policy.Allowed(u, p, ActApprove) {
 		return false, "You are not allowed to answer the agent's requests in this channel; ask an approver."
 	}

@@ -98,7 +98,7 @@ var testProjects = projectList{
 
 // setupCatalog is setup with an agent catalogue, the projects' access lists
 // and the run's requester read from the store.
-func setupCatalog(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *fixture {
+func setupCatalog(t *testing.T, st *store.Store, opts chatops.DeskOptions) *fixture {
 	t.Helper()
 	f := setup(t, st, opts)
 	f.threads.Close()
@@ -111,7 +111,7 @@ func setupCatalog(t *testing.T, st *store.Store, opts chatops.ThreadsOptions) *f
 		return r.StartedBy, err
 	}
 	f.bot = chatops.New(chatstore.Store{St: st}, f.svc, chatstore.Feed{Hub: f.hub, St: st}, testCatalog, slog.New(slog.DiscardHandler))
-	f.threads = chatops.NewThreads(f.bot, chatstore.Store{St: st}, f.policy, opts, slog.New(slog.DiscardHandler))
+	f.threads = chatops.NewDesk(f.bot, chatstore.Store{St: st}, f.policy, opts, slog.New(slog.DiscardHandler))
 	f.threads.Attach("slack", f.surf)
 	t.Cleanup(func() { f.threads.Close() })
 	f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
@@ -134,7 +134,7 @@ func (f *fixture) lastNotice() string {
 func TestSettingsCommands(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("only approvers change settings; bad values are refused and change nothing", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			f.prov.Add(chatopstest.Answer("one"), chatopstest.Answer("two"))
 			if err := f.mention(t, "UALLOWED", "hello"); err != nil {
 				t.Fatal(err)
@@ -216,7 +216,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("a channel's default project outside the project's list binds nothing", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
 				Defaults: chatops.Defaults{Agent: "fake", Project: "secret"}, Allow: []string{"UALLOWED"}})
 			err := f.mention(t, "UALLOWED", "hello")
@@ -235,7 +235,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("requester_only: only the run's requester or an admin answers", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			rules := f.policy.Channel(thread)
 			rules.RequesterOnly = true
 			f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, rules)
@@ -276,7 +276,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("free text does not answer an approval", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 1)
 			f.prov.Add(chatopstest.Asking("perm-3", "rm -rf /tmp/x", got, "done"))
 			if err := f.mention(t, "UAPPROVER", "clean"); err != nil {
@@ -313,7 +313,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("a typed approve in the thread approves; ok, yes, y and 👍 do not", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 1)
 			f.prov.Add(chatopstest.Asking("perm-4", "make release", got, "released"))
 			for range 5 {
@@ -359,7 +359,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("a question still takes free text; a typed approve is not its answer", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{})
+			f := setupCatalog(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 1)
 			f.prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{ID: "ask-9", Kind: agent.KindQuestion,
@@ -410,7 +410,7 @@ func TestSettingsCommands(t *testing.T) {
 		})
 
 		t.Run("bad attachments are skipped with a note and the rest runs", func(t *testing.T) {
-			f := setupCatalog(t, st, chatops.ThreadsOptions{MaxFileBytes: 64})
+			f := setupCatalog(t, st, chatops.DeskOptions{MaxFileBytes: 64})
 			f.prov.Add(chatopstest.Answer("seen"), chatopstest.Answer("seen again"))
 			files := []chatops.File{
 				{Name: "good.txt", MediaType: "text/plain", Data: []byte("fine")},

@@ -1,5 +1,5 @@
-// threads.go: chats bound to platform threads. A front-end hands Threads what
-// people did (messages, button clicks, modal answers, slash commands); Threads
+// threads.go: chats bound to platform threads. A front-end hands Desk what
+// people did (messages, button clicks, modal answers, slash commands); Desk
 // checks access, binds threads to chats, runs commands, queues prompts of busy
 // chats and renders each run into the thread through the front-end's Surface.
 
@@ -26,8 +26,8 @@ import (
 	"github.com/threadline-bot/threadline/chatops/outbox"
 )
 
-// ThreadsOptions configure Threads.
-type ThreadsOptions struct {
+// DeskOptions configure Desk.
+type DeskOptions struct {
 	// DefaultAgent is the agent of new chats where the channel names none.
 	DefaultAgent string
 	// Workdir is the parent of the working directories of chats whose channel
@@ -55,12 +55,12 @@ type ThreadsOptions struct {
 	RunRequester func(ctx context.Context, runID string) (string, error)
 }
 
-// Threads is the platform-neutral front desk of the chat platforms.
-type Threads struct {
-	bot    *Bot
+// Desk is the platform-neutral front desk of the chat platforms.
+type Desk struct {
+	bot    *Chats
 	store  Store
 	policy *Policy
-	opts   ThreadsOptions
+	opts   DeskOptions
 	log    *slog.Logger
 
 	base   context.Context
@@ -75,8 +75,8 @@ type Threads struct {
 	threads  map[Place]*thread
 }
 
-// NewThreads returns Threads over the bot. Call Close to stop its goroutines.
-func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger *slog.Logger) *Threads {
+// NewDesk returns Desk over the bot. Call Close to stop its goroutines.
+func NewDesk(bot *Chats, st Store, policy *Policy, opts DeskOptions, logger *slog.Logger) *Desk {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
@@ -91,7 +91,7 @@ func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger 
 	}
 	opts.Render = opts.Render.WithDefaults()
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Threads{
+	return &Desk{
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
 		surfaces: map[string]Surface{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
@@ -99,18 +99,18 @@ func NewThreads(bot *Bot, st Store, policy *Policy, opts ThreadsOptions, logger 
 }
 
 // Close stops the renderers and outboxes and waits for them.
-func (t *Threads) Close() error {
+func (t *Desk) Close() error {
 	t.cancel()
 	t.wg.Wait()
 	return nil
 }
 
 // Policy returns the access policy.
-func (t *Threads) Policy() *Policy { return t.policy }
+func (t *Desk) Policy() *Policy { return t.policy }
 
-// Attach registers the platform's Surface. Call it before handing Threads
+// Attach registers the platform's Surface. Call it before handing Desk
 // anything from that platform.
-func (t *Threads) Attach(platform string, s Surface) {
+func (t *Desk) Attach(platform string, s Surface) {
 	if t.opts.Redact != nil {
 		s = redactSurface(s, t.opts.Redact)
 	}
@@ -119,7 +119,7 @@ func (t *Threads) Attach(platform string, s Surface) {
 	t.surfaces[platform] = s
 }
 
-func (t *Threads) surface(platform string) (Surface, error) {
+func (t *Desk) surface(platform string) (Surface, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s, ok := t.surfaces[platform]
@@ -130,7 +130,7 @@ func (t *Threads) surface(platform string) (Surface, error) {
 }
 
 // outbox returns the workspace's outbox, starting it on first use.
-func (t *Threads) outbox(p Place) (*outbox.Outbox, error) {
+func (t *Desk) outbox(p Place) (*outbox.Outbox, error) {
 	s, err := t.surface(p.Platform)
 	if err != nil {
 		return nil, err
@@ -148,7 +148,7 @@ func (t *Threads) outbox(p Place) (*outbox.Outbox, error) {
 }
 
 // Stats returns the call counts of a workspace's outbox.
-func (t *Threads) Stats(platform, workspace string) OutboxStats {
+func (t *Desk) Stats(platform, workspace string) OutboxStats {
 	t.mu.Lock()
 	o := t.outboxes[platform+"|"+workspace]
 	t.mu.Unlock()
@@ -160,12 +160,12 @@ func (t *Threads) Stats(platform, workspace string) OutboxStats {
 
 // FirstSeen records an inbound platform event id (Slack event_id) and reports
 // whether it is new: retries and duplicates report false and must be dropped.
-func (t *Threads) FirstSeen(ctx context.Context, platform, eventID string) (bool, error) {
+func (t *Desk) FirstSeen(ctx context.Context, platform, eventID string) (bool, error) {
 	return t.store.FirstSeen(ctx, platform, eventID)
 }
 
 // PruneSeen forgets inbound event ids seen before t.
-func (t *Threads) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
+func (t *Desk) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
 	return t.store.PruneSeen(ctx, before)
 }
 
@@ -203,12 +203,12 @@ type Message struct {
 // be handled (front-ends Put and forget): a command, a prompt (run now or
 // queued), or nothing when the bot was not addressed. Problems are told in
 // the thread in plain words; the error is for logging.
-func (t *Threads) HandleMessage(ctx context.Context, m Message) error {
+func (t *Desk) HandleMessage(ctx context.Context, m Message) error {
 	return t.call(ctx, m.Place, m.User, "message", func(ctx context.Context, th *thread) error { return t.handleMessage(ctx, th, m) })
 }
 
 // binding returns the thread's binding, from the actor's memory once known.
-func (t *Threads) binding(ctx context.Context, th *thread) (Binding, bool, error) {
+func (t *Desk) binding(ctx context.Context, th *thread) (Binding, bool, error) {
 	if th.binding != nil {
 		return *th.binding, true, nil
 	}
@@ -220,7 +220,7 @@ func (t *Threads) binding(ctx context.Context, th *thread) (Binding, bool, error
 }
 
 // handleMessage is HandleMessage in the thread's actor.
-func (t *Threads) handleMessage(ctx context.Context, th *thread, m Message) error {
+func (t *Desk) handleMessage(ctx context.Context, th *thread, m Message) error {
 	addressed := m.Mentioned || m.Direct
 	b, bound, err := t.binding(ctx, th)
 	if err != nil {
@@ -280,7 +280,7 @@ func (t *Threads) handleMessage(ctx context.Context, th *thread, m Message) erro
 // bind returns the thread's chat, creating it with the channel's defaults.
 // It runs in the thread's actor, so one thread never gets two chats; the
 // store's Bind keeps the first binding where processes race.
-func (t *Threads) bind(ctx context.Context, th *thread, u User, rules Rules) (Binding, error) {
+func (t *Desk) bind(ctx context.Context, th *thread, u User, rules Rules) (Binding, error) {
 	p := th.place
 	if b, ok, err := t.binding(ctx, th); err != nil || ok {
 		return b, err
@@ -305,7 +305,7 @@ func (t *Threads) bind(ctx context.Context, th *thread, u User, rules Rules) (Bi
 
 // newChat creates a chat with the rules' defaults, or a copy of from's
 // settings.
-func (t *Threads) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, error) {
+func (t *Desk) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, error) {
 	c := Chat{ID: uuid.NewString(), Agent: rules.Agent, Model: rules.Model, Project: rules.Project, Cwd: rules.Workdir}
 	if c.Agent == "" {
 		c.Agent = t.opts.DefaultAgent
@@ -329,7 +329,7 @@ func (t *Threads) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, e
 // thread): a file with an unusable name, one too large, one that could not
 // be saved. A skipped file never stops the rest of the message, and no note
 // holds a server path or an unusable name.
-func (t *Threads) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, error) {
+func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, error) {
 	if len(files) == 0 {
 		return text, nil, nil, nil
 	}
@@ -434,7 +434,7 @@ func saveFile(dir string, f File) (string, error) {
 
 // send starts the prompt, or queues it behind the running turn (in the
 // thread's actor).
-func (t *Threads) send(ctx context.Context, th *thread, b Binding, m Message, text string, images []agent.Image) error {
+func (t *Desk) send(ctx context.Context, th *thread, b Binding, m Message, text string, images []agent.Image) error {
 	if err := t.ensureFollower(ctx, th, b.ChatID); err != nil {
 		return t.fail(ctx, b.Place, "I could not follow this chat", err)
 	}
@@ -472,7 +472,7 @@ func (t *Threads) send(ctx context.Context, th *thread, b Binding, m Message, te
 
 // watchActive watches the chat's active run so the queue drains after it;
 // when it has ended already, the drain is queued at once.
-func (t *Threads) watchActive(th *thread, chatID string) {
+func (t *Desk) watchActive(th *thread, chatID string) {
 	if r, ok := t.bot.Active(chatID); ok {
 		t.watch(th, chatID, r)
 		return
@@ -481,7 +481,7 @@ func (t *Threads) watchActive(th *thread, chatID string) {
 }
 
 // watch queues the drain of the thread's prompts when run ends.
-func (t *Threads) watch(th *thread, chatID string, run *prompt.Run) {
+func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
 	th.mu.Lock()
 	if th.watching[run.ID] {
 		th.mu.Unlock()
@@ -503,7 +503,7 @@ func (t *Threads) watch(th *thread, chatID string, run *prompt.Run) {
 
 // queueDrain puts the drain of the thread's prompts on its queue (behind
 // what people did meanwhile, e.g. a stop).
-func (t *Threads) queueDrain(th *thread, chatID string) {
+func (t *Desk) queueDrain(th *thread, chatID string) {
 	err := t.enqueue(t.base, th.place, item{what: "queued prompt", run: func(ctx context.Context, th *thread) error {
 		t.drain(ctx, th, chatID)
 		return nil
@@ -514,7 +514,7 @@ func (t *Threads) queueDrain(th *thread, chatID string) {
 }
 
 // drain starts the thread's next queued prompt (in the thread's actor).
-func (t *Threads) drain(ctx context.Context, th *thread, chatID string) {
+func (t *Desk) drain(ctx context.Context, th *thread, chatID string) {
 	for {
 		th.mu.Lock()
 		if len(th.queue) == 0 {
@@ -545,7 +545,7 @@ func (t *Threads) drain(ctx context.Context, th *thread, chatID string) {
 
 // dropQueue forgets the thread's queued prompts and returns how many there
 // were.
-func (t *Threads) dropQueue(th *thread) int {
+func (t *Desk) dropQueue(th *thread) int {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	n := len(th.queue)
@@ -554,7 +554,7 @@ func (t *Threads) dropQueue(th *thread) int {
 }
 
 // eachThread calls f for every thread the desk holds.
-func (t *Threads) eachThread(f func(th *thread)) {
+func (t *Desk) eachThread(f func(th *thread)) {
 	t.mu.Lock()
 	ths := make([]*thread, 0, len(t.threads))
 	for _, th := range t.threads {
@@ -567,7 +567,7 @@ func (t *Threads) eachThread(f func(th *thread)) {
 }
 
 // Queued returns how many prompts wait in the chat's queue.
-func (t *Threads) Queued(chatID string) int {
+func (t *Desk) Queued(chatID string) int {
 	n := 0
 	t.eachThread(func(th *thread) {
 		th.mu.Lock()
@@ -582,7 +582,7 @@ func (t *Threads) Queued(chatID string) int {
 }
 
 // QueueDepth is the number of messages waiting for busy chats, of every platform.
-func (t *Threads) QueueDepth() int {
+func (t *Desk) QueueDepth() int {
 	n := 0
 	t.eachThread(func(th *thread) {
 		th.mu.Lock()
@@ -594,7 +594,7 @@ func (t *Threads) QueueDepth() int {
 
 // branch starts a new thread in the channel with a new chat (new) or a fork
 // of this one (fork: the agent's native session forks where it can).
-func (t *Threads) branch(ctx context.Context, m Message, b Binding, fork bool) error {
+func (t *Desk) branch(ctx context.Context, m Message, b Binding, fork bool) error {
 	s, err := t.surface(m.Place.Platform)
 	if err != nil {
 		return err
@@ -632,7 +632,7 @@ func (t *Threads) branch(ctx context.Context, m Message, b Binding, fork bool) e
 }
 
 // fork copies the chat with its native sessions; its next run forks them.
-func (t *Threads) fork(ctx context.Context, fromID string) (Chat, error) {
+func (t *Desk) fork(ctx context.Context, fromID string) (Chat, error) {
 	id := uuid.NewString()
 	if err := t.store.ForkChat(ctx, fromID, id); err != nil {
 		return Chat{}, err
@@ -660,12 +660,12 @@ type Answer struct {
 // HandleClick hands a button press to its thread's actor and waits for it
 // to be handled. A user who may not do it gets an ephemeral refusal and the
 // error wraps ErrForbidden.
-func (t *Threads) HandleClick(ctx context.Context, c Click) error {
+func (t *Desk) HandleClick(ctx context.Context, c Click) error {
 	return t.call(ctx, c.Place, c.User, "click", func(ctx context.Context, th *thread) error { return t.handleClick(ctx, th, c) })
 }
 
 // handleClick is HandleClick in the thread's actor.
-func (t *Threads) handleClick(ctx context.Context, th *thread, c Click) error {
+func (t *Desk) handleClick(ctx context.Context, th *thread, c Click) error {
 	if err := t.checkRef(ctx, th, c.Ref); err != nil {
 		return err
 	}
@@ -690,19 +690,19 @@ func (t *Threads) handleClick(ctx context.Context, th *thread, c Click) error {
 
 // MayAnswer reports whether the user may answer interactions at the place (a
 // front-end asks before opening a modal).
-func (t *Threads) MayAnswer(u User, p Place) bool { return t.policy.Allowed(u, p, ActApprove) }
+func (t *Desk) MayAnswer(u User, p Place) bool { return t.policy.Allowed(u, p, ActApprove) }
 
 // HandleAnswer hands a question's free-text answers to the thread's actor
 // and waits for them to be routed. Free text answers questions only: for an
 // approval it is refused (the user is told to decide with a button or
 // approve / deny), here when the request is known and by the prompt service
 // (prompt.ErrAnswerKind) in any case.
-func (t *Threads) HandleAnswer(ctx context.Context, a Answer) error {
+func (t *Desk) HandleAnswer(ctx context.Context, a Answer) error {
 	return t.call(ctx, a.Place, a.User, "answer", func(ctx context.Context, th *thread) error { return t.handleAnswer(ctx, th, a) })
 }
 
 // handleAnswer is HandleAnswer in the thread's actor.
-func (t *Threads) handleAnswer(ctx context.Context, th *thread, a Answer) error {
+func (t *Desk) handleAnswer(ctx context.Context, th *thread, a Answer) error {
 	if err := t.checkRef(ctx, th, a.Ref); err != nil {
 		return err
 	}
@@ -725,7 +725,7 @@ func (t *Threads) handleAnswer(ctx context.Context, th *thread, a Answer) error 
 // needsDecision tells a user that an approval takes an explicit decision.
 const needsDecision = "This request needs a decision: press Approve, Approve for session or Decline on the card, or reply to it with `approve`, `approve for session` or `deny`."
 
-func (t *Threads) respond(ctx context.Context, p Place, u User, ref Ref, resp agent.InteractionResponse) error {
+func (t *Desk) respond(ctx context.Context, p Place, u User, ref Ref, resp agent.InteractionResponse) error {
 	err := t.bot.Respond(ctx, ref.ChatID, ref.RunID, resp)
 	if err != nil {
 		msg := "That request is no longer waiting for an answer."
@@ -754,7 +754,7 @@ func (th *thread) pendingInteraction(ref Ref) (agent.Interaction, bool) {
 }
 
 // checkRef makes sure the button belongs to the thread it was pressed in.
-func (t *Threads) checkRef(ctx context.Context, th *thread, ref Ref) error {
+func (t *Desk) checkRef(ctx context.Context, th *thread, ref Ref) error {
 	p := th.place
 	b, ok, err := t.binding(ctx, th)
 	if err != nil {
@@ -776,7 +776,7 @@ type SlashCommand struct {
 // HandleSlash hands a slash command to its channel's actor, waits for it and
 // returns the (ephemeral) reply. Plain text, or "new <text>", starts a new
 // thread with that prompt.
-func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, error) {
+func (t *Desk) HandleSlash(ctx context.Context, sc SlashCommand) (string, error) {
 	var reply string
 	err := t.call(ctx, sc.Place, sc.User, "slash command", func(ctx context.Context, _ *thread) error {
 		var err error
@@ -788,7 +788,7 @@ func (t *Threads) HandleSlash(ctx context.Context, sc SlashCommand) (string, err
 
 // handleSlash is HandleSlash in the channel's actor. The new thread is bound
 // and its prompt sent by that thread's own actor.
-func (t *Threads) handleSlash(ctx context.Context, sc SlashCommand) (string, error) {
+func (t *Desk) handleSlash(ctx context.Context, sc SlashCommand) (string, error) {
 	if !t.policy.Allowed(sc.User, sc.Place, ActRun) {
 		return "You are not allowed to use the bot in this channel; an admin can add you to its allow list.", fmt.Errorf("%w: %s in %s", ErrForbidden, sc.User.Qualified(), sc.Place)
 	}
@@ -835,7 +835,7 @@ func (t *Threads) handleSlash(ctx context.Context, sc SlashCommand) (string, err
 }
 
 // notice posts text in the thread.
-func (t *Threads) notice(ctx context.Context, p Place, text string) error {
+func (t *Desk) notice(ctx context.Context, p Place, text string) error {
 	s, err := t.surface(p.Platform)
 	if err != nil {
 		return err
@@ -844,7 +844,7 @@ func (t *Threads) notice(ctx context.Context, p Place, text string) error {
 	return err
 }
 
-func (t *Threads) ephemeral(ctx context.Context, p Place, u User, text string) error {
+func (t *Desk) ephemeral(ctx context.Context, p Place, u User, text string) error {
 	s, err := t.surface(p.Platform)
 	if err != nil {
 		return err
@@ -852,7 +852,7 @@ func (t *Threads) ephemeral(ctx context.Context, p Place, u User, text string) e
 	return s.Ephemeral(ctx, p, u, text)
 }
 
-func (t *Threads) refuse(ctx context.Context, p Place, u User, text string) error {
+func (t *Desk) refuse(ctx context.Context, p Place, u User, text string) error {
 	if err := t.ephemeral(ctx, p, u, text); err != nil {
 		t.log.WarnContext(ctx, "send refusal", "err", err)
 	}
@@ -860,7 +860,7 @@ func (t *Threads) refuse(ctx context.Context, p Place, u User, text string) erro
 }
 
 // fail tells the thread what went wrong in plain words and returns err.
-func (t *Threads) fail(ctx context.Context, p Place, what string, err error) error {
+func (t *Desk) fail(ctx context.Context, p Place, what string, err error) error {
 	msg := what + ": " + plainError(err)
 	if perr := t.notice(ctx, p, msg); perr != nil {
 		t.log.WarnContext(ctx, "post failure notice", "err", perr)

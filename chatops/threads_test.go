@@ -103,7 +103,7 @@ func TestParseThreadCommand(t *testing.T) {
 func TestThreads(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("default deny refuses and binds nothing", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			err := f.mention(t, "USTRANGER", "do things")
 			if !errors.Is(err, chatops.ErrForbidden) {
 				t.Fatalf("HandleMessage = %v, want ErrForbidden", err)
@@ -124,7 +124,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("first mention creates the chat with the channel defaults and streams the answer", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(chatopstest.Answer("Hello", " there.\n\n```go\nfmt.Println(1)\n```\n"))
 			if err := f.mention(t, "UALLOWED", "say hello"); err != nil {
 				t.Fatal(err)
@@ -187,7 +187,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("reply without mention where the channel says so", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{Defaults: chatops.Defaults{Agent: "fake"},
 				Allow: []string{"UALLOWED"}, ReplyWithoutMention: true})
 			f.prov.Add(chatopstest.Answer("one"), chatopstest.Answer("two"))
@@ -206,7 +206,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("busy thread queues the message and runs it next", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			release := make(chan struct{})
 			f.prov.Add(chatopstest.Gated(release, "working"), chatopstest.Answer("queued answer"))
 			if err := f.mention(t, "UALLOWED", "long job"); err != nil {
@@ -240,7 +240,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("stop command and Stop button", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(chatopstest.Gated(make(chan struct{}), "spinning"))
 			if err := f.mention(t, "UALLOWED", "spin"); err != nil {
 				t.Fatal(err)
@@ -283,7 +283,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("approval card: approvers only, exact id, card says who", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 1)
 			f.prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 				in := &agent.Interaction{ID: "perm-7", NativeID: []byte(`"7"`), Kind: agent.KindCommandApproval, Title: "Run a command", Command: "rm -rf build/"}
@@ -350,7 +350,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("question: option buttons and free text", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			got := make(chan agent.InteractionResponse, 2)
 			q := func(id string) func(context.Context, agent.RunRequest, func(agent.Event)) error {
 				return func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
@@ -402,7 +402,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("commands", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(chatopstest.Answer("ok"))
 			if err := f.mention(t, "UALLOWED", "hello"); err != nil {
 				t.Fatal(err)
@@ -454,7 +454,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("files and images reach the agent", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(chatopstest.Answer("seen"))
 			err := f.threads.HandleMessage(t.Context(), chatops.Message{Place: thread, User: user("UALLOWED"), Text: "look", Mentioned: true,
 				Files: []chatops.File{
@@ -479,7 +479,7 @@ func TestThreads(t *testing.T) {
 		})
 
 		t.Run("failure is told in plain words", func(t *testing.T) {
-			f := setup(t, st, chatops.ThreadsOptions{})
+			f := setup(t, st, chatops.DeskOptions{})
 			f.prov.Add(func(context.Context, agent.RunRequest, func(agent.Event)) error {
 				return errors.New("claude exit: sign-in expired")
 			})

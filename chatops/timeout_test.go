@@ -16,7 +16,7 @@ import (
 // after a while gets them declined as timed_out, not waiting forever.
 func TestChannelInteractionTimeout(t *testing.T) {
 	st := storetest.Open(t, store.DialectSQLite)
-	f := setup(t, st, chatops.ThreadsOptions{})
+	f := setup(t, st, chatops.DeskOptions{})
 	f.policy.Set(chatops.Scope{Platform: "slack", Channel: "C1"}, chatops.Rules{
 		Defaults: chatops.Defaults{Agent: "fake", InteractionTimeout: 100 * time.Millisecond},
 		Allow:    []string{"UALLOWED"}, Approvers: []string{"UAPPROVER"},

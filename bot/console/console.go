@@ -21,7 +21,7 @@ import (
 
 // Console is a terminal chat.
 type Console struct {
-	Bot *chatops.Bot
+	Bot *chatops.Chats
 	In  io.Reader
 	Out io.Writer
 	// Interrupts delivers Ctrl-C presses.

@@ -20,7 +20,7 @@ const recapEvents = 400
 // are chatlog's visible transcript; a recap that does not reach back to the
 // chat's first event starts at the user's first message in what it read, not
 // in the middle of an answer.
-func Recap(ctx context.Context, bot *chatops.Bot, chatID string, w io.Writer, turns int) error {
+func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, turns int) error {
 	last, err := bot.LastSeq(ctx, chatID)
 	if err != nil || last == 0 {
 		return err

@@ -27,7 +27,7 @@ var ErrFeedClosed = errors.New("console: event feed closed")
 
 // OneShot sends one prompt and follows its run.
 type OneShot struct {
-	Bot *chatops.Bot
+	Bot *chatops.Chats
 	// In answers approval prompts when Ask.
 	In io.Reader
 	// Out gets the agent's text, or the events as JSON lines with JSONL.

@@ -86,7 +86,7 @@ type Config struct {
 const DefaultMaxFileBytes = 20 << 20
 
 // Desk is the platform-neutral front desk the bot hands events to
-// (*chatops.Threads).
+// (*chatops.Desk).
 type Desk interface {
 	Attach(platform string, s chatops.Surface)
 	// Put queues the event on its thread's actor; it waits while that

@@ -21,7 +21,7 @@ func TestEncryptionNeedsGoolm(t *testing.T) {
 		t.Fatal("EncryptionAvailable in a build without goolm")
 	}
 	w := newWorld(t, "sqlite")
-	threads := chatops.NewThreads(w.core, chatstore.Store{St: w.st}, w.policy, chatops.ThreadsOptions{DefaultAgent: "fake"}, w.log)
+	threads := chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{DefaultAgent: "fake"}, w.log)
 	defer threads.Close()
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,

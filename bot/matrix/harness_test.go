@@ -1,6 +1,6 @@
 // harness_test.go: the world the end-to-end tests run in: a real Dendrite, the
 // real store (Postgres at TEST_DATABASE_URL, or SQLite), run hub, prompt
-// service and chatops.Threads, a scripted agent, the bot, and humans as
+// service and chatops.Desk, a scripted agent, the bot, and humans as
 // mautrix clients that sync and record what they see.
 
 package matrix_test
@@ -184,7 +184,7 @@ type world struct {
 	st      *store.Store
 	dialect string
 	svc     *prompt.Service
-	core    *chatops.Bot
+	core    *chatops.Chats
 	prov    *scripted
 	log     *slog.Logger
 	policy  *chatops.Policy
@@ -195,7 +195,7 @@ type world struct {
 	alice, bob dendritetest.User
 
 	// the running bot process: its Threads and Bot
-	threads *chatops.Threads
+	threads *chatops.Desk
 	bot     *matrix.Bot
 	stop    context.CancelFunc
 	done    chan error
@@ -227,7 +227,7 @@ func newWorld(t *testing.T, dialect string) *world {
 func (w *world) startBot(encryption bool) {
 	t := w.t
 	t.Helper()
-	w.threads = chatops.NewThreads(w.core, chatstore.Store{St: w.st}, w.policy, chatops.ThreadsOptions{
+	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
 		Budget: chatops.Budget{MinInterval: 150 * time.Millisecond},
 	}, w.log)

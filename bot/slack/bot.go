@@ -10,11 +10,11 @@
 // its event is queued.
 //
 // Wiring (cmd/threadline serve), with st a *store.Store and core the
-// *chatops.Bot of the app:
+// *chatops.Chats of the app:
 //
 //	policy := &chatops.Policy{Admins: cfg.Access.Admins}
 //	cfg.Slack.Apply(policy) // the channels' defaults, allow and approver lists
-//	threads := chatops.NewThreads(core, st, policy, chatops.ThreadsOptions{
+//	threads := chatops.NewDesk(core, st, policy, chatops.DeskOptions{
 //		DefaultAgent: defaultAgent, Workdir: cfg.Workdir}, log)
 //	defer threads.Close() // after Run returned
 //	sb, err := slack.New(cfg.Slack, threads, log) // validates cfg.Slack
@@ -43,7 +43,7 @@ import (
 type Bot struct {
 	cfg     Config
 	api     *slack.Client
-	threads *chatops.Threads
+	threads *chatops.Desk
 	log     *slog.Logger
 	surface *surface
 
@@ -59,7 +59,7 @@ type Bot struct {
 
 // New checks the config and returns a Bot over threads. Call Run to connect.
 // Options are for tests (slack.OptionHTTPClient, ...).
-func New(cfg Config, threads *chatops.Threads, logger *slog.Logger, opts ...slack.Option) (*Bot, error) {
+func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.Option) (*Bot, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

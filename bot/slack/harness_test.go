@@ -33,7 +33,7 @@ const signingSecret = "8f742231b10e8888abcd99yyyzzz85a5"
 type harness struct {
 	fake    *slacktest.Server
 	stack   *chatopstest.Stack
-	threads *chatops.Threads
+	threads *chatops.Desk
 	bot     *slackbot.Bot
 	http    *httptest.Server
 	work    string
@@ -89,7 +89,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	policy := &chatops.Policy{Admins: []string{"slack:UADMIN"}}
 	cfg.Apply(policy)
 	work := t.TempDir()
-	threads := chatops.NewThreads(stack.Bot, chatstore.Store{St: st}, policy, chatops.ThreadsOptions{
+	threads := chatops.NewDesk(stack.Bot, chatstore.Store{St: st}, policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off",
 	}, log)
 	bot, err := slackbot.New(cfg, threads, log)

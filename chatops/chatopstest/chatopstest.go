@@ -1,5 +1,5 @@
 // Package chatopstest wires the real prompt service, run hub and store behind a
-// chatops.Bot with a scripted agent provider, for the tests of chatops and of
+// chatops.Chats with a scripted agent provider, for the tests of chatops and of
 // the front-ends.
 package chatopstest
 
@@ -112,13 +112,13 @@ func Asking(id, command string, got chan<- agent.InteractionResponse, text strin
 	}
 }
 
-// Stack is the core behind a chatops.Bot.
+// Stack is the core behind a chatops.Chats.
 type Stack struct {
 	St   *store.Store
 	Hub  *runhub.Hub
 	Svc  *prompt.Service
 	Prov *Scripted
-	Bot  *chatops.Bot
+	Bot  *chatops.Chats
 }
 
 // NewStack wires a Bot over st with a scripted provider; the hub is closed in

@@ -28,7 +28,7 @@ type app struct {
 	store   *store.Store
 	hub     *runhub.Hub
 	prompt  *prompt.Service
-	bot     *chatops.Bot
+	bot     *chatops.Chats
 	owner   string
 	metrics *metrics
 	agents  *agentSet

@@ -27,7 +27,7 @@ func init() {
 }
 
 // desk returns the chatops front desk shared by every front-end of this process.
-func (a *app) desk() *chatops.Threads {
+func (a *app) desk() *chatops.Desk {
 	a.deskOnce.Do(func() {
 		policy := a.policy()
 		workdir := a.cfg.Workdir
@@ -40,7 +40,7 @@ func (a *app) desk() *chatops.Threads {
 		if agentID == "" {
 			agentID, _ = a.defaultAgent()
 		}
-		a.threads = chatops.NewThreads(a.bot, chatstore.Store{St: a.store}, policy, chatops.ThreadsOptions{
+		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, policy, chatops.DeskOptions{
 			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
 			Projects: chatstore.Store{St: a.store},
 			RunRequester: func(ctx context.Context, runID string) (string, error) {
@@ -203,5 +203,5 @@ func (m *matrixFront) Healthy(ctx context.Context) error {
 // deskState is embedded in app: the front desk, built once.
 type deskState struct {
 	deskOnce sync.Once
-	threads  *chatops.Threads
+	threads  *chatops.Desk
 }
