@@ -107,7 +107,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	log := newLogger(stderr, slog.LevelWarn, cfg)
-	presses, ctx, stop := interrupts(ctx)
+	presses, ctx, stop := console.Interrupts(ctx)
 	defer stop()
 	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withIsolation(iso, ""))
 	if err != nil {
@@ -170,7 +170,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	var approval agent.ApprovalPolicy
 	// On a terminal, with no policy given, approvals are asked at the prompt.
-	ask := *interactions == "" && isTerminal(stdin)
+	ask := *interactions == "" && console.IsTerminal(stdin)
 	switch *interactions {
 	case "", "deny":
 		*interactions = "deny"
@@ -189,7 +189,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	log := newLogger(stderr, slog.LevelWarn, cfg)
-	presses, ctx, stop := interrupts(ctx)
+	presses, ctx, stop := console.Interrupts(ctx)
 	defer stop()
 	a, err := openApp(ctx, cfg, log, approval, withIsolation(iso, ""))
 	if err != nil {

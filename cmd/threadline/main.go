@@ -10,11 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime/debug"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
@@ -167,30 +165,4 @@ func redactorOf(cfg *Config) *redact.Redactor {
 	}
 	r, _ := redactors.LoadOrStore(cfg, redact.New(cfg.secrets()...))
 	return r.(*redact.Redactor)
-}
-
-// interrupts turns SIGINT/SIGTERM into a channel of presses. SIGTERM also cancels ctx.
-func interrupts(ctx context.Context) (<-chan struct{}, context.Context, func()) {
-	sig := make(chan os.Signal, 4)
-	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
-	ctx, cancel := context.WithCancel(ctx)
-	out := make(chan struct{}, 4)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case s := <-sig:
-				if s == syscall.SIGTERM {
-					cancel()
-					return
-				}
-				select {
-				case out <- struct{}{}:
-				default:
-				}
-			}
-		}
-	}()
-	return out, ctx, func() { signal.Stop(sig); cancel() }
 }

@@ -165,17 +165,3 @@ func TestDoctorChecksSlackCredentials(t *testing.T) {
 		}
 	}
 }
-
-func TestIsTerminal(t *testing.T) {
-	if isTerminal(strings.NewReader("")) {
-		t.Error("a string reader is a terminal")
-	}
-	f, err := os.Open(os.DevNull)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if isTerminal(f) {
-		t.Error("/dev/null is a terminal")
-	}
-}

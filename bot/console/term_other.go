@@ -1,0 +1,11 @@
+//go:build !linux
+
+// Terminal detection elsewhere: none.
+
+package console
+
+import "io"
+
+// IsTerminal reports false where terminals are not detected: approvals follow
+// --interactions (default deny).
+func IsTerminal(io.Reader) bool { return false }
