@@ -9,19 +9,32 @@ import (
 
 // allowedKeys are host variables a child inherits by exact name.
 var allowedKeys = map[string]bool{
-	"PATH":          true,
-	"HOME":          true,
-	"USER":          true,
-	"LOGNAME":       true,
-	"SHELL":         true,
-	"LANG":          true,
-	"LANGUAGE":      true,
-	"TZ":            true,
-	"TERM":          true,
-	"COLORTERM":     true,
-	"TMPDIR":        true,
-	"SSL_CERT_FILE": true,
-	"SSL_CERT_DIR":  true,
+	"PATH":      true,
+	"HOME":      true,
+	"USER":      true,
+	"LOGNAME":   true,
+	"SHELL":     true,
+	"LANG":      true,
+	"LANGUAGE":  true,
+	"TZ":        true,
+	"TERM":      true,
+	"COLORTERM": true,
+	"TMPDIR":    true,
+}
+
+// ProxyKeys are the standard proxy and CA-bundle variables. They pass from
+// the host environment to every agent, so a bot behind a proxy or a private
+// CA runs agents that reach their API the same way. A proxy URL may hold a
+// password: the bot adds such values to its redaction set.
+var ProxyKeys = []string{
+	"HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy",
+	"NODE_EXTRA_CA_CERTS", "SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE",
+}
+
+func init() {
+	for _, k := range ProxyKeys {
+		allowedKeys[k] = true
+	}
 }
 
 // allowedPrefixes are host variable prefixes a child inherits.
@@ -50,9 +63,10 @@ func IsBotSecret(key string) bool {
 }
 
 // IsHostAllowed reports whether a host variable of this name is inherited by
-// children. Only a fixed allow-list passes (PATH, HOME, USER, LOGNAME, SHELL,
-// LANG, LANGUAGE, LC_*, TZ, TERM, COLORTERM, TMPDIR, XDG_*, SSL_CERT_FILE,
-// SSL_CERT_DIR); proxies, tokens and keys do not.
+// every child. Only a fixed allow-list passes (PATH, HOME, USER, LOGNAME,
+// SHELL, LANG, LANGUAGE, LC_*, TZ, TERM, COLORTERM, TMPDIR, XDG_*, and the
+// proxy and CA variables of ProxyKeys); tokens and keys do not: an agent's own
+// credential variables reach that agent only, through HostPass.
 func IsHostAllowed(key string) bool {
 	if IsBotSecret(key) {
 		return false
@@ -105,6 +119,31 @@ func Environ(base []string, extra map[string]string, secret func(key string) boo
 	sort.Strings(keys)
 	for _, k := range keys {
 		out = append(out, k+"="+extra[k])
+	}
+	return out
+}
+
+// HostPass picks the named variables out of base (normally os.Environ()):
+// the host variables one agent is given besides the allow-list, i.e. its
+// descriptor's credential variables and the operator's pass_env (see
+// registry.Definition.HostEnvNames). The bot's own credentials (IsBotSecret)
+// never pass, even when named, nor any key for which blocked returns true
+// (the bot reports variables its config expanded a secret from); blocked may
+// be nil. Unset and empty variables are left out. The result is the extra
+// of Environ, under the operator's configured env (which wins).
+func HostPass(base []string, names []string, blocked func(key string) bool) map[string]string {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		if n != "" && !IsBotSecret(n) && (blocked == nil || !blocked(n)) {
+			want[n] = true
+		}
+	}
+	out := map[string]string{}
+	for _, kv := range base {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && v != "" && want[k] && !strings.ContainsRune(v, 0) {
+			out[k] = v
+		}
 	}
 	return out
 }

@@ -358,7 +358,7 @@ func TestEnviron(t *testing.T) {
 	secret := func(k string) bool { return k == "MY_CFG_SECRET" }
 	got := Environ(base, extra, secret)
 	want := []string{
-		"PATH=/usr/bin", "LC_ALL=C", "XDG_CONFIG_HOME=/x", "TERM=xterm",
+		"PATH=/usr/bin", "LC_ALL=C", "XDG_CONFIG_HOME=/x", "TERM=xterm", "HTTP_PROXY=http://p",
 		"ANTHROPIC_API_KEY=configured", "GH_TOKEN=t", "HOME=/override",
 	}
 	if !slices.Equal(got, want) {

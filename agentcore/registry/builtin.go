@@ -92,6 +92,11 @@ func Validate(d Definition) error {
 			return bad("auth env %q is not a variable name", k)
 		}
 	}
+	for _, k := range d.PassEnv {
+		if !envName.MatchString(k) {
+			return bad("pass env %q is not a variable name", k)
+		}
+	}
 	for _, f := range d.Auth.Files {
 		if !strings.HasPrefix(f, "~/") && !strings.HasPrefix(f, "${") {
 			return bad("auth file %q must start with ~/ or ${VAR}", f)

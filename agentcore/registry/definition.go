@@ -212,6 +212,11 @@ type Definition struct {
 	Args    ArgSpec
 	// Env is added to the child's environment (the operator's env wins).
 	Env map[string]string
+	// PassEnv are host variables this CLI reads besides Auth.Env (endpoint,
+	// config directory) and the operator's agents.<id>.pass_env: with
+	// Auth.Env they pass from the bot's environment to this agent only (see
+	// HostEnvNames); bot secrets never do.
+	PassEnv []string
 	// Prompt is the preferred delivery; PromptFallback is used when an argv
 	// prompt does not fit the budget (stdin or file; empty refuses).
 	Prompt         PromptDelivery
@@ -242,6 +247,21 @@ func (d Definition) Candidates() []string {
 	return append(out, d.Fallbacks...)
 }
 
+// HostEnvNames are the host variables that pass to this agent: its
+// credential variables (Auth.Env), then PassEnv, each name once. The
+// standard proxy and CA variables pass to every agent besides these.
+func (d Definition) HostEnvNames() []string {
+	out := make([]string, 0, len(d.Auth.Env)+len(d.PassEnv))
+	seen := make(map[string]bool, cap(out))
+	for _, k := range append(append([]string(nil), d.Auth.Env...), d.PassEnv...) {
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // Clone returns a deep copy, so a derived definition (a profile, a CLI of the
 // same family) never aliases its source.
 func (d Definition) Clone() Definition { return d.clone() }
@@ -263,6 +283,7 @@ func (d Definition) clone() Definition {
 	d.Args.Extra = append([]string(nil), d.Args.Extra...)
 	d.Args.Accept = append([]string(nil), d.Args.Accept...)
 	d.Auth.Env = append([]string(nil), d.Auth.Env...)
+	d.PassEnv = append([]string(nil), d.PassEnv...)
 	d.Auth.Files = append([]string(nil), d.Auth.Files...)
 	if d.Env != nil {
 		env := make(map[string]string, len(d.Env))

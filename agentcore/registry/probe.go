@@ -440,9 +440,9 @@ func excerpt(s string, n int) string {
 
 // checkAuth applies d.Auth. Only names and paths are reported.
 //
-// A key counts when it is in the agent's configured env (d.Env): that is
-// the only way a key reaches the child, because the host environment is
-// filtered. A key present only in the host environment is named as a hint.
+// A key counts when it is in the agent's configured env (d.Env) or in the
+// host environment: the credential variables of Auth.Env pass from the host
+// to this agent (see HostEnvNames).
 func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
 	a := d.Auth
 	if len(a.Env) == 0 && len(a.Files) == 0 {
@@ -462,6 +462,11 @@ func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
 			return AuthOK, k + " set in the agent's env"
 		}
 	}
+	for _, k := range a.Env {
+		if opts.Getenv(k) != "" {
+			return AuthOK, k + " set in the environment"
+		}
+	}
 	home := opts.Home
 	if h := d.Env["HOME"]; h != "" {
 		home = h
@@ -478,17 +483,7 @@ func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
 		}
 		tried = append(tried, shown)
 	}
-	var hostOnly []string
-	for _, k := range a.Env {
-		if opts.Getenv(k) != "" {
-			hostOnly = append(hostOnly, k)
-		}
-	}
 	detail := "no " + strings.Join(append(append([]string(nil), a.Env...), tried...), ", no ")
-	if len(hostOnly) > 0 {
-		detail += fmt.Sprintf("; %s is set in the host environment but does not reach the agent: set it in agents.%s.env",
-			strings.Join(hostOnly, ", "), d.ID)
-	}
 	if a.Note != "" {
 		detail += "; " + a.Note
 	}

@@ -222,7 +222,8 @@ func TestProbeAuth(t *testing.T) {
 		{ID: "envkey", Name: "E", Executable: "none", Env: map[string]string{"MY_KEY": "SECRET-ENV"}, Auth: AuthCheck{Env: []string{"MY_KEY"}}},
 		{ID: "file", Name: "F", Executable: "none", Auth: AuthCheck{Files: []string{"~/.tool/creds.json"}}},
 		{ID: "varfile", Name: "V", Executable: "none", Auth: AuthCheck{Files: []string{"${UNSET_DIR}/creds.json", "${TOOL_HOME}/creds.json"}}},
-		{ID: "missing", Name: "M", Executable: "none", Auth: AuthCheck{Env: []string{"HOST_ONLY_KEY"}, Files: []string{"~/.nope/auth.json"}, Note: "keyring not checked"}},
+		{ID: "hostkey", Name: "H", Executable: "none", Auth: AuthCheck{Env: []string{"HOST_ONLY_KEY"}, Files: []string{"~/.nope/auth.json"}}},
+		{ID: "missing", Name: "M", Executable: "none", Auth: AuthCheck{Env: []string{"UNSET_KEY"}, Files: []string{"~/.nope/auth.json"}, Note: "keyring not checked"}},
 		{ID: "unknown", Name: "U", Executable: "none", Auth: AuthCheck{Note: "kept in the keyring"}},
 	}
 	r := Probe(t.Context(), defs, opts)
@@ -233,7 +234,8 @@ func TestProbeAuth(t *testing.T) {
 		{AuthOK, "MY_KEY set in the agent's env"},
 		{AuthOK, "credentials file ~/.tool/creds.json"},
 		{AuthOK, "credentials file ~/.tool/creds.json"},
-		{AuthMissing, "no HOST_ONLY_KEY, no ~/.nope/auth.json; HOST_ONLY_KEY is set in the host environment but does not reach the agent: set it in agents.missing.env; keyring not checked"},
+		{AuthOK, "HOST_ONLY_KEY set in the environment"},
+		{AuthMissing, "no UNSET_KEY, no ~/.nope/auth.json; keyring not checked"},
 		{AuthUnknown, "kept in the keyring"},
 	}
 	for i, w := range want {

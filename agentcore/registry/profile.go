@@ -24,12 +24,15 @@ var (
 // inheriting that built-in; without Base it overrides the built-in of the
 // same id.
 type Profile struct {
-	ID     string
-	Base   string
-	Bin    string
-	Args   []string
-	Env    map[string]string
-	Models []string
+	ID   string
+	Base string
+	Bin  string
+	Args []string
+	Env  map[string]string
+	// PassEnv are host variables passed to this agent besides its
+	// descriptor's (agents.<id>.pass_env).
+	PassEnv []string
+	Models  []string
 }
 
 // profileError keeps the exact config message while wrapping a sentinel.
@@ -117,6 +120,9 @@ func override(d Definition, p Profile) Definition {
 			env[k] = v
 		}
 		d.Env = env
+	}
+	if len(p.PassEnv) > 0 {
+		d.PassEnv = append(append([]string(nil), d.PassEnv...), p.PassEnv...)
 	}
 	if len(p.Models) > 0 {
 		d.ConfigModels = append([]string(nil), p.Models...)

@@ -12,12 +12,17 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
+	"os"
 	"os/exec"
+	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
@@ -35,6 +40,9 @@ type agentSet struct {
 	configs map[string]prompt.AgentConfig
 	// noRunner explains built-ins detected but not runnable here.
 	noRunner map[string]error
+	// secrets are the secret-looking values passed to agents from the host
+	// environment (credentials, a proxy URL's password), for redaction.
+	secrets []string
 }
 
 // loadAgents applies the config's agents section to the built-in definitions
@@ -48,7 +56,7 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 	sort.Strings(ids)
 	for _, id := range ids {
 		a := cfg.Agents[id]
-		profiles = append(profiles, registry.Profile{ID: id, Base: a.Base, Bin: a.Bin, Args: a.Args, Env: a.Env})
+		profiles = append(profiles, registry.Profile{ID: id, Base: a.Base, Bin: a.Bin, Args: a.Args, Env: a.Env, PassEnv: a.PassEnv})
 	}
 	builtins, err := builtinDefinitions()
 	if err != nil {
@@ -70,16 +78,22 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 		}
 		s.providers = append(s.providers, p)
 	}
+	host := os.Environ()
+	blocked := secretSources(cfg, host)
+	s.secrets = secretEnvValues(procrun.ProxyKeys...)
 	for _, d := range defs {
 		base := d.ID
 		if d.Base != "" {
 			base = d.Base
 		}
+		env, passed := agentEnv(d, host, blocked)
+		s.secrets = append(s.secrets, secretEnvValues(passed...)...)
 		s.configs[d.ID] = prompt.AgentConfig{
-			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: d.Env, Model: cfg.Agents[d.ID].Model,
+			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: env, Model: cfg.Agents[d.ID].Model,
 			Skills: d.Skills,
 		}
 	}
+	redactorOf(cfg).Add(s.secrets...)
 	return s, nil
 }
 
@@ -178,4 +192,74 @@ func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	_, err = io.WriteString(stdout, out)
 	return err
+}
+
+// passEnvName is a variable name pass_env may list.
+var passEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validPassEnv refuses a name that is no variable name, and a bot secret
+// (SLACK_*, MATRIX_*, THREADLINE_*, DATABASE_URL), which never passes.
+func validPassEnv(names []string) error {
+	for _, n := range names {
+		switch {
+		case !passEnvName.MatchString(n):
+			return fmt.Errorf("%q is not a variable name", n)
+		case procrun.IsBotSecret(n):
+			return fmt.Errorf("%s is one of the bot's own credentials and never passes to an agent", n)
+		}
+	}
+	return nil
+}
+
+// agentEnv is the env an agent is started with over the allow-listed host
+// environment: the host values of the variables its descriptor and pass_env
+// name (d.HostEnvNames), under its configured env, which wins. passed are
+// the names taken from the host, for the redaction set.
+func agentEnv(d registry.Definition, host []string, blocked func(string) bool) (env map[string]string, passed []string) {
+	env = procrun.HostPass(host, d.HostEnvNames(), blocked)
+	for k := range env {
+		if _, over := d.Env[k]; !over {
+			passed = append(passed, k)
+		}
+	}
+	slices.Sort(passed)
+	for k, v := range d.Env {
+		env[k] = v
+	}
+	if len(env) == 0 {
+		return nil, nil
+	}
+	return env, passed
+}
+
+// secretSources reports the host variables the config took a bot secret
+// from (a value that holds the database URL or password, or a Slack or
+// Matrix token or password): they never pass to an agent, whatever names it.
+func secretSources(cfg *Config, host []string) func(string) bool {
+	var bot []string
+	if u, err := url.Parse(cfg.Database.URL); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok {
+			bot = append(bot, pw)
+		}
+	}
+	if strings.Contains(cfg.Database.URL, "://") {
+		bot = append(bot, cfg.Database.URL)
+	}
+	if cfg.Slack != nil {
+		bot = append(bot, cfg.Slack.AppToken, cfg.Slack.BotToken, cfg.Slack.SigningSecret)
+	}
+	if cfg.Matrix != nil {
+		bot = append(bot, cfg.Matrix.AccessToken, cfg.Matrix.Password)
+	}
+	from := map[string]bool{}
+	for _, kv := range host {
+		k, v, _ := strings.Cut(kv, "=")
+		for _, s := range bot {
+			if len(s) >= 4 && strings.Contains(v, s) {
+				from[k] = true
+				break
+			}
+		}
+	}
+	return func(k string) bool { return from[k] }
 }

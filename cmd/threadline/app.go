@@ -59,7 +59,7 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 		return nil, err
 	}
 	if o.relay.Dir != "" {
-		o.relay.Mask = cfg.secrets() // relays scrub them from their journals
+		o.relay.Mask = append(cfg.secrets(), agents.secrets...) // relays scrub them from their journals
 	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {

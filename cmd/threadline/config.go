@@ -89,6 +89,9 @@ type AgentConfig struct {
 	Args  []string          `yaml:"args"`
 	Env   map[string]string `yaml:"env"`
 	Model string            `yaml:"model"`
+	// PassEnv names host variables passed to this agent besides the ones
+	// its descriptor lists (its credential variables) and the proxy ones.
+	PassEnv []string `yaml:"pass_env"`
 }
 
 // ChannelConfig is the per-channel (Slack) or per-room (Matrix) setting.
@@ -434,6 +437,9 @@ func (c *Config) validate() error {
 			if err := agent.ValidArgValue(a.Model); err != nil {
 				return fmt.Errorf("agents.%s.model: %w", id, err)
 			}
+		}
+		if err := validPassEnv(a.PassEnv); err != nil {
+			return fmt.Errorf("agents.%s.pass_env: %w", id, err)
 		}
 	}
 	for _, p := range c.Defaults.Skills {

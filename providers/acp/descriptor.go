@@ -33,6 +33,7 @@ func opencodeDescriptor() registry.Definition {
 	run, _ := jsonstream.Descriptor(jsonstream.OpenCode)
 	d := shape("opencode", "OpenCode", run.Executable, "acp")
 	d.Fallbacks, d.VerifiedVersions, d.Models, d.Auth = run.Fallbacks, run.VerifiedVersions, run.Models, run.Auth
+	d.PassEnv = append([]string(nil), run.PassEnv...)
 	d.InstallHint, d.Docs = run.InstallHint, "https://opencode.ai/docs/acp/"
 	return d
 }
@@ -43,6 +44,7 @@ func geminiDescriptor() registry.Definition {
 	d.Resume = registry.ResumeNone
 	d.VerifiedVersions = []string{"0.61.0"}
 	d.Models.Fallback = []string{"gemini-2.5-pro", "gemini-2.5-flash"}
+	d.PassEnv = []string{"GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"},
 		Files: []string{"~/.gemini/oauth_creds.json"},
@@ -57,6 +59,7 @@ func qwenDescriptor() registry.Definition {
 	d := shape("qwen", "Qwen Code", "qwen", "--acp")
 	d.VerifiedVersions = []string{"0.24.4"}
 	d.Models.Fallback = []string{"qwen3-coder-plus", "qwen3-coder-flash"}
+	d.PassEnv = []string{"OPENAI_BASE_URL", "OPENAI_MODEL"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 		Files: []string{"~/.qwen/oauth_creds.json"},
@@ -122,6 +125,7 @@ func reasonixDescriptor() registry.Definition {
 // velaDescriptor is `vela agent run --runtime opencode` (AMR).
 func velaDescriptor() registry.Definition {
 	d := shape("vela", "Vela (AMR)", "vela", "agent", "run", "--runtime", "opencode")
+	d.PassEnv = []string{"VELA_LINK_URL"}
 	d.Auth = registry.AuthCheck{Env: []string{"VELA_RUNTIME_KEY"}}
 	d.InstallHint = "install the vela CLI and set VELA_RUNTIME_KEY and VELA_LINK_URL"
 	return d

@@ -29,6 +29,9 @@ func Descriptor() registry.Definition {
 		Prompt: registry.DeliverProtocol, Format: registry.FormatClaudeStreamJSON, Resume: registry.ResumeCLIFlag, NativeFork: true,
 		Caps:   registry.Capabilities{Interactions: true, Images: true, Effort: true, Plan: true},
 		Skills: registry.SkillsSlash,
+		// The endpoint and config directory; with Auth.Env they pass from the
+		// host environment to this agent.
+		PassEnv: []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR"},
 		Auth: registry.AuthCheck{
 			Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
@@ -49,6 +52,7 @@ func AmpDescriptor() registry.Definition {
 	d.Resume, d.NativeFork = registry.ResumeNone, false
 	d.Caps = registry.Capabilities{Images: true}
 	d.Models, d.Efforts = registry.Models{}, nil // amp has no model or effort option
+	d.PassEnv = []string{"AMP_URL"}
 	d.Auth = registry.AuthCheck{Env: []string{"AMP_API_KEY"}, Files: []string{"~/.local/share/amp/secrets.json"}}
 	d.InstallHint = "npm install -g @sourcegraph/amp"
 	d.Docs = "https://ampcode.com/manual"
@@ -64,6 +68,7 @@ func CodeBuddyDescriptor() registry.Definition {
 	d.Models, d.Efforts = registry.Models{FreeForm: true}, nil
 	d.Args.Effort = ""
 	d.Caps.Effort = false
+	d.PassEnv = nil
 	d.Auth = registry.AuthCheck{Env: []string{"CODEBUDDY_API_KEY"}, Files: []string{"~/.codebuddy/.credentials.json"}}
 	d.InstallHint = "npm install -g @tencent-ai/codebuddy-code"
 	d.Docs = "https://www.codebuddy.ai/cli"

@@ -46,6 +46,10 @@ func openCodeDescriptor() registry.Definition {
 		Resume: registry.ResumeCLIFlag, NativeFork: true,
 		Caps:   registry.Capabilities{Effort: true},
 		Skills: registry.SkillsInstructions,
+		// OpenCode runs many providers; these are the keys and the config of
+		// the common ones.
+		PassEnv: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "GOOGLE_GENERATIVE_AI_API_KEY",
+			"OPENCODE_CONFIG"},
 		Auth: registry.AuthCheck{
 			Files: []string{"${XDG_DATA_HOME}/opencode/auth.json", "~/.local/share/opencode/auth.json"},
 			Note:  "providers configured with API keys in opencode.json or the environment are not checked",
@@ -109,9 +113,10 @@ func copilotDescriptor() registry.Definition {
 			Accept: []string{"--allow-all-tools"},
 		},
 		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectCopilot, Resume: registry.ResumeCLIFlag,
-		Skills: registry.SkillsInstructions,
+		Skills:  registry.SkillsInstructions,
+		PassEnv: []string{"COPILOT_HOME", "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_OFFLINE"},
 		Auth: registry.AuthCheck{
-			Env:   []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+			Env:   []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"},
 			Files: []string{"~/.copilot/config.json"},
 			Note:  "the OAuth token may live in the system keyring",
 		},

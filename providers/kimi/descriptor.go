@@ -18,7 +18,8 @@ func Descriptor() registry.Definition {
 		},
 		Prompt: registry.DeliverArgv, PromptFallback: registry.DeliverStdin,
 		Format: registry.FormatKimiStreamJSON, Resume: registry.ResumeCLIFlag,
-		Skills: registry.SkillsInstructions,
+		Skills:  registry.SkillsInstructions,
+		PassEnv: []string{"KIMI_BASE_URL", "KIMI_CODE_HOME"},
 		Auth: registry.AuthCheck{
 			Env:   []string{"KIMI_API_KEY", "MOONSHOT_API_KEY"},
 			Files: []string{"${KIMI_CODE_HOME}/config.toml", "~/.kimi-code/config.toml", "~/.kimi/config.toml", "~/.kimi/credentials"},

@@ -15,6 +15,7 @@ func Descriptor() registry.Definition {
 	d.ID, d.Name = string(ProviderID), "MiniMax (Codex app-server)"
 	d.Executable = DefaultBin
 	d.Models = registry.Models{Fallback: append([]string(nil), DefaultModels...), FreeForm: true}
+	d.PassEnv = nil
 	d.Auth = registry.AuthCheck{Env: []string{KeyEnv}}
 	d.InstallHint = installHint
 	d.Docs = "https://platform.minimax.io/docs"
