@@ -5,9 +5,11 @@
 //
 // # One run
 //
-// Each Run starts one app-server process, not tied to the run's ctx
-// (cancellation is native), and one loop goroutine that selects over stdout
-// lines, interaction answers (RunRequest.Responses), ctx and the deadlines:
+// Each Run is one procrun.Session over one app-server process, not tied to
+// the run's ctx (cancellation is native); the harness is its wire (started
+// with procrun.Start, so a relay in ctx and the host-agent isolation apply;
+// the start deadline is a Session timer; the kill deadlines, the pending
+// ledger and the exit mapping are the Session's):
 //
 //	→ initialize {clientInfo, capabilities:{experimentalApi:true}}   (id 1)
 //	→ initialized
@@ -19,7 +21,7 @@
 //	← notifications and server requests until turn/completed
 //	→ stdin closed; the process exits
 //
-// Lines are classified by their keys (Decode): method+id is a server
+// Lines are classified by their keys (jsonrpc.Decode): method+id is a server
 // request, method alone a notification, id+result|error a response. Ids stay
 // json.RawMessage and are echoed byte for byte (the server's start at 0;
 // 7 and "7" differ). Malformed lines are logged and skipped.

@@ -1,9 +1,8 @@
-// Harness: one `app-server` process per run, one loop goroutine per run.
+// Harness: one `app-server` process per run, on a procrun.Session.
 
 package codexharness
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -185,26 +184,27 @@ func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent
 		bin = h.opts.Bin
 	}
 	args := append(append(append([]string{}, h.opts.Args...), "app-server"), req.Args...)
-	spec := procrun.Spec{Bin: bin, Args: args, Dir: req.Cwd, Env: h.ChildEnv(req.Env), Stdin: true, Container: req.Container}
-	// The process is deliberately not tied to ctx: cancellation reaches the
-	// agent as turn/interrupt; a kill is only the fallback.
-	proc, err := procrun.Start(context.WithoutCancel(ctx), logger, spec)
-	if err != nil {
-		return err
-	}
 	r := &run{
 		h:      h,
-		logger: logger,
 		req:    req,
 		input:  input,
-		proc:   proc,
-		Stream: agent.Stream{Emit: emit, Log: logger},
 		parser: NewParser(h.opts.Provider),
 		inter:  newInteractions(h.opts.Provider, h.opts.Label),
 		policy: policyFor(req),
 		calls:  map[int64]string{},
 	}
-	return r.loop(ctx)
+	// The process is not tied to ctx: cancellation reaches the agent as
+	// turn/interrupt; a kill is only the fallback.
+	return procrun.Session{
+		Provider:         h.opts.Provider,
+		Spec:             procrun.Spec{Bin: bin, Args: args, Dir: req.Cwd, Env: h.ChildEnv(req.Env), Container: req.Container},
+		Wire:             r,
+		Responses:        req.Responses,
+		Logger:           logger,
+		InterruptTimeout: h.opts.InterruptTimeout,
+		ExitTimeout:      h.opts.ExitTimeout,
+		NoResult:         fmt.Sprintf("%s app-server exited before the turn completed", h.opts.Label),
+	}.Run(ctx, emit)
 }
 
 // policyFor is the decision applied to every server request when nobody
@@ -219,206 +219,152 @@ func policyFor(req agent.RunRequest) agent.Decision {
 	return agent.DecisionDecline
 }
 
-// run is the state of one Run, owned by its loop goroutine.
+// run is one app-server turn on a procrun.Session: the wire, called from
+// the Session's goroutine only. c is the Session's Conn, the same for every
+// callback (set by Start).
 type run struct {
-	h            *Harness
-	logger       *slog.Logger
-	req          agent.RunRequest
-	input        []userInput
-	proc         *procrun.Process
-	agent.Stream // Emit, Terminal, Failure
-	parser       *Parser
-	inter        *interactions
-	policy       agent.Decision
+	h      *Harness
+	c      *procrun.Conn
+	req    agent.RunRequest
+	input  []userInput
+	parser *Parser
+	inter  *interactions
+	policy agent.Decision
 
 	nextID        int64
 	calls         map[int64]string // our pending request ids → method
 	turnRequested bool
 	interruptSent bool
-	cancelled     bool
-	killed        bool
-	stdinClosed   bool
 	fatal         error
 	notFound      error
-
-	deadline *time.Timer
 }
 
-func (r *run) loop(ctx context.Context) error {
-	lines := make(chan []byte, 64)
-	readDone := make(chan error, 1)
-	go func() {
-		readDone <- r.proc.Each(func(line []byte) error {
-			lines <- bytes.Clone(line)
-			return nil
-		})
-		close(lines)
-	}()
+var (
+	_ procrun.Wire  = (*run)(nil)
+	_ procrun.Ender = (*run)(nil)
+	_ procrun.Timed = (*run)(nil)
+)
 
-	startTimer := time.NewTimer(r.h.opts.StartTimeout)
-	defer startTimer.Stop()
-	startDeadline := startTimer.C
-	var deadline <-chan time.Time
-	arm := func(d time.Duration) {
-		if r.deadline == nil {
-			r.deadline = time.NewTimer(d)
-			deadline = r.deadline.C
-		}
-	}
-	defer func() {
-		if r.deadline != nil {
-			r.deadline.Stop()
-		}
-	}()
+// timerStart bounds initialize → thread → turn/start (Options.StartTimeout).
+const timerStart = "start"
 
+// Start sends initialize and arms the start deadline.
+func (r *run) Start(c *procrun.Conn) error {
+	r.c = c
+	c.After(timerStart, r.h.opts.StartTimeout)
 	r.call("initialize", map[string]any{
 		"clientInfo":   map[string]string{"name": r.h.opts.ClientName, "title": "Threadline", "version": r.h.opts.ClientVersion},
 		"capabilities": map[string]any{"experimentalApi": true},
 	})
+	return nil
+}
 
-	ctxDone := ctx.Done()
-	responses := r.req.Responses
-	for lines != nil {
-		select {
-		case line, ok := <-lines:
-			if !ok {
-				lines = nil
-				break
-			}
-			r.handleLine(line)
-		case resp, ok := <-responses:
-			if !ok {
-				responses = nil
-				break
-			}
-			r.respond(resp)
-		case <-ctxDone:
-			ctxDone = nil
-			r.logger.Info("run cancelled, interrupting the turn")
-			r.cancel()
-			arm(r.h.opts.InterruptTimeout)
-		case <-startDeadline:
-			startDeadline = nil
-			if r.parser.TurnID() == "" && !r.ended() {
-				r.fail(fmt.Sprintf("%s app-server did not start the turn within %s", r.h.opts.Label, r.h.opts.StartTimeout))
-				r.kill()
-			}
-		case <-deadline:
-			deadline = nil
-			r.logger.Warn("app-server did not finish in time, killing")
-			r.kill()
-		}
-		if r.ended() {
-			// The turn is over: let the process exit, but not forever.
-			r.closeStdin()
-			responses = nil
-			startDeadline = nil
-			arm(r.h.opts.ExitTimeout)
-		}
-		if r.parser.TurnID() != "" {
-			startDeadline = nil
-		}
+// Timer fails a run whose turn did not start in time.
+func (r *run) Timer(name string, c *procrun.Conn) {
+	if name != timerStart || r.parser.TurnID() != "" || r.ended() {
+		return
 	}
-	if err := <-readDone; err != nil {
-		r.logger.Warn("read stdout", "err", err)
-	}
-	// stdout is closed; the process should be gone too.
-	waited := make(chan struct{})
-	go func() {
-		select {
-		case <-waited:
-		case <-time.After(r.h.opts.ExitTimeout):
-			_ = r.proc.Kill()
-		}
-	}()
-	waitErr := r.proc.Wait()
-	close(waited)
-	return r.finish(waitErr)
+	r.fail(fmt.Sprintf("%s app-server did not start the turn within %s", r.h.opts.Label, r.h.opts.StartTimeout))
+	c.Kill()
 }
 
 // ended reports whether nothing more is expected from the turn.
 func (r *run) ended() bool {
-	return r.Terminal != "" || r.fatal != nil || r.notFound != nil
+	return r.c.Terminal() != "" || r.fatal != nil || r.notFound != nil
 }
 
-func (r *run) handleLine(line []byte) {
+// Line handles one app-server line; a session that does not exist ends the
+// turn (Outcome reports it).
+func (r *run) Line(line []byte, c *procrun.Conn) error {
+	err := r.handleLine(line)
+	if r.parser.TurnID() != "" {
+		c.After(timerStart, 0)
+	}
+	if r.notFound != nil {
+		c.Done()
+	}
+	return err
+}
+
+func (r *run) handleLine(line []byte) error {
 	m, err := jsonrpc.Decode(line)
 	if err != nil {
-		r.logger.Warn("stdout line skipped", "err", err, "bytes", len(line), "excerpt", procrun.Excerpt(line, 256))
-		return
+		return err
 	}
 	switch m.Kind {
 	case jsonrpc.KindResponse:
 		r.handleResponse(&m)
 	case jsonrpc.KindRequest:
-		r.handleRequest(&m, line)
+		return r.handleRequest(&m, line)
 	case jsonrpc.KindNotification:
-		if r.Terminal != "" {
-			r.logger.Debug("notification after the turn ended", "method", m.Method)
-			return
+		if r.c.Terminal() != "" {
+			r.c.Logger().Debug("notification after the turn ended", "method", m.Method)
+			return nil
 		}
 		if m.Method == "serverRequest/resolved" {
 			var v resolvedParams
 			if err := decode(m.Method, m.Params, &v); err != nil {
-				r.logger.Warn("stdout line skipped", "err", err)
-				return
+				return err
 			}
 			for _, ev := range r.inter.resolvedByServer(v.RequestID) {
-				r.Send(ev)
+				r.c.Emit(ev)
 			}
-			return
+			return nil
 		}
 		evs, err := r.parser.Parse(m.Method, m.Params, line)
 		if err != nil {
-			r.logger.Warn("stdout line skipped", "err", err, "method", m.Method, "excerpt", procrun.Excerpt(line, 256))
+			r.c.Logger().Warn("stdout line skipped", "err", err, "method", m.Method, "excerpt", procrun.Excerpt(line, 256))
 		}
 		for _, ev := range evs {
 			if ev.Type.Terminal() {
 				for _, end := range r.inter.endAll() {
-					r.Send(end)
+					r.c.Emit(end)
 				}
 			}
-			r.Send(ev)
+			r.c.Emit(ev)
 		}
 	}
+	return nil
 }
 
-func (r *run) handleRequest(m *jsonrpc.Message, line []byte) {
+// handleRequest answers a server request (or asks the chat). A reused id
+// of a pending request is returned: the Session fails the run.
+func (r *run) handleRequest(m *jsonrpc.Message, line []byte) error {
 	if r.ended() {
-		r.logger.Debug("server request after the turn ended, ignored", "method", m.Method, "id", string(m.ID))
-		return
+		r.c.Logger().Debug("server request after the turn ended, ignored", "method", m.Method, "id", string(m.ID))
+		return nil
 	}
 	out, err := r.inter.request(m, line, r.parser, r.policy)
 	if err != nil {
 		if errors.Is(err, agent.ErrDuplicateRequest) {
-			r.logger.Error("protocol violation, stopping the app-server", "err", err)
 			r.fatal = err
-			r.kill()
-			return
+			return err
 		}
-		r.logger.Warn("server request", "err", err, "method", m.Method)
+		r.c.Logger().Warn("server request", "err", err, "method", m.Method)
 	}
 	r.apply(out)
+	return nil
 }
 
-func (r *run) respond(resp agent.InteractionResponse) {
+// Respond routes a chat answer to its server request.
+func (r *run) Respond(resp agent.InteractionResponse, _ *procrun.Conn) error {
 	out, err := r.inter.respond(resp)
 	if err != nil {
-		r.logger.Warn("interaction response ignored", "err", err, "interaction_id", resp.InteractionID)
-		return
+		return err
 	}
 	r.apply(out)
+	return nil
 }
 
 func (r *run) apply(out outcome) {
 	for _, l := range out.lines {
-		r.write(l)
+		r.c.Write(l)
 	}
 	for _, ev := range out.events {
-		r.Send(ev)
+		r.c.Emit(ev)
 	}
 	if out.interrupt {
-		r.cancelled = true
+		r.c.Stopping()
 		r.interrupt()
 	}
 }
@@ -427,12 +373,12 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 	id, err := strconv.ParseInt(string(m.ID), 10, 64)
 	method, ok := r.calls[id]
 	if err != nil || !ok {
-		r.logger.Warn("response to an unknown request id", "id", string(m.ID))
+		r.c.Logger().Warn("response to an unknown request id", "id", string(m.ID))
 		return
 	}
 	delete(r.calls, id)
 	if m.Error != nil {
-		r.logger.Debug("request failed", "method", method, "code", m.Error.Code, "message", m.Error.Message)
+		r.c.Logger().Debug("request failed", "method", method, "code", m.Error.Code, "message", m.Error.Message)
 	}
 	switch method {
 	case "initialize":
@@ -440,9 +386,9 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 			r.fail(fmt.Sprintf("%s app-server initialize: %s", r.h.opts.Label, m.Error.Message))
 			return
 		}
-		r.write(jsonrpc.EncodeNotification("initialized"))
-		if r.cancelled {
-			r.closeStdin()
+		r.c.Write(jsonrpc.EncodeNotification("initialized"))
+		if r.c.Cancelled() {
+			r.c.CloseStdin()
 			return
 		}
 		r.startThread()
@@ -471,11 +417,11 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 			known = ""
 		}
 		if res.Thread.ID != known {
-			r.Send(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
+			r.c.Emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
 				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: agent.JSONString(res.Thread.ID)}})
 		}
-		if r.cancelled {
-			r.closeStdin()
+		if r.c.Cancelled() {
+			r.c.CloseStdin()
 			return
 		}
 		r.startTurn(model)
@@ -493,12 +439,12 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 		if r.parser.TurnID() == "" {
 			r.parser.SetTurn(res.Turn.ID)
 		}
-		if r.cancelled {
+		if r.c.Cancelled() {
 			r.interrupt()
 		}
 	case "turn/interrupt":
 		if m.Error != nil {
-			r.logger.Info("turn/interrupt refused", "message", m.Error.Message)
+			r.c.Logger().Info("turn/interrupt refused", "message", m.Error.Message)
 		}
 	}
 }
@@ -606,20 +552,22 @@ func (r *run) startTurn(threadModel string) {
 	r.call("turn/start", turnStartRequest(r.req, r.parser.ThreadID(), threadModel, r.input))
 }
 
-// cancel handles a cancelled run context.
-func (r *run) cancel() {
-	r.cancelled = true
+// Interrupt handles a cancelled run context: turn/interrupt once the turn
+// is known; before turn/start the session is ended (stdin closed); while
+// turn/start is in flight the interrupt follows its result. The Session
+// kills the app-server after InterruptTimeout.
+func (r *run) Interrupt(c *procrun.Conn) error {
+	c.Logger().Info("run cancelled, interrupting the turn")
 	if r.ended() {
-		return
+		return nil
 	}
 	switch {
 	case r.parser.TurnID() != "":
 		r.interrupt()
 	case !r.turnRequested:
-		// Nothing runs yet: end the session.
-		r.closeStdin()
+		c.CloseStdin()
 	}
-	// Otherwise turn/start is in flight: the interrupt follows its result.
+	return nil
 }
 
 // interrupt sends turn/interrupt once, when the turn is known.
@@ -635,83 +583,53 @@ func (r *run) call(method string, params any) {
 	r.nextID++
 	b, err := jsonrpc.EncodeRequest(r.nextID, method, params)
 	if err != nil {
-		r.logger.Error("encode request", "method", method, "err", err)
+		r.c.Logger().Error("encode request", "method", method, "err", err)
 		return
 	}
 	r.calls[r.nextID] = method
-	r.write(b)
-}
-
-func (r *run) write(line []byte) {
-	if r.stdinClosed {
-		return
-	}
-	if err := r.proc.WriteLine(line); err != nil {
-		r.logger.Warn("write stdin", "err", err)
-	}
-}
-
-func (r *run) closeStdin() {
-	if !r.stdinClosed {
-		r.stdinClosed = true
-		_ = r.proc.CloseStdin()
-	}
-}
-
-func (r *run) kill() {
-	r.killed = true
-	_ = r.proc.Kill()
+	r.c.Write(b)
 }
 
 // fail ends the run with run.failed (a protocol-level failure).
 func (r *run) fail(msg string) {
-	if r.Terminal != "" {
+	if r.c.Terminal() != "" {
 		return
 	}
 	for _, ev := range r.inter.endAll() {
-		r.Send(ev)
+		r.c.Emit(ev)
 	}
-	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
+	r.c.Emit(agent.Event{Type: agent.EventRunFailed, Text: msg})
 }
 
-// send emits ev unless the run already ended.
-
-func (r *run) finish(waitErr error) error {
+// End closes the open server requests of a turn that ended without a
+// terminal event (not for a missing session: nothing was asked there).
+func (r *run) End(c *procrun.Conn) {
 	if r.notFound != nil {
-		return r.notFound
+		return
 	}
-	if r.Terminal == "" {
-		for _, ev := range r.inter.endAll() {
-			r.Send(ev)
-		}
+	for _, ev := range r.inter.endAll() {
+		c.Emit(ev)
 	}
+}
+
+// Outcome: a missing thread is agent.ErrSessionNotFound; a protocol
+// violation fails with the label; a cancelled turn the app-server did not
+// close is interrupted, saying whether it had to be killed. The rest is the
+// Session's mapping.
+func (r *run) Outcome(o procrun.Outcome, c *procrun.Conn) error {
 	label := r.h.opts.Label
 	switch {
-	case r.fatal != nil:
-		r.Send(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s: %v", label, r.fatal)})
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, r.fatal)
-	case r.Terminal == agent.EventRunCompleted || r.Terminal == agent.EventRunInterrupted:
-		if waitErr != nil && !r.killed {
-			r.logger.Warn("app-server exited non-zero after the turn ended", "err", waitErr)
-		}
-		return nil
-	case r.Terminal == agent.EventRunFailed:
-		return fmt.Errorf("%w: %s", agent.ErrRunFailed, r.Failure)
-	case r.cancelled:
+	case r.notFound != nil:
+		return r.notFound
+	case o.Fatal != nil:
+		c.Emit(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s: %v", label, o.Fatal)})
+		return fmt.Errorf("%w: %w", agent.ErrRunFailed, o.Fatal)
+	case o.Terminal == "" && o.Cancelled:
 		text := "interrupted"
-		if r.killed {
+		if o.Killed {
 			text = "interrupted: the app-server was killed after the interrupt deadline"
 		}
-		r.Send(agent.Event{Type: agent.EventRunInterrupted, Text: text})
-		return nil
+		c.Emit(agent.Event{Type: agent.EventRunInterrupted, Text: text})
 	}
-	msg := fmt.Sprintf("%s app-server exited before the turn completed", label)
-	if tail := procrun.StderrTail(r.proc.Stderr(), 512); tail != "" {
-		msg += ": " + tail
-	}
-	r.Send(agent.Event{Type: agent.EventRunFailed, Text: msg})
-	if waitErr != nil {
-		return fmt.Errorf("%w: %s: %w", agent.ErrRunFailed, msg, waitErr)
-	}
-	return fmt.Errorf("%w: %s", agent.ErrRunFailed, msg)
+	return nil
 }
