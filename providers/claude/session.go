@@ -26,6 +26,9 @@ func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	evs, err := w.parser.Parse(line)
 	w.flush(c)
 	for _, ev := range evs {
+		if ev.Type == agent.EventRunFailed {
+			ev.Text = signInHint(ev.Text) // "Not logged in" becomes how to sign in
+		}
 		c.Emit(ev)
 	}
 	if w.parser.SawResult() {
