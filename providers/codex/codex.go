@@ -13,9 +13,6 @@
 // host OPENAI_API_KEY or CODEX_API_KEY never reaches it; a key reaches Codex
 // only when the operator configures it explicitly (Options.Env or the run's
 // env). The bot's own secrets never pass either way.
-//
-// ExecParser (exec.go) parses the older `codex exec --json` output. It is a
-// compatibility parser, covered by its golden test, and not used by Run.
 package codex
 
 import (
