@@ -8,7 +8,6 @@ package matrix
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -113,10 +112,4 @@ func asRateLimit(err error, method string) error {
 		wait = retryAfter(he.Response.Header, nil, wait)
 	}
 	return errors.Join(&chatops.RateLimitError{RetryAfter: wait, Method: method}, err)
-}
-
-// withoutCancel returns a context for a call that must finish even when the
-// caller's context ends (a final edit during shutdown), bounded by d.
-func withoutCancel(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), d)
 }

@@ -3,6 +3,7 @@ package slack
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops"
@@ -207,4 +210,13 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// parseSlashPayload parses the JSON payload of a Socket Mode
+// "slash_commands" envelope as slack-go's socketmode client does before it
+// hands the bot a slack.SlashCommand.
+func parseSlashPayload(payload []byte) (slack.SlashCommand, error) {
+	var cmd slack.SlashCommand
+	err := json.Unmarshal(payload, &cmd)
+	return cmd, err
 }

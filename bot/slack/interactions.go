@@ -293,14 +293,6 @@ func parseSlashBody(body []byte) (slack.SlashCommand, error) {
 	}, nil
 }
 
-// parseSlashPayload parses the JSON payload of a Socket Mode
-// "slash_commands" envelope.
-func parseSlashPayload(payload []byte) (slack.SlashCommand, error) {
-	var cmd slack.SlashCommand
-	err := json.Unmarshal(payload, &cmd)
-	return cmd, err
-}
-
 func (b *Bot) serveCommand(w http.ResponseWriter, r *http.Request) {
 	body, ok := b.verify(w, r)
 	if !ok {
