@@ -173,6 +173,10 @@ type AuthCheck struct {
 	Files []string
 	// Note explains what cannot be checked (keyring, OAuth in the OS store).
 	Note string
+	// Login is the command that signs the CLI in interactively ("claude
+	// /login"), for the fix a missing sign-in is reported with; empty when
+	// the CLI has none.
+	Login string
 }
 
 // Capabilities are what the adapter supports beyond a plain turn.

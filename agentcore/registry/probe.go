@@ -438,6 +438,19 @@ func excerpt(s string, n int) string {
 	return s
 }
 
+// CheckAuth tells, without running the CLI, what Probe reports as d's
+// sign-in state and detail (only names and paths). opts.Getenv and opts.Home
+// default as in Probe; the other options are not used.
+func CheckAuth(d Definition, opts ProbeOptions) (AuthState, string) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	if opts.Home == "" {
+		opts.Home, _ = os.UserHomeDir()
+	}
+	return checkAuth(d, opts)
+}
+
 // checkAuth applies d.Auth. Only names and paths are reported.
 //
 // A key counts when it is in the agent's configured env (d.Env) or in the
@@ -481,7 +494,9 @@ func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
 		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
 			return AuthOK, "credentials file " + shown
 		}
-		tried = append(tried, shown)
+		if !slices.Contains(tried, shown) {
+			tried = append(tried, shown)
+		}
 	}
 	detail := "no " + strings.Join(append(append([]string(nil), a.Env...), tried...), ", no ")
 	if a.Note != "" {

@@ -121,6 +121,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
 		return err
 	}
+	a.warnSignIn(c.Agent, c.Project, stderr)
 	verb := "continuing"
 	if created {
 		verb = "new"
@@ -203,6 +204,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
 		return err
 	}
+	a.warnSignIn(c.Agent, c.Project, stderr)
 	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", c.ID, c.ID)
 	con := &console.OneShot{Bot: a.bot, In: stdin, Out: stdout, Err: stderr, Interrupts: presses,
 		By: "cli:" + userName(), Ask: ask, Policy: *interactions, JSONL: *events == "jsonl"}

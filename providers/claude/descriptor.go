@@ -36,6 +36,7 @@ func Descriptor() registry.Definition {
 			Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 			Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
 			Note:  "on macOS the login lives in the keychain and is not checked",
+			Login: "claude /login",
 		},
 		InstallHint: installHint,
 		Docs:        "https://docs.anthropic.com/en/docs/claude-code",

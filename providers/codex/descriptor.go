@@ -28,6 +28,7 @@ func Descriptor() registry.Definition {
 		Auth: registry.AuthCheck{
 			Env:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
 			Files: []string{"${CODEX_HOME}/auth.json", "~/.codex/auth.json"},
+			Login: "codex login",
 		},
 		InstallHint: installHint,
 		Docs:        "https://developers.openai.com/codex/cli",

@@ -53,6 +53,7 @@ func openCodeDescriptor() registry.Definition {
 		Auth: registry.AuthCheck{
 			Files: []string{"${XDG_DATA_HOME}/opencode/auth.json", "~/.local/share/opencode/auth.json"},
 			Note:  "providers configured with API keys in opencode.json or the environment are not checked",
+			Login: "opencode auth login",
 		},
 		InstallHint: "npm install -g opencode-ai",
 		Docs:        "https://opencode.ai/docs/cli/",
@@ -95,6 +96,7 @@ func cursorDescriptor() registry.Definition {
 		Auth: registry.AuthCheck{
 			Env:   []string{"CURSOR_API_KEY"},
 			Files: []string{"~/.config/cursor/auth.json", "~/.cursor/cli-config.json"},
+			Login: "cursor-agent login",
 		},
 		InstallHint: "curl https://cursor.com/install -fsS | bash",
 		Docs:        "https://cursor.com/docs/cli/reference/output-format",
@@ -141,6 +143,7 @@ func qoderDescriptor() registry.Definition {
 		Auth: registry.AuthCheck{
 			Env:   []string{"QODER_PERSONAL_ACCESS_TOKEN"},
 			Files: []string{"~/.qoder/.auth/user", "~/.qoder.json"},
+			Login: "qodercli login",
 		},
 		InstallHint: "npm install -g @qoder-ai/qodercli, then qodercli login",
 		Docs:        "https://docs.qoder.com/cli",
