@@ -9,6 +9,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -87,6 +88,26 @@ type Policy struct {
 	Admins []string
 	// Rules holds channel and workspace rules.
 	Rules map[Scope]Rules
+
+	// live, once Replace was called, holds the admins and rules in force.
+	live atomic.Pointer[Policy]
+}
+
+// Replace puts next's admins and rules in force at once (a config reload),
+// safe while other goroutines check access: each check sees either the old
+// policy or the new one, never a mix. Set builds a policy before it is in
+// use; after Replace, change it only with another Replace. next must not be
+// changed afterwards.
+func (p *Policy) Replace(next *Policy) {
+	p.live.Store(&Policy{Admins: next.Admins, Rules: next.Rules})
+}
+
+// current is the policy in force: the last Replace's, else p itself.
+func (p *Policy) current() *Policy {
+	if l := p.live.Load(); l != nil {
+		return l
+	}
+	return p
 }
 
 // Set adds or replaces the rules of a scope.
@@ -112,11 +133,14 @@ const (
 )
 
 // IsAdmin reports whether u is an admin.
-func (p *Policy) IsAdmin(u User) bool { return slices.Contains(p.Admins, u.Qualified()) }
+func (p *Policy) IsAdmin(u User) bool {
+	return slices.Contains(p.current().Admins, u.Qualified())
+}
 
 // lookup returns the rules of the channel and of its workspace, most specific
 // first; a scope with a workspace wins over the same scope for any workspace.
 func (p *Policy) lookup(pl Place) []Rules {
+	p = p.current()
 	var out []Rules
 	seen := map[Scope]bool{}
 	for _, s := range []Scope{
@@ -184,6 +208,7 @@ func (p *Policy) Allowed(u User, pl Place, act Action) bool {
 	if u.ID == "" || u.Platform != pl.Platform {
 		return false
 	}
+	p = p.current() // one policy for the whole check
 	if p.IsAdmin(u) {
 		return true
 	}

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -143,6 +144,8 @@ type Service struct {
 	providers map[agent.ProviderID]agent.Provider
 	opts      Options
 	log       *slog.Logger
+	// live, once Reconfigure was called, replaces opts.Agents and opts.Skills.
+	live atomic.Pointer[liveOptions]
 
 	mu     sync.Mutex
 	active map[string]*Run // by chat id
@@ -231,9 +234,31 @@ func (r *Run) Err() error {
 	return r.err
 }
 
+// liveOptions are the options Reconfigure replaces.
+type liveOptions struct {
+	agents map[string]AgentConfig
+	skills []registry.Skill
+}
+
+// Reconfigure replaces Options.Agents and Options.Skills (a config reload):
+// runs started after it use them, running runs keep what they started with.
+// It is safe to call while runs start; the caller must not change the map
+// afterwards.
+func (s *Service) Reconfigure(agents map[string]AgentConfig, skills []registry.Skill) {
+	s.live.Store(&liveOptions{agents: agents, skills: skills})
+}
+
+// liveOpts returns the agents and skills in force.
+func (s *Service) liveOpts() liveOptions {
+	if l := s.live.Load(); l != nil {
+		return *l
+	}
+	return liveOptions{agents: s.opts.Agents, skills: s.opts.Skills}
+}
+
 // Provider returns the provider that runs the agent id, and its configuration.
 func (s *Service) Provider(agentID string) (agent.Provider, AgentConfig, error) {
-	cfg, ok := s.opts.Agents[agentID]
+	cfg, ok := s.liveOpts().agents[agentID]
 	if !ok || cfg.Provider == "" {
 		cfg.Provider = agent.ProviderID(agentID)
 	}
@@ -282,7 +307,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if model == "" {
 		model = cfg.Model
 	}
-	text, err := registry.ApplySkills(req.Prompt, cfg.Skills, append(slices.Clone(s.opts.Skills), req.Skills...))
+	text, err := registry.ApplySkills(req.Prompt, cfg.Skills, append(slices.Clone(s.liveOpts().skills), req.Skills...))
 	if err != nil {
 		return nil, err
 	}

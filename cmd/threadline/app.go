@@ -38,6 +38,7 @@ type app struct {
 	// agent user (isolation.go).
 	files workFiles
 	deskState
+	reloadState // SIGHUP (reload.go)
 
 	// live is this replica's name and liveness timing; router routes answers
 	// and cancels to other replicas (nil on SQLite). See replicas.go.
@@ -125,11 +126,13 @@ func (a *app) Close() error {
 }
 
 // launch resolves an agent id to its definition and executable, as a run would.
-func (a *app) launch(id string) (registry.Definition, string, error) { return a.agents.launch(id) }
+func (a *app) launch(id string) (registry.Definition, string, error) {
+	return a.agentTable().launch(id)
+}
 
 // Agents reports every known agent; it implements chatops.Agents.
 func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
-	return agentInfos(a.agents.probe(ctx, a.log))
+	return agentInfos(a.agentTable().probe(ctx, a.log))
 }
 
 // defaultAgents are tried in this order when the config names no default.

@@ -4,6 +4,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -59,7 +60,7 @@ var _ chatops.AgentLookup = (*app)(nil)
 // agent, from its definition; only an agent whose closed model list comes
 // from its CLI (e.g. cursor-agent models) is probed, and only that one.
 func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
-	d, ok := a.agents.byID[id]
+	d, ok := a.agentTable().byID[id]
 	if !ok {
 		return chatops.AgentInfo{}, false
 	}
@@ -73,8 +74,9 @@ func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
 
 // AgentIDs lists the known agent ids (chatops.AgentLookup).
 func (a *app) AgentIDs() []string {
-	ids := make([]string, len(a.agents.defs))
-	for i, d := range a.agents.defs {
+	defs := a.agentTable().defs
+	ids := make([]string, len(defs))
+	for i, d := range defs {
 		ids[i] = d.ID
 	}
 	sort.Strings(ids)
@@ -82,17 +84,30 @@ func (a *app) AgentIDs() []string {
 }
 
 // policy builds the access policy of the config's channels and rooms.
-func (a *app) policy() *chatops.Policy {
-	policy := &chatops.Policy{Admins: a.cfg.Access.Admins}
-	if a.cfg.Slack != nil {
-		a.slackConfig().Apply(policy)
-		limit(policy, chatops.Scope{Platform: "slack"}, a.cfg.Slack.Workspace)
-		for id, c := range a.cfg.Slack.Channels {
+func (a *app) policy() *chatops.Policy { return policyOf(a.cfg, a.cfg.Defaults.Agent) }
+
+// policyOf builds the access policy of cfg's channels and rooms (serve's
+// start and a reload). The defaults (defaultAgent, the interaction timeout)
+// are each platform's least specific rules, under a workspace's own.
+func policyOf(cfg *Config, defaultAgent string) *chatops.Policy {
+	policy := &chatops.Policy{Admins: cfg.Access.Admins}
+	under := func(s chatops.Scope) {
+		r := policy.Rules[s]
+		r.Agent = cmp.Or(r.Agent, defaultAgent)
+		r.InteractionTimeout = cmp.Or(r.InteractionTimeout, cfg.Defaults.InteractionTimeout.Duration)
+		policy.Set(s, r)
+	}
+	if cfg.Slack != nil {
+		slackConfigOf(cfg.Slack).Apply(policy)
+		limit(policy, chatops.Scope{Platform: "slack"}, cfg.Slack.Workspace)
+		for id, c := range cfg.Slack.Channels {
 			limit(policy, chatops.Scope{Platform: "slack", Channel: id}, c)
 		}
+		under(chatops.Scope{Platform: "slack"})
 	}
-	if a.cfg.Matrix != nil {
-		for room, c := range a.cfg.Matrix.Rooms {
+	if cfg.Matrix != nil {
+		under(chatops.Scope{Platform: "matrix"})
+		for room, c := range cfg.Matrix.Rooms {
 			policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
 				Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
 					InteractionTimeout: c.InteractionTimeout.Duration, Skills: skillsOf(c.Skills)},
@@ -115,8 +130,10 @@ func limit(p *chatops.Policy, s chatops.Scope, c ChannelConfig) {
 }
 
 // slackConfig is the config's slack section in bot/slack's terms.
-func (a *app) slackConfig() slackbot.Config {
-	c := a.cfg.Slack
+func (a *app) slackConfig() slackbot.Config { return slackConfigOf(a.cfg.Slack) }
+
+// slackConfigOf is a slack section in bot/slack's terms.
+func slackConfigOf(c *SlackConfig) slackbot.Config {
 	channel := func(cc ChannelConfig) slackbot.ChannelConfig {
 		return slackbot.ChannelConfig{
 			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,

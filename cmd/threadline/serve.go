@@ -76,6 +76,8 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	hup := hangups() // from here SIGHUP reloads the config (reload.go) instead of ending serve
+	defer signal.Stop(hup)
 	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, workRoot(cfg)))
 	if err != nil {
 		return err
@@ -95,6 +97,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 		a.Close()
 		return errors.New("nothing to serve: configure slack: or matrix: (see configs/threadline.example.yaml); for a terminal chat use `threadline chat`")
 	}
+	rctx, stopReload := context.WithCancel(ctx)
+	defer stopReload()
+	go a.reloadOn(rctx, hup, cfg.path)
 	return serve(ctx, a, fronts)
 }
 
