@@ -123,3 +123,46 @@ func TestPassEnvRefusesBotSecrets(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinsListTheirCredentials: the descriptors name their CLI's own
+// credential variables, and none names a bot secret.
+func TestBuiltinsListTheirCredentials(t *testing.T) {
+	defs, err := builtinDefinitions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"claude":       {"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_BASE_URL"},
+		"codex":        {"OPENAI_API_KEY", "CODEX_API_KEY"},
+		"gemini":       {"GEMINI_API_KEY", "GOOGLE_API_KEY"},
+		"qwen":         {"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
+		"kimi":         {"KIMI_API_KEY", "MOONSHOT_API_KEY"},
+		"cursor-agent": {"CURSOR_API_KEY"},
+		"copilot":      {"COPILOT_GITHUB_TOKEN", "GH_TOKEN"},
+		"opencode":     {"ANTHROPIC_API_KEY", "OPENAI_API_KEY"},
+		"pi":           {"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY"},
+		"minimax":      {"MINIMAX_API_KEY"},
+	}
+	seen := map[string]bool{}
+	for _, d := range defs {
+		names := d.HostEnvNames()
+		for _, n := range names {
+			if procrun.IsBotSecret(n) {
+				t.Errorf("%s passes the bot secret %s", d.ID, n)
+			}
+		}
+		if w, ok := want[d.ID]; ok {
+			seen[d.ID] = true
+			for _, n := range w {
+				if !slices.Contains(names, n) {
+					t.Errorf("%s does not pass %s (passes %q)", d.ID, n, names)
+				}
+			}
+		}
+	}
+	for id := range want {
+		if !seen[id] {
+			t.Errorf("no built-in %s", id)
+		}
+	}
+}
