@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"runtime/pprof"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -214,18 +213,6 @@ func (f *fixture) chatOf(t *testing.T, p chatops.Place) string {
 		t.Fatalf("thread %s not bound (%v)", p, err)
 	}
 	return b.ChatID
-}
-
-// answerMessage returns the first message of the thread whose view has a
-// status line (the run's answer).
-func (f *fixture) answerMessages(p chatops.Place) []*message {
-	var out []*message
-	for _, m := range f.surf.inThread(p) {
-		if m.view.Status != "" || len(out) > 0 && !strings.HasPrefix(m.view.Body, "*") && m.upload == "" && m.view.Footer != "" {
-			out = append(out, m)
-		}
-	}
-	return out
 }
 
 func (f *fixture) find(p chatops.Place, pred func(*message) bool) *message {
