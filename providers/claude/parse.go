@@ -50,6 +50,7 @@ type Parser struct {
 	// this decision (the run's policy when nobody can be asked).
 	AutoDecision agent.Decision
 
+	dec             decoder
 	sessionID       string
 	streamed        map[string]bool   // api message ids with text/thinking deltas
 	tools           map[string]string // tool_use id → name
@@ -92,7 +93,7 @@ func (p *Parser) TakeOutgoing() [][]byte {
 // logs and skips the line); unknown valid records become provider.native.
 func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := p.dec.decode(line, &r); err != nil {
 		return nil, fmt.Errorf("claude line: %w", err)
 	}
 	switch r.Type {
@@ -132,13 +133,13 @@ func (p *Parser) streamEvent(r *record, line []byte) []agent.Event {
 			if ev.Delta.Text == "" {
 				return nil
 			}
-			p.markStreamed(line)
+			p.markStreamed(r.APIMessageID)
 			return []agent.Event{{Type: agent.EventAssistantDelta, Text: ev.Delta.Text}}
 		case "thinking_delta":
 			if ev.Delta.Thinking == "" {
 				return nil
 			}
-			p.markStreamed(line)
+			p.markStreamed(r.APIMessageID)
 			return []agent.Event{{Type: agent.EventReasoningDelta, Text: ev.Delta.Thinking}}
 		case "signature_delta", "input_json_delta", "citations_delta":
 			return nil
@@ -151,15 +152,10 @@ func (p *Parser) streamEvent(r *record, line []byte) []agent.Event {
 	return []agent.Event{native(r.Type, ev.Type, nil, line)}
 }
 
-// markStreamed records the api message id of a delta line. The id sits at
-// the top level as api_message_id; decoding it only for deltas keeps the
-// common record small.
-func (p *Parser) markStreamed(line []byte) {
-	var v struct {
-		ID string `json:"api_message_id"`
-	}
-	if json.Unmarshal(line, &v) == nil && v.ID != "" && !p.streamed[v.ID] {
-		p.streamed[v.ID] = true
+// markStreamed records the api message id (api_message_id) of a delta line.
+func (p *Parser) markStreamed(id string) {
+	if id != "" && !p.streamed[id] {
+		p.streamed[id] = true
 	}
 }
 

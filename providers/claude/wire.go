@@ -5,14 +5,19 @@ package claude
 import "encoding/json"
 
 // record is one stdout line. Only the fields the parser reads are decoded;
-// the rest stay in the raw line for provider.native payloads.
+// the rest stay in the raw line for provider.native payloads. decoder
+// (decode.go) fills it as json.Unmarshal would: a field added here must be
+// added to decoder.record and recordKeys too (TestDecoderMatchesEncodingJSON
+// checks that they agree).
 type record struct {
-	Type      string          `json:"type"`
-	Subtype   string          `json:"subtype"`
-	SessionID string          `json:"session_id"`
-	Model     string          `json:"model"`
-	Event     *streamEvent    `json:"event"`
-	Message   json.RawMessage `json:"message"`
+	Type      string `json:"type"`
+	Subtype   string `json:"subtype"`
+	SessionID string `json:"session_id"`
+	// APIMessageID is the Anthropic message id of a stream_event line.
+	APIMessageID string          `json:"api_message_id"`
+	Model        string          `json:"model"`
+	Event        *streamEvent    `json:"event"`
+	Message      json.RawMessage `json:"message"`
 
 	// system/api_retry
 	Attempt      int             `json:"attempt"`
@@ -44,12 +49,14 @@ type record struct {
 }
 
 type streamEvent struct {
-	Type  string `json:"type"`
-	Delta *struct {
-		Type     string `json:"type"`
-		Text     string `json:"text"`
-		Thinking string `json:"thinking"`
-	} `json:"delta"`
+	Type  string       `json:"type"`
+	Delta *streamDelta `json:"delta"`
+}
+
+type streamDelta struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Thinking string `json:"thinking"`
 }
 
 type wireUsage struct {

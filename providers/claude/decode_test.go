@@ -1,0 +1,141 @@
+// The single-pass decoder against encoding/json: same records, same verdicts.
+
+package claude
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+)
+
+// sameAsEncodingJSON fails t unless decoder gives what json.Unmarshal gives
+// for line: the same record, and an error exactly when it errs.
+func sameAsEncodingJSON(t *testing.T, d *decoder, line []byte) {
+	t.Helper()
+	var want, got record
+	wantErr := json.Unmarshal(line, &want)
+	gotErr := d.decode(line, &got)
+	if (wantErr == nil) != (gotErr == nil) {
+		t.Fatalf("%q: encoding/json err %v, decoder err %v", line, wantErr, gotErr)
+	}
+	if wantErr == nil && !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q:\nencoding/json %+v\ndecoder       %+v", line, want, got)
+	}
+}
+
+var decoderCases = []string{
+	`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \"there\"\n\u00e9\ud83d\ude00 \ud800 x\udc00 \/"}},"session_id":"s","api_message_id":"m"}`,
+	`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"bad utf8 \xff\xfe ok é"}}}`,
+	`{"type":"stream_event","event":null}`,
+	`{"type":"stream_event","event":{"type":"a"},"event":{"delta":{"text":"merged"}}}`,
+	`{"type":"stream_event","event":{"type":"a","delta":null}}`,
+	`{"Type":"result"}`,
+	`{"TYPE":"result","type":"user"}`,
+	`{"typ\u0065":"result"}`,
+	`{"ſubtype":"x"}`,
+	`{"event":{"Delta":{"TEXT":"x"}}}`,
+	`{"type":5}`,
+	`{"type":null,"subtype":null,"message":null,"request_id":null,"usage":null,"errors":null}`,
+	`{"type":"result","is_error":true,"errors":["a","b"],"usage":{"input_tokens":3,"output_tokens":4},"total_cost_usd":1.5e-3,"duration_ms":12,"num_turns":2}`,
+	`{"type":"result","num_turns":1.5}`,
+	`{"type":"result","num_turns":"1"}`,
+	`{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded"}`,
+	`{"type":"control_request","request_id":{"a":[1,2,{"b":null}]},"request":{"subtype":"can_use_tool","input":{"ünïcode":"\u0000"}}}`,
+	`{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"is_api_error_message":false}`,
+	` 	{"type" : "x" , "unknown" : [ true , false , null , -0.5e+10 , 0 , {} , [] ] } 
+`,
+	`null`, ` null `, `nul`, `[]`, `"x"`, `5`, ``, ` `, `{}`, `{`, `}`, `{"type":"x"}x`, `{"type":"x"}{}`,
+	`{"type":"x",}`, `{,}`, `{"type"}`, `{"type":}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`,
+	`{"a":+1}`, `{"a":tru}`, `{"a":nulls}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":"\x01"}`, `{"a":"\q"}`,
+	`{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"unterminated}`, `{"a":"x\`, `{"a":NaN}`, `{'a':1}`,
+	`{"type":"x"}` + "\x00", "\xef\xbb\xbf{}",
+}
+
+func TestDecoderMatchesEncodingJSON(t *testing.T) {
+	d := &decoder{}
+	for _, c := range decoderCases {
+		sameAsEncodingJSON(t, d, []byte(c))
+	}
+	deep := bytes.Repeat([]byte(`{"a":`), maxDepth) // one over the limit inside the record
+	sameAsEncodingJSON(t, d, append(append(deep, '1'), bytes.Repeat([]byte("}"), maxDepth)...))
+	arr := append([]byte(`{"a":`), bytes.Repeat([]byte("["), maxDepth-1)...)
+	sameAsEncodingJSON(t, d, append(arr, append(bytes.Repeat([]byte("]"), maxDepth-1), '}')...))
+}
+
+// TestDecoderFastPathOnCaptures: every stdout line of the real CLI captures
+// decodes without encoding/json's help, to the same record.
+func TestDecoderFastPathOnCaptures(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	ref, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "reference", "claude-code", "transcripts", "*.jsonl"))
+	n := 0
+	for _, name := range append(files, ref...) {
+		if bytes.HasSuffix([]byte(name), []byte(".events.jsonl")) {
+			continue
+		}
+		d := &decoder{}
+		for _, line := range stdoutLines(t, name) {
+			var r record
+			if err := d.fast(line, &r); err != nil {
+				t.Fatalf("%s: slow path for %q", name, line)
+			}
+			sameAsEncodingJSON(t, d, line)
+			n++
+		}
+	}
+	if n < 500 {
+		t.Fatalf("only %d captured lines", n)
+	}
+}
+
+// FuzzDecoder: for any line the decoder and encoding/json agree.
+func FuzzDecoder(f *testing.F) {
+	for _, c := range decoderCases {
+		f.Add([]byte(c))
+	}
+	b, err := os.ReadFile(filepath.Join("testdata", "basic.jsonl"))
+	if err != nil {
+		f.Fatal(err)
+	}
+	for line := range bytes.SplitSeq(b, []byte("\n")) {
+		f.Add(line)
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		sameAsEncodingJSON(t, &decoder{}, line)
+	})
+}
+
+// TestHasStop checks the 8-byte test against the byte table on words built
+// from every byte value in every position and on random words.
+func TestHasStop(t *testing.T) {
+	check := func(w [8]byte) {
+		want := false
+		for _, c := range w {
+			want = want || strStop[c]
+		}
+		if got := hasStop(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("hasStop(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', 0x7f, '~'} {
+				w := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				w[pos] = byte(c)
+				check(w)
+			}
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte(0x20 + rng.IntN(0x60+8)) // mostly printable ASCII, a few stops
+		}
+		check(w)
+	}
+}
