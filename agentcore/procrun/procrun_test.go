@@ -123,7 +123,7 @@ func (jsonParser) Parse(line []byte) ([]agent.Event, error) {
 	return []agent.Event{{Type: agent.EventProviderNative, Native: &agent.Native{Payload: json.RawMessage(line)}}}, nil
 }
 
-func collect(t *testing.T, ctx context.Context, spec Spec, opts RunOptions) ([]agent.Event, error, string) {
+func collect(t *testing.T, ctx context.Context, spec Spec, opts RunOptions) ([]agent.Event, string, error) {
 	t.Helper()
 	logger, logs := testLogger(t)
 	var evs []agent.Event
@@ -133,11 +133,11 @@ func collect(t *testing.T, ctx context.Context, spec Spec, opts RunOptions) ([]a
 		}
 		evs = append(evs, ev)
 	})
-	return evs, err, logs.String()
+	return evs, logs.String(), err
 }
 
 func TestRunMalformedLinesSkipped(t *testing.T) {
-	evs, err, logs := collect(t, t.Context(), childSpec(t, "mixed"), RunOptions{})
+	evs, logs, err := collect(t, t.Context(), childSpec(t, "mixed"), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestRunMalformedLinesSkipped(t *testing.T) {
 }
 
 func TestRunHugeLineDiscarded(t *testing.T) {
-	evs, err, logs := collect(t, t.Context(), childSpec(t, "bigline"), RunOptions{})
+	evs, logs, err := collect(t, t.Context(), childSpec(t, "bigline"), RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +228,7 @@ func TestStderrCapAndExitCode(t *testing.T) {
 }
 
 func TestRunFailedNonZero(t *testing.T) {
-	evs, err, _ := collect(t, t.Context(), childSpec(t, "exit"), RunOptions{})
+	evs, _, err := collect(t, t.Context(), childSpec(t, "exit"), RunOptions{})
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
@@ -243,7 +243,7 @@ func TestRunFailedNonZero(t *testing.T) {
 
 func TestRunWithoutTerminalFails(t *testing.T) {
 	spec := childSpec(t, "stderr")
-	evs, err, _ := collect(t, t.Context(), spec, RunOptions{Provider: "fake"})
+	evs, _, err := collect(t, t.Context(), spec, RunOptions{Provider: "fake"})
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
@@ -372,7 +372,7 @@ func TestEnviron(t *testing.T) {
 func TestEnvReachesChild(t *testing.T) {
 	spec := childSpec(t, "env")
 	spec.Env = append(spec.Env, Environ([]string{"PATH=/bin", "SLACK_BOT_TOKEN=x"}, map[string]string{"FOO": "bar"}, nil)...)
-	evs, err, _ := collect(t, t.Context(), spec, RunOptions{})
+	evs, _, err := collect(t, t.Context(), spec, RunOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func approvalFlow(t *testing.T, encrypted bool) {
 
 	// alice approves by reaction: the card shows the outcome, the answer ends.
 	alice.react(room, card.ID, matrix.KeyApprove)
-	evs = alice.wait("the final answer", waitLong, func(evs []*event.Event) bool {
+	alice.wait("the final answer", waitLong, func(evs []*event.Event) bool {
 		c := current(evs, answer)
 		return c != nil && strings.Contains(c.Body, "All done.") && strings.Contains(c.Body, "Done")
 	})
@@ -364,7 +364,7 @@ func TestAnswersByReply(t *testing.T) {
 	// A question answered with free text.
 	w.prov.add(script{question: true}.turn)
 	alice.say(room, root2, "again", bot)
-	evs = alice.wait("the second question card", waitLong, func(evs []*event.Event) bool {
+	alice.wait("the second question card", waitLong, func(evs []*event.Event) bool {
 		n := 0
 		for _, p := range botPosts(evs, bot, room, root2) {
 			if bs, ok := p.Content.Raw["org.threadline.buttons"].([]any); ok && strings.Contains(jsonString(bs), chatops.ButtonAnswer) {
