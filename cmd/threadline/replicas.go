@@ -24,15 +24,6 @@ type replicaOptions struct {
 	staleAfter     time.Duration
 }
 
-// withReplica names this process owner in run rows and sets its heartbeat
-// period and the age at which other replicas' runs count as dead (zero keeps
-// the defaults).
-func withReplica(owner string, heartbeatEvery, staleAfter time.Duration) appOption {
-	return func(o *appOptions) {
-		o.replica = replicaOptions{owner: owner, heartbeatEvery: heartbeatEvery, staleAfter: staleAfter}
-	}
-}
-
 // withDefaults names an unnamed replica "host:pid".
 func (o replicaOptions) withDefaults() replicaOptions {
 	if o.owner == "" {

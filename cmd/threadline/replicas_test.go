@@ -109,3 +109,12 @@ func TestReplicaFailover(t *testing.T) {
 	}
 	_ = l.Release(ctx, runhub.StatusCompleted, nil, "")
 }
+
+// withReplica names this process owner in run rows and sets its heartbeat
+// period and the age at which other replicas' runs count as dead (zero keeps
+// the defaults).
+func withReplica(owner string, heartbeatEvery, staleAfter time.Duration) appOption {
+	return func(o *appOptions) {
+		o.replica = replicaOptions{owner: owner, heartbeatEvery: heartbeatEvery, staleAfter: staleAfter}
+	}
+}
