@@ -16,6 +16,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // ProviderID names a provider ("claude", "codex", "opencode", ...).
@@ -89,6 +90,10 @@ type RunRequest struct {
 	// Responses carries answers to interactions this run requested. Nil means
 	// nobody can answer: the provider applies Approval.
 	Responses <-chan InteractionResponse
+	// IdleTimeout stops the turn when the agent writes nothing on stdout for
+	// this long (not counting time spent waiting for an answer); 0 disables.
+	// The prompt service hands it to the run loop (procrun.WithIdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // Sentinel errors shared by providers and the core.

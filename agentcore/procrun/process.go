@@ -7,7 +7,8 @@
 // finally calls Wait. Run wraps this for simple one-way line protocols.
 //
 // Limits: a stdout line may be up to MaxLineBytes (16 MiB); a longer line is
-// logged, discarded up to its newline and reading continues. stderr is kept in
+// logged, discarded up to its newline and reading continues (a Session says
+// so in a system event and the run fails: ErrLineTooLong). stderr is kept in
 // a buffer holding its last MaxStderrBytes (64 KiB) and every stderr line is
 // logged at debug level.
 package procrun
@@ -145,6 +146,9 @@ type Process struct {
 	// launch is what was started; for a container run, Wait removes its env
 	// file after an unsuccessful exit.
 	launch launch
+	// tooLong, when set before Each, is told the size of every stdout line
+	// over MaxLineBytes that Each discarded (from Each's goroutine).
+	tooLong func(bytes int)
 }
 
 // Start launches the child described by spec. ctx only scopes the start itself:
@@ -318,14 +322,20 @@ func (p *Process) Stderr() string {
 // ErrDetached.
 func (p *Process) Each(handle func(line []byte) error) error {
 	if p.relay != nil {
-		return p.relay.each(handle)
+		return p.relay.each(handle, p.tooLong)
 	}
 	r := bufio.NewReaderSize(p.stdout, 64<<10)
-	return eachLine(r, MaxLineBytes, p.logger, handle)
+	return eachLineReport(r, MaxLineBytes, p.logger, handle, p.tooLong)
 }
 
 // eachLine is Each over any reader, for tests of the limits.
 func eachLine(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error) error {
+	return eachLineReport(r, max, logger, handle, nil)
+}
+
+// eachLineReport is eachLine that also tells tooLong (if not nil) the size
+// of each discarded over-long line.
+func eachLineReport(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error, tooLong func(int)) error {
 	var (
 		buf       []byte
 		discard   bool
@@ -352,6 +362,9 @@ func eachLine(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte)
 		if complete || errors.Is(err, io.EOF) {
 			if discard {
 				logger.Warn("stdout line too long, discarded", "bytes", discarded, "max", max)
+				if tooLong != nil {
+					tooLong(discarded)
+				}
 				discard, discarded = false, 0
 			} else if len(buf) > 0 {
 				handleLine(buf, logger, handle)

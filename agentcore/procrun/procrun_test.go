@@ -159,11 +159,14 @@ func TestRunMalformedLinesSkipped(t *testing.T) {
 }
 
 func TestRunHugeLineDiscarded(t *testing.T) {
+	// The line is skipped and reading goes on, but the run does not pass for
+	// a success: it says so in an event and fails (see Conn.terminal).
 	evs, logs, err := collect(t, t.Context(), childSpec(t, "bigline"), RunOptions{})
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrLineTooLong) {
+		t.Fatalf("err = %v, want ErrLineTooLong", err)
 	}
-	if len(evs) != 2 || string(evs[0].Native.Payload) != `{"n":1}` || evs[1].Type != agent.EventRunCompleted {
+	if len(evs) != 3 || string(evs[0].Native.Payload) != `{"n":1}` || evs[1].Type != agent.EventSystem ||
+		evs[2].Type != agent.EventRunFailed || !strings.Contains(evs[2].Text, "over the 16 MiB limit") {
 		t.Fatalf("events = %+v", evs)
 	}
 	if !strings.Contains(logs, "stdout line too long") {

@@ -17,6 +17,27 @@ import (
 // interrupt: the Session then sends the child SIGINT.
 var ErrNoNative = errors.New("procrun: no native interrupt")
 
+// ErrIdle is wrapped by Run's error when the agent wrote nothing for its
+// idle timeout and was stopped.
+var ErrIdle = errors.New("procrun: agent idle")
+
+// ErrLineTooLong is wrapped by Run's error when a stdout line over
+// MaxLineBytes was skipped.
+var ErrLineTooLong = errors.New("procrun: output line too long")
+
+type idleKey struct{}
+
+// WithIdleTimeout returns ctx carrying the idle timeout of the Sessions run
+// with it (see Session.IdleTimeout); d <= 0 disables the watchdog. The prompt
+// service sets it from agent.RunRequest.IdleTimeout, so providers need not
+// copy it.
+func WithIdleTimeout(ctx context.Context, d time.Duration) context.Context {
+	if d <= 0 {
+		d = -1
+	}
+	return context.WithValue(ctx, idleKey{}, d)
+}
+
 // Wire is one CLI protocol without I/O: it turns stdout lines and answers
 // into events and stdin lines through the Conn it is given, and is called
 // from the Session's goroutine only.
@@ -107,6 +128,13 @@ type Session struct {
 	// Chunks hands Wire.Line raw stdout chunks (Process.Chunks: blank lines
 	// and line endings kept) instead of lines, for CLIs that print text.
 	Chunks bool
+	// IdleTimeout is how long the agent may write nothing on stdout (no
+	// line, no chunk) while its turn runs before the turn is stopped like a
+	// cancelled one (natively, killed after InterruptTimeout) and the run
+	// fails saying why (ErrIdle). The clock pauses while an interaction
+	// waits for an answer. 0 takes the run context's (WithIdleTimeout),
+	// none when that is unset too; negative disables.
+	IdleTimeout time.Duration
 }
 
 // Conn is a Session's side of the wire: what a Wire may do. It is used
@@ -128,6 +156,10 @@ type Conn struct {
 
 	deadline *time.Timer
 	stopC    <-chan time.Time
+	idle     *time.Timer // the idle watchdog; nil when off or paused
+	idleC    <-chan time.Time
+	idleText string // set when the watchdog stopped the turn
+	tooLong  []int  // sizes of the stdout lines skipped as over MaxLineBytes
 	timers   map[string]*sessionTimer
 	fired    chan *sessionTimer
 	quit     chan struct{} // closed when the loop returns
@@ -184,8 +216,33 @@ func (c *Conn) Emit(ev agent.Event) {
 		c.resolve(ev.Resolution.InteractionID)
 	case ev.Type.Terminal():
 		c.endPending()
+		ev = c.terminal(ev)
 	}
 	c.out.Send(ev)
+}
+
+// terminal is the terminal event as the Session reports it: a turn stopped
+// by the idle watchdog fails with the reason, and a turn that lost an output
+// line over MaxLineBytes does not complete (it fails with the lost sizes
+// appended to any failure text); a cancelled turn stays interrupted.
+func (c *Conn) terminal(ev agent.Event) agent.Event {
+	switch {
+	case c.idleText != "" && ev.Type != agent.EventRunCompleted:
+		return agent.Event{Type: agent.EventRunFailed, Text: c.idleText}
+	case len(c.tooLong) > 0 && ev.Type == agent.EventRunCompleted:
+		return agent.Event{Type: agent.EventRunFailed, Text: c.tooLongText(), Usage: ev.Usage}
+	case len(c.tooLong) > 0 && ev.Type == agent.EventRunFailed:
+		ev.Text += "; " + c.tooLongText()
+	}
+	return ev
+}
+
+// tooLongText says which output was lost.
+func (c *Conn) tooLongText() string {
+	if len(c.tooLong) == 1 {
+		return fmt.Sprintf("an output line of %d bytes was over the %d MiB limit and was skipped", c.tooLong[0], MaxLineBytes>>20)
+	}
+	return fmt.Sprintf("%d output lines (%v bytes) were over the %d MiB limit and were skipped", len(c.tooLong), c.tooLong, MaxLineBytes>>20)
 }
 
 // Terminal is the terminal event emitted so far, "" if none.
@@ -303,6 +360,9 @@ func (s Session) Run(ctx context.Context, emit func(agent.Event)) error {
 	if s.NoResult == "" {
 		s.NoResult = nameOf(s.Provider, s.Spec.Bin) + " exited without a result"
 	}
+	if s.IdleTimeout == 0 {
+		s.IdleTimeout, _ = ctx.Value(idleKey{}).(time.Duration)
+	}
 	if ctx.Err() != nil {
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil
@@ -329,14 +389,16 @@ func (s Session) Run(ctx context.Context, emit func(agent.Event)) error {
 
 func (c *Conn) loop(ctx context.Context) error {
 	s := c.s
-	lines := make(chan []byte, 64)
+	lines := make(chan readItem, 64)
 	readDone := make(chan error, 1)
+	// Set before Each starts; told in order with the lines.
+	c.proc.tooLong = func(n int) { lines <- readItem{tooLong: n} }
 	go func() {
 		if s.Chunks {
-			readDone <- c.proc.Chunks(func(chunk []byte) { lines <- bytes.Clone(chunk) })
+			readDone <- c.proc.Chunks(func(chunk []byte) { lines <- readItem{line: bytes.Clone(chunk)} })
 		} else {
 			readDone <- c.proc.Each(func(line []byte) error {
-				lines <- bytes.Clone(line)
+				lines <- readItem{line: bytes.Clone(line)}
 				return nil
 			})
 		}
@@ -347,6 +409,7 @@ func (c *Conn) loop(ctx context.Context) error {
 		if c.deadline != nil {
 			c.deadline.Stop()
 		}
+		c.pauseIdle()
 		for _, t := range c.timers {
 			t.t.Stop()
 		}
@@ -356,6 +419,7 @@ func (c *Conn) loop(ctx context.Context) error {
 		c.Fail(err)
 	}
 	c.settle()
+	c.watchIdle(false)
 	responses := s.Responses
 	ctxDone := ctx.Done()
 	for lines != nil {
@@ -363,12 +427,17 @@ func (c *Conn) loop(ctx context.Context) error {
 			responses = nil
 		}
 		select {
-		case line, ok := <-lines:
+		case it, ok := <-lines:
 			if !ok {
 				lines = nil
 				break
 			}
-			c.line(line)
+			if it.tooLong > 0 {
+				c.lineTooLong(it.tooLong)
+			} else {
+				c.line(it.line)
+			}
+			c.pauseIdle() // output: the idle clock restarts below
 		case resp, ok := <-responses:
 			if !ok {
 				responses = nil
@@ -389,13 +458,60 @@ func (c *Conn) loop(ctx context.Context) error {
 			c.stopC = nil
 			c.logger.Warn("agent did not stop in time, killing", "provider", s.Provider)
 			c.Kill()
+		case <-c.idleC:
+			c.idle, c.idleC = nil, nil
+			c.idleText = fmt.Sprintf("%s wrote nothing for %s; stopped (idle_timeout)", nameOf(s.Provider, s.Spec.Bin), s.IdleTimeout)
+			c.logger.Warn("agent idle, stopping it", "provider", s.Provider, "idle_timeout", s.IdleTimeout)
+			c.interrupt()
 		}
 		c.settle()
+		c.watchIdle(lines == nil)
 	}
 	if err := <-readDone; err != nil {
 		c.logger.Warn("read stdout", "err", err)
 	}
 	return c.finish(c.wait())
+}
+
+// readItem is one read from stdout: a line (or chunk), or the size of a
+// line skipped as over MaxLineBytes.
+type readItem struct {
+	line    []byte
+	tooLong int
+}
+
+// watchIdle runs the idle watchdog while the turn runs and no interaction
+// waits for an answer, and pauses it otherwise; a running clock is left
+// alone (output restarts it by pausing it first).
+func (c *Conn) watchIdle(eof bool) {
+	if c.s.IdleTimeout <= 0 {
+		return
+	}
+	if eof || c.ended || c.cancelled || c.out.Terminal != "" || len(c.pending) > 0 {
+		c.pauseIdle()
+		return
+	}
+	if c.idle == nil {
+		c.idle = time.NewTimer(c.s.IdleTimeout)
+		c.idleC = c.idle.C
+	}
+}
+
+// pauseIdle stops the idle clock.
+func (c *Conn) pauseIdle() {
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle, c.idleC = nil, nil
+	}
+}
+
+// lineTooLong reports a stdout line Each skipped as over MaxLineBytes: in
+// the chat now (a system event, subtype "error") and in the run's end.
+func (c *Conn) lineTooLong(n int) {
+	c.tooLong = append(c.tooLong, n)
+	text := fmt.Sprintf("an output line of %d bytes was over the %d MiB limit and was skipped", n, MaxLineBytes>>20)
+	c.logger.Warn("stdout line over the limit skipped", "bytes", n, "max", MaxLineBytes)
+	c.Emit(agent.Event{Type: agent.EventSystem, Subtype: "error", Text: text})
 }
 
 // wait waits for the child after stdout closed, killing it after
@@ -488,6 +604,14 @@ func (c *Conn) finish(exitErr error) error {
 	case c.fatal != nil:
 		c.Emit(agent.Event{Type: agent.EventRunFailed, Text: c.fatal.Error()})
 		return fmt.Errorf("%w: %w", agent.ErrRunFailed, c.fatal)
+	case c.idleText != "" && t != agent.EventRunCompleted:
+		if t == "" {
+			c.Emit(agent.Event{Type: agent.EventRunFailed, Text: c.idleText})
+		}
+		return fmt.Errorf("%w: %w: %s", agent.ErrRunFailed, ErrIdle, c.idleText)
+	case len(c.tooLong) > 0 && t == agent.EventRunFailed:
+		// Emit made the turn's end say so (see terminal).
+		return fmt.Errorf("%w: %w: %s", agent.ErrRunFailed, ErrLineTooLong, c.out.Failure)
 	case t == agent.EventRunCompleted:
 		if exitErr != nil && !c.killed && !c.cancelled {
 			c.logger.Warn("agent exited non-zero after a completed turn", "err", exitErr)

@@ -73,6 +73,9 @@ type AgentConfig struct {
 	// Skills is how the agent takes skills (slash commands, $-mentions,
 	// instructions pointing at SKILL.md files, or none).
 	Skills registry.SkillStrategy
+	// IdleTimeout stops a run whose agent writes nothing for this long; 0
+	// disables (agent.RunRequest.IdleTimeout).
+	IdleTimeout time.Duration
 }
 
 // Options configure a Service.
@@ -358,7 +361,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		Model: model, Effort: chat.Effort, Mode: chat.Mode,
 		Cwd: chat.Cwd, Project: chat.Project,
 		Bin: cfg.Bin, Args: cfg.Args, Env: cfg.Env,
-		Approval: s.opts.Approval,
+		Approval: s.opts.Approval, IdleTimeout: cfg.IdleTimeout,
 	}
 	if req.Interactive {
 		areq.Approval = agent.ApprovalAsk

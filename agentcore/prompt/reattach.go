@@ -233,6 +233,7 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 		Cwd: chat.Cwd, Project: chat.Project,
 		Bin: cfg.Bin, Args: cfg.Args, Env: cfg.Env,
 		Approval: note.Approval, ResumeID: note.Resume, Fork: note.Fork,
+		IdleTimeout: cfg.IdleTimeout,
 	}
 	if note.Interactive {
 		areq.Responses = run.responses

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -31,7 +32,7 @@ func (s *Service) runProvider(ctx context.Context, run *Run, prov agent.Provider
 			err = errAdapterPanic
 		}
 	}()
-	return prov.Run(ctx, req, emit)
+	return prov.Run(procrun.WithIdleTimeout(ctx, req.IdleTimeout), req, emit)
 }
 
 // executeSafely is execute with a last line of defence: a panic anywhere in

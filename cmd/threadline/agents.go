@@ -90,7 +90,7 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 		s.secrets = append(s.secrets, secretEnvValues(passed...)...)
 		s.configs[d.ID] = prompt.AgentConfig{
 			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: env, Model: cfg.Agents[d.ID].Model,
-			Skills: d.Skills,
+			Skills: d.Skills, IdleTimeout: cfg.idleTimeout(d.ID),
 		}
 	}
 	redactorOf(cfg).Add(s.secrets...)

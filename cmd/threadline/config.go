@@ -76,6 +76,9 @@ type DefaultsConfig struct {
 	Agent string `yaml:"agent"`
 	// InteractionTimeout declines approvals nobody answered in time; empty waits.
 	InteractionTimeout Duration `yaml:"interaction_timeout"`
+	// IdleTimeout stops a run whose agent wrote nothing for this long;
+	// unset is DefaultIdleTimeout, 0 disables.
+	IdleTimeout *Duration `yaml:"idle_timeout"`
 	// Skills are skill directories (each with a SKILL.md) applied to every run
 	// in the way the agent takes skills.
 	Skills []string `yaml:"skills"`
@@ -92,6 +95,23 @@ type AgentConfig struct {
 	// PassEnv names host variables passed to this agent besides the ones
 	// its descriptor lists (its credential variables) and the proxy ones.
 	PassEnv []string `yaml:"pass_env"`
+	// IdleTimeout overrides defaults.idle_timeout for this agent.
+	IdleTimeout *Duration `yaml:"idle_timeout"`
+}
+
+// DefaultIdleTimeout is defaults.idle_timeout when the file does not set it.
+const DefaultIdleTimeout = 30 * time.Minute
+
+// idleTimeout is agent id's idle timeout: its own, else the defaults', else
+// DefaultIdleTimeout; 0 disables.
+func (c *Config) idleTimeout(id string) time.Duration {
+	if d := c.Agents[id].IdleTimeout; d != nil {
+		return d.Duration
+	}
+	if d := c.Defaults.IdleTimeout; d != nil {
+		return d.Duration
+	}
+	return DefaultIdleTimeout
 }
 
 // ChannelConfig is the per-channel (Slack) or per-room (Matrix) setting.

@@ -190,12 +190,13 @@ func reloadable(k []string) bool {
 	switch {
 	case match("access", "admins"),
 		match("defaults", "agent"), match("defaults", "interaction_timeout"), match("defaults", "skills"),
+		match("defaults", "idle_timeout"),
 		match("slack", "workspace"), match("slack", "channels"), match("matrix", "rooms"):
 		return true
 	case match("agents") && len(k) <= 2: // an agent added or removed
 		return true
 	case match("agents", "*"):
-		return slices.Contains([]string{"base", "bin", "args", "env", "model", "pass_env"}, k[2])
+		return slices.Contains([]string{"base", "bin", "args", "env", "model", "pass_env", "idle_timeout"}, k[2])
 	}
 	return false
 }
