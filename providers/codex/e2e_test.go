@@ -342,7 +342,7 @@ func TestE2EResumeUnknownThread(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), providertest.RunTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), providertest.Scale(providertest.RunCap))
 	defer cancel()
 	var events []agent.Event
 	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {

@@ -5,6 +5,9 @@ package providertest
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,8 +16,60 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// RunTimeout bounds one Run of a real CLI.
-const RunTimeout = 30 * time.Second
+// A Run of a real CLI is bounded by its progress, not by a wall clock: it
+// fails when no event arrived for RunIdle (a CLI that hangs), and in any case
+// after RunCap. Both are multiplied by Scale.
+const (
+	// RunIdle is how long a Run may go without an event (the CLI's start
+	// included) before it is stopped and the test fails.
+	RunIdle = 60 * time.Second
+	// RunCap bounds a whole Run however steadily it progresses.
+	RunCap = 5 * time.Minute
+)
+
+// ScaleEnv names the factor (a positive number, e.g. 2 or 0.5) that
+// multiplies the e2e tests' deadlines; unset is 1.
+const ScaleEnv = "THREADLINE_TEST_TIMEOUT_SCALE"
+
+// Scale returns d multiplied by $THREADLINE_TEST_TIMEOUT_SCALE; an unset or
+// invalid value (not a positive number) leaves d as is.
+func Scale(d time.Duration) time.Duration {
+	f, err := strconv.ParseFloat(os.Getenv(ScaleEnv), 64)
+	if err != nil || !(f > 0) || f > 1000 {
+		return d
+	}
+	return time.Duration(float64(d) * f)
+}
+
+// Errors a Run's context is cancelled with when it made no progress or
+// hit the cap.
+var (
+	errNoProgress = errors.New("providertest: no event")
+	errRunCap     = errors.New("providertest: run cap")
+)
+
+// watch cancels ctx with errNoProgress when progress is silent for idle and
+// with errRunCap after limit; it returns when stop is closed.
+func watch(cancel context.CancelCauseFunc, progress <-chan struct{}, stop <-chan struct{}, idle, limit time.Duration) {
+	quiet := time.NewTimer(idle)
+	defer quiet.Stop()
+	end := time.NewTimer(limit)
+	defer end.Stop()
+	for {
+		select {
+		case <-progress:
+			quiet.Reset(idle) // no stale tick after Reset (Go 1.23 timers)
+		case <-quiet.C:
+			cancel(errNoProgress)
+			return
+		case <-end.C:
+			cancel(errRunCap)
+			return
+		case <-stop:
+			return
+		}
+	}
+}
 
 // Runner is the part of agent.Provider an e2e test drives.
 type Runner interface {
@@ -31,12 +86,18 @@ type Result struct {
 	Elapsed time.Duration
 }
 
-// Run executes one turn of p under RunTimeout (ChatID "chat-e2e" and RunID
-// "run-<test name>" unless req sets them), collecting its events; onEvent
-// (optional) sees each one. It logs the outcome, fails t at once when the
-// timeout hit, and reports an event emitted after Run returned, a terminal
-// event that is not the last and more than one terminal event.
+// Run executes one turn of p (ChatID "chat-e2e" and RunID "run-<test name>"
+// unless req sets them), collecting its events; onEvent (optional) sees each
+// one. The turn is cancelled when no event arrived for Scale(RunIdle) or
+// after Scale(RunCap), and t then fails at once. Run logs the outcome and
+// reports an event emitted after Run returned, a terminal event that is not
+// the last and more than one terminal event.
 func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result {
+	t.Helper()
+	return run(t, p, req, onEvent, Scale(RunIdle), Scale(RunCap))
+}
+
+func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, limit time.Duration) *Result {
 	t.Helper()
 	if req.ChatID == "" {
 		req.ChatID = "chat-e2e"
@@ -44,8 +105,15 @@ func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result 
 	if req.RunID == "" {
 		req.RunID = "run-" + t.Name()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), RunTimeout)
-	defer cancel()
+	ctx, cancelCause := context.WithCancelCause(context.Background())
+	defer cancelCause(nil)
+	cancel := func() { cancelCause(context.Canceled) } // onEvent's cancel
+	progress, stop := make(chan struct{}, 1), make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watch(cancelCause, progress, stop, idle, limit)
+	}()
 	res := &Result{}
 	var mu sync.Mutex
 	done := false
@@ -56,6 +124,10 @@ func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result 
 			t.Errorf("event %s emitted after Run returned", ev.Type)
 		}
 		mu.Unlock()
+		select {
+		case progress <- struct{}{}:
+		default: // a reset is already pending
+		}
 		res.Events = append(res.Events, ev)
 		if onEvent != nil {
 			onEvent(ev, cancel)
@@ -65,13 +137,18 @@ func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result 
 	done = true
 	mu.Unlock()
 	res.Elapsed = time.Since(start)
+	close(stop)
+	<-watched
 	var types []string
 	for _, ev := range res.Events {
 		types = append(types, string(ev.Type))
 	}
 	t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.Err, res.Elapsed.Round(time.Millisecond), strings.Join(types, " "))
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		t.Fatalf("Run hit the %s timeout", RunTimeout)
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errNoProgress):
+		t.Fatalf("Run made no progress: no event for %s (%s=%s)", idle, ScaleEnv, scaleText())
+	case errors.Is(cause, errRunCap):
+		t.Fatalf("Run hit the %s cap (%s=%s)", limit, ScaleEnv, scaleText())
 	}
 	terminals := res.Terminals()
 	for i, ev := range res.Events {
@@ -160,4 +237,11 @@ func Always(d agent.Decision, answers map[string]string) func(*agent.Interaction
 	return func(*agent.Interaction) agent.InteractionResponse {
 		return agent.InteractionResponse{Decision: d, Answers: answers, By: "e2e"}
 	}
+}
+
+func scaleText() string {
+	if v := os.Getenv(ScaleEnv); v != "" {
+		return fmt.Sprintf("%q", v)
+	}
+	return "unset"
 }
