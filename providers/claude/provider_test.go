@@ -284,13 +284,19 @@ func TestRunBasic(t *testing.T) {
 	}
 }
 
+// TestRunMalformedAndHugeLines: malformed lines are logged and skipped; a line
+// over procrun's limit is skipped too but reported (a system error event, and
+// the run fails saying so) while the rest of the stream is still parsed.
 func TestRunMalformedAndHugeLines(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envNoise: "1"}, nil)
-	if f.err != nil || f.last().Type != agent.EventRunCompleted {
-		t.Fatalf("err %v, events %v", f.err, f.types())
+	if !errors.Is(f.err, agent.ErrRunFailed) || f.last().Type != agent.EventRunFailed || !strings.Contains(f.last().Text, "16 MiB limit") {
+		t.Fatalf("err %v, events %v, last %+v", f.err, f.types(), f.last())
 	}
-	if f.types()[0] != agent.EventSessionUpdated {
-		t.Errorf("noise produced events: %v", f.types()[:3])
+	if types := f.types(); types[0] != agent.EventSystem || types[1] != agent.EventSessionUpdated {
+		t.Errorf("noise produced other events: %v", types[:3])
+	}
+	if f.text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
+		t.Errorf("text %q", f.text())
 	}
 }
 
