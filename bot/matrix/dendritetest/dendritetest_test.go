@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/event"
@@ -58,7 +59,16 @@ func TestServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev, err := bc.GetEvent(t.Context(), room.RoomID, sent.EventID)
+	// Dendrite persists a sent event asynchronously (through its JetStream), so
+	// another member may get M_NOT_FOUND for a moment: wait for it.
+	var ev *event.Event
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		ev, err = bc.GetEvent(t.Context(), room.RoomID, sent.EventID)
+		if err == nil || !errors.Is(err, mautrix.MNotFound) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
