@@ -124,8 +124,7 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	container := fs.String("container", "", "LXD instance name of the project's container (required)")
 	image := fs.String("image", "", "image the container is created from when missing (default: lxd.image)")
 	workspace := fs.String("workspace", "", "directory of the LXD host mounted at /workspace")
-	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project, '*' for every channel (default: none, admins only)")
-	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (default: anyone allowed in the channel)")
+	accessLists := accessFlags(fs)
 	pos, err := parseArgs(fs, args, "NAME")
 	if err != nil {
 		return err
@@ -140,11 +139,7 @@ func projectAdd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if *image != "" && !execution.ValidImage(*image) {
 		return &exitError{2, fmt.Errorf("project add: --image: invalid image reference %q (ALIAS, REMOTE:ALIAS or a fingerprint: letters, digits, '.', '_', '-', '/', not starting with '-')", *image)}
 	}
-	channels, err := accessList("channels", *channelsFlag)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	allow, err := accessList("allow", *allowFlag)
+	channels, allow, err := accessLists()
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -203,18 +198,13 @@ func projectAccess(ctx context.Context, args []string, stdout, stderr io.Writer)
 	fs := flag.NewFlagSet("project access", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	config := fs.String("config", "", "config file")
-	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project, '*' for every channel (omitted: none, admins only)")
-	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (omitted: anyone the channel lets)")
+	accessLists := accessFlags(fs)
 	pos, err := parseArgs(fs, args, "NAME")
 	if err != nil {
 		return err
 	}
 	name := pos[0]
-	channels, err := accessList("channels", *channelsFlag)
-	if err != nil {
-		return &exitError{2, err}
-	}
-	allow, err := accessList("allow", *allowFlag)
+	channels, allow, err := accessLists()
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -231,6 +221,22 @@ func projectAccess(ctx context.Context, args []string, stdout, stderr io.Writer)
 	}
 	printAccess(stdout, name, channels, allow)
 	return nil
+}
+
+// accessFlags declares a project's --channels and --allow flags on fs (project
+// add and project access); the returned func parses both once fs is parsed.
+func accessFlags(fs *flag.FlagSet) func() (channels, allow []string, err error) {
+	channelsFlag := fs.String("channels", "", "comma-separated channel or room ids whose chats may use the project, '*' for every channel (omitted: none, admins only)")
+	allowFlag := fs.String("allow", "", "comma-separated user ids who may bind a chat to the project (omitted: anyone the channel lets)")
+	return func() (channels, allow []string, err error) {
+		if channels, err = accessList("channels", *channelsFlag); err != nil {
+			return nil, nil, err
+		}
+		if allow, err = accessList("allow", *allowFlag); err != nil {
+			return nil, nil, err
+		}
+		return channels, allow, nil
+	}
 }
 
 // accessList parses a comma-separated --channels or --allow value: ids of 1
