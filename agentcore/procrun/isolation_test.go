@@ -20,28 +20,18 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 )
 
 // agentUserName is the user the isolation tests run agents as.
-const agentUserName = "threadline-agent"
+const agentUserName = procruntest.AgentUser
 
 // needAgentUser returns the agent user's isolation, creating the user when
-// missing. It needs root; without root the test is skipped (failed under
-// THREADLINE_E2E=1, where isolation must be proven).
+// missing (see procruntest.NeedAgentUser).
 func needAgentUser(t testing.TB) *Isolation {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("THREADLINE_E2E") == "1" {
-			t.Fatal("isolation tests need root (to create and switch to the agent user)")
-		}
-		t.Skip("isolation tests need root")
-	}
-	if _, err := user.Lookup(agentUserName); err != nil {
-		out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/var/lib/"+agentUserName, agentUserName).CombinedOutput()
-		if err != nil {
-			t.Fatalf("useradd %s: %v: %s", agentUserName, err, out)
-		}
-	}
+	procruntest.NeedAgentUser(t)
 	iso, err := NewIsolation(agentUserName)
 	if err != nil {
 		t.Fatal(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"os/user"
 	"path/filepath"
 	"strconv"
@@ -17,29 +16,21 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// agentUser returns the default agent user, created when missing (root
-// only). Without root the test is skipped, or failed under THREADLINE_E2E=1.
+// agentUser returns the default agent user, created when missing (see
+// procruntest.NeedAgentUser).
 func agentUser(t *testing.T) *user.User {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		providertest.SkipOrFail(t, "isolation needs root (to create and switch to %s)", defaultAgentUser)
+	if defaultAgentUser != procruntest.AgentUser {
+		t.Fatalf("the tests' agent user %s is not the default %s", procruntest.AgentUser, defaultAgentUser)
 	}
-	u, err := user.Lookup(defaultAgentUser)
-	if err != nil {
-		if out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/var/lib/"+defaultAgentUser, defaultAgentUser).CombinedOutput(); err != nil {
-			t.Fatalf("useradd: %v: %s", err, out)
-		}
-		if u, err = user.Lookup(defaultAgentUser); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return u
+	return procruntest.NeedAgentUser(t)
 }
 
 // chownTree gives every file under dir to u.

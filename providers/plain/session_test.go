@@ -8,8 +8,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 )
 
 // relayEnv makes the test binary run as a relay.
@@ -159,25 +158,13 @@ func TestRelayedRunCancel(t *testing.T) {
 	}
 }
 
-const agentUserName = "threadline-agent"
+const agentUserName = procruntest.AgentUser
 
 // agentIsolation returns the agent user's isolation, creating the user when
-// missing. It needs root; without root the test is skipped (failed under
-// THREADLINE_E2E=1, where isolation must be proven).
+// missing (see procruntest.NeedAgentUser).
 func agentIsolation(t *testing.T) *procrun.Isolation {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		if os.Getenv("THREADLINE_E2E") == "1" {
-			t.Fatal("isolation tests need root (to create and switch to the agent user)")
-		}
-		t.Skip("isolation tests need root")
-	}
-	if _, err := user.Lookup(agentUserName); err != nil {
-		out, err := exec.Command("useradd", "--system", "--create-home", "--home-dir", "/var/lib/"+agentUserName, agentUserName).CombinedOutput()
-		if err != nil {
-			t.Fatalf("useradd %s: %v: %s", agentUserName, err, out)
-		}
-	}
+	procruntest.NeedAgentUser(t)
 	iso, err := procrun.NewIsolation(agentUserName)
 	if err != nil {
 		t.Fatal(err)
