@@ -16,6 +16,10 @@ const (
 	EventToolOutput           EventType = "tool.output"
 	EventToolCompleted        EventType = "tool.completed"
 	EventUsageUpdated         EventType = "usage.updated"
+	// EventPlanUpdated carries the agent's whole current plan (Claude's
+	// TodoWrite, Codex's turn/plan/updated, ACP's plan session update): each
+	// event replaces the previous plan.
+	EventPlanUpdated EventType = "plan.updated"
 	EventInteractionRequested EventType = "interaction.requested"
 	EventInteractionResolved  EventType = "interaction.resolved"
 	EventSystem               EventType = "system"
@@ -46,6 +50,7 @@ type Event struct {
 	Model     string `json:"model,omitempty"`
 
 	Tool        *Tool        `json:"tool,omitempty"`
+	Plan        *Plan        `json:"plan,omitempty"`
 	Usage       *Usage       `json:"usage,omitempty"`
 	Interaction *Interaction `json:"interaction,omitempty"`
 	Resolution  *Resolution  `json:"resolution,omitempty"`
@@ -64,6 +69,30 @@ type Tool struct {
 	Summary string `json:"summary,omitempty"`
 	Output  string `json:"output,omitempty"`
 	IsError bool   `json:"is_error,omitempty"`
+}
+
+// PlanStatus is the state of one plan item.
+type PlanStatus string
+
+// Plan item states; providers map their native spellings ("inProgress",
+// "in_progress", "done", ...) onto these.
+const (
+	PlanPending    PlanStatus = "pending"
+	PlanInProgress PlanStatus = "in_progress"
+	PlanCompleted  PlanStatus = "completed"
+)
+
+// Plan is the agent's current plan on plan.updated.
+type Plan struct {
+	// Title is a short heading when the CLI gives one ("" otherwise).
+	Title string     `json:"title,omitempty"`
+	Items []PlanItem `json:"items"`
+}
+
+// PlanItem is one step of a Plan.
+type PlanItem struct {
+	Text   string     `json:"text"`
+	Status PlanStatus `json:"status"`
 }
 
 // Usage is token and cost accounting, cumulative for the run.
