@@ -9,17 +9,17 @@ type EventType string
 
 // Event types.
 const (
-	EventSessionUpdated       EventType = "session.updated"
-	EventAssistantDelta       EventType = "assistant.delta"
-	EventReasoningDelta       EventType = "reasoning.delta"
-	EventToolStarted          EventType = "tool.started"
-	EventToolOutput           EventType = "tool.output"
-	EventToolCompleted        EventType = "tool.completed"
-	EventUsageUpdated         EventType = "usage.updated"
+	EventSessionUpdated EventType = "session.updated"
+	EventAssistantDelta EventType = "assistant.delta"
+	EventReasoningDelta EventType = "reasoning.delta"
+	EventToolStarted    EventType = "tool.started"
+	EventToolOutput     EventType = "tool.output"
+	EventToolCompleted  EventType = "tool.completed"
+	EventUsageUpdated   EventType = "usage.updated"
 	// EventPlanUpdated carries the agent's whole current plan (Claude's
 	// TodoWrite, Codex's turn/plan/updated, ACP's plan session update): each
 	// event replaces the previous plan.
-	EventPlanUpdated EventType = "plan.updated"
+	EventPlanUpdated          EventType = "plan.updated"
 	EventInteractionRequested EventType = "interaction.requested"
 	EventInteractionResolved  EventType = "interaction.resolved"
 	EventSystem               EventType = "system"
