@@ -30,7 +30,8 @@ var (
 // or install hint, an unknown format, dialect, resume mechanism, prompt
 // delivery or skills strategy, a resume, fork or prompt mechanism without
 // its flag (or a flag without its mechanism), a declared model or effort
-// that is no valid argument, or profile fields set.
+// that is no valid argument, profile fields set, or a Verified statement
+// that lacks what its kind needs (see Verification).
 func Validate(d Definition) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidDefinition, d.ID, fmt.Sprintf(format, a...))
@@ -76,6 +77,9 @@ func Validate(d Definition) error {
 		return bad("unknown skills strategy %q", d.Skills)
 	case len(d.Efforts) > 0 && !d.Caps.Effort:
 		return bad("efforts without Caps.Effort")
+	}
+	if msg := validateVerified(d); msg != "" {
+		return bad("%s", msg)
 	}
 	for _, v := range append(append([]string(nil), d.Models.Fallback...), d.Efforts...) {
 		if err := agent.ValidArgValue(v); err != nil {

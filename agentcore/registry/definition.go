@@ -207,7 +207,10 @@ type Definition struct {
 	// VerifiedVersions are the CLI versions this adapter was verified with.
 	// Empty means unverified: no version warning is given.
 	VerifiedVersions []string
-	Models           Models
+	// Verified states what verified the definition (a real CLI in CI, or
+	// fixtures from docs and why); `threadline agents --json` shows it.
+	Verified Verification
+	Models   Models
 	// ConfigModels, when set (by a profile), replace discovery (source "config").
 	ConfigModels []string
 	// Efforts are the effort levels the CLI takes (Caps.Effort). Empty with

@@ -82,6 +82,8 @@ type Report struct {
 	Fork         bool            `json:"fork"`
 	Capabilities Capabilities    `json:"capabilities"`
 	InstallHint  string          `json:"install_hint,omitempty"`
+	// Verified states what verified the definition.
+	Verified VerifiedReport `json:"verified"`
 	// Problems are diagnostics: a broken probe, a failed model listing.
 	Problems []string `json:"problems,omitempty"`
 	// Cached says the version and models came from the capability cache.
@@ -183,6 +185,7 @@ func baseReport(d Definition) Report {
 		Capabilities: d.Caps, InstallHint: d.InstallHint, Auth: AuthUnknown,
 		ModelsFreeForm: d.Models.FreeForm && len(d.ConfigModels) == 0,
 		Efforts:        append([]string(nil), d.Efforts...),
+		Verified:       verifiedReport(d),
 	}
 }
 
