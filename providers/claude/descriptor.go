@@ -19,6 +19,7 @@ func Descriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(ProviderID), Name: "Claude Code", Executable: DefaultBin,
 		VerifiedVersions: append([]string(nil), VerifiedVersions...),
+		Verified:         registry.RealCLI("providers/claude TestE2EBashToolRoundTrip, TestE2ECancelMidStream, TestE2EResume"),
 		// Aliases or full model ids (claude-sonnet-4-5-20250929).
 		Models:  registry.Models{Fallback: []string{"sonnet", "opus", "haiku"}, FreeForm: true},
 		Efforts: append([]string(nil), Efforts...),
@@ -49,6 +50,7 @@ func AmpDescriptor() registry.Definition {
 	d := Descriptor()
 	d.ID, d.Name, d.Executable = "amp", "Amp", "amp"
 	d.VerifiedVersions = nil
+	d.Verified = registry.DocsOnly("amp needs Sourcegraph's Amp server even with AMP_URL set (getUserInfo, loadPlugins before any model call): it cannot run offline, and no provider here was checked against its stream")
 	d.Args = registry.ArgSpec{Base: []string{"--execute", "--stream-json", "--stream-json-input"}}
 	d.Resume, d.NativeFork = registry.ResumeNone, false
 	d.Caps = registry.Capabilities{Images: true}
@@ -66,6 +68,7 @@ func CodeBuddyDescriptor() registry.Definition {
 	d := Descriptor()
 	d.ID, d.Name, d.Executable = "codebuddy", "CodeBuddy Code", "codebuddy"
 	d.VerifiedVersions = nil
+	d.Verified = registry.DocsOnly("@tencent-ai/codebuddy-code is not served by the npm registry reachable here; no provider here was checked against its stream")
 	d.Models, d.Efforts = registry.Models{FreeForm: true}, nil
 	d.Args.Effort = ""
 	d.Caps.Effort = false

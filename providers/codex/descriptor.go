@@ -15,6 +15,7 @@ func Descriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(ProviderID), Name: "Codex", Executable: DefaultBin,
 		VerifiedVersions: append([]string(nil), VerifiedVersions...),
+		Verified:         registry.RealCLI("providers/codex TestE2EApprove, TestE2ECancelMidStream, TestE2EResumeInFreshProcess"),
 		// `codex --version` prints "codex-cli 0.169.0".
 		Version: registry.VersionProbe{Pattern: regexp.MustCompile(`codex-cli (\d+\.\d+\.\d+\S*)`)},
 		// The live catalog comes over the protocol (model/list); models of

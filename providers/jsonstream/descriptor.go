@@ -31,6 +31,7 @@ func openCodeDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: "opencode-run", Name: "OpenCode (run --format json)", Executable: "opencode", Fallbacks: []string{"opencode-cli"},
 		VerifiedVersions: []string{"1.18.33"},
+		Verified:         registry.RealCLI("providers/jsonstream TestOpenCodeE2E"),
 		Models: registry.Models{
 			Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseSlashModels},
 			Fallback: []string{"anthropic/claude-sonnet-4-5", "openai/gpt-5", "google/gemini-2.5-pro"},
@@ -65,6 +66,8 @@ func mimoDescriptor() registry.Definition {
 	d := openCodeDescriptor()
 	d.ID, d.Name, d.Executable, d.Fallbacks = "mimo", "MiMo Code", "mimo", nil
 	d.VerifiedVersions = nil
+	d.Verified = registry.Fixtures("providers/jsonstream TestGolden (mimo-text)",
+		"MiMo Code is in no registry reachable here; its events are OpenCode's, which run against the real opencode")
 	d.Dialect = registry.DialectMimo
 	d.Models = registry.Models{
 		Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseSlashModels},
@@ -81,6 +84,8 @@ func mimoDescriptor() registry.Definition {
 func cursorDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(CursorProviderID), Name: "Cursor Agent", Executable: "cursor-agent", Fallbacks: []string{"agent"},
+		Verified: registry.Fixtures("providers/jsonstream TestCursorFixtures",
+			"Cursor Agent installs by a download script from cursor.com (no registry package) and signs in to Cursor"),
 		Models: registry.Models{
 			Command:  &registry.ModelCommand{Args: []string{"models"}, Parse: registry.ParseCursorModels},
 			Fallback: []string{"auto", "sonnet-4", "gpt-5"},
@@ -107,6 +112,8 @@ func cursorDescriptor() registry.Definition {
 func copilotDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(CopilotProviderID), Name: "GitHub Copilot CLI", Executable: "copilot",
+		Verified: registry.Fixtures("providers/jsonstream TestCopilotFixtures",
+			"the JSON mode has no real-CLI test yet; the ACP mode of the same CLI (copilot-acp) runs the real CLI"),
 		// BYOK providers take their own model ids (COPILOT_MODEL).
 		Models: registry.Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}, FreeForm: true},
 		Args: registry.ArgSpec{
@@ -131,6 +138,8 @@ func copilotDescriptor() registry.Definition {
 func qoderDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(QoderProviderID), Name: "Qoder CLI", Executable: "qodercli",
+		Verified: registry.Fixtures("providers/jsonstream TestQoderFixtures",
+			"qodercli 1.1.52 runs custom (BYOK) models only when logged in to Qoder's service: offline it answers \"Not logged in\" and sends nothing to a local model"),
 		// Qoder's model tiers: a closed list.
 		Models: registry.Models{Fallback: []string{"auto", "lite", "efficient", "performance", "ultimate"}},
 		Args: registry.ArgSpec{

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // fakeCLI writes a fake CLI that records argv (one per line) to dir/args and
@@ -236,6 +237,9 @@ func TestDescriptors(t *testing.T) {
 		d, ok := Descriptor(dl)
 		if !ok || d.Dialect != string(dl) || d.Executable == "" {
 			t.Fatalf("%s: descriptor %+v", dl, d)
+		}
+		if err := registry.Validate(d); err != nil || d.Verified.By == "" {
+			t.Errorf("%s: Validate = %v, verified %+v", dl, err, d.Verified)
 		}
 		args, err := Command(dl, agent.RunRequest{Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept})
 		if err != nil {

@@ -11,6 +11,8 @@ import "github.com/threadline-bot/threadline/agentcore/registry"
 func Descriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(ProviderID), Name: "Kimi Code CLI", Executable: DefaultBin,
+		Verified: registry.Fixtures("providers/kimi TestGolden",
+			"Kimi Code CLI is in no registry reachable here (PyPI holds only the archived legacy kimi-cli)"),
 		Models: registry.Models{Fallback: []string{"kimi-k2-turbo-preview", "kimi-k2.5", "moonshot-v1-32k"}, FreeForm: true},
 		Args: registry.ArgSpec{
 			Base: []string{"--output-format", "stream-json"}, Prompt: "-p",

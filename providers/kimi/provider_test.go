@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // fakeKimi writes a fake CLI that records its argv (one per line) to
@@ -190,6 +191,9 @@ func TestDescriptor(t *testing.T) {
 	d := Descriptor()
 	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || d.NativeFork {
 		t.Fatalf("descriptor %+v", d)
+	}
+	if err := registry.Validate(d); err != nil || d.Verified.By != registry.VerifiedFixtures {
+		t.Errorf("Validate = %v, verified %+v", err, d.Verified)
 	}
 	inv, err := Command(agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1"}, DefaultArgvLimit)
 	if err != nil {

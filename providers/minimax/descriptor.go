@@ -14,6 +14,9 @@ func Descriptor() registry.Definition {
 	d := codex.Descriptor()
 	d.ID, d.Name = string(ProviderID), "MiniMax (Codex app-server)"
 	d.Executable = DefaultBin
+	// The real codex CLI (VerifiedVersions from codex) with MiniMax's
+	// config, against a scripted Responses server.
+	d.Verified = registry.RealCLI("providers/minimax TestE2EMiniMaxConfig")
 	d.Models = registry.Models{Fallback: append([]string(nil), DefaultModels...), FreeForm: true}
 	d.PassEnv = nil
 	d.Auth = registry.AuthCheck{Env: []string{KeyEnv}}

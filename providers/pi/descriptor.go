@@ -11,6 +11,7 @@ func Descriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(ProviderID), Name: "Pi", Executable: DefaultBin,
 		VerifiedVersions: append([]string(nil), VerifiedWith...),
+		Verified:         registry.RealCLI("providers/pi TestE2ETool, TestE2EAbort, TestE2EResume"),
 		// "provider/id" or a pattern, listed live over RPC (get_available_models).
 		Models:  registry.Models{FreeForm: true},
 		Efforts: append([]string(nil), Efforts...),

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 const (
@@ -554,6 +555,9 @@ func TestDescriptor(t *testing.T) {
 	d := Descriptor()
 	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || !slices.Equal(d.Efforts, Efforts) || d.Resume != "cli-flag" || !d.NativeFork {
 		t.Fatalf("descriptor %+v", d)
+	}
+	if err := registry.Validate(d); err != nil || d.Verified.By != registry.VerifiedRealCLI {
+		t.Errorf("Validate = %v, verified %+v", err, d.Verified)
 	}
 	args := Args(agent.RunRequest{ResumeID: "s1", Model: "m1", Effort: "high"})
 	for _, pair := range [][]string{d.Args.Base[:1], {d.Args.Resume, "s1"}, {d.Args.Model, "m1"}, {d.Args.Effort, "high"}} {

@@ -39,6 +39,8 @@ func antigravityDescriptor() registry.Definition {
 	d.Args = registry.ArgSpec{Base: []string{"--print"}, Model: "--model", Resume: DefaultResumeFlag}
 	d.Prompt = registry.DeliverArgv
 	d.Resume = registry.ResumeSnapshot
+	d.Verified = registry.Fixtures("providers/plain TestAntigravityStreamsAndDiscoversSession",
+		"agy installs from antigravity.google (no registry package) and signs in to Google")
 	d.Models.Fallback = []string{"gemini-2.5-pro", "gemini-2.5-flash", "claude-sonnet-4"}
 	d.Auth.Note = "the login lives in the system keyring; not checked (a run reports sign-in failures)"
 	d.InstallHint = "see https://antigravity.google"
@@ -54,6 +56,8 @@ func aiderDescriptor() registry.Definition {
 		Accept: []string{"--yes-always"},
 	}
 	d.Prompt, d.PromptFallback = registry.DeliverArgv, registry.DeliverFile
+	d.Verified = registry.Fixtures("providers/plain TestPromptDelivery",
+		"Aider is a Python package (aider-chat), not among the pinned CLIs CI installs")
 	d.Models.Fallback = []string{"sonnet", "gpt-4o", "deepseek/deepseek-chat"}
 	d.Auth = registry.AuthCheck{Env: []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "DEEPSEEK_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY"}, Files: []string{"~/.aider.conf.yml", "~/.env"}}
 	d.InstallHint = "python -m pip install aider-install && aider-install"
@@ -67,6 +71,8 @@ func grokDescriptor() registry.Definition {
 	d.Args = registry.ArgSpec{Prompt: "-p", Model: "--model", Effort: "--effort"}
 	d.Prompt = registry.DeliverArgv
 	d.Caps.Effort = true
+	d.Verified = registry.Fixtures("providers/plain TestCommands",
+		"Grok Build installs by x.ai's download script (no registry package) and signs in to x.ai")
 	d.Models = registry.Models{ // `grok models` is the closed list
 		Command:  &registry.ModelCommand{Args: []string{"models"}},
 		Fallback: []string{"grok-build", "grok-4.3", "grok-4.20-reasoning"},
@@ -81,6 +87,7 @@ func grokDescriptor() registry.Definition {
 func deepseekDescriptor() registry.Definition {
 	d := shape(DeepSeek, "DeepSeek TUI", "deepseek")
 	d.Fallbacks = []string{"codewhale"}
+	d.Verified = registry.Fixtures("providers/plain TestCommands", "DeepSeek TUI is in no registry reachable here")
 	d.Args = registry.ArgSpec{Base: []string{"exec"}, Model: "--model", Accept: []string{"--auto"}}
 	d.Prompt = registry.DeliverArgv
 	d.Models.Fallback = []string{"deepseek-v4-pro", "deepseek-flash"}
@@ -94,6 +101,7 @@ func atomcodeDescriptor() registry.Definition {
 	d := shape(AtomCode, "AtomCode CLI", "atomcode")
 	d.Args = registry.ArgSpec{Model: "--model", PromptFile: "--prompt-file", Accept: []string{"-y"}}
 	d.Prompt = registry.DeliverFile
+	d.Verified = registry.Fixtures("providers/plain TestPromptDelivery", "@atomgit.com/atomcode is not served by the npm registry reachable here")
 	d.Models.Fallback = []string{"claude-sonnet-4-6", "gpt-5.2", "glm-5.2", "deepseek-v4"}
 	d.Auth = registry.AuthCheck{Files: []string{"~/.atomcode/config.toml"}}
 	d.InstallHint = "npm install -g @atomgit.com/atomcode"

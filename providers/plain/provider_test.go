@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // fake writes a fake CLI recording argv (one per line) to dir/args and
@@ -359,6 +360,9 @@ func TestDescriptors(t *testing.T) {
 		}
 		if !ok || d.ID != string(c) || d.Executable != clis[c].bin || d.InstallHint != clis[c].install {
 			t.Fatalf("%s: descriptor %+v, table %+v", c, d, clis[c])
+		}
+		if err := registry.Validate(d); err != nil || d.Verified.By == "" {
+			t.Errorf("%s: Validate = %v, verified %+v", c, err, d.Verified)
 		}
 		inv, err := Command(c, agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}, DefaultArgvLimit, DefaultResumeFlag)
 		if err != nil {
