@@ -119,11 +119,6 @@ type SlotView struct {
 	Upload string
 }
 
-type step struct {
-	id, summary  string
-	done, failed bool
-}
-
 type card struct {
 	in  agent.Interaction
 	res *agent.Resolution
@@ -132,21 +127,26 @@ type card struct {
 
 // Run accumulates one run's events. It is owned by one goroutine.
 type Run struct {
-	opts           RenderOptions
-	chatID, runID  string
-	agent, model   string
+	opts          RenderOptions
+	chatID, runID string
+	agent, model  string
+	// reported is the model the agent said it runs (agent.Event.Model).
+	reported       string
 	project        string
 	firstSeq, last int64
 	started, at    time.Time
 	body           strings.Builder
-	steps          []step
-	usage          *agent.Usage
-	files          map[string]bool
-	cards          map[string]*card
-	cardOrder      []string
-	terminal       agent.EventType
-	endText        string
-	notes          []string
+	// breakText is set by a tool call: the next text starts a paragraph.
+	breakText bool
+	steps     []Step
+	plan      *Plan
+	usage     *agent.Usage
+	files     map[string]bool
+	cards     map[string]*card
+	cardOrder []string
+	terminal  agent.EventType
+	endText   string
+	notes     []string
 }
 
 // NewRun starts the fold of run runID of chat chatID (project names the
@@ -176,6 +176,9 @@ func (r *Run) Apply(ev Event) {
 		return
 	}
 	e := en.Agent
+	if e.Model != "" && e.Type != agent.EventRunStarted {
+		r.reported = e.Model
+	}
 	switch e.Type {
 	case agent.EventRunStarted:
 		if en.Run != nil {
@@ -190,22 +193,34 @@ func (r *Run) Apply(ev Event) {
 			r.notes = append(r.notes, e.Text)
 		}
 	case agent.EventAssistantDelta:
-		r.body.WriteString(e.Text)
+		r.text(e.Text)
 	case agent.EventToolStarted:
 		if e.Tool != nil {
-			r.steps = append(r.steps, step{id: e.Tool.ID, summary: toolLine(e.Tool)})
+			r.steps = append(r.steps, Step{ID: e.Tool.ID, Tool: oneLine(e.Tool.Name, 60), Title: toolLine(e.Tool),
+				Status: StatusRunning, At: r.body.Len()})
+			r.breakText = true
 			if f := changedFile(e.Tool); f != "" {
 				r.files[f] = true
 			}
 		}
+	case agent.EventToolOutput:
+		if s := r.step(e.Tool); s != nil && len(s.Output) < 4*OutputLimit {
+			s.Output = clipOutput(s.Output + e.Text)
+		}
 	case agent.EventToolCompleted:
-		if e.Tool != nil {
-			for i := len(r.steps) - 1; i >= 0; i-- {
-				if r.steps[i].id == e.Tool.ID {
-					r.steps[i].done, r.steps[i].failed = true, e.Tool.IsError
-					break
-				}
+		if s := r.step(e.Tool); s != nil {
+			s.Status = StatusDone
+			if e.Tool.IsError {
+				s.Status = StatusFailed
 			}
+			if e.Tool.Output != "" {
+				s.Output = clipOutput(e.Tool.Output)
+			}
+		}
+		r.breakText = true
+	case agent.EventPlanUpdated:
+		if e.Plan != nil {
+			r.plan = planFrom(e.Plan)
 		}
 	case agent.EventUsageUpdated:
 		r.usage = e.Usage
@@ -226,12 +241,68 @@ func (r *Run) Apply(ev Event) {
 	case agent.EventRunCompleted:
 		r.terminal = e.Type
 		if r.body.Len() == 0 && e.Text != "" {
-			r.body.WriteString(e.Text)
+			r.text(e.Text)
 		}
 	case agent.EventRunFailed, agent.EventRunInterrupted:
 		r.terminal, r.endText = e.Type, e.Text
 	}
 }
+
+// text adds answer text; the first text after a tool call starts a new
+// paragraph, so that what the agent said before and after the call stays
+// apart.
+func (r *Run) text(s string) {
+	if s == "" {
+		return
+	}
+	if r.breakText && r.body.Len() > 0 {
+		b := r.body.String()
+		switch {
+		case strings.HasSuffix(b, "\n\n") || strings.HasPrefix(s, "\n\n"):
+		case strings.HasSuffix(b, "\n") || strings.HasPrefix(s, "\n"):
+			r.body.WriteByte('\n')
+		default:
+			r.body.WriteString("\n\n")
+		}
+	}
+	r.breakText = false
+	r.body.WriteString(s)
+}
+
+// step returns the run's step of tool call t (nil when there is none).
+func (r *Run) step(t *agent.Tool) *Step {
+	if t == nil {
+		return nil
+	}
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if r.steps[i].ID == t.ID {
+			return &r.steps[i]
+		}
+	}
+	return nil
+}
+
+// Activity is what the agent is doing now ("is running Bash…"), for a
+// platform's status indicator; "" once the run has ended.
+func (r *Run) Activity() string {
+	if r.Done() {
+		return ""
+	}
+	for _, id := range r.cardOrder {
+		if r.cards[id].res == nil {
+			return ActivityWaiting
+		}
+	}
+	for i := len(r.steps) - 1; i >= 0; i-- {
+		if !r.steps[i].Done() {
+			return activityRunning(r.steps[i].Tool)
+		}
+	}
+	return ActivityThinking
+}
+
+// Steps returns the run's tool steps in the order they started.
+func (r *Run) Steps() []Step { return append([]Step(nil), r.steps...) }
 
 // Done reports whether the run has ended (a terminal event, or Interrupt).
 func (r *Run) Done() bool { return r.terminal != "" }
@@ -271,29 +342,44 @@ func (r *Run) Cards() []Card {
 }
 
 // Views returns the desired content of every message of the run.
+//
+// Each answer part carries the tool steps that began in its text (Tasks, with
+// their offsets in the part's body), for platforms that show them in place
+// (Slack task cards in a native stream). The last part also carries the plan,
+// the status line, the compact step lines (Steps, for platforms without task
+// cards; kept in the final message), the activity, and while the run lives,
+// the Stop button.
 func (r *Run) Views() []SlotView {
 	o := r.opts
 	body := r.body.String()
 	final := r.Done()
-	parts := Split(body, o.PartLimit)
-	overflow := len(parts) > o.MaxParts
+	segs := segments(body, o.PartLimit)
+	overflow := len(segs) > o.MaxParts
 	if overflow {
-		parts = parts[:o.MaxParts]
+		segs = segs[:o.MaxParts]
+	}
+	parts := make([]string, len(segs))
+	for i, sg := range segs {
+		parts[i] = sg.render(body)
 	}
 	if body == "" {
-		parts = []string{""}
+		parts, segs = []string{""}, []segment{{}}
 	}
 	prio := PriorityProgress
 	if final {
 		prio = PriorityFinal
 	}
+	tasks := r.partTasks(segs, parts)
 	out := make([]SlotView, 0, len(parts)+len(r.cardOrder)+1)
 	for i, p := range parts {
-		v := View{Body: p}
+		v := View{Body: p, Tasks: tasks[i]}
 		if i == len(parts)-1 {
 			// The live part carries the status line, the steps and the Stop
 			// button, so that earlier parts never change again.
 			v.Status = r.status()
+			v.Plan = r.plan
+			v.Steps = r.stepLines()
+			v.Activity = r.Activity()
 			if overflow {
 				v.Body += fmt.Sprintf("\n\n_… the answer is %d bytes long; the whole answer is %s._",
 					len(body), map[bool]string{true: "attached as answer.md", false: "attached when the run ends"}[final])
@@ -304,7 +390,6 @@ func (r *Run) Views() []SlotView {
 			if final {
 				v.Footer = r.footer()
 			} else {
-				v.Steps = r.stepLines()
 				v.Buttons = []Button{{ID: ButtonStop, Label: "Stop", Style: StyleDanger,
 					Value: Ref{ChatID: r.chatID, RunID: r.runID}.Encode()}}
 			}
@@ -319,6 +404,31 @@ func (r *Run) Views() []SlotView {
 	for _, id := range r.cardOrder {
 		c := r.cards[id]
 		out = append(out, SlotView{Slot: slotCardPref + id, View: r.cardView(c), Priority: PriorityCard, Final: c.res != nil})
+	}
+	return out
+}
+
+// partTasks assigns each step to the part its text position falls in (a step
+// at a part's end stays with that part, so an earlier part keeps its steps
+// when the next part begins) and makes its offset relative to the part.
+func (r *Run) partTasks(segs []segment, parts []string) [][]Step {
+	out := make([][]Step, len(parts))
+	last := len(parts) - 1
+	for _, st := range r.steps {
+		k := last
+		for i, sg := range segs[:last] {
+			if st.At <= sg.end {
+				k = i
+				break
+			}
+		}
+		sg := segs[k]
+		at := st.At - sg.start
+		if sg.reopen != "" {
+			at += len(sg.reopen) + 1
+		}
+		st.At = min(max(at, 0), len(parts[k]))
+		out[k] = append(out[k], st)
 	}
 	return out
 }
@@ -342,23 +452,28 @@ func cutRune(s string, n int) int {
 	return n
 }
 
+// status is the status line: the agent, the model it reported (else the one
+// asked for; none when neither is known), the project and, while the run
+// lives, how long it has run (the final footer says how long it took).
 func (r *Run) status() string {
 	parts := []string{orDash(r.agent)}
-	parts = append(parts, orDefault(r.model))
+	if m := cmpOr(r.reported, r.model); m != "" {
+		parts = append(parts, m)
+	}
 	if r.project != "" {
 		parts = append(parts, r.project)
 	}
-	if !r.started.IsZero() && !r.at.IsZero() {
+	if !r.Done() && !r.started.IsZero() && !r.at.IsZero() {
 		parts = append(parts, fmtDuration(r.at.Sub(r.started)))
 	}
 	return strings.Join(parts, " · ")
 }
 
-func orDefault(s string) string {
-	if s == "" {
-		return "(default)"
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
 	}
-	return s
+	return b
 }
 
 func orDash(s string) string {
@@ -368,25 +483,20 @@ func orDash(s string) string {
 	return s
 }
 
+// stepLines are the notes, the plan and the latest steps as compact lines.
 func (r *Run) stepLines() []string {
 	var out []string
 	for _, n := range r.notes {
 		out = append(out, "⚠ "+oneLine(n, 150))
 	}
+	out = append(out, r.plan.Lines()...)
 	steps := r.steps
 	if len(steps) > r.opts.MaxSteps {
 		out = append(out, fmt.Sprintf("… %d earlier steps", len(steps)-r.opts.MaxSteps))
 		steps = steps[len(steps)-r.opts.MaxSteps:]
 	}
 	for _, s := range steps {
-		mark := "⏺"
-		switch {
-		case s.failed:
-			mark = "✗"
-		case s.done:
-			mark = "✓"
-		}
-		out = append(out, mark+" "+s.summary)
+		out = append(out, s.Line())
 	}
 	return out
 }

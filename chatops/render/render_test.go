@@ -95,8 +95,13 @@ func TestRunViews(t *testing.T) {
 		t.Fatalf("final views %+v", end)
 	}
 	v = end[0].View
-	if v.Body != "Let me look.\nFixed main.go." || len(v.Buttons) != 0 || len(v.Steps) != 0 {
+	// The text after the tool calls is its own paragraph; the steps stay in
+	// the final message; the duration is in the footer only.
+	if v.Body != "Let me look.\n\nFixed main.go." || len(v.Buttons) != 0 || strings.Join(v.Steps, "|") != "✓ Edit: main.go|✗ Bash: go test" {
 		t.Errorf("final view %+v", v)
+	}
+	if v.Status != "claude · opus · proj" || v.Activity != "" {
+		t.Errorf("final status %q, activity %q", v.Status, v.Activity)
 	}
 	if want := "Done in 12s · 1,200 in / 5 out tokens · 1 file changed"; v.Footer != want {
 		t.Errorf("footer %q, want %q", v.Footer, want)

@@ -20,8 +20,18 @@ type View struct {
 	Status string `json:"status,omitempty"`
 	// Body is Markdown (code fences kept).
 	Body string `json:"body,omitempty"`
-	// Steps are the latest tool steps, oldest first.
+	// Steps are compact lines of the plan and the latest tool steps, oldest
+	// first, for platforms that show no task cards (kept in the final view).
 	Steps []string `json:"steps,omitempty"`
+	// Tasks are the tool steps that began in this message's text, in the
+	// order they ran, each with its offset in Body.
+	Tasks []Step `json:"tasks,omitempty"`
+	// Plan is the agent's current plan (on the last part; nil without one).
+	Plan *Plan `json:"plan,omitempty"`
+	// Activity is what the agent is doing now ("is running Bash…"), for a
+	// platform's status indicator; "" once the run ended. It is not part of
+	// the message (nor of Hash).
+	Activity string `json:"-"`
 	// Footer is the final line (duration, tokens, cost, files changed).
 	Footer string `json:"footer,omitempty"`
 	// Buttons are shown in order in one row.
