@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // childEnviron is what agent id's child process would get, as a provider
@@ -35,7 +36,7 @@ func TestAgentEnvComposition(t *testing.T) {
 	t.Setenv("MY_SLACK", "xoxb-expanded-bot-token")
 	t.Setenv("DATABASE_URL", "postgres://u:dbpw@db/x")
 	t.Setenv("UNRELATED_SECRET_TOKEN", "never-passes")
-	cfg, err := loadConfig(writeConfig(t, `
+	cfg, err := configs.Load(writeConfig(t, `
 slack: {bot_token: "${MY_SLACK}", app_token: xapp-1-abcdef}
 agents:
   codex: {pass_env: [CORP_VAR, MY_SLACK]}
@@ -100,7 +101,7 @@ agents:
 
 func TestAgentEnvConfiguredWins(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-exported-1234")
-	set, err := loadAgents(&Config{Agents: map[string]AgentConfig{
+	set, err := loadAgents(&configs.Config{Agents: map[string]configs.AgentConfig{
 		"claude": {Env: map[string]string{"ANTHROPIC_API_KEY": "sk-ant-configured-99"}},
 	}}, slog.New(slog.DiscardHandler))
 	if err != nil {
@@ -118,7 +119,7 @@ func TestPassEnvRefusesBotSecrets(t *testing.T) {
 		{"agents: {claude: {pass_env: [DATABASE_URL]}}\n", "agents.claude.pass_env: DATABASE_URL"},
 		{"agents: {claude: {pass_env: ['A=B']}}\n", `agents.claude.pass_env: "A=B" is not a variable name`},
 	} {
-		if _, err := loadConfig(writeConfig(t, tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := configs.Load(writeConfig(t, tc.body)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err = %v, want %q", tc.body, err, tc.want)
 		}
 	}

@@ -12,10 +12,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -26,6 +24,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // errNoRunner marks a detected CLI that this build cannot run yet.
@@ -47,7 +46,7 @@ type agentSet struct {
 
 // loadAgents applies the config's agents section to the built-in definitions
 // and builds one provider per runnable built-in.
-func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
+func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
 	var profiles []registry.Profile
 	ids := make([]string, 0, len(cfg.Agents))
 	for id := range cfg.Agents {
@@ -79,18 +78,18 @@ func loadAgents(cfg *Config, log *slog.Logger) (*agentSet, error) {
 		s.providers = append(s.providers, p)
 	}
 	host := os.Environ()
-	blocked := secretSources(cfg, host)
-	s.secrets = secretEnvValues(procrun.ProxyKeys...)
+	blocked := cfg.SecretSources(host)
+	s.secrets = configs.SecretEnvValues(procrun.ProxyKeys...)
 	for _, d := range defs {
 		base := d.ID
 		if d.Base != "" {
 			base = d.Base
 		}
 		env, passed := agentEnv(d, host, blocked)
-		s.secrets = append(s.secrets, secretEnvValues(passed...)...)
+		s.secrets = append(s.secrets, configs.SecretEnvValues(passed...)...)
 		s.configs[d.ID] = prompt.AgentConfig{
 			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: env, Model: cfg.Agents[d.ID].Model,
-			Skills: d.Skills, IdleTimeout: cfg.idleTimeout(d.ID),
+			Skills: d.Skills, IdleTimeout: cfg.IdleTimeout(d.ID),
 		}
 	}
 	redactorOf(cfg).Add(s.secrets...)
@@ -158,7 +157,7 @@ func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(*config)
+	cfg, err := configs.Load(*config)
 	if err != nil {
 		return err
 	}
@@ -194,23 +193,6 @@ func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return err
 }
 
-// passEnvName is a variable name pass_env may list.
-var passEnvName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// validPassEnv refuses a name that is no variable name, and a bot secret
-// (SLACK_*, MATRIX_*, THREADLINE_*, DATABASE_URL), which never passes.
-func validPassEnv(names []string) error {
-	for _, n := range names {
-		switch {
-		case !passEnvName.MatchString(n):
-			return fmt.Errorf("%q is not a variable name", n)
-		case procrun.IsBotSecret(n):
-			return fmt.Errorf("%s is one of the bot's own credentials and never passes to an agent", n)
-		}
-	}
-	return nil
-}
-
 // agentEnv is the env an agent is started with over the allow-listed host
 // environment: the host values of the variables its descriptor and pass_env
 // name (d.HostEnvNames), under its configured env, which wins. passed are
@@ -230,36 +212,4 @@ func agentEnv(d registry.Definition, host []string, blocked func(string) bool) (
 		return nil, nil
 	}
 	return env, passed
-}
-
-// secretSources reports the host variables the config took a bot secret
-// from (a value that holds the database URL or password, or a Slack or
-// Matrix token or password): they never pass to an agent, whatever names it.
-func secretSources(cfg *Config, host []string) func(string) bool {
-	var bot []string
-	if u, err := url.Parse(cfg.Database.URL); err == nil && u.User != nil {
-		if pw, ok := u.User.Password(); ok {
-			bot = append(bot, pw)
-		}
-	}
-	if strings.Contains(cfg.Database.URL, "://") {
-		bot = append(bot, cfg.Database.URL)
-	}
-	if cfg.Slack != nil {
-		bot = append(bot, cfg.Slack.AppToken, cfg.Slack.BotToken, cfg.Slack.SigningSecret)
-	}
-	if cfg.Matrix != nil {
-		bot = append(bot, cfg.Matrix.AccessToken, cfg.Matrix.Password)
-	}
-	from := map[string]bool{}
-	for _, kv := range host {
-		k, v, _ := strings.Cut(kv, "=")
-		for _, s := range bot {
-			if len(s) >= 4 && strings.Contains(v, s) {
-				from[k] = true
-				break
-			}
-		}
-	}
-	return func(k string) bool { return from[k] }
 }

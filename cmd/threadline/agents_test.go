@@ -5,11 +5,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/threadline-bot/threadline/configs"
 )
 
 func TestLoadAgents(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
-	set, err := loadAgents(&Config{Agents: map[string]AgentConfig{
+	set, err := loadAgents(&configs.Config{Agents: map[string]configs.AgentConfig{
 		"claude": {Bin: "/opt/claude", Args: []string{"--foo"}, Env: map[string]string{"K": "V"}, Model: "sonnet"},
 		"fast":   {Base: "claude", Model: "haiku"},
 	}}, log)
@@ -49,14 +51,14 @@ func TestLoadAgents(t *testing.T) {
 func TestLoadAgentsRejectsBadProfiles(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	for name, tc := range map[string]struct {
-		agents map[string]AgentConfig
+		agents map[string]configs.AgentConfig
 		want   string
 	}{
-		"replace a built-in": {map[string]AgentConfig{"claude": {Base: "codex"}}, "claude"},
-		"unknown base":       {map[string]AgentConfig{"mine": {Base: "nosuch"}}, "nosuch"},
+		"replace a built-in": {map[string]configs.AgentConfig{"claude": {Base: "codex"}}, "claude"},
+		"unknown base":       {map[string]configs.AgentConfig{"mine": {Base: "nosuch"}}, "nosuch"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := loadAgents(&Config{Agents: tc.agents}, log)
+			_, err := loadAgents(&configs.Config{Agents: tc.agents}, log)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v", err)
 			}

@@ -18,12 +18,13 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
 // app is everything a command needs, wired.
 type app struct {
-	cfg     *Config
+	cfg     *configs.Config
 	log     *slog.Logger
 	store   *store.Store
 	hub     *runhub.Hub
@@ -53,14 +54,14 @@ type app struct {
 }
 
 // openApp opens and migrates the store and wires the services.
-func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.ApprovalPolicy, opts ...appOption) (*app, error) {
+func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approval agent.ApprovalPolicy, opts ...appOption) (*app, error) {
 	o := appOptionsOf(opts)
 	agents, err := loadAgents(cfg, log)
 	if err != nil {
 		return nil, err
 	}
 	if o.relay.Dir != "" {
-		o.relay.Mask = append(cfg.secrets(), agents.secrets...) // relays scrub them from their journals
+		o.relay.Mask = append(cfg.Secrets(), agents.secrets...) // relays scrub them from their journals
 	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
@@ -80,11 +81,11 @@ func openApp(ctx context.Context, cfg *Config, log *slog.Logger, approval agent.
 	// scrubbed from every event before it is persisted (so from replay, every
 	// front-end and --events jsonl), from everything posted to chat, and from logs.
 	red := redactorOf(cfg)
-	life := lifecycle.New(lifecycleStore{st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, relayDir()),
+	life := lifecycle.New(lifecycleStore{st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
 	popts := prompt.Options{Reclaimer: life,
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
-		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.skills(), Relay: o.relay, Scrubber: red,
+		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
 	}
 	if router != nil {
 		popts.Router = router

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -29,7 +30,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(*config)
+	cfg, err := configs.Load(*config)
 	if err != nil {
 		return err
 	}

@@ -9,10 +9,11 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 func TestChannelLimitsConfig(t *testing.T) {
-	cfg, err := loadConfig(writeConfig(t, `slack:
+	cfg, err := configs.Load(writeConfig(t, `slack:
   bot_token: xoxb-1
   app_token: xapp-1-abc
   workspace: {allow: ["*"], requester_only: true}
@@ -46,7 +47,7 @@ matrix:
 		"slack: {bot_token: x, app_token: y, channels: {C1: {agents: [\"--auto\"]}}}\n":           "slack.channels.C1.agents: invalid value",
 		"slack: {bot_token: x, app_token: y, workspace: {projects: [\"a b\"]}}\n":                 "slack.workspace.projects: invalid value",
 	} {
-		if _, err := loadConfig(writeConfig(t, body)); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := configs.Load(writeConfig(t, body)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
@@ -56,7 +57,7 @@ matrix:
 // others (and without running a CLI for a free-form or static list).
 func TestAgentLookup(t *testing.T) {
 	isolate(t)
-	cfg, err := loadConfig(writeConfig(t, "agents:\n  mine: {base: claude}\n"))
+	cfg, err := configs.Load(writeConfig(t, "agents:\n  mine: {base: claude}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

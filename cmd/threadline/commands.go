@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -98,11 +99,11 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(f.config)
+	cfg, err := configs.Load(f.config)
 	if err != nil {
 		return err
 	}
-	iso, err := startHost(cfg, false, stderr)
+	iso, err := cfg.StartHost(false, stderr)
 	if err != nil {
 		return err
 	}
@@ -181,11 +182,11 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	default:
 		return &exitError{2, fmt.Errorf("--interactions %q: use deny or accept", *interactions)}
 	}
-	cfg, err := loadConfig(f.config)
+	cfg, err := configs.Load(f.config)
 	if err != nil {
 		return err
 	}
-	iso, err := startHost(cfg, false, stderr)
+	iso, err := cfg.StartHost(false, stderr)
 	if err != nil {
 		return err
 	}
@@ -229,7 +230,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(*config)
+	cfg, err := configs.Load(*config)
 	if err != nil {
 		return err
 	}

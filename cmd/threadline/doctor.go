@@ -23,6 +23,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -37,7 +38,7 @@ type finding struct {
 }
 
 // doctorCheck is one check run by doctor.
-type doctorCheck func(ctx context.Context, cfg *Config) []finding
+type doctorCheck func(ctx context.Context, cfg *configs.Config) []finding
 
 // doctorChecks are the checks after the config loaded; front-ends add theirs.
 var doctorChecks = []doctorCheck{checkDatabase, checkAgents, checkLXD}
@@ -49,20 +50,20 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(*config)
+	cfg, err := configs.Load(*config)
 	if err != nil {
 		report(stdout, redact.New(), []finding{{name: "config", detail: err.Error(), fix: "Fix the config file; see configs/threadline.example.yaml."}})
 		return &exitError{1, errors.New("the config has problems")}
 	}
-	where := cfg.path
+	where := cfg.Path()
 	if where == "" {
-		where = "none found: built-in defaults (" + strings.Join(configPaths(), ", ") + ")"
+		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
 	}
 	findings := []finding{{name: "config", ok: true, detail: where}}
 	for _, c := range doctorChecks {
 		findings = append(findings, c(ctx, cfg)...)
 	}
-	problems := report(stdout, redact.New(cfg.secrets()...), findings)
+	problems := report(stdout, redact.New(cfg.Secrets()...), findings)
 	if problems > 0 {
 		return &exitError{1, fmt.Errorf("%d problem(s) found", problems)}
 	}
@@ -90,7 +91,7 @@ func report(w io.Writer, r *redact.Redactor, fs []finding) int {
 	return problems
 }
 
-func checkDatabase(ctx context.Context, cfg *Config) []finding {
+func checkDatabase(ctx context.Context, cfg *configs.Config) []finding {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	st, err := store.Open(ctx, cfg.Database.URL, slog.New(slog.DiscardHandler))
@@ -108,7 +109,7 @@ func checkDatabase(ctx context.Context, cfg *Config) []finding {
 	return []finding{{name: "database", ok: true, detail: st.Dialect() + ", schema up to date"}}
 }
 
-func checkAgents(ctx context.Context, cfg *Config) []finding {
+func checkAgents(ctx context.Context, cfg *configs.Config) []finding {
 	log := slog.New(slog.DiscardHandler)
 	set, err := loadAgents(cfg, log)
 	if err != nil {
@@ -118,7 +119,7 @@ func checkAgents(ctx context.Context, cfg *Config) []finding {
 	var missing []string
 	installed := 0
 	def := doctorDefaultAgent(cfg, set)
-	iso, _, _ := hostIsolation(cfg.Host) // the agent user's home holds its logins
+	iso, _, _ := cfg.Host.Resolve() // the agent user's home holds its logins
 	for _, r := range set.probe(ctx, log) {
 		f := finding{name: "agent " + r.ID}
 		switch {
@@ -157,7 +158,7 @@ func checkAgents(ctx context.Context, cfg *Config) []finding {
 
 // checkLXD checks LXD when something needs it: lxd set in the config, a
 // channel or room bound to a project, or a project in the database.
-func checkLXD(ctx context.Context, cfg *Config) []finding {
+func checkLXD(ctx context.Context, cfg *configs.Config) []finding {
 	why := lxdNeeded(ctx, cfg)
 	if why == "" {
 		return []finding{{name: "lxd", ok: true, detail: "not needed: no projects (project chats need it)"}}
@@ -180,7 +181,7 @@ func checkLXD(ctx context.Context, cfg *Config) []finding {
 func init() { doctorChecks = append(doctorChecks, checkSlack, checkMatrix) }
 
 // checkSlack calls auth.test with the bot token.
-func checkSlack(ctx context.Context, cfg *Config) []finding {
+func checkSlack(ctx context.Context, cfg *configs.Config) []finding {
 	if cfg.Slack == nil {
 		return nil
 	}
@@ -208,7 +209,7 @@ func checkSlack(ctx context.Context, cfg *Config) []finding {
 }
 
 // checkMatrix asks the homeserver who the configured token belongs to.
-func checkMatrix(ctx context.Context, cfg *Config) []finding {
+func checkMatrix(ctx context.Context, cfg *configs.Config) []finding {
 	m := cfg.Matrix
 	if m == nil {
 		return nil
@@ -254,7 +255,7 @@ func checkMatrix(ctx context.Context, cfg *Config) []finding {
 
 // doctorDefaultAgent is the agent chat and run start with: the configured
 // default, else the first of defaultAgents that can run here.
-func doctorDefaultAgent(cfg *Config, set *agentSet) string {
+func doctorDefaultAgent(cfg *configs.Config, set *agentSet) string {
 	if cfg.Defaults.Agent != "" {
 		return cfg.Defaults.Agent
 	}
@@ -270,7 +271,7 @@ func doctorDefaultAgent(cfg *Config, set *agentSet) string {
 // sign-in. For the default agent, or one the config sets up, it is a
 // failure with the fix, after a second look under the agent user's home when
 // isolation is on (where its logins live); for another agent, a note.
-func signInFinding(f finding, r registry.Report, cfg *Config, set *agentSet, def string, iso *procrun.Isolation) finding {
+func signInFinding(f finding, r registry.Report, cfg *configs.Config, set *agentSet, def string, iso *procrun.Isolation) finding {
 	d := set.byID[r.ID]
 	detail := r.AuthDetail
 	if iso != nil {
@@ -297,11 +298,11 @@ func signInFinding(f finding, r registry.Report, cfg *Config, set *agentSet, def
 }
 
 // lxdNeeded says why this config needs LXD, or "" when nothing does.
-func lxdNeeded(ctx context.Context, cfg *Config) string {
+func lxdNeeded(ctx context.Context, cfg *configs.Config) string {
 	if cfg.LXD.Remote != "" || cfg.LXD.Image != "" {
 		return "lxd is configured"
 	}
-	var bound []ChannelConfig
+	var bound []configs.ChannelConfig
 	if cfg.Slack != nil {
 		bound = append(bound, cfg.Slack.Workspace)
 		for _, ch := range cfg.Slack.Channels {

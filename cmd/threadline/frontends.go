@@ -21,6 +21,7 @@ import (
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 func init() {
@@ -33,7 +34,7 @@ func (a *app) desk() *chatops.Desk {
 		policy := a.policy()
 		workdir := a.cfg.Workdir
 		if workdir == "" {
-			if dir, err := dataDir(); err == nil {
+			if dir, err := configs.DataDir(); err == nil {
 				workdir = filepath.Join(dir, "work")
 			}
 		}
@@ -89,7 +90,7 @@ func (a *app) policy() *chatops.Policy { return policyOf(a.cfg, a.cfg.Defaults.A
 // policyOf builds the access policy of cfg's channels and rooms (serve's
 // start and a reload). The defaults (defaultAgent, the interaction timeout)
 // are each platform's least specific rules, under a workspace's own.
-func policyOf(cfg *Config, defaultAgent string) *chatops.Policy {
+func policyOf(cfg *configs.Config, defaultAgent string) *chatops.Policy {
 	policy := &chatops.Policy{Admins: cfg.Access.Admins}
 	under := func(s chatops.Scope) {
 		r := policy.Rules[s]
@@ -110,7 +111,7 @@ func policyOf(cfg *Config, defaultAgent string) *chatops.Policy {
 		for room, c := range cfg.Matrix.Rooms {
 			policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
 				Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
-					InteractionTimeout: c.InteractionTimeout.Duration, Skills: skillsOf(c.Skills)},
+					InteractionTimeout: c.InteractionTimeout.Duration, Skills: configs.SkillsOf(c.Skills)},
 				Allow:               c.Allow,
 				Approvers:           c.Approvers,
 				ReplyWithoutMention: c.ReplyWithoutMention,
@@ -123,7 +124,7 @@ func policyOf(cfg *Config, defaultAgent string) *chatops.Policy {
 
 // limit adds a channel's agents and projects lists and requester_only to the
 // rules bot/slack set for the scope.
-func limit(p *chatops.Policy, s chatops.Scope, c ChannelConfig) {
+func limit(p *chatops.Policy, s chatops.Scope, c configs.ChannelConfig) {
 	r := p.Rules[s]
 	r.Agents, r.Projects, r.RequesterOnly = c.Agents, c.Projects, c.RequesterOnly
 	p.Set(s, r)
@@ -133,12 +134,12 @@ func limit(p *chatops.Policy, s chatops.Scope, c ChannelConfig) {
 func (a *app) slackConfig() slackbot.Config { return slackConfigOf(a.cfg.Slack) }
 
 // slackConfigOf is a slack section in bot/slack's terms.
-func slackConfigOf(c *SlackConfig) slackbot.Config {
-	channel := func(cc ChannelConfig) slackbot.ChannelConfig {
+func slackConfigOf(c *configs.SlackConfig) slackbot.Config {
+	channel := func(cc configs.ChannelConfig) slackbot.ChannelConfig {
 		return slackbot.ChannelConfig{
 			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
 			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
-			InteractionTimeout: cc.InteractionTimeout.Duration, Skills: skillsOf(cc.Skills),
+			InteractionTimeout: cc.InteractionTimeout.Duration, Skills: configs.SkillsOf(cc.Skills),
 		}
 	}
 	out := slackbot.Config{

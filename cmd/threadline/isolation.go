@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -22,109 +21,6 @@ import (
 )
 
 var _ chatops.WorkFiles = (*app)(nil)
-
-// Isolation modes (host.isolation).
-const (
-	isolationAuto    = "auto"
-	isolationUID     = "uid"
-	isolationSandbox = "sandbox"
-	isolationOff     = "off"
-)
-
-// defaultAgentUser is host.user's default.
-const defaultAgentUser = "threadline-agent"
-
-// createAgentUser is the command that creates the default agent user.
-const createAgentUser = "useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent"
-
-// errUnisolated marks host agents that would run as the bot's own user.
-var errUnisolated = errors.New("host agents are not isolated")
-
-func (h HostConfig) validate() error {
-	switch h.Isolation {
-	case "", isolationAuto, isolationUID, isolationOff:
-	case isolationSandbox:
-		return errors.New("host.isolation: sandbox is not available in this build; use uid (a dedicated agent user, see README \"Isolation\") or off")
-	default:
-		return fmt.Errorf("host.isolation: %q must be auto, uid or off", h.Isolation)
-	}
-	if strings.ContainsAny(h.User, ":/ ") {
-		return fmt.Errorf("host.user: %q is not a user name", h.User)
-	}
-	return nil
-}
-
-func (h HostConfig) user() string {
-	if h.User == "" {
-		return defaultAgentUser
-	}
-	return h.User
-}
-
-func (h HostConfig) mode() string {
-	if h.Isolation == "" {
-		return isolationAuto
-	}
-	return h.Isolation
-}
-
-// hostIsolation resolves the config's host section. It returns the isolation
-// of host agents; nil and nil errors when host.isolation is off; nil and
-// unisolated (why) when auto found no isolation possible; and err when uid
-// was asked for and is not possible.
-func hostIsolation(h HostConfig) (iso *procrun.Isolation, unisolated, err error) {
-	if h.mode() == isolationOff {
-		return nil, nil, nil
-	}
-	iso, err = procrun.NewIsolation(h.user())
-	switch {
-	case err == nil:
-		return iso, nil, nil
-	case h.mode() == isolationUID:
-		return nil, nil, fmt.Errorf("host.isolation: uid: %w", err)
-	default:
-		return nil, err, nil
-	}
-}
-
-// startHost prepares this process for serve, chat or run: it makes the
-// process non-dumpable, removes from its environment the variables the
-// config took secrets from, and resolves the isolation of host agents. serve
-// (strict) refuses to run unisolated unless host.isolation is off; chat and
-// run warn once on stderr and go on.
-func startHost(cfg *Config, strict bool, stderr io.Writer) (*procrun.Isolation, error) {
-	if err := procrun.SetNotDumpable(); err != nil {
-		fmt.Fprintf(stderr, "threadline: warning: %v\n", err)
-	}
-	unsetSecretEnv(cfg)
-	iso, why, err := hostIsolation(cfg.Host)
-	switch {
-	case err != nil:
-		return nil, err
-	case why == nil:
-		return iso, nil
-	case strict:
-		return nil, fmt.Errorf("%w: they would run as the bot's own user and could read its environment, config, database and other runs' relays (%w).\n"+
-			"Create the agent user (the bot must be root or hold CAP_SETUID and CAP_SETGID, as configs/threadline.service grants):\n  %s\n"+
-			"or set host.isolation: off to run agents unisolated knowingly", errUnisolated, why, createAgentUser)
-	default:
-		fmt.Fprintf(stderr, "threadline: warning: agents run as your own user, unisolated (%v); set host.isolation: off to silence this\n", why)
-		return nil, nil
-	}
-}
-
-// workRoot is the parent of the chats' own working directories: the
-// config's workdir, else <data dir>/work (as the front desk uses).
-func workRoot(cfg *Config) string {
-	if cfg.Workdir != "" {
-		return cfg.Workdir
-	}
-	dir, err := dataDir()
-	if err != nil {
-		return ""
-	}
-	return filepath.Join(dir, "work")
-}
 
 // withIsolation runs host agents under iso (nil: unchanged); workRoot is
 // the parent of the chats' own working directories (<workRoot>/<chat id>),
@@ -354,36 +250,6 @@ func traversable(dir string) error {
 		}
 		if d == filepath.Dir(d) {
 			return nil
-		}
-	}
-}
-
-// envRefsOf lists the variables a raw config references as ${VAR}.
-func envRefsOf(raw []byte) []string {
-	var out []string
-	for _, m := range envRef.FindAllSubmatch(raw, -1) {
-		out = append(out, string(m[1]))
-	}
-	return out
-}
-
-// unsetSecretEnv removes from this process's environment every variable the
-// config took a secret from (its value holds a configured secret), so that
-// the bot does not keep them once the config is loaded. The initial
-// environment block of /proc/<pid>/environ still shows them: the process
-// being non-dumpable is what keeps other processes from reading it.
-func unsetSecretEnv(cfg *Config) {
-	secrets := cfg.secrets()
-	for _, name := range cfg.envRefs {
-		v, ok := os.LookupEnv(name)
-		if !ok {
-			continue
-		}
-		for _, s := range secrets {
-			if len(s) >= 4 && strings.Contains(v, s) {
-				_ = os.Unsetenv(name)
-				break
-			}
 		}
 	}
 }

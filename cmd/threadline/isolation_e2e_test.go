@@ -19,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -27,8 +28,8 @@ import (
 // procruntest.NeedAgentUser).
 func agentUser(t *testing.T) *user.User {
 	t.Helper()
-	if defaultAgentUser != procruntest.AgentUser {
-		t.Fatalf("the tests' agent user %s is not the default %s", procruntest.AgentUser, defaultAgentUser)
+	if configs.DefaultAgentUser != procruntest.AgentUser {
+		t.Fatalf("the tests' agent user %s is not the default %s", procruntest.AgentUser, configs.DefaultAgentUser)
 	}
 	return procruntest.NeedAgentUser(t)
 }
@@ -100,7 +101,7 @@ func TestRunIsolatedEndToEnd(t *testing.T) {
 	// Another run's live relay, as serve keeps them.
 	t.Setenv("XDG_STATE_HOME", mkdir(filepath.Join(dir, "state"), 0o711))
 	mkdir(filepath.Join(dir, "state", "threadline"), 0o711)
-	relays := relayDir()
+	relays := configs.RelayDir()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -221,8 +222,8 @@ func TestRunIsolatedEndToEnd(t *testing.T) {
 
 	t.Run("isolated", func(t *testing.T) {
 		probe, errOut := runProbe(t, cfgPath)
-		if !strings.Contains(probe, "uid="+agentU.Uid+"("+defaultAgentUser+")") {
-			t.Errorf("the tool did not run as %s:\n%s", defaultAgentUser, probe)
+		if !strings.Contains(probe, "uid="+agentU.Uid+"("+configs.DefaultAgentUser+")") {
+			t.Errorf("the tool did not run as %s:\n%s", configs.DefaultAgentUser, probe)
 		}
 		if found := leaks(probe); len(found) > 0 {
 			t.Errorf("the agent's tool reached %v:\n%s", found, probe)
@@ -294,7 +295,7 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", state)
 	data := filepath.Join(dir, "data", "threadline")
 	db := filepath.Join(data, "threadline.db")
-	relays := relayDir()
+	relays := configs.RelayDir()
 	probe := strings.Join([]string{
 		"id", "pwd",
 		"cat /proc/" + strconv.Itoa(os.Getpid()) + "/environ",
@@ -403,7 +404,7 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 		t.Errorf("the chat's directory is not the agent user's, group the bot's, mode 2770: %v %v", fi.Mode(), err)
 	}
 	for _, want := range []string{
-		"uid=" + agentU.Uid + "(" + defaultAgentUser + ")", chatDir,
+		"uid=" + agentU.Uid + "(" + configs.DefaultAgentUser + ")", chatDir,
 		"cat: /proc/" + strconv.Itoa(os.Getpid()) + "/environ: Permission denied",
 		"cat: " + db + ": Permission denied", "cannot open directory '" + data + "': Permission denied",
 		"cat: " + cfgPath + ": Permission denied", "cannot access '" + relays + "': Permission denied",

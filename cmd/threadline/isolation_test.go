@@ -69,46 +69,6 @@ func TestChatAndRunWarnOnceUnisolated(t *testing.T) {
 	}
 }
 
-func TestHostConfigValidation(t *testing.T) {
-	dir := isolate(t)
-	for body, want := range map[string]string{
-		"host:\n  isolation: sandbox\n": "sandbox is not available",
-		"host:\n  isolation: maybe\n":   "must be auto, uid or off",
-		"host:\n  user: a/b\n":          "not a user name",
-	} {
-		_, err := loadConfig(writeYAML(t, dir, body))
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("%q: %v, want %q", body, err, want)
-		}
-	}
-	// uid asked for and impossible: every command stops.
-	cfg := writeYAML(t, dir, "database:\n  url: "+filepath.Join(dir, "tl.db")+"\nhost:\n  user: surely-no-such-agent-user\n  isolation: uid\n")
-	_, _, _, err := run(t, "", "run", "--config", cfg, "--agent", "nosuch-agent", "hi")
-	if err == nil || !strings.Contains(err.Error(), "host.isolation: uid") {
-		t.Errorf("run with an impossible uid isolation: %v", err)
-	}
-}
-
-func TestUnsetSecretEnv(t *testing.T) {
-	dir := isolate(t)
-	t.Setenv("TL_T_DB", "postgres://u:pw-from-env-123@127.0.0.1:1/x")
-	t.Setenv("TL_T_TOKEN", "xoxb-from-env-456")
-	t.Setenv("TL_T_PLAIN", "http://127.0.0.1:1")
-	cfg, err := loadConfig(writeYAML(t, dir, "database:\n  url: ${TL_T_DB}\nslack:\n  bot_token: ${TL_T_TOKEN}\n  app_token: xapp-x\n  api_url: ${TL_T_PLAIN}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	unsetSecretEnv(cfg)
-	for _, k := range []string{"TL_T_DB", "TL_T_TOKEN"} {
-		if _, ok := os.LookupEnv(k); ok {
-			t.Errorf("%s is still in the environment", k)
-		}
-	}
-	if os.Getenv("TL_T_PLAIN") == "" {
-		t.Error("a variable holding no secret was removed")
-	}
-}
-
 // TestPrepareWorkdir: a chat's own directory goes to the agent user (group
 // the bot's, 2770), its parent becomes traversable; other directories are
 // left alone.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -19,7 +20,7 @@ import (
 // both are appended as events so every front-end shows it.
 func TestRestartMarksDeadRunsAndExpiresCards(t *testing.T) {
 	dir := isolate(t)
-	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
+	cfg := &configs.Config{Database: configs.DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
 	ctx := context.Background()
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, nil)
 	if err != nil {
@@ -69,7 +70,7 @@ func TestSweepKeepsRelayedRuns(t *testing.T) {
 	dir := isolate(t)
 	relays := filepath.Join(dir, "relays")
 	t.Setenv("THREADLINE_RELAY_DIR", relays)
-	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
+	cfg := &configs.Config{Database: configs.DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
 	ctx := context.Background()
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, nil)
 	if err != nil {

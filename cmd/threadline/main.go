@@ -16,6 +16,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // version is set with -ldflags "-X main.version=...".
@@ -144,7 +145,7 @@ func versionString() string {
 
 // newLogger logs to w at the level from THREADLINE_LOG (debug, info, warn,
 // error), with the config's secret values redacted.
-func newLogger(w io.Writer, def slog.Level, cfg *Config) *slog.Logger {
+func newLogger(w io.Writer, def slog.Level, cfg *configs.Config) *slog.Logger {
 	level := def
 	if v := os.Getenv("THREADLINE_LOG"); v != "" {
 		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
@@ -153,16 +154,16 @@ func newLogger(w io.Writer, def slog.Level, cfg *Config) *slog.Logger {
 	return slog.New(redact.Handler(h, redactorOf(cfg)))
 }
 
-// redactors holds the process's redactor of each loaded config (*Config ->
+// redactors holds the process's redactor of each loaded config (*configs.Config ->
 // *redact.Redactor): the logger, the prompt service and the front-ends share
 // it, so the project secrets a run adds are scrubbed from all of them.
 var redactors sync.Map
 
 // redactorOf returns the redactor of cfg's secrets, the same one every call.
-func redactorOf(cfg *Config) *redact.Redactor {
+func redactorOf(cfg *configs.Config) *redact.Redactor {
 	if r, ok := redactors.Load(cfg); ok {
 		return r.(*redact.Redactor)
 	}
-	r, _ := redactors.LoadOrStore(cfg, redact.New(cfg.secrets()...))
+	r, _ := redactors.LoadOrStore(cfg, redact.New(cfg.Secrets()...))
 	return r.(*redact.Redactor)
 }

@@ -165,3 +165,12 @@ func TestDoctorChecksSlackCredentials(t *testing.T) {
 		}
 	}
 }
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "threadline.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

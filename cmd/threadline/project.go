@@ -23,6 +23,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -105,8 +106,8 @@ func parseArgs(fs *flag.FlagSet, args []string, want ...string) ([]string, error
 }
 
 // openProjectStore loads the config and opens the migrated store.
-func openProjectStore(ctx context.Context, config string, stderr io.Writer) (*Config, *store.Store, error) {
-	cfg, err := loadConfig(config)
+func openProjectStore(ctx context.Context, config string, stderr io.Writer) (*configs.Config, *store.Store, error) {
+	cfg, err := configs.Load(config)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -264,7 +265,7 @@ func orAny(ids []string) string {
 	return strings.Join(ids, ", ")
 }
 
-func lxcRef(cfg *Config, container string) string {
+func lxcRef(cfg *configs.Config, container string) string {
 	if cfg.LXD.Remote == "" {
 		return container
 	}
@@ -568,7 +569,7 @@ func claudeCredentials() string {
 }
 
 // newPreparer wires the preparer of project containers from the lxd config.
-func newPreparer(cfg *Config, st *store.Store, log *slog.Logger, r *redact.Redactor) *execution.Preparer {
+func newPreparer(cfg *configs.Config, st *store.Store, log *slog.Logger, r *redact.Redactor) *execution.Preparer {
 	profiles := cfg.LXD.Profiles
 	if len(profiles) == 0 {
 		profiles = []string{"default"}

@@ -10,9 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // appOption tunes openApp.
@@ -35,12 +35,12 @@ func appOptionsOf(opts []appOption) appOptions {
 	return o
 }
 
-// withRelays runs agents under relays in dir (relayDir() when empty), so that
+// withRelays runs agents under relays in dir (configs.RelayDir() when empty), so that
 // runs survive a restart of this process.
 func withRelays(dir string) appOption {
 	return func(o *appOptions) {
 		if dir == "" {
-			dir = relayDir()
+			dir = configs.RelayDir()
 		}
 		exe, err := os.Executable()
 		if err != nil {
@@ -48,20 +48,6 @@ func withRelays(dir string) appOption {
 		}
 		o.relay = procrun.Relay{Dir: dir, Command: []string{exe, "relay"}}
 	}
-}
-
-// relayDir is $THREADLINE_RELAY_DIR, else $XDG_STATE_HOME/threadline/relays
-// (default ~/.local/state/threadline/relays).
-func relayDir() string {
-	if d := os.Getenv("THREADLINE_RELAY_DIR"); d != "" {
-		return d
-	}
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "threadline", "relays")
 }
 
 // cmdRelay is `threadline relay DIR`, started by procrun with the launch on

@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -46,10 +47,10 @@ func TestServeRestartReattachesPlainRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { killRelays(relays); os.RemoveAll(relays) })
-	cfg := &Config{
-		Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")},
-		Agents:   map[string]AgentConfig{"grok": {Bin: fakePlainCLI(t, dir)}},
-		HTTP:     HTTPConfig{Listen: "127.0.0.1:0"},
+	cfg := &configs.Config{
+		Database: configs.DatabaseConfig{URL: filepath.Join(dir, "tl.db")},
+		Agents:   map[string]configs.AgentConfig{"grok": {Bin: fakePlainCLI(t, dir)}},
+		HTTP:     configs.HTTPConfig{Listen: "127.0.0.1:0"},
 	}
 	ctx := context.Background()
 	var logs lockedLog

@@ -26,6 +26,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -108,14 +109,14 @@ func slicesContains(s []string, v string) bool {
 }
 
 // relayTestConfig is the config of the bot and of its restart.
-func relayTestConfig(db string) (*Config, error) {
+func relayTestConfig(db string) (*configs.Config, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	return &Config{
-		Database: DatabaseConfig{URL: db},
-		Agents:   map[string]AgentConfig{"claude": {Bin: exe, Env: map[string]string{testRoleEnv: "fakeclaude"}}},
+	return &configs.Config{
+		Database: configs.DatabaseConfig{URL: db},
+		Agents:   map[string]configs.AgentConfig{"claude": {Bin: exe, Env: map[string]string{testRoleEnv: "fakeclaude"}}},
 	}, nil
 }
 

@@ -6,17 +6,15 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
-	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // reloadState is embedded in app: what the last reload put in force.
@@ -25,7 +23,7 @@ type reloadState struct {
 	reloadMu sync.Mutex
 	// applied is the last config whose reloadable settings are in force;
 	// nil means the start's (app.cfg).
-	applied *Config
+	applied *configs.Config
 	// reloadedAgents is the agent set of the last reload; nil means app.agents.
 	reloadedAgents atomic.Pointer[agentSet]
 }
@@ -104,16 +102,16 @@ func (a *app) reload(ctx context.Context, path string) (reloadResult, error) {
 
 func (a *app) reloadLocked(path string) (reloadResult, error) {
 	if path == "" {
-		path = a.cfg.path
+		path = a.cfg.Path()
 	}
-	next, err := loadConfig(path)
+	next, err := configs.Load(path)
 	if err != nil {
 		return reloadResult{}, err
 	}
 	// The new file's secrets join the one redactor of the logger, the
 	// prompt service and the front-ends (loadAgents adds the host
 	// credentials it passes to it too), so that nothing below logs them.
-	a.redactor.Add(next.secrets()...)
+	a.redactor.Add(next.Secrets()...)
 	redactors.Store(next, a.redactor)
 	defer redactors.Delete(next)
 	set, err := loadAgents(next, a.log)
@@ -124,42 +122,19 @@ func (a *app) reloadLocked(path string) (reloadResult, error) {
 	if prev == nil {
 		prev = a.cfg
 	}
-	// A front-end added or removed needs a restart: the running one keeps
-	// its channels' or rooms' rules.
-	eff := *next
-	if (next.Slack == nil) != (a.cfg.Slack == nil) {
-		eff.Slack = prev.Slack
-	}
-	if (next.Matrix == nil) != (a.cfg.Matrix == nil) {
-		eff.Matrix = prev.Matrix
-	}
-	var res reloadResult
-	for _, k := range configDiff(prev, &eff) {
-		if reloadable(k) {
-			res.Applied = append(res.Applied, keyString(k))
-		}
-	}
-	for _, k := range configDiff(a.cfg, next) {
-		if !reloadable(k) {
-			res.Restart = append(res.Restart, keyString(k))
-		}
-	}
-	// Unsetting the default interaction timeout cannot be expressed in
-	// the policy (zero means "unset" there): the start's value stays.
-	if eff.Defaults.InteractionTimeout.Duration == 0 && a.cfg.Defaults.InteractionTimeout.Duration != 0 {
-		res.Restart = append(res.Restart, "defaults.interaction_timeout (unset)")
-	}
-
+	plan := configs.PlanReload(a.cfg, prev, next)
+	res := reloadResult{Applied: plan.Applied, Restart: plan.Restart}
+	eff := plan.Effective
 	a.reloadedAgents.Store(set)
-	a.prompt.Reconfigure(set.configs, eff.skills())
+	a.prompt.Reconfigure(set.configs, eff.Skills())
 	if a.threads != nil {
 		def := eff.Defaults.Agent
 		if def == "" {
 			def = firstInstalled(set)
 		}
-		a.threads.Policy().Replace(policyOf(&eff, def))
+		a.threads.Policy().Replace(policyOf(eff, def))
 	}
-	a.applied = &eff
+	a.applied = eff
 	return res, nil
 }
 
@@ -171,116 +146,4 @@ func firstInstalled(set *agentSet) string {
 		}
 	}
 	return ""
-}
-
-// reloadable reports whether a change of key k (a path of config keys and
-// map keys) is applied by a reload.
-func reloadable(k []string) bool {
-	match := func(pattern ...string) bool {
-		if len(k) < len(pattern) {
-			return false
-		}
-		for i, p := range pattern {
-			if p != "*" && p != k[i] {
-				return false
-			}
-		}
-		return true
-	}
-	switch {
-	case match("access", "admins"),
-		match("defaults", "agent"), match("defaults", "interaction_timeout"), match("defaults", "skills"),
-		match("defaults", "idle_timeout"),
-		match("slack", "workspace"), match("slack", "channels"), match("matrix", "rooms"):
-		return true
-	case match("agents") && len(k) <= 2: // an agent added or removed
-		return true
-	case match("agents", "*"):
-		return slices.Contains([]string{"base", "bin", "args", "env", "model", "pass_env", "idle_timeout"}, k[2])
-	}
-	return false
-}
-
-// keyString writes a key path as in the file: "slack.channels.C1.allow";
-// a map key with a dot is quoted (`matrix.rooms["!r:example.org"].allow`).
-func keyString(k []string) string {
-	var b strings.Builder
-	for i, s := range k {
-		switch {
-		case strings.ContainsAny(s, ". \"[]"):
-			b.WriteString("[" + strconv.Quote(s) + "]")
-		case i > 0:
-			b.WriteString("." + s)
-		default:
-			b.WriteString(s)
-		}
-	}
-	return b.String()
-}
-
-// configDiff lists the keys whose values differ between two configs, in
-// file order (struct fields) and sorted map keys. A section present in one
-// only is one key; values are compared, never returned.
-func configDiff(old, next *Config) [][]string {
-	var out [][]string
-	diffValue(nil, reflect.ValueOf(*old), reflect.ValueOf(*next), &out)
-	return out
-}
-
-func diffValue(path []string, x, y reflect.Value, out *[][]string) {
-	at := func() { *out = append(*out, slices.Clone(path)) }
-	switch x.Kind() {
-	case reflect.Pointer:
-		switch {
-		case x.IsNil() && y.IsNil():
-		case x.IsNil() || y.IsNil():
-			at()
-		default:
-			diffValue(path, x.Elem(), y.Elem(), out)
-		}
-	case reflect.Struct:
-		t := x.Type()
-		keyed := false
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-			if !f.IsExported() || name == "" || name == "-" {
-				continue
-			}
-			keyed = true
-			diffValue(append(path, name), x.Field(i), y.Field(i), out)
-		}
-		if !keyed && !reflect.DeepEqual(x.Interface(), y.Interface()) { // a value type (Duration)
-			at()
-		}
-	case reflect.Map:
-		keys := map[string]reflect.Value{}
-		for _, m := range []reflect.Value{x, y} {
-			for _, k := range m.MapKeys() {
-				keys[fmt.Sprint(k.Interface())] = k
-			}
-		}
-		names := make([]string, 0, len(keys))
-		for n := range keys {
-			names = append(names, n)
-		}
-		slices.Sort(names)
-		for _, n := range names {
-			k := keys[n]
-			xv, yv := x.MapIndex(k), y.MapIndex(k)
-			if !xv.IsValid() || !yv.IsValid() {
-				*out = append(*out, append(slices.Clone(path), n))
-				continue
-			}
-			diffValue(append(path, n), xv, yv, out)
-		}
-	case reflect.Slice:
-		if (x.Len() != 0 || y.Len() != 0) && !reflect.DeepEqual(x.Interface(), y.Interface()) {
-			at()
-		}
-	default:
-		if !reflect.DeepEqual(x.Interface(), y.Interface()) {
-			at()
-		}
-	}
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // writeConfigMap writes v as the config file at path.
@@ -66,7 +67,7 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		return m
 	}
 	writeConfigMap(t, path, conf([]string{"U1"}, nil))
-	cfg, err := loadConfig(path)
+	cfg, err := configs.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +190,7 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		if err := os.WriteFile(path, []byte(bad), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, want := loadConfig(path)
+		_, want := configs.Load(path)
 		if want == nil {
 			t.Fatalf("%q loads", bad)
 		}
@@ -206,26 +207,6 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		if _, _, err := a.prompt.Provider("mine"); err != nil {
 			t.Fatalf("agent mine is gone after refusing %q", bad)
 		}
-	}
-}
-
-// TestConfigDiffKeys: keys, not values, and map keys with dots quoted.
-func TestConfigDiffKeys(t *testing.T) {
-	a := &Config{Matrix: &MatrixConfig{Rooms: map[string]ChannelConfig{"!r:example.org": {Allow: []string{"@a:x"}}}}, Agents: map[string]AgentConfig{}}
-	b := &Config{Matrix: &MatrixConfig{Rooms: map[string]ChannelConfig{"!r:example.org": {Allow: []string{"@b:x"}}, "!s:x": {}}}}
-	var got []string
-	for _, k := range configDiff(a, b) {
-		got = append(got, keyString(k))
-		if !reloadable(k) {
-			t.Errorf("%v is not reloadable", k)
-		}
-	}
-	want := []string{`matrix.rooms["!r:example.org"].allow`, "matrix.rooms.!s:x"}
-	if !slices.Equal(got, want) {
-		t.Errorf("diff %q, want %q", got, want)
-	}
-	if d := configDiff(a, a); len(d) != 0 {
-		t.Errorf("a config differs from itself: %v", d)
 	}
 }
 
@@ -408,7 +389,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	if err := os.WriteFile(path, bad, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	_, want := loadConfig(path)
+	_, want := configs.Load(path)
 	if want == nil {
 		t.Fatal("the invalid file loads")
 	}

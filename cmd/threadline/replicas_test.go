@@ -8,6 +8,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -23,7 +24,7 @@ func TestReplicaFailover(t *testing.T) {
 		beat  = 100 * time.Millisecond
 		stale = time.Second
 	)
-	cfg := &Config{Database: DatabaseConfig{URL: storetest.URL(t, store.DialectPostgres)}}
+	cfg := &configs.Config{Database: configs.DatabaseConfig{URL: storetest.URL(t, store.DialectPostgres)}}
 	ctx := context.Background()
 	open := func(owner string) *app {
 		a, err := openApp(ctx, cfg, slog.New(slog.DiscardHandler), agent.ApprovalDeny, withReplica(owner, beat, stale))

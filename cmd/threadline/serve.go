@@ -15,12 +15,12 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // frontEnd is a chat platform connection run by serve.
@@ -57,15 +57,15 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := loadConfig(*config)
+	cfg, err := configs.Load(*config)
 	if err != nil {
 		return err
 	}
-	iso, err := startHost(cfg, true, stderr)
+	iso, err := cfg.StartHost(true, stderr)
 	if err != nil {
 		return err
 	}
-	if err := privateDirs(); err != nil {
+	if err := configs.PrivateDirs(); err != nil {
 		return err
 	}
 	log := newLogger(stderr, slog.LevelInfo, cfg)
@@ -78,7 +78,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	defer stop()
 	hup := hangups() // from here SIGHUP reloads the config (reload.go) instead of ending serve
 	defer signal.Stop(hup)
-	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, workRoot(cfg)))
+	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, cfg.WorkRoot()))
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	rctx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
-	go a.reloadOn(rctx, hup, cfg.path)
+	go a.reloadOn(rctx, hup, cfg.Path())
 	return serve(ctx, a, fronts)
 }
 
@@ -126,7 +126,7 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 			public = true
 		}
 	}
-	plan, err := planListeners(a.cfg.HTTP, public)
+	plan, err := a.cfg.HTTP.Listeners(public)
 	if err != nil {
 		a.Close()
 		return err
@@ -134,16 +134,16 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	var servers []*http.Server
 	for _, l := range plan {
 		h := http.Handler(routes)
-		if l.admin {
+		if l.Admin {
 			h = httpHandler(a.metrics, checks)
 		}
-		ln, err := net.Listen("tcp", l.addr)
+		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
 			for _, srv := range servers {
 				_ = srv.Close()
 			}
 			a.Close()
-			return fmt.Errorf("%s %s: %w", l.key, l.addr, err)
+			return fmt.Errorf("%s %s: %w", l.Key, l.Addr, err)
 		}
 		// Timeouts against slow clients (slowloris): the Slack endpoints read
 		// at most 1 MiB and answer at once; nothing here streams.
@@ -152,10 +152,10 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		servers = append(servers, srv)
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "listen", l.addr, "err", err)
+				log.Error("http server", "listen", l.Addr, "err", err)
 			}
 		}()
-		log.Info("listening", "addr", ln.Addr().String(), "serves", l.serves())
+		log.Info("listening", "addr", ln.Addr().String(), "serves", l.Serves())
 	}
 	log.Info("serving", "front-ends", len(fronts))
 
@@ -219,75 +219,6 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	return runErr
 }
 
-// defaultAdminListen is http.admin_listen's default.
-const defaultAdminListen = "127.0.0.1:8781"
-
-// listener is one HTTP address serve opens: the front-ends' routes (the
-// Slack Events API), or /healthz and /metrics (admin).
-type listener struct {
-	key   string // the config key that names addr
-	addr  string
-	admin bool
-}
-
-func (l listener) serves() string {
-	if l.admin {
-		return "/healthz /metrics"
-	}
-	return "front-end routes"
-}
-
-// planListeners decides where serve listens. /healthz and /metrics are
-// unauthenticated, so they are never on a public listener: with front-end
-// routes (Slack HTTP mode) http.listen serves only those and /healthz and
-// /metrics are on http.admin_listen (default 127.0.0.1:8781), which must be
-// another address. Without routes they stay on http.listen when it is a
-// loopback address and admin_listen is not set; else they go to
-// admin_listen and http.listen is not opened.
-func planListeners(c HTTPConfig, public bool) ([]listener, error) {
-	admin := listener{key: "http.admin_listen", addr: c.AdminListen, admin: true}
-	if admin.addr == "" {
-		admin.addr = defaultAdminListen
-	}
-	if public {
-		if sameAddr(c.Listen, admin.addr) {
-			return nil, fmt.Errorf("http.admin_listen %s: must differ from http.listen in Slack HTTP mode, so that /healthz and /metrics are not public", admin.addr)
-		}
-		return []listener{{key: "http.listen", addr: c.Listen}, admin}, nil
-	}
-	if c.AdminListen == "" && isLoopback(c.Listen) {
-		return []listener{{key: "http.listen", addr: c.Listen, admin: true}}, nil
-	}
-	return []listener{admin}, nil
-}
-
-// isLoopback reports whether the listen address addr binds only a loopback
-// interface ("127.0.0.1:8780", "[::1]:8780", "localhost:8780"); ":8780"
-// binds every interface.
-func isLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// sameAddr reports whether two listen addresses would collide: the same
-// port on the same host, or on a wildcard host.
-func sameAddr(a, b string) bool {
-	ha, pa, errA := net.SplitHostPort(a)
-	hb, pb, errB := net.SplitHostPort(b)
-	if errA != nil || errB != nil {
-		return a == b
-	}
-	wild := func(h string) bool { return h == "" || h == "0.0.0.0" || h == "::" }
-	return pa == pb && (ha == hb || wild(ha) || wild(hb))
-}
-
 // Health of the front-ends: checked in the background, never per request.
 var (
 	// healthInterval is how often a healthy front-end is checked again.
@@ -349,51 +280,4 @@ func (h *healthCache) last(context.Context) error {
 		return errHealthPending
 	}
 	return h.err
-}
-
-// stateDir is $XDG_STATE_HOME/threadline (default ~/.local/state/threadline).
-func stateDir() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the state directory: %w", err)
-		}
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "threadline"), nil
-}
-
-// privateDirs makes the bot's own data and state directories (the
-// database, the relays' journals) mode 0700 whatever the umask: it creates
-// them so, and takes group and other permissions away from existing ones,
-// except other's search bit on the data directory, which isolated agents
-// use to reach their working directories below it (see traversable).
-func privateDirs() error {
-	for _, dir := range []struct {
-		path     func() (string, error)
-		keepExec bool
-	}{{dataDir, true}, {stateDir, false}} {
-		d, err := dir.path()
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		mode, want := fi.Mode().Perm(), os.FileMode(0o700)
-		if dir.keepExec {
-			want |= fi.Mode().Perm() & 0o001
-		}
-		if mode != want {
-			if err := os.Chmod(d, want); err != nil {
-				return fmt.Errorf("make %s private: %w", d, err)
-			}
-		}
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 type fakeFront struct {
@@ -69,7 +70,7 @@ func TestServeRoutesHealthAndOrderedShutdown(t *testing.T) {
 	healthInterval, healthRetry = 50*time.Millisecond, 50*time.Millisecond
 	t.Cleanup(func() { healthInterval, healthRetry = oldInterval, oldRetry })
 	admin := freePort(t)
-	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: HTTPConfig{Listen: "127.0.0.1:38781", AdminListen: admin}}
+	cfg := &configs.Config{Database: configs.DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: configs.HTTPConfig{Listen: "127.0.0.1:38781", AdminListen: admin}}
 	var logs lockedBuffer
 	a, err := openApp(context.Background(), cfg, slog.New(slog.NewTextHandler(&logs, nil)), agent.ApprovalAsk)
 	if err != nil {

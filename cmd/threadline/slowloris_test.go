@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // bodyFront is a front-end whose route reads the whole body, as the Slack
@@ -54,7 +55,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 	}
 	dir := isolate(t)
 	addr := freeAddr(t)
-	cfg := &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: HTTPConfig{Listen: addr}}
+	cfg := &configs.Config{Database: configs.DatabaseConfig{URL: filepath.Join(dir, "tl.db")}, HTTP: configs.HTTPConfig{Listen: addr}}
 	a, err := openApp(context.Background(), cfg, slog.New(slog.DiscardHandler), agent.ApprovalAsk)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 // configdoc_test.go: docs/config.md documents exactly the keys the config file accepts.
 
-package main
+package configs
 
 import (
 	"os"
@@ -15,7 +15,7 @@ import (
 )
 
 // configDocPath is the config reference, relative to this package.
-const configDocPath = "../../docs/config.md"
+const configDocPath = "../docs/config.md"
 
 // configKeyPaths walks t's yaml tags and returns every key path the decoder
 // accepts: leaves ("slack.bot_token") and the sections above them

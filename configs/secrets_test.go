@@ -1,4 +1,4 @@
-package main
+package configs
 
 import (
 	"path/filepath"
@@ -23,7 +23,7 @@ func TestConfigSecrets(t *testing.T) {
 			"DB_PASSWORD":        "hunter",
 		}}},
 	}
-	got := c.secrets()
+	got := c.Secrets()
 	for _, want := range []string{"pa55-word", "postgres://tl:pa55-word@db:5432/tl", "xoxb-bot-token", "xapp-app-token",
 		"signing-secret", "sk-ant-planted", "long-enough-value", "http://127.0.0.1:8080", "hunter"} {
 		if !slices.Contains(got, want) {
@@ -35,7 +35,7 @@ func TestConfigSecrets(t *testing.T) {
 	}
 	// A SQLite path is not a URL to hide.
 	c = &Config{Database: DatabaseConfig{URL: filepath.Join(dir, "tl.db")}}
-	if got := c.secrets(); len(got) != 0 {
+	if got := c.Secrets(); len(got) != 0 {
 		t.Errorf("secrets() = %q", got)
 	}
 }
@@ -45,10 +45,10 @@ func TestSecretEnvValues(t *testing.T) {
 	t.Setenv("TL_TEST_APIKEY", "apikey-value")
 	t.Setenv("TL_TEST_PROXY", "http://user:proxy-pw@proxy:3128")
 	t.Setenv("TL_TEST_PLAIN", "not-a-secret")
-	got := secretEnvValues("TL_TEST_GH_TOKEN", "TL_TEST_APIKEY", "TL_TEST_PROXY", "TL_TEST_PLAIN", "TL_TEST_UNSET")
+	got := SecretEnvValues("TL_TEST_GH_TOKEN", "TL_TEST_APIKEY", "TL_TEST_PROXY", "TL_TEST_PLAIN", "TL_TEST_UNSET")
 	want := []string{"ghp-host-token", "apikey-value", "http://user:proxy-pw@proxy:3128", "proxy-pw"}
 	if !slices.Equal(got, want) {
-		t.Errorf("secretEnvValues = %q, want %q", got, want)
+		t.Errorf("SecretEnvValues = %q, want %q", got, want)
 	}
 	for name, secret := range map[string]bool{"API_KEY": true, "DB_PASSWORD": true, "GITHUB_TOKEN": true, "AWS_SECRET_ACCESS_KEY": true,
 		"NPM_AUTH": true, "PWD": false, "HTTPS_PROXY": false, "LANG": false, "HOME": false} {

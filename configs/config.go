@@ -1,6 +1,10 @@
-// Configuration: one YAML file with ${ENV} expansion.
-
-package main
+// Package configs is the schema of Threadline's one YAML config file and its
+// loading: ${ENV} expansion, *_file secrets, strict keys (an unknown key names
+// its path and the nearest valid one), validation, defaults, the secret values
+// to redact, and the key-by-key diff a reload applies. The directory also
+// holds the example config, the Slack app manifest and the systemd unit;
+// docs/config.md is checked against these types.
+package configs
 
 import (
 	"bytes"
@@ -11,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -41,8 +46,11 @@ type Config struct {
 	envRefs []string
 }
 
+// Path is the file the config came from, "" for the built-in defaults.
+func (c *Config) Path() string { return c.path }
+
 // HostConfig says how host agents (chats without a project) are isolated
-// from the bot (see isolation.go).
+// from the bot (see host.go and agentcore/execution).
 type HostConfig struct {
 	// User is the unprivileged user host agents run as; default threadline-agent.
 	User string `yaml:"user"`
@@ -61,7 +69,7 @@ type DatabaseConfig struct {
 type HTTPConfig struct {
 	Listen string `yaml:"listen"`
 	// AdminListen serves /healthz and /metrics when Listen is public (Slack
-	// HTTP mode) or not loopback; default 127.0.0.1:8781 (see serve.go).
+	// HTTP mode) or not loopback; default 127.0.0.1:8781 (see Listeners).
 	AdminListen string `yaml:"admin_listen"`
 }
 
@@ -102,9 +110,9 @@ type AgentConfig struct {
 // DefaultIdleTimeout is defaults.idle_timeout when the file does not set it.
 const DefaultIdleTimeout = 30 * time.Minute
 
-// idleTimeout is agent id's idle timeout: its own, else the defaults', else
+// IdleTimeout is agent id's idle timeout: its own, else the defaults', else
 // DefaultIdleTimeout; 0 disables.
-func (c *Config) idleTimeout(id string) time.Duration {
+func (c *Config) IdleTimeout(id string) time.Duration {
 	if d := c.Agents[id].IdleTimeout; d != nil {
 		return d.Duration
 	}
@@ -201,8 +209,8 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// configPaths lists where a config file is looked for when --config is not given.
-func configPaths() []string {
+// Paths lists where a config file is looked for when --config is not given.
+func Paths() []string {
 	paths := []string{"threadline.yaml"}
 	if dir, err := os.UserConfigDir(); err == nil {
 		paths = append(paths, filepath.Join(dir, "threadline", "config.yaml"))
@@ -210,11 +218,11 @@ func configPaths() []string {
 	return paths
 }
 
-// loadConfig reads the file at path, or the first default location that exists.
+// Load reads the file at path, or the first default location that exists.
 // No file at all gives the built-in defaults.
-func loadConfig(path string) (*Config, error) {
+func Load(path string) (*Config, error) {
 	if path == "" {
-		for _, p := range configPaths() {
+		for _, p := range Paths() {
 			if _, err := os.Stat(p); err == nil {
 				path = p
 				break
@@ -227,7 +235,7 @@ func loadConfig(path string) (*Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("config: %w", err)
 		}
-		if err := parseConfig(raw, cfg); err != nil {
+		if err := parse(raw, cfg); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
 		cfg.path = path
@@ -239,7 +247,7 @@ func loadConfig(path string) (*Config, error) {
 	return cfg, nil
 }
 
-func parseConfig(raw []byte, cfg *Config) error {
+func parse(raw []byte, cfg *Config) error {
 	var root yaml.Node
 	if err := yaml.Unmarshal(raw, &root); err != nil {
 		return err
@@ -249,6 +257,9 @@ func parseConfig(raw []byte, cfg *Config) error {
 	}
 	if len(root.Content) == 0 {
 		return nil
+	}
+	if err := checkKeys(root.Content[0], reflect.TypeOf(cfg), nil); err != nil {
+		return err
 	}
 	// Decode the expanded tree strictly: a misspelt key is an error, not a
 	// silently ignored setting.
@@ -305,7 +316,7 @@ func (c *Config) readSecretFiles() error {
 	return nil
 }
 
-// secrets lists the configured secret values, for redaction in logs and chat.
+// Secrets lists the configured secret values, for redaction in logs and chat.
 // They are the database URL (whole, when it is a URL) and its password, every
 // Slack and Matrix token and password (from the file or inline), and every
 // value of agents.<id>.env of redact.MinLen bytes or more, whatever its key
@@ -315,7 +326,7 @@ func (c *Config) readSecretFiles() error {
 // masking it would mangle every tool line) and a plain lowercase word such as
 // "enabled" or "bedrock" (masking it would mangle every sentence).
 // Project secrets are added at run time.
-func (c *Config) secrets() []string {
+func (c *Config) Secrets() []string {
 	var out []string
 	if u, err := url.Parse(c.Database.URL); err == nil && u.User != nil {
 		if pw, ok := u.User.Password(); ok {
@@ -368,12 +379,12 @@ func isLocalPath(v string) bool {
 	return err == nil && filepath.Dir(v) != "/"
 }
 
-// secretEnvValues returns the values in the process environment of the named
+// SecretEnvValues returns the values in the process environment of the named
 // host variables (those passed on to agents) whose names look secret (KEY,
 // TOKEN, SECRET, PASSWORD, PASS, PASSWD, PWD, AUTH, CREDENTIAL, PRIVATE,
 // COOKIE, SESSION, SIGNATURE, CERT, DSN, or a URL holding a password), for
-// the redactor: redactorOf(cfg).Add(secretEnvValues(names)...).
-func secretEnvValues(names ...string) []string {
+// the redactor.
+func SecretEnvValues(names ...string) []string {
 	var out []string
 	for _, n := range names {
 		v, ok := os.LookupEnv(n)
@@ -544,7 +555,7 @@ func (c *Config) validate() error {
 
 func (c *Config) applyDefaults() error {
 	if c.Database.URL == "" {
-		dir, err := dataDir()
+		dir, err := DataDir()
 		if err != nil {
 			return err
 		}
@@ -563,8 +574,8 @@ func (c *Config) applyDefaults() error {
 	return nil
 }
 
-// dataDir is $XDG_DATA_HOME/threadline (default ~/.local/share/threadline).
-func dataDir() (string, error) {
+// DataDir is $XDG_DATA_HOME/threadline (default ~/.local/share/threadline).
+func DataDir() (string, error) {
 	base := os.Getenv("XDG_DATA_HOME")
 	if base == "" {
 		home, err := os.UserHomeDir()
@@ -607,11 +618,11 @@ func skillOf(p string) (registry.Skill, error) {
 	return registry.Skill{Name: filepath.Base(abs), Path: file}, nil
 }
 
-// skills are the default skills of every run.
-func (c *Config) skills() []registry.Skill { return skillsOf(c.Defaults.Skills) }
+// Skills are the default skills of every run.
+func (c *Config) Skills() []registry.Skill { return SkillsOf(c.Defaults.Skills) }
 
-// skillsOf reads skill directories (validated at load).
-func skillsOf(paths []string) []registry.Skill {
+// SkillsOf reads skill directories (validated at load).
+func SkillsOf(paths []string) []registry.Skill {
 	var out []registry.Skill
 	for _, p := range paths {
 		if s, err := skillOf(p); err == nil {

@@ -1,4 +1,4 @@
-package main
+package configs
 
 import (
 	"os"
@@ -27,7 +27,7 @@ agents:
   claude: {bin: /opt/claude, args: [--foo], env: {K: "${TL_TEST_KEY}"}, model: sonnet}
   fast: {base: claude, model: haiku}
 `)
-	cfg, err := loadConfig(p)
+	cfg, err := Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,14 +54,14 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"self base", "agents:\n  x: {base: x}\n", "base must name another agent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadConfig(writeConfig(t, tc.body))
+			_, err := Load(writeConfig(t, tc.body))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("missing file", func(t *testing.T) {
-		if _, err := loadConfig(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
+		if _, err := Load(filepath.Join(t.TempDir(), "nope.yaml")); err == nil {
 			t.Fatal("no error for a missing --config file")
 		}
 	})
@@ -72,7 +72,7 @@ func TestDefaultDatabaseIsSQLiteInXDGDataHome(t *testing.T) {
 	t.Setenv("XDG_DATA_HOME", dir)
 	t.Chdir(t.TempDir())
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
-	cfg, err := loadConfig("")
+	cfg, err := Load("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestConfigValidation(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, want string
 	}{
-		{"unknown key", "databse:\n  url: x\n", "field databse not found"},
+		{"unknown key", "databse:\n  url: x\n", "line 1: unknown key databse (did you mean database?)"},
 		{"slack mode", "slack: {mode: carrier-pigeon, bot_token: b}\n", `slack.mode: "carrier-pigeon" must be socket or http`},
 		{"slack bot token", "slack: {app_token: a}\n", "slack.bot_token is required"},
 		{"slack socket app token", "slack: {bot_token: b}\n", "slack.app_token is required in socket mode"},
@@ -106,21 +106,21 @@ func TestConfigValidation(t *testing.T) {
 		{"agent model", "agents: {opencode: {model: '--yolo'}}\n", "agents.opencode.model: invalid value"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := loadConfig(writeConfig(t, tc.body))
+			_, err := Load(writeConfig(t, tc.body))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}
 	t.Run("secret from file", func(t *testing.T) {
-		cfg, err := loadConfig(writeConfig(t, "slack: {bot_token_file: "+tokenFile+", app_token: xapp-1-abcdef}\ndefaults: {interaction_timeout: 5m}\n"))
+		cfg, err := Load(writeConfig(t, "slack: {bot_token_file: "+tokenFile+", app_token: xapp-1-abcdef}\ndefaults: {interaction_timeout: 5m}\n"))
 		if err != nil {
 			t.Fatal(err)
 		}
 		if cfg.Slack.BotToken != "xoxb-from-file" || cfg.Slack.Mode != "socket" || cfg.Defaults.InteractionTimeout.Minutes() != 5 {
 			t.Errorf("%+v %+v", cfg.Slack, cfg.Defaults)
 		}
-		if s := strings.Join(cfg.secrets(), " "); !strings.Contains(s, "xoxb-from-file") || !strings.Contains(s, "xapp-1-abcdef") {
+		if s := strings.Join(cfg.Secrets(), " "); !strings.Contains(s, "xoxb-from-file") || !strings.Contains(s, "xapp-1-abcdef") {
 			t.Errorf("secrets() = %q", s)
 		}
 	})
@@ -131,28 +131,28 @@ func TestDefaultSkills(t *testing.T) {
 	skill := filepath.Join(dir, "review")
 	os.MkdirAll(skill, 0o755)
 	os.WriteFile(filepath.Join(skill, "SKILL.md"), []byte("# Review\n"), 0o644)
-	cfg, err := loadConfig(writeConfig(t, "defaults:\n  skills: ["+skill+"]\n"))
+	cfg, err := Load(writeConfig(t, "defaults:\n  skills: ["+skill+"]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s := cfg.skills(); len(s) != 1 || s[0].Name != "review" || s[0].Path != filepath.Join(skill, "SKILL.md") {
+	if s := cfg.Skills(); len(s) != 1 || s[0].Name != "review" || s[0].Path != filepath.Join(skill, "SKILL.md") {
 		t.Errorf("skills = %+v", s)
 	}
-	if _, err := loadConfig(writeConfig(t, "defaults:\n  skills: ["+dir+"]\n")); err == nil || !strings.Contains(err.Error(), "has no SKILL.md") {
+	if _, err := Load(writeConfig(t, "defaults:\n  skills: ["+dir+"]\n")); err == nil || !strings.Contains(err.Error(), "has no SKILL.md") {
 		t.Errorf("a directory without SKILL.md: %v", err)
 	}
 }
 
 func TestExampleConfigLoads(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
-	if _, err := loadConfig("../../configs/threadline.example.yaml"); err != nil {
+	if _, err := Load("threadline.example.yaml"); err != nil {
 		t.Fatalf("configs/threadline.example.yaml: %v", err)
 	}
 }
 
 func TestChannelSkillsAreChecked(t *testing.T) {
 	dir := t.TempDir()
-	_, err := loadConfig(writeConfig(t, "slack: {bot_token: xoxb-1, app_token: xapp-1, channels: {C1: {skills: ["+dir+"]}}}\n"))
+	_, err := Load(writeConfig(t, "slack: {bot_token: xoxb-1, app_token: xapp-1, channels: {C1: {skills: ["+dir+"]}}}\n"))
 	if err == nil || !strings.Contains(err.Error(), "slack.channels.C1.skills") || !strings.Contains(err.Error(), "has no SKILL.md") {
 		t.Fatalf("err = %v", err)
 	}
