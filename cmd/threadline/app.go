@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/redact"
@@ -37,7 +38,7 @@ type app struct {
 	redactor *redact.Redactor
 	// files creates attached files in chats' working directories for the
 	// agent user (isolation.go).
-	files workFiles
+	files execution.WorkFiles
 	deskState
 	reloadState // SIGHUP (reload.go)
 
@@ -90,9 +91,9 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	if router != nil {
 		popts.Router = router
 	}
-	ps := prompt.New(hub, chats, st, isolated(agents.providers, o.isolation, o.workRoot), log, popts)
+	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
-	a.files = workFiles{iso: o.isolation, root: o.workRoot}
+	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	var reattach lifecycle.Reattacher

@@ -400,7 +400,7 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 	b, _ := os.ReadFile(found[0])
 	out := string(b)
 	chatDir := filepath.Dir(found[0])
-	if fi, err := os.Stat(chatDir); err != nil || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid || int(fi.Sys().(*syscall.Stat_t).Gid) != os.Getegid() || fi.Mode() != os.ModeDir|workdirMode {
+	if fi, err := os.Stat(chatDir); err != nil || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid || int(fi.Sys().(*syscall.Stat_t).Gid) != os.Getegid() || fi.Mode() != os.ModeDir|os.ModeSetgid|0o770 {
 		t.Errorf("the chat's directory is not the agent user's, group the bot's, mode 2770: %v %v", fi.Mode(), err)
 	}
 	for _, want := range []string{

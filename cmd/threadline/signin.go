@@ -26,7 +26,7 @@ func (a *app) warnSignIn(agentID, project string, w io.Writer) bool {
 	if !ok {
 		return false
 	}
-	msg := signInProblem(d, a.files.iso)
+	msg := signInProblem(d, a.files.Iso)
 	if msg == "" {
 		return false
 	}

@@ -1,9 +1,9 @@
 // The isolation of a bot that is not root, as configs/threadline.service runs
-// it: the test binary re-executed as nobody with the unit's ambient
+// it: the test binary re-executed (also as `threadline relay`) as nobody with the unit's ambient
 // capabilities prepares chat directories, saves attachments and starts and
 // stops agents as the agent user.
 
-package main
+package execution
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
@@ -22,6 +23,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 )
 
 // nonRootBotEnv selects the non-root bot role of the test binary.
@@ -31,6 +33,12 @@ const nonRootBotEnv = "THREADLINE_TEST_NONROOT_BOT"
 const unitCaps = "+setuid,+setgid,+chown,+kill"
 
 func init() {
+	if len(os.Args) == 3 && os.Args[1] == "relay" { // procrun starts `<exe> relay DIR`, as threadline relay does
+		if err := procrun.RunRelay(context.Background(), os.Args[2], os.Stdin, os.Stdout, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv(nonRootBotEnv) == "1" {
 		os.Exit(nonRootBotRole())
 	}
@@ -51,7 +59,7 @@ func nonRootBotRole() int {
 		return fail("isolation", err)
 	}
 	root := os.Getenv("WORK_ROOT")
-	files := workFiles{iso: iso, root: root}
+	files := WorkFiles{Iso: iso, Root: root}
 	save := func(dir, name, body string) error {
 		w, err := files.CreateWorkFile(dir, name)
 		if err != nil {
@@ -66,7 +74,7 @@ func nonRootBotRole() int {
 	// agent runs a shell command as the agent user in dir, as a run does
 	// (the directory prepared first), and returns its output.
 	agent := func(dir, script string) string {
-		if err := prepareWorkdir(root, dir, iso); err != nil {
+		if err := PrepareWorkdir(root, dir, iso); err != nil {
 			return "prepare: " + err.Error()
 		}
 		p, err := procrun.Start(procrun.WithIsolation(context.Background(), iso), nil, procrun.Spec{Bin: "/bin/sh", Args: []string{"-c", script}, Dir: dir})
@@ -185,7 +193,7 @@ func stopAgent(ctx context.Context, dir, how string) string {
 // symbolic link it planted is not followed when the bot saves a file of that
 // name; Kill and Signal, direct and relayed, stop the agent.
 func TestNonRootBotIsolation(t *testing.T) {
-	u := agentUser(t)
+	u := procruntest.NeedAgentUser(t)
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		t.Fatal(err)
