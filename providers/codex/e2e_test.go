@@ -12,6 +12,7 @@ package codex_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -317,10 +318,9 @@ func TestE2EResumeInFreshProcess(t *testing.T) {
 	if r2.Err != nil {
 		t.Fatalf("run 2: %v", r2.Err)
 	}
-	for _, ev := range r2.Of(agent.EventSessionUpdated) {
-		if ev.SessionID != sid {
-			t.Errorf("resumed run moved to thread %q, want %q", ev.SessionID, sid)
-		}
+	// The resumed thread is reported once more, for the model it runs.
+	if s := r2.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != sid || s[0].Model != "fake-model" {
+		t.Errorf("resumed run's session.updated %+v, want thread %q with its model", s, sid)
 	}
 	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
 		t.Errorf("run 2 last event %+v", last)
@@ -392,5 +392,58 @@ func TestE2EDetection(t *testing.T) {
 	cat, err := h.prov.Catalog(context.Background(), "")
 	if err != nil || cat.Source != codexharness.SourceAppServer || len(cat.Modes) != 2 {
 		t.Errorf("catalog source %q, %d modes, err %v", cat.Source, len(cat.Modes), err)
+	}
+}
+
+// TestE2EPlanUpdated: the model's update_plan call (the tool enabled with
+// -c tools.update_plan.enabled=true: the fake model has no catalog
+// metadata that offers it) reaches the chat as plan.updated, the tool's
+// own output going back to the model as usual.
+func TestE2EPlanUpdated(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-plan", fakeresponses.ToolCall("update_plan", map[string]any{
+		"explanation": "Fix the bug",
+		"plan":        []map[string]string{{"step": "Read", "status": "completed"}, {"step": "Fix", "status": "in_progress"}, {"step": "Test", "status": "pending"}},
+	})))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan it", Args: []string{"-c", "tools.update_plan.enabled=true"}}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	plans := r.Of(agent.EventPlanUpdated)
+	if len(plans) != 1 {
+		t.Fatalf("plan.updated %+v", plans)
+	}
+	want := agent.Plan{Title: "Fix the bug", Items: []agent.PlanItem{{Text: "Read", Status: agent.PlanCompleted}, {Text: "Fix", Status: agent.PlanInProgress}, {Text: "Test", Status: agent.PlanPending}}}
+	if got := *plans[0].Plan; got.Title != want.Title || fmt.Sprint(got.Items) != fmt.Sprint(want.Items) {
+		t.Errorf("plan %+v, want %+v", got, want)
+	}
+	if !strings.Contains(r.Last().Text, "Plan updated") {
+		t.Errorf("the model did not get the tool's output: %q", r.Last().Text)
+	}
+}
+
+// TestE2EQuestionOtherAnswer: Codex offers "Other" on every question with
+// options (isOther): the card allows a free-text answer, and it reaches the
+// model as typed.
+func TestE2EQuestionOtherAnswer(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-other", fakeresponses.AskUser(fakeresponses.Question{
+		ID: "color", Header: "Color", Question: "Which color?",
+		Options: []fakeresponses.Option{{Label: "Red", Description: "warm"}, {Label: "Blue", Description: "cool"}},
+	})))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-other: ask me", Mode: agent.ModePlan}, answerAll(agent.DecisionAnswer, map[string]string{"color": "Teal, please"}))
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
+	}
+	req := r.Of(agent.EventInteractionRequested)
+	if len(req) != 1 || len(req[0].Interaction.Questions) != 1 || !req[0].Interaction.Questions[0].AllowOther || !req[0].Interaction.AutoResolveAt.IsZero() {
+		t.Fatalf("interaction.requested %+v", req)
+	}
+	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Teal, please"`) {
+		t.Errorf("last event %+v", last)
 	}
 }

@@ -29,7 +29,9 @@
 // # Event mapping (Parser)
 //
 //	notification                                agent.Event
-//	thread/start|resume|fork result, new id     session.updated {session_id, model}
+//	thread/start|resume|fork result             session.updated {session_id, model} (a new
+//	                                            id, or the model of the resumed thread)
+//	turn/plan/updated                           plan.updated {title: explanation, items}
 //	item/agentMessage/delta, item/plan/delta    assistant.delta
 //	item/reasoning/summaryTextDelta, textDelta  reasoning.delta ("\n\n" between summary parts)
 //	item/completed agentMessage|plan|reasoning  the missing suffix of the streamed text only
@@ -61,7 +63,23 @@
 //	                                                              _meta {"persist":"session"} for approve_session
 //	item/permissions/requestApproval        permission            {"permissions": asked|{}, "scope": turn|session}
 //	item/tool/call                          tool_call             {"contentItems": [...], "success": bool}
+//	execCommandApproval (legacy)            command_approval      {"decision": approved|approved_for_session|{"denied":{"rejection"}}|abort}
+//	applyPatchApproval (legacy)             file_change_approval  same; the diff comes from its fileChanges
+//	account/chatgptAuthTokens/refresh       unknown (a card)      declined at once: JSON-RPC error (Threadline holds no ChatGPT tokens)
+//	attestation/generate                    unknown (a card)      declined at once: JSON-RPC error (no attestation)
+//	currentTime/read                        (nobody asked)        {"currentTimeAt": unix seconds}, answered at once
 //	anything else                           unknown               Answers["json"] as the result, or a JSON-RPC error
+//
+// An MCP form elicitation is a question (one agent.Question per schema
+// property, in order: enums and oneOf titles are Options, arrays
+// MultiSelect, fields not required Optional) answered with typed content;
+// a URL elicitation or a form without fields is accepted with Approve.
+// requestUserInput's isOther is Question.AllowOther; its autoResolutionMs is
+// Interaction.AutoResolveAt, and an unanswered question is answered with no
+// answers then (resolved timed_out by "agent"). An answer that cannot be
+// encoded (not a number, not an option, a required field missing, invalid
+// JSON) sends nothing: Respond returns ErrBadAnswer, the request stays
+// pending and a system event (agent.SystemAnswerRefused) says why.
 //
 // Each request is emitted as interaction.requested (ID "rpc-<n>" or
 // "rpc-s-<string>", NativeID the raw id). The matching InteractionResponse is

@@ -191,7 +191,7 @@ func TestGoldenFacts(t *testing.T) {
 		for _, ev := range events("ask.jsonl") {
 			if ev.Type == agent.EventInteractionRequested {
 				q := ev.Interaction.Questions
-				if ev.Interaction.Kind != agent.KindQuestion || len(q) != 1 || q[0].ID != "color" || q[0].Text != "Which color?" || len(q[0].Options) != 2 {
+				if ev.Interaction.Kind != agent.KindQuestion || len(q) != 1 || q[0].ID != "color" || q[0].Text != "Which color?" || len(q[0].Options) != 2 || !q[0].AllowOther {
 					t.Errorf("interaction %+v", ev.Interaction)
 				}
 				return
@@ -206,7 +206,9 @@ func TestGoldenFacts(t *testing.T) {
 				kinds = append(kinds, string(ev.Interaction.Kind)+":"+ev.Interaction.Options[0].ID+":"+string(ev.Interaction.NativeID))
 			}
 		}
-		if strings.Join(kinds, " ") != "elicitation:approve:0 elicitation:answer:1" {
+		// The MCP tool approval is an elicitation with approval buttons; the
+		// server's own form is a question, one field per schema property.
+		if strings.Join(kinds, " ") != "elicitation:approve:0 question:answer:1" {
 			t.Errorf("interactions %v", kinds)
 		}
 	})

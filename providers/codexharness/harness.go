@@ -259,8 +259,18 @@ func (r *run) Start(c *procrun.Conn) error {
 	return nil
 }
 
-// Timer fails a run whose turn did not start in time.
+// timerAuto prefixes the timer of a request's own deadline ("auto:<id>").
+const timerAuto = "auto:"
+
+// Timer fails a run whose turn did not start in time, and answers a
+// request whose own deadline passed.
 func (r *run) Timer(name string, c *procrun.Conn) {
+	if id, ok := strings.CutPrefix(name, timerAuto); ok {
+		if !r.ended() {
+			r.apply(r.inter.autoResolved(id))
+		}
+		return
+	}
 	if name != timerStart || r.parser.TurnID() != "" || r.ended() {
 		return
 	}
@@ -346,9 +356,18 @@ func (r *run) handleRequest(m *jsonrpc.Message, line []byte) error {
 	return nil
 }
 
-// Respond routes a chat answer to its server request.
-func (r *run) Respond(resp agent.InteractionResponse, _ *procrun.Conn) error {
+// Respond routes a chat answer to its server request. An answer that cannot
+// be encoded (ErrBadAnswer) sends nothing: the request stays pending, a
+// system event (agent.SystemAnswerRefused) says why, and the error is
+// returned.
+func (r *run) Respond(resp agent.InteractionResponse, c *procrun.Conn) error {
 	out, err := r.inter.respond(resp)
+	if errors.Is(err, ErrBadAnswer) {
+		c.Emit(agent.Event{Type: agent.EventSystem, Subtype: agent.SystemAnswerRefused,
+			Text:        fmt.Sprintf("The answer was not sent (%v); the request is still waiting for an answer.", err),
+			Interaction: &agent.Interaction{ID: resp.InteractionID},
+			Native:      &agent.Native{Provider: r.h.opts.Provider, Kind: r.inter.method(resp.InteractionID)}})
+	}
 	if err != nil {
 		return err
 	}
@@ -362,6 +381,9 @@ func (r *run) apply(out outcome) {
 	}
 	for _, ev := range out.events {
 		r.c.Emit(ev)
+	}
+	for id, d := range out.autoResolve {
+		r.c.After(timerAuto+id, d)
 	}
 	if out.interrupt {
 		r.c.Stopping()
@@ -416,7 +438,9 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 		if r.req.Fork {
 			known = ""
 		}
-		if res.Thread.ID != known {
+		// A new thread, or the model of a resumed one: the chat shows the
+		// model the agent reports.
+		if res.Thread.ID != known || model != "" {
 			r.c.Emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: res.Thread.ID, Model: model,
 				Native: &agent.Native{Provider: r.h.opts.Provider, Kind: method, ID: agent.JSONString(res.Thread.ID)}})
 		}

@@ -752,7 +752,8 @@ func TestRunResumeAndFork(t *testing.T) {
 		if f.err != nil || f.last().Type != agent.EventRunCompleted {
 			t.Fatalf("err %v, last %+v", f.err, f.last())
 		}
-		if s := f.of(agent.EventSessionUpdated); len(s) != 0 {
+		// The same thread, reported once for the model the agent runs.
+		if s := f.of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != src || s[0].Model != "fake-model" {
 			t.Errorf("session.updated on resuming the same thread: %+v", s)
 		}
 		u := f.of(agent.EventUsageUpdated)

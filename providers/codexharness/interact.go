@@ -8,8 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
+	"time"
 
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 
@@ -48,9 +48,16 @@ type pendingRequest struct {
 	method   string
 	kind     agent.InteractionKind
 
-	permissions json.RawMessage   // item/permissions/requestApproval: what was asked
-	mcpApproval bool              // an MCP tool-call approval elicitation
-	schema      map[string]string // elicitation form: property → JSON type
+	permissions json.RawMessage // item/permissions/requestApproval: what was asked
+	mcpApproval bool            // an MCP tool-call approval elicitation
+	form        []formField     // an elicitation form's fields, in question order
+	url         bool            // a URL elicitation (accept carries no content)
+	// autoResolve is the agent's own deadline (requestUserInput
+	// autoResolutionMs): unanswered by then, the harness answers it empty.
+	autoResolve time.Duration
+	// refusal, when set, is why the request cannot be answered from the
+	// chat: it is declined at once with this text.
+	refusal string
 }
 
 // interactions tracks the server requests of one connection.
@@ -60,10 +67,11 @@ type interactions struct {
 	pending  map[string]*pendingRequest // Threadline id → request
 	order    []string
 	seen     map[string]bool // native ids seen on this connection
+	now      func() time.Time
 }
 
 func newInteractions(provider agent.ProviderID, label string) *interactions {
-	return &interactions{provider: provider, label: label, pending: map[string]*pendingRequest{}, seen: map[string]bool{}}
+	return &interactions{provider: provider, label: label, pending: map[string]*pendingRequest{}, seen: map[string]bool{}, now: time.Now}
 }
 
 // interactionID is Threadline's id for a native request id: "rpc-7" for the
@@ -83,10 +91,15 @@ type outcome struct {
 	// interrupt asks the harness to interrupt the turn (a cancel on a request
 	// that has no native cancel).
 	interrupt bool
+	// autoResolve asks the harness to call autoResolved(id) after the
+	// request's own deadline.
+	autoResolve map[string]time.Duration
 }
 
 // request turns server request m into interaction.requested. With a policy
-// decision (no one can be asked) it also answers at once and resolves.
+// decision (no one can be asked) it also answers at once and resolves. A
+// request the harness answers by itself (currentTime/read) asks nobody; one
+// that cannot be answered from the chat is shown and declined at once.
 func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, policy agent.Decision) (outcome, error) {
 	key := string(m.ID)
 	if in.seen[key] {
@@ -94,14 +107,26 @@ func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, poli
 	}
 	in.seen[key] = true
 	pr := &pendingRequest{id: interactionID(m.ID), nativeID: m.ID, method: m.Method}
+	if m.Method == "currentTime/read" {
+		// Nothing to ask: the harness knows the time.
+		b, _ := json.Marshal(map[string]int64{"currentTimeAt": in.now().Unix()})
+		l, err := jsonrpc.EncodeResult(m.ID, b)
+		return outcome{
+			events: []agent.Event{{Type: agent.EventProviderNative, Subtype: m.Method, Native: &agent.Native{Provider: in.provider, Kind: m.Method, ID: m.ID, Payload: agent.NativePayload(line, MaxNativePayload)}}},
+			lines:  [][]byte{l},
+		}, err
+	}
 	it := &agent.Interaction{ID: pr.id, NativeID: m.ID, Payload: agent.NativePayload(line, MaxNativePayload)}
 	if err := in.describe(pr, it, m.Params, p); err != nil {
 		// Malformed params of a known method: still ask, as an unknown request.
-		pr.kind, it.Kind = agent.KindUnknown, agent.KindUnknown
+		pr.kind, pr.refusal = agent.KindUnknown, ""
 		it.Title = fmt.Sprintf("%s sent a request it could not describe: %s", in.label, m.Method)
 		it.Options = genericOptions()
 	}
 	it.Kind = pr.kind
+	if pr.autoResolve > 0 {
+		it.AutoResolveAt = in.now().Add(pr.autoResolve)
+	}
 	in.pending[pr.id] = pr
 	in.order = append(in.order, pr.id)
 	out := outcome{events: []agent.Event{{
@@ -109,7 +134,13 @@ func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, poli
 		Interaction: it,
 		Native:      &agent.Native{Provider: in.provider, Kind: m.Method, ID: m.ID},
 	}}}
+	if pr.refusal != "" {
+		policy = agent.DecisionDecline
+	}
 	if policy == "" {
+		if pr.autoResolve > 0 {
+			out.autoResolve = map[string]time.Duration{pr.id: pr.autoResolve}
+		}
 		return out, nil
 	}
 	d := policy
@@ -125,12 +156,28 @@ func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, poli
 	return out, nil
 }
 
+// autoResolved answers request id with no answers once its own deadline
+// passed (nothing if it was answered or withdrawn meanwhile): the agent goes
+// on without them, and the request resolves timed_out by the agent.
+func (in *interactions) autoResolved(id string) outcome {
+	pr, ok := in.pending[id]
+	if !ok {
+		return outcome{}
+	}
+	line, err := jsonrpc.EncodeResult(pr.nativeID, json.RawMessage(`{"answers":{}}`))
+	if err != nil {
+		return outcome{}
+	}
+	in.drop(id)
+	return outcome{events: []agent.Event{in.resolved(pr, agent.StatusTimedOut, "", ByAgent)}, lines: [][]byte{line}}
+}
+
 // approvable reports whether a policy approval can answer pr (a question or
 // a form cannot be filled in by a policy).
 func approvable(pr *pendingRequest) bool {
 	switch pr.kind {
 	case agent.KindCommandApproval, agent.KindFileChangeApproval, agent.KindPermission:
-		return true
+		return pr.refusal == ""
 	case agent.KindElicitation:
 		return pr.mcpApproval
 	}
@@ -199,11 +246,14 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 		}
 		pr.kind = agent.KindQuestion
 		for _, q := range v.Questions {
-			qq := agent.Question{ID: q.ID, Header: q.Header, Text: q.Question, Secret: q.IsSecret}
+			qq := agent.Question{ID: q.ID, Header: q.Header, Text: q.Question, Secret: q.IsSecret, AllowOther: q.IsOther}
 			for _, o := range q.Options {
 				qq.Options = append(qq.Options, o.Label)
 			}
 			it.Questions = append(it.Questions, qq)
+		}
+		if v.AutoResolutionMs != nil && *v.AutoResolutionMs > 0 {
+			pr.autoResolve = time.Duration(min(*v.AutoResolutionMs, uint64(maxAutoResolve/time.Millisecond))) * time.Millisecond
 		}
 		it.Title = fmt.Sprintf("%s has a question", in.label)
 		it.Options = answerOptions()
@@ -225,12 +275,28 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 			it.Options = approvalOptions(session)
 			return nil
 		}
-		pr.schema = schemaTypes(v.RequestedSchema)
 		it.Title = fmt.Sprintf("The %s MCP server asks: %s", v.ServerName, agent.Truncate(v.Message, 200))
-		if v.URL != "" {
+		if v.Mode == "url" || v.URL != "" {
+			// Nothing to fill in: the user opens the URL, then accepts.
+			pr.url = true
 			it.Reason = strings.TrimSpace(v.Message + " " + v.URL)
+			it.Options = []agent.Option{
+				{ID: "approve", Label: "Done, continue", Kind: agent.DecisionApprove},
+				{ID: "decline", Label: "Decline", Kind: agent.DecisionDecline},
+				{ID: "cancel", Label: "Decline and stop", Kind: agent.DecisionCancel},
+			}
+			return nil
 		}
-		it.Questions = append(it.Questions, schemaQuestions(v.RequestedSchema)...)
+		pr.form = formFields(v.RequestedSchema)
+		if len(pr.form) == 0 {
+			// A form without fields is a confirmation.
+			it.Options = approvalOptions(false)
+			return nil
+		}
+		pr.kind = agent.KindQuestion // a form: one question per field
+		for _, f := range pr.form {
+			it.Questions = append(it.Questions, f.question())
+		}
 		it.Options = answerOptions()
 	case "item/permissions/requestApproval":
 		var v permissionsParams
@@ -257,12 +323,92 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 		it.Command = strings.TrimSpace(name + " " + compactText(v.Arguments))
 		it.Title = fmt.Sprintf("%s calls the tool %s", in.label, name)
 		it.Options = answerOptions()
+	case "execCommandApproval": // the legacy API's command approval
+		var v execCommandApprovalParams
+		if err := decode(pr.method, params, &v); err != nil {
+			return err
+		}
+		pr.kind = agent.KindCommandApproval
+		it.Command, it.Cwd, it.Reason = strings.Join(v.Command, " "), v.Cwd, deref(v.Reason)
+		display := it.Command
+		if len(v.ParsedCmd) > 0 {
+			parts := make([]string, 0, len(v.ParsedCmd))
+			for _, c := range v.ParsedCmd {
+				if c.Cmd != "" {
+					parts = append(parts, c.Cmd)
+				}
+			}
+			if len(parts) > 0 {
+				display = strings.Join(parts, " && ")
+			}
+		}
+		it.Title = fmt.Sprintf("%s wants to run: %s", in.label, agent.Truncate(display, 200))
+		it.Options = approvalOptions(true)
+	case "applyPatchApproval": // the legacy API's file-change approval
+		var v applyPatchApprovalParams
+		if err := decode(pr.method, params, &v); err != nil {
+			return err
+		}
+		pr.kind = agent.KindFileChangeApproval
+		it.Diff = legacyDiff(v.FileChanges)
+		it.Reason = deref(v.Reason)
+		if v.GrantRoot != nil && *v.GrantRoot != "" {
+			it.Reason = strings.TrimSpace(it.Reason + " (write access to " + *v.GrantRoot + ")")
+		}
+		it.Title = fmt.Sprintf("%s wants to change files", in.label)
+		it.Options = approvalOptions(true)
+	case "account/chatgptAuthTokens/refresh":
+		pr.kind = agent.KindUnknown
+		pr.refusal = "Threadline does not hold ChatGPT tokens for " + in.label
+		it.Title = fmt.Sprintf("%s's ChatGPT sign-in needs new tokens", in.label)
+		it.Reason = fmt.Sprintf("%s got 401 Unauthorized and asked for fresh ChatGPT tokens; Threadline does not manage them, so the request was declined. Sign in again on the agent's host (`codex login`).", in.label)
+	case "attestation/generate":
+		pr.kind = agent.KindUnknown
+		pr.refusal = "Threadline cannot attest this client"
+		it.Title = fmt.Sprintf("%s asked for a client attestation", in.label)
+		it.Reason = "Threadline has no attestation token to give, so the request was declined."
 	default:
 		pr.kind = agent.KindUnknown
 		it.Title = fmt.Sprintf("%s sent an unsupported request: %s", in.label, pr.method)
 		it.Options = genericOptions()
 	}
 	return nil
+}
+
+// maxAutoResolve caps an agent's own deadline (autoResolutionMs).
+const maxAutoResolve = 24 * time.Hour
+
+// legacyDiff renders applyPatchApproval's fileChanges (path → change) as a
+// bounded unified-diff-like text, in path order.
+func legacyDiff(changes map[string]legacyFileChange) string {
+	paths := make([]string, 0, len(changes))
+	for p := range changes {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	fc := make([]fileChange, 0, len(paths))
+	for _, p := range paths {
+		c := changes[p]
+		f := fileChange{Path: p, Diff: c.UnifiedDiff}
+		f.Kind.Type, f.Kind.MovePath = c.Type, c.MovePath
+		if c.Type == "add" || c.Type == "delete" {
+			f.Diff = prefixLines(map[string]string{"add": "+", "delete": "-"}[c.Type], c.Content)
+		}
+		fc = append(fc, f)
+	}
+	return changesDiff(fc)
+}
+
+// prefixLines puts prefix before every line of s.
+func prefixLines(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimSuffix(s, "\n"), "\n") {
+		b.WriteString(prefix + l + "\n")
+	}
+	return b.String()
 }
 
 // commandText accepts the command as a string or (legacy) an argv array.
@@ -283,56 +429,6 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
-}
-
-// schemaTypes maps an elicitation form's properties to their JSON types.
-func schemaTypes(schema json.RawMessage) map[string]string {
-	var v struct {
-		Properties map[string]struct {
-			Type string `json:"type"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(schema, &v)
-	out := make(map[string]string, len(v.Properties))
-	for k, p := range v.Properties {
-		out[k] = p.Type
-	}
-	return out
-}
-
-// schemaQuestions turns an elicitation form into questions, in a stable order.
-func schemaQuestions(schema json.RawMessage) []agent.Question {
-	var v struct {
-		Properties map[string]struct {
-			Type        string   `json:"type"`
-			Title       string   `json:"title"`
-			Description string   `json:"description"`
-			Enum        []string `json:"enum"`
-		} `json:"properties"`
-	}
-	_ = json.Unmarshal(schema, &v)
-	keys := make([]string, 0, len(v.Properties))
-	for k := range v.Properties {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	var out []agent.Question
-	for _, k := range keys {
-		p := v.Properties[k]
-		text := p.Title
-		if text == "" {
-			text = k
-		}
-		if p.Description != "" {
-			text += " (" + p.Description + ")"
-		}
-		q := agent.Question{ID: k, Header: p.Type, Text: text, Options: p.Enum}
-		if p.Type == "boolean" && len(q.Options) == 0 {
-			q.Options = []string{"true", "false"}
-		}
-		out = append(out, q)
-	}
-	return out
 }
 
 // respond answers pending request resp.InteractionID with the native result
@@ -415,7 +511,13 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 				}
 				return result(elicit{"accept", json.RawMessage("{}"), null}), agent.StatusApproved, false, nil
 			}
-			content, err := formContent(pr.schema, resp.Answers)
+			if pr.url {
+				return result(elicit{"accept", null, null}), agent.StatusApproved, false, nil
+			}
+			if len(pr.form) == 0 {
+				return result(elicit{"accept", json.RawMessage("{}"), null}), agent.StatusApproved, false, nil
+			}
+			content, err := formContent(pr.form, resp.Answers)
 			if err != nil {
 				return answer{}, "", false, err
 			}
@@ -466,6 +568,25 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 			return result(toolResult{[]item{{"inputText", "cancelled by the user"}}, false}), agent.StatusCancelled, true, nil
 		}
 		return result(toolResult{[]item{{"inputText", "declined by the user"}}, false}), agent.StatusDeclined, false, nil
+
+	case "execCommandApproval", "applyPatchApproval":
+		// The legacy API's ReviewDecision.
+		switch d {
+		case agent.DecisionApprove:
+			return result(map[string]string{"decision": "approved"}), agent.StatusApproved, false, nil
+		case agent.DecisionApproveSession:
+			return result(map[string]string{"decision": "approved_for_session"}), agent.StatusApprovedForSession, false, nil
+		case agent.DecisionCancel:
+			return result(map[string]string{"decision": "abort"}), agent.StatusCancelled, false, nil
+		}
+		rejection := "declined by the user"
+		if resp.By == ByPolicy {
+			rejection = "declined by Threadline's approval policy: nobody can be asked in this run"
+		}
+		return result(map[string]any{"decision": map[string]any{"denied": map[string]string{"rejection": rejection}}}), agent.StatusDeclined, false, nil
+
+	case "account/chatgptAuthTokens/refresh", "attestation/generate":
+		return answer{err: &jsonrpc.Error{Code: codeDeclined, Message: pr.refusal}}, agent.StatusDeclined, false, nil
 	}
 
 	// Unknown method: a raw JSON result, or an error reply.
@@ -485,43 +606,12 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 	return answer{err: &jsonrpc.Error{Code: codeDeclined, Message: "declined by the user"}}, agent.StatusDeclined, false, nil
 }
 
-// formContent builds an elicitation's content from the answers, typed by the
-// form's schema; a raw JSON object under AnswerJSON wins.
-func formContent(schema map[string]string, answers map[string]string) (json.RawMessage, error) {
-	if raw, ok := answers[AnswerJSON]; ok {
-		var obj map[string]json.RawMessage
-		if json.Unmarshal([]byte(raw), &obj) != nil {
-			return nil, fmt.Errorf("%w: elicitation content must be a JSON object", ErrBadAnswer)
-		}
-		return json.RawMessage(raw), nil
+// method is the method of pending request id ("" if it is not pending).
+func (in *interactions) method(id string) string {
+	if pr, ok := in.pending[id]; ok {
+		return pr.method
 	}
-	content := map[string]any{}
-	for k, v := range answers {
-		switch schema[k] {
-		case "boolean":
-			b, err := strconv.ParseBool(strings.TrimSpace(strings.ToLower(v)))
-			if err != nil {
-				b = strings.EqualFold(v, "yes") || strings.EqualFold(v, "y")
-			}
-			content[k] = b
-		case "integer":
-			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s is not an integer", ErrBadAnswer, k)
-			}
-			content[k] = n
-		case "number":
-			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-			if err != nil {
-				return nil, fmt.Errorf("%w: %s is not a number", ErrBadAnswer, k)
-			}
-			content[k] = f
-		default:
-			content[k] = v
-		}
-	}
-	b, _ := json.Marshal(content)
-	return b, nil
+	return ""
 }
 
 // resolvedByServer closes a request the server resolved without our answer.

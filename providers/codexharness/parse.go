@@ -142,6 +142,8 @@ func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]age
 		return p.native(method, raw), nil
 	case "turn/completed":
 		return p.turnCompleted(method, params, raw)
+	case "turn/plan/updated":
+		return p.planUpdated(method, params, raw)
 	case "model/rerouted":
 		var v modelReroutedParams
 		if err := decode(method, params, &v); err != nil {
@@ -611,6 +613,35 @@ func (p *Parser) threadStarted(method string, params json.RawMessage, raw []byte
 	}
 	return []agent.Event{{Type: agent.EventSessionUpdated, SessionID: v.Thread.ID, Model: p.model,
 		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.Thread.ID)}}}, nil
+}
+
+// planStatus maps a TurnPlanStepStatus; an unknown status is pending.
+func planStatus(s string) agent.PlanStatus {
+	switch s {
+	case "inProgress", "in_progress":
+		return agent.PlanInProgress
+	case "completed":
+		return agent.PlanCompleted
+	}
+	return agent.PlanPending
+}
+
+// planUpdated maps the turn's whole plan (the update_plan tool) to
+// plan.updated; the explanation, when given, is the plan's title.
+func (p *Parser) planUpdated(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	var v planParams
+	if err := decode(method, params, &v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.ThreadID) {
+		return p.native(method, raw), nil
+	}
+	plan := &agent.Plan{Title: agent.Truncate(strings.Join(strings.Fields(deref(v.Explanation)), " "), 200), Items: []agent.PlanItem{}}
+	for _, st := range v.Plan {
+		plan.Items = append(plan.Items, agent.PlanItem{Text: st.Step, Status: planStatus(st.Status)})
+	}
+	return []agent.Event{{Type: agent.EventPlanUpdated, Plan: plan,
+		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.TurnID)}}}, nil
 }
 
 func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {

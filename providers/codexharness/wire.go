@@ -100,6 +100,17 @@ type tokenBreakdown struct {
 	ReasoningOutputTokens int64 `json:"reasoningOutputTokens"`
 }
 
+// planParams is turn/plan/updated.
+type planParams struct {
+	ThreadID    string  `json:"threadId"`
+	TurnID      string  `json:"turnId"`
+	Explanation *string `json:"explanation"`
+	Plan        []struct {
+		Step   string `json:"step"`
+		Status string `json:"status"`
+	} `json:"plan"`
+}
+
 type resolvedParams struct {
 	ThreadID  string          `json:"threadId"`
 	RequestID json.RawMessage `json:"requestId"`
@@ -206,8 +217,11 @@ type fileChangeApprovalParams struct {
 
 type userInputParams struct {
 	scope
-	ItemID    string `json:"itemId"`
-	Questions []struct {
+	ItemID string `json:"itemId"`
+	// AutoResolutionMs (deprecated in the schema, still honoured) is the
+	// agent's own deadline for an answer.
+	AutoResolutionMs *uint64 `json:"autoResolutionMs"`
+	Questions        []struct {
 		ID       string `json:"id"`
 		Header   string `json:"header"`
 		Question string `json:"question"`
@@ -249,4 +263,34 @@ type toolCallParams struct {
 	Namespace *string         `json:"namespace"`
 	Tool      string          `json:"tool"`
 	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Legacy API (applyPatchApproval, execCommandApproval).
+
+type execCommandApprovalParams struct {
+	ConversationID string   `json:"conversationId"`
+	CallID         string   `json:"callId"`
+	Command        []string `json:"command"`
+	Cwd            string   `json:"cwd"`
+	Reason         *string  `json:"reason"`
+	ParsedCmd      []struct {
+		Cmd string `json:"cmd"`
+	} `json:"parsedCmd"`
+}
+
+type applyPatchApprovalParams struct {
+	ConversationID string                      `json:"conversationId"`
+	CallID         string                      `json:"callId"`
+	FileChanges    map[string]legacyFileChange `json:"fileChanges"`
+	Reason         *string                     `json:"reason"`
+	GrantRoot      *string                     `json:"grantRoot"`
+}
+
+// legacyFileChange is one FileChange of applyPatchApproval: add or delete
+// carry the content, update a unified diff.
+type legacyFileChange struct {
+	Type        string  `json:"type"`
+	Content     string  `json:"content"`
+	UnifiedDiff string  `json:"unified_diff"`
+	MovePath    *string `json:"move_path"`
 }
