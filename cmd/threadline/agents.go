@@ -116,6 +116,18 @@ func (s *agentSet) launch(id string) (registry.Definition, string, error) {
 	return d, l.Path, nil
 }
 
+// runnable lists the agents that can run on this host (a runner and an
+// executable on PATH).
+func (s *agentSet) runnable() []string {
+	var out []string
+	for _, d := range s.defs {
+		if _, _, err := s.launch(d.ID); err == nil {
+			out = append(out, d.ID)
+		}
+	}
+	return out
+}
+
 // probe detects every agent concurrently.
 func (s *agentSet) probe(ctx context.Context, log *slog.Logger) []registry.Report {
 	reports := registry.Probe(ctx, s.defs, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})

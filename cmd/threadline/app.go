@@ -13,6 +13,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
+	"github.com/threadline-bot/threadline/agentcore/metrics"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -32,7 +33,7 @@ type app struct {
 	prompt  *prompt.Service
 	bot     *chatops.Chats
 	owner   string
-	metrics *metrics
+	metrics *metrics.Metrics
 	agents  *agentSet
 	// redactor scrubs secret values from what is posted to chat.
 	redactor *redact.Redactor
@@ -75,8 +76,9 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		_ = st.Close()
 		return nil, err
 	}
-	m := newMetrics()
-	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.persisted})
+	m := metrics.New()
+	m.Known(agents.runnable(), knownMethods(platformsOf(cfg)...))
+	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.Persisted})
 	chats := chatstore.Store{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
 	// scrubbed from every event before it is persisted (so from replay, every

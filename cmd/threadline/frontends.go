@@ -50,7 +50,7 @@ func (a *app) desk() *chatops.Desk {
 				return r.StartedBy, err
 			},
 		}, a.log)
-		a.metrics.watchQueue(a.threads.QueueDepth)
+		a.metrics.SetQueue(a.threads.QueueDepth)
 	})
 	return a.threads
 }
@@ -165,7 +165,7 @@ func buildSlack(_ context.Context, a *app) (frontEnd, error) {
 	}
 	cfg := a.slackConfig()
 	bot, err := slackbot.New(cfg, a.desk(), a.log,
-		slack.OptionHTTPClient(&http.Client{Transport: a.metrics.transport("slack", nil), Timeout: 60 * time.Second}))
+		slack.OptionHTTPClient(&http.Client{Transport: platformTransport(a.metrics, "slack", nil), Timeout: 60 * time.Second}))
 	if err != nil {
 		return nil, err
 	}
@@ -193,7 +193,7 @@ func buildMatrix(_ context.Context, a *app) (frontEnd, error) {
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: c.Homeserver, UserID: c.UserID, AccessToken: c.AccessToken, Password: c.Password,
 		Encryption: c.Encryption, CryptoDB: a.store.DB().DB, CryptoDialect: a.store.Dialect(),
-		HTTPClient: &http.Client{Transport: a.metrics.transport("matrix", nil)},
+		HTTPClient: &http.Client{Transport: platformTransport(a.metrics, "matrix", nil)},
 	}, a.desk(), a.store, a.store, a.log.With("platform", "matrix"))
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)

@@ -6,14 +6,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -23,50 +21,6 @@ import (
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 )
-
-func TestHealthCache(t *testing.T) {
-	var calls atomic.Int32
-	var fail atomic.Bool
-	h := &healthCache{interval: time.Hour, retry: 20 * time.Millisecond, check: func(context.Context) error {
-		calls.Add(1)
-		if fail.Load() {
-			return errors.New("auth.test: invalid_auth")
-		}
-		return nil
-	}}
-	if err := h.last(t.Context()); !errors.Is(err, errHealthPending) {
-		t.Fatalf("before the first check: %v", err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { h.run(ctx); close(done) }()
-	chatopstest.WaitFor(t, "the first check", func() bool { return h.last(t.Context()) == nil })
-	for range 50 {
-		if err := h.last(t.Context()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := calls.Load(); n != 1 {
-		t.Errorf("checks after 50 reads = %d, want 1", n)
-	}
-	cancel()
-	<-done
-
-	// A failing check is reported, and retried soon.
-	calls.Store(0)
-	fail.Store(true)
-	h = &healthCache{interval: time.Hour, retry: 20 * time.Millisecond, check: h.check}
-	ctx, cancel = context.WithCancel(t.Context())
-	defer cancel()
-	go h.run(ctx)
-	chatopstest.WaitFor(t, "the failure reported", func() bool {
-		err := h.last(t.Context())
-		return err != nil && strings.Contains(err.Error(), "invalid_auth")
-	})
-	chatopstest.WaitFor(t, "a retry", func() bool { return calls.Load() >= 2 })
-	fail.Store(false)
-	chatopstest.WaitFor(t, "recovery", func() bool { return h.last(t.Context()) == nil })
-}
 
 // serveSlack starts `threadline serve` against a fresh Slack fake with the
 // given slack mode and http section, and returns the fake; serve stops at

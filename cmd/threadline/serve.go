@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/configs"
 )
 
@@ -110,13 +111,13 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	log := a.log
 	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopHealth()
-	checks := []healthCheck{{"database", func(ctx context.Context) error { return a.store.DB().PingContext(ctx) }}}
+	checks := []health.Check{{Name: "database", Check: func(ctx context.Context) error { return a.store.DB().PingContext(ctx) }}}
 	for _, f := range fronts {
 		// A front-end's check calls its platform (Slack's auth.test): it runs
 		// in the background and /healthz reports the last result.
-		hc := &healthCache{check: f.Healthy, interval: healthInterval, retry: healthRetry}
-		go hc.run(healthCtx)
-		checks = append(checks, healthCheck{f.Name(), hc.last})
+		hc := &health.Cache{Check: f.Healthy, Interval: healthInterval, Retry: healthRetry}
+		go hc.Run(healthCtx)
+		checks = append(checks, health.Check{Name: f.Name(), Check: hc.Last})
 	}
 	routes := http.NewServeMux()
 	public := false
@@ -135,7 +136,7 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	for _, l := range plan {
 		h := http.Handler(routes)
 		if l.Admin {
-			h = httpHandler(a.metrics, checks)
+			h = adminHandler(a.metrics, checks)
 		}
 		ln, err := net.Listen("tcp", l.Addr)
 		if err != nil {
@@ -226,58 +227,3 @@ var (
 	// healthRetry is how soon a failing (or not yet connected) one is.
 	healthRetry = 2 * time.Second
 )
-
-// healthTimeout bounds one check.
-const healthTimeout = 5 * time.Second
-
-// errHealthPending is a front-end's health before its first check ended.
-var errHealthPending = errors.New("not checked yet")
-
-// healthCache runs check in the background (run) and keeps the last result
-// for /healthz (last), so that requests never reach the platform.
-type healthCache struct {
-	check           func(ctx context.Context) error
-	interval, retry time.Duration
-
-	mu      sync.Mutex
-	err     error
-	checked bool
-}
-
-// run checks now, then every interval (retry after a failure), until ctx
-// ends.
-func (h *healthCache) run(ctx context.Context) {
-	t := time.NewTimer(0)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		cctx, cancel := context.WithTimeout(ctx, healthTimeout)
-		err := h.check(cctx)
-		cancel()
-		if ctx.Err() != nil {
-			return
-		}
-		h.mu.Lock()
-		h.err, h.checked = err, true
-		h.mu.Unlock()
-		if err != nil {
-			t.Reset(h.retry)
-		} else {
-			t.Reset(h.interval)
-		}
-	}
-}
-
-// last is the result of the latest check; it has a check's signature.
-func (h *healthCache) last(context.Context) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.checked {
-		return errHealthPending
-	}
-	return h.err
-}
