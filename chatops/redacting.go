@@ -6,6 +6,9 @@ import (
 	"context"
 	"errors"
 	"sync"
+
+	"github.com/threadline-bot/threadline/chatops/outbox"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // Redactor scrubs secret values from text (agentcore/redact.Redactor).
@@ -41,6 +44,22 @@ func (x *redacting) view(v View) View {
 		}
 		v.Steps = steps
 	}
+	if len(v.Tasks) > 0 {
+		tasks := make([]render.Step, len(v.Tasks))
+		for i, t := range v.Tasks {
+			t.Title, t.Output = x.r.String(t.Title), x.r.String(t.Output)
+			tasks[i] = t
+		}
+		v.Tasks = tasks
+	}
+	if v.Plan != nil {
+		p := render.Plan{Title: x.r.String(v.Plan.Title)}
+		for _, it := range v.Plan.Items {
+			p.Items = append(p.Items, render.PlanItem{Text: x.r.String(it.Text), Status: it.Status})
+		}
+		v.Plan = &p
+	}
+	v.Activity = x.r.String(v.Activity)
 	return v
 }
 
@@ -100,28 +119,64 @@ func (x *redactingStreamer) hold(k streamID, text string) {
 	x.held[k] = text
 }
 
-func (x *redactingStreamer) StartStream(ctx context.Context, p Place, v View) (string, error) {
-	sv := x.view(v)
-	held := ""
-	if !v.Working { // a working placeholder's body is not streamed
-		sv.Body, held = x.r.Release(v.Body)
+// chunks scrubs a stream's chunks: text through the held text (see
+// AppendStream), task cards and plans whole. The text held before a task
+// card goes out ahead of it (a secret does not run on across a tool call:
+// the text after one is a new paragraph); with final everything held goes.
+func (x *redactingStreamer) chunks(held string, cs []outbox.Chunk, final bool) ([]outbox.Chunk, string) {
+	var out []outbox.Chunk
+	flush := func() {
+		if held != "" {
+			out = append(out, outbox.Chunk{Markdown: x.r.String(held)})
+			held = ""
+		}
 	}
-	id, err := x.st.StartStream(ctx, p, sv)
+	for _, c := range cs {
+		switch {
+		case c.Task != nil:
+			flush()
+			t := *c.Task
+			t.Title, t.Output = x.r.String(t.Title), x.r.String(t.Output)
+			out = append(out, outbox.Chunk{Task: &t})
+		case c.Plan != nil:
+			flush()
+			p := render.Plan{Title: x.r.String(c.Plan.Title)}
+			for _, it := range c.Plan.Items {
+				p.Items = append(p.Items, render.PlanItem{Text: x.r.String(it.Text), Status: it.Status})
+			}
+			out = append(out, outbox.Chunk{Plan: &p})
+		default:
+			o, h := x.r.Release(held + c.Markdown)
+			if o != "" {
+				out = append(out, outbox.Chunk{Markdown: o})
+			}
+			held = h
+		}
+	}
+	if final {
+		flush()
+	}
+	return out, held
+}
+
+func (x *redactingStreamer) StartStream(ctx context.Context, p Place, cs []outbox.Chunk) (string, error) {
+	out, held := x.chunks("", cs, false)
+	id, err := x.st.StartStream(ctx, p, out)
 	if err == nil {
 		x.hold(streamID{p, id}, held)
 	}
 	return id, err
 }
 
-// AppendStream sends what can be shown of the held text and markdown, and
+// AppendStream sends what can be shown of the held text and the chunks, and
 // holds the rest. A failed call leaves the held text as it was: the caller
-// sends the same markdown again.
-func (x *redactingStreamer) AppendStream(ctx context.Context, p Place, id, markdown string) error {
+// sends the same chunks again.
+func (x *redactingStreamer) AppendStream(ctx context.Context, p Place, id string, cs []outbox.Chunk) error {
 	k := streamID{p, id}
 	before := x.take(k)
-	out, held := x.r.Release(before + markdown)
+	out, held := x.chunks(before, cs, false)
 	var err error
-	if out != "" {
+	if len(out) > 0 {
 		err = x.st.AppendStream(ctx, p, id, out)
 	}
 	switch {
@@ -135,13 +190,32 @@ func (x *redactingStreamer) AppendStream(ctx context.Context, p Place, id, markd
 	return err
 }
 
-// StopStream sends the held text and the rest, scrubbed, with the stop.
-func (x *redactingStreamer) StopStream(ctx context.Context, p Place, id, rest string, v View) error {
+// StopStream sends the held text and the last chunks, scrubbed, with the stop.
+func (x *redactingStreamer) StopStream(ctx context.Context, p Place, id string, cs []outbox.Chunk, v View) error {
 	k := streamID{p, id}
 	before := x.take(k)
-	err := x.st.StopStream(ctx, p, id, x.r.String(before+rest), x.view(v))
+	out, _ := x.chunks(before, cs, true)
+	err := x.st.StopStream(ctx, p, id, out, x.view(v))
 	if err != nil && !errors.Is(err, ErrNotStreaming) && !errors.Is(err, ErrMessageGone) {
 		x.hold(k, before)
 	}
 	return err
+}
+
+// SetStatus scrubs a status indicator's text (outbox.StatusSetter).
+func (x *redactingStreamer) SetStatus(ctx context.Context, p Place, status string) error {
+	ss, ok := x.st.(outbox.StatusSetter)
+	if !ok {
+		return outbox.ErrUnsupported
+	}
+	return ss.SetStatus(ctx, p, x.r.String(status))
+}
+
+// Delete deletes a message (outbox.Deleter).
+func (x *redactingStreamer) Delete(ctx context.Context, p Place, id string) error {
+	d, ok := x.st.(outbox.Deleter)
+	if !ok {
+		return outbox.ErrUnsupported
+	}
+	return d.Delete(ctx, p, id)
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/redact"
+	"github.com/threadline-bot/threadline/chatops/outbox"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // recStreamer records what a natively streaming platform receives.
@@ -25,15 +27,36 @@ func (r *recStreamer) React(context.Context, Place, string, string) error       
 func (r *recStreamer) Ephemeral(context.Context, Place, User, string) error          { return nil }
 func (r *recStreamer) Mention(q string) string                                       { return q }
 
-func (r *recStreamer) StartStream(_ context.Context, _ Place, v View) (string, error) {
+// md is markdown as stream chunks.
+func md(s string) []outbox.Chunk {
+	if s == "" {
+		return nil
+	}
+	return []outbox.Chunk{{Markdown: s}}
+}
+
+// text joins the chunks' markdown; a task card shows as [title|output].
+func text(cs []outbox.Chunk) string {
+	var b strings.Builder
+	for _, c := range cs {
+		if c.Task != nil {
+			b.WriteString("[" + c.Task.Title + "|" + c.Task.Output + "]")
+		}
+		b.WriteString(c.Markdown)
+	}
+	return b.String()
+}
+
+func (r *recStreamer) StartStream(_ context.Context, _ Place, cs []outbox.Chunk) (string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, v.Body)
-	r.text = v.Body
+	r.calls = append(r.calls, text(cs))
+	r.text = text(cs)
 	return "m1", nil
 }
 
-func (r *recStreamer) AppendStream(_ context.Context, _ Place, _ string, md string) error {
+func (r *recStreamer) AppendStream(_ context.Context, _ Place, _ string, cs []outbox.Chunk) error {
+	md := text(cs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := r.fail; err != nil {
@@ -45,7 +68,8 @@ func (r *recStreamer) AppendStream(_ context.Context, _ Place, _ string, md stri
 	return nil
 }
 
-func (r *recStreamer) StopStream(_ context.Context, _ Place, _ string, rest string, v View) error {
+func (r *recStreamer) StopStream(_ context.Context, _ Place, _ string, cs []outbox.Chunk, v View) error {
+	rest := text(cs)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, rest+"|"+v.Footer)
@@ -67,7 +91,7 @@ func TestRedactingStreamerSplitSecret(t *testing.T) {
 	} {
 		rec := &recStreamer{}
 		s := redactSurface(rec, redact.New(secret)).(Streamer)
-		id, err := s.StartStream(ctx, p, View{Body: pieces[0]})
+		id, err := s.StartStream(ctx, p, md(pieces[0]))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,11 +99,11 @@ func TestRedactingStreamerSplitSecret(t *testing.T) {
 			if piece == "" {
 				continue // the outbox sends no empty append
 			}
-			if err := s.AppendStream(ctx, p, id, piece); err != nil {
+			if err := s.AppendStream(ctx, p, id, md(piece)); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := s.StopStream(ctx, p, id, pieces[len(pieces)-1], View{Footer: "Done"}); err != nil {
+		if err := s.StopStream(ctx, p, id, md(pieces[len(pieces)-1]), View{Footer: "Done"}); err != nil {
 			t.Fatal(err)
 		}
 		whole := strings.Join(pieces, "")
@@ -102,18 +126,40 @@ func TestRedactingStreamerRetry(t *testing.T) {
 	p := Place{Platform: "slack", Channel: "C1", Thread: "1.0"}
 	rec := &recStreamer{}
 	s := redactSurface(rec, redact.New("zzsecret-99")).(Streamer)
-	id, _ := s.StartStream(ctx, p, View{Body: "a zz"})
+	id, _ := s.StartStream(ctx, p, md("a zz"))
 	rec.fail = &RateLimitError{Method: "chat.appendStream"}
-	if err := s.AppendStream(ctx, p, id, "top zz"); !errors.Is(err, ErrRateLimited) {
+	if err := s.AppendStream(ctx, p, id, md("top zz")); !errors.Is(err, ErrRateLimited) {
 		t.Fatalf("err %v", err)
 	}
-	if err := s.AppendStream(ctx, p, id, "top zz"); err != nil {
+	if err := s.AppendStream(ctx, p, id, md("top zz")); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.StopStream(ctx, p, id, "secret-99!", View{}); err != nil {
+	if err := s.StopStream(ctx, p, id, md("secret-99!"), View{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "a zztop " + redact.Mask + "!"; rec.text != want {
+		t.Errorf("streamed %q, want %q", rec.text, want)
+	}
+}
+
+// TestRedactingStreamerTasks: task cards are scrubbed whole, and text held
+// before a card goes out ahead of it (scrubbed), so the order holds.
+func TestRedactingStreamerTasks(t *testing.T) {
+	const secret = "xoxb-TASK-secret-77"
+	ctx := context.Background()
+	p := Place{Platform: "slack", Channel: "C1", Thread: "1.0"}
+	rec := &recStreamer{}
+	s := redactSurface(rec, redact.New(secret)).(Streamer)
+	id, _ := s.StartStream(ctx, p, nil)
+	task := render.Step{ID: "t1", Title: "Bash: echo " + secret, Output: secret + "\n", Status: render.StatusDone}
+	if err := s.AppendStream(ctx, p, id, []outbox.Chunk{{Markdown: "I'll run xo"}, {Task: &task}, {Markdown: "\n\nDone."}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StopStream(ctx, p, id, nil, View{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "I'll run xo[Bash: echo " + redact.Mask + "|" + redact.Mask + "\n]\n\nDone."
+	if rec.text != want || strings.Contains(strings.Join(rec.calls, ""), secret) {
 		t.Errorf("streamed %q, want %q", rec.text, want)
 	}
 }

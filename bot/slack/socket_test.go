@@ -46,7 +46,8 @@ func TestSocketMode(t *testing.T) {
 				t.Fatal("the final answer still has buttons")
 			}
 			_, ctx := blockText(t, msg)
-			if len(ctx) < 2 || !strings.HasPrefix(ctx[0], "fake · m1 · ") || !strings.Contains(ctx[len(ctx)-1], "1,200 in / 34 out tokens") {
+			// The duration is shown once, in the footer.
+			if len(ctx) < 2 || ctx[0] != "fake · m1" || !strings.HasPrefix(ctx[len(ctx)-1], "Done in ") || !strings.Contains(ctx[len(ctx)-1], "1,200 in / 34 out tokens") {
 				t.Fatalf("context lines %q", ctx)
 			}
 			// chat.* went form-encoded with the token in the form.

@@ -17,6 +17,8 @@ import (
 	"github.com/slack-go/slack"
 
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/outbox"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 // surface implements chatops.Surface and chatops.Streamer over the Web API.
@@ -31,8 +33,10 @@ type surface struct {
 }
 
 var (
-	_ chatops.Surface  = (*surface)(nil)
-	_ chatops.Streamer = (*surface)(nil)
+	_ chatops.Surface     = (*surface)(nil)
+	_ chatops.Streamer    = (*surface)(nil)
+	_ outbox.StatusSetter = (*surface)(nil)
+	_ outbox.Deleter      = (*surface)(nil)
 )
 
 func (s *surface) asked(p chatops.Place, user string) {
@@ -209,14 +213,13 @@ func (s *surface) recipient(p chatops.Place) (string, bool) {
 	return u, ok
 }
 
-func (s *surface) StartStream(ctx context.Context, p chatops.Place, v chatops.View) (string, error) {
+func (s *surface) StartStream(ctx context.Context, p chatops.Place, cs []outbox.Chunk) (string, error) {
 	if !s.stream || p.Thread == "" {
 		return "", fmt.Errorf("%w: streaming is off", chatops.ErrStreamingUnavailable)
 	}
-	opts := []slack.MsgOption{slack.MsgOptionTS(p.Thread)}
-	if !v.Working && v.Body != "" {
-		opts = append(opts, slack.MsgOptionMarkdownText(clip(escapeText(v.Body), maxMarkdownText)))
-	}
+	// Tool calls show as task cards between the paragraphs (timeline); a
+	// plan's items are tasks under its plan_update title.
+	opts := []slack.MsgOption{slack.MsgOptionTS(p.Thread), slack.MsgOptionTaskDisplayMode(slack.TaskDisplayModeTimeline)}
 	if !strings.HasPrefix(p.Channel, "D") {
 		u, ok := s.recipient(p)
 		if !ok {
@@ -224,36 +227,49 @@ func (s *surface) StartStream(ctx context.Context, p chatops.Place, v chatops.Vi
 		}
 		opts = append(opts, slack.MsgOptionRecipientUserID(u), slack.MsgOptionRecipientTeamID(p.Workspace))
 	}
+	calls := streamChunks(cs)
+	if len(calls) > 0 {
+		opts = append(opts, slack.MsgOptionChunks(calls[0]...))
+	}
 	_, ts, err := s.api.StartStreamContext(ctx, p.Channel, opts...)
 	if err != nil {
 		return "", translate("chat.startStream", err)
 	}
+	for _, c := range calls[min(1, len(calls)):] {
+		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, ts, slack.MsgOptionChunks(c...)); err != nil {
+			return ts, translate("chat.appendStream", err)
+		}
+	}
 	return ts, nil
 }
 
-func (s *surface) AppendStream(ctx context.Context, p chatops.Place, id, markdown string) error {
-	for _, chunk := range chunks(markdown, maxMarkdownText) {
-		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, id, slack.MsgOptionMarkdownText(chunk)); err != nil {
+func (s *surface) AppendStream(ctx context.Context, p chatops.Place, id string, cs []outbox.Chunk) error {
+	for _, c := range streamChunks(cs) {
+		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, id, slack.MsgOptionChunks(c...)); err != nil {
 			return translate("chat.appendStream", err)
 		}
 	}
 	return nil
 }
 
-func (s *surface) StopStream(ctx context.Context, p chatops.Place, id, rest string, v chatops.View) error {
-	parts := chunks(rest, maxMarkdownText)
-	for _, chunk := range parts[:max(len(parts)-1, 0)] {
-		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, id, slack.MsgOptionMarkdownText(chunk)); err != nil {
-			return translate("chat.appendStream", err)
+func (s *surface) StopStream(ctx context.Context, p chatops.Place, id string, cs []outbox.Chunk, v chatops.View) error {
+	calls := streamChunks(cs)
+	var last []slack.StreamChunk
+	if len(calls) > 0 {
+		last = calls[len(calls)-1]
+		for _, c := range calls[:len(calls)-1] {
+			if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, id, slack.MsgOptionChunks(c...)); err != nil {
+				return translate("chat.appendStream", err)
+			}
 		}
 	}
 	var opts []slack.MsgOption
-	if len(parts) > 0 && parts[len(parts)-1] != "" {
-		opts = append(opts, slack.MsgOptionMarkdownText(parts[len(parts)-1]))
+	if len(last) > 0 {
+		opts = append(opts, slack.MsgOptionChunks(last...))
 	}
-	// The streamed text is the body; the stop adds the rest of the view.
-	tail := v
-	tail.Body = ""
+	// The body, its task cards and the plan were streamed; the stop adds the
+	// status line, the footer and the buttons.
+	tail := chatops.View{Status: v.Status, Footer: v.Footer, Buttons: v.Buttons}
 	if b := blocks(tail); len(b) > 0 {
 		opts = append(opts, slack.MsgOptionBlocks(b...))
 	}
@@ -261,19 +277,97 @@ func (s *surface) StopStream(ctx context.Context, p chatops.Place, id, rest stri
 	return translate("chat.stopStream", err)
 }
 
-// chunks escapes streamed markdown for Slack (escapeText) and cuts it into
-// pieces of at most n runes.
-func chunks(s string, n int) []string {
-	if s == "" {
-		return nil
+// Slack's limits on stream chunks.
+const (
+	maxTaskTitle     = 256
+	maxTaskOutput    = 256
+	maxChunksPerCall = 50
+)
+
+// streamChunks turns outbox chunks into Slack chunks, grouped by call: text
+// escaped for Slack (escapeText) and cut into markdown_text chunks of at most
+// 12,000 characters, each call carrying at most 12,000 characters of text and
+// 50 chunks; a task update as a task_update chunk (title and output are plain
+// text, clipped to 256 characters); a plan as a plan_update chunk (its title)
+// and one task_update per item (ids "plan-<n>").
+func streamChunks(cs []outbox.Chunk) [][]slack.StreamChunk {
+	var (
+		out  [][]slack.StreamChunk
+		cur  []slack.StreamChunk
+		text int
+	)
+	add := func(c slack.StreamChunk, n int) {
+		if len(cur) == maxChunksPerCall || (n > 0 && text+n > maxMarkdownText) {
+			out, cur, text = append(out, cur), nil, 0
+		}
+		cur = append(cur, c)
+		text += n
 	}
-	var out []string
-	r := []rune(escapeText(s))
-	for len(r) > n {
-		out = append(out, string(r[:n]))
-		r = r[n:]
+	for _, c := range cs {
+		switch {
+		case c.Task != nil:
+			add(taskChunk(c.Task.ID, c.Task.Title, c.Task.Status, c.Task.Output), 0)
+		case c.Plan != nil:
+			add(slack.NewPlanUpdateChunk(clip(c.Plan.Title, maxTaskTitle)), 0)
+			for i, it := range c.Plan.Items {
+				add(taskChunk(fmt.Sprintf("plan-%d", i), it.Text, it.Status, ""), 0)
+			}
+		default:
+			for _, piece := range chunks(c.Markdown, maxMarkdownText) {
+				add(slack.NewMarkdownTextChunk(piece), len([]rune(piece)))
+			}
+		}
 	}
-	return append(out, string(r))
+	if len(cur) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+func taskChunk(id, title string, st render.StepStatus, output string) slack.TaskUpdateChunk {
+	c := slack.NewTaskUpdateChunk(id, clip(plainText(title), maxTaskTitle))
+	c.Status = slack.TaskCardStatus(st)
+	if output != "" {
+		c.Output = clip(plainText(output), maxTaskOutput)
+	}
+	return c
+}
+
+// plainText makes text safe for a plain-text field: control characters
+// other than line breaks go.
+func plainText(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+// SetStatus sets the thread's assistant status ("is thinking…"; "" clears
+// it): assistant.threads.setStatus, in channels and DMs.
+func (s *surface) SetStatus(ctx context.Context, p chatops.Place, status string) error {
+	err := s.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
+		ChannelID: p.Channel, ThreadTS: p.Thread, Status: clip(plainText(status), 100),
+	})
+	var se slack.SlackErrorResponse
+	if errors.As(err, &se) && statusUnavailable[se.Err] {
+		return fmt.Errorf("assistant.threads.setStatus: %w: %w", outbox.ErrUnsupported, err)
+	}
+	return translate("assistant.threads.setStatus", err)
+}
+
+// statusUnavailable are the errors of assistant.threads.setStatus that mean
+// the workspace or app cannot show a status.
+var statusUnavailable = map[string]bool{
+	"not_allowed": true, "not_allowed_token_type": true, "unknown_method": true, "feature_not_enabled": true,
+	"missing_scope": true, "team_not_allowed": true, "method_deprecated": true,
+}
+
+// Delete deletes one of the bot's messages (chat.delete).
+func (s *surface) Delete(ctx context.Context, p chatops.Place, id string) error {
+	_, _, err := s.api.DeleteMessageContext(ctx, p.Channel, id)
+	return translate("chat.delete", err)
 }
 
 // streamUnavailable are the errors of chat.startStream that mean this
@@ -300,7 +394,7 @@ func translate(method string, err error) error {
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch {
-		case se.Err == "message_not_found" && (method == "chat.update" || method == "chat.appendStream" || method == "chat.stopStream"):
+		case se.Err == "message_not_found" && (method == "chat.update" || method == "chat.appendStream" || method == "chat.stopStream" || method == "chat.delete"):
 			return fmt.Errorf("%s: %w: %w", method, chatops.ErrMessageGone, err)
 		case se.Err == "message_not_in_streaming_state":
 			return fmt.Errorf("%s: %w: %w", method, chatops.ErrNotStreaming, err)
@@ -311,4 +405,19 @@ func translate(method string, err error) error {
 		}
 	}
 	return fmt.Errorf("%s: %w", method, err)
+}
+
+// chunks escapes streamed markdown for Slack (escapeText) and cuts it into
+// pieces of at most n runes.
+func chunks(s string, n int) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	r := []rune(escapeText(s))
+	for len(r) > n {
+		out = append(out, string(r[:n]))
+		r = r[n:]
+	}
+	return append(out, string(r))
 }

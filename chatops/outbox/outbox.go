@@ -13,6 +13,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -31,19 +32,30 @@ type Rate struct {
 	Burst     int
 }
 
-// Budget is a workspace's rate budget.
+// Budget is a workspace's rate budget: one bucket per kind of call, each
+// matching the documented limit of the platform method it stands for.
 type Budget struct {
 	// Post covers new messages and stream starts (Slack chat.postMessage,
 	// chat.startStream, files). Default 60/min, burst 5.
 	Post Rate
-	// Update covers edits and stream stops (chat.update is Slack Tier 3).
-	// Default 50/min, burst 5.
+	// Update covers edits (chat.update is Slack Tier 3). Default 50/min,
+	// burst 5.
 	Update Rate
 	// Append covers stream appends (chat.appendStream is Tier 4). Default
 	// 100/min, burst 5.
 	Append Rate
+	// Stop covers stream stops (chat.stopStream is Tier 2). Default 20/min,
+	// burst 5.
+	Stop Rate
+	// Delete covers deletions (chat.delete is Tier 3). Default 50/min, burst 5.
+	Delete Rate
+	// Status covers status indicators (assistant.threads.setStatus, whose
+	// limit Slack calls special). Default 100/min, burst 10.
+	Status Rate
 	// MinInterval is the least time between two progress updates of one
-	// message (default 1 s). Final content and cards do not wait for it.
+	// run's answer (default 1 s): its parts share it, so a long answer split
+	// into several messages costs no more calls than a short one. Final
+	// content and cards do not wait for it.
 	MinInterval time.Duration
 	// MaxAttempts bounds the tries of one update that fails for another reason
 	// than a rate limit (default 3).
@@ -52,17 +64,20 @@ type Budget struct {
 
 // WithDefaults returns b with every unset field at its default.
 func (b Budget) WithDefaults() Budget {
-	def := func(r *Rate, pm float64) {
+	def := func(r *Rate, pm float64, burst int) {
 		if r.PerMinute <= 0 {
 			r.PerMinute = pm
 		}
 		if r.Burst <= 0 {
-			r.Burst = 5
+			r.Burst = burst
 		}
 	}
-	def(&b.Post, 60)
-	def(&b.Update, 50)
-	def(&b.Append, 100)
+	def(&b.Post, 60, 5)
+	def(&b.Update, 50, 5)
+	def(&b.Append, 100, 5)
+	def(&b.Stop, 20, 5)
+	def(&b.Delete, 50, 5)
+	def(&b.Status, 100, 10)
 	if b.MinInterval <= 0 {
 		b.MinInterval = time.Second
 	}
@@ -109,7 +124,39 @@ const (
 	opPost opKind = iota
 	opUpdate
 	opAppend
+	opStop
+	opDelete
+	opStatus
+	// opNone marks content the message already shows: nothing is called.
+	opNone
 )
+
+// Slot kinds: a run's messages, its status indicator, and the companion
+// message that holds the Stop button while an answer streams natively (a
+// stream cannot show buttons).
+type slotKind int
+
+const (
+	kindMessage slotKind = iota
+	kindStatus
+	kindControls
+)
+
+// Outbox-made slots of a run.
+const (
+	slotStatus   = "status"
+	slotControls = "controls"
+)
+
+func kindOf(slot string) slotKind {
+	switch slot {
+	case slotStatus:
+		return kindStatus
+	case slotControls:
+		return kindControls
+	}
+	return kindMessage
+}
 
 // Stats counts a workspace's calls.
 type Stats struct {
@@ -128,12 +175,15 @@ type oslot struct {
 	lastSent  time.Time
 	attempts  int
 	retryAt   time.Time
+	kind      slotKind
 	streaming bool
-	streamed  string
+	streamed  streamed
 	// placeholder is set while the message shows a placeholder: its first
 	// real text does not wait for MinInterval.
 	placeholder bool
-	waiters     []chan struct{}
+	// shown is a status slot's last sent status.
+	shown   *render.SlotView
+	waiters []chan struct{}
 }
 
 func (s *oslot) resolve() {
@@ -153,11 +203,14 @@ type Outbox struct {
 
 	mu          sync.Mutex
 	streamFails int
+	noStatus    bool
 	slots       map[string]*oslot // by run id + "|" + slot
-	paused      time.Time
-	buckets     map[opKind]*bucket
-	stats       Stats
-	wake        chan struct{}
+	// runSent is when a run's answer last had a progress call.
+	runSent map[string]time.Time
+	paused  time.Time
+	buckets map[opKind]*bucket
+	stats   Stats
+	wake    chan struct{}
 }
 
 // New returns the outbox of a workspace sending through s. st, when not nil,
@@ -172,9 +225,10 @@ func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger) *Outbox {
 	_, canStream := s.(Streamer)
 	return &Outbox{
 		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
-		slots: map[string]*oslot{},
+		slots: map[string]*oslot{}, runSent: map[string]time.Time{},
 		buckets: map[opKind]*bucket{
 			opPost: newBucket(b.Post, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
+			opStop: newBucket(b.Stop, now), opDelete: newBucket(b.Delete, now), opStatus: newBucket(b.Status, now),
 		},
 		wake: make(chan struct{}, 1),
 	}
@@ -191,7 +245,14 @@ func (o *Outbox) Load(rows []Message) {
 	for _, rm := range rows {
 		k := slotKey(rm.RunID, rm.Slot)
 		if _, ok := o.slots[k]; !ok {
-			o.slots[k] = &oslot{rm: rm}
+			s := &oslot{rm: rm, kind: kindOf(rm.Slot)}
+			o.slots[k] = s
+			if s.kind == kindControls && !rm.Final && rm.MessageID != "" {
+				// Its stream died with the process that ran it: the answer
+				// shows its own Stop button from now on.
+				s.want, s.since = &render.SlotView{Slot: slotControls, Final: true, Priority: render.PriorityFinal}, time.Now()
+				o.poke()
+			}
 		}
 	}
 }
@@ -217,9 +278,95 @@ func (o *Outbox) Put(chatID, runID string, place Place, firstSeq, seq int64, sv 
 	}
 	s.want, s.wantSeq = &v, seq
 	s.gen++
+	if render.IsAnswer(sv.Slot) && (sv.View.Activity != "" || sv.Final) {
+		o.status(chatID, runID, place, firstSeq, seq, sv.View.Activity, sv.Final)
+	}
 	o.mu.Unlock()
 	o.poke()
 }
+
+// status sets the run's status indicator to activity ("" clears it once the
+// run's answer is final) where the platform has one. o.mu is held.
+func (o *Outbox) status(chatID, runID string, place Place, firstSeq, seq int64, activity string, final bool) {
+	if _, ok := o.surface.(StatusSetter); !ok || o.noStatus {
+		return
+	}
+	k := slotKey(runID, slotStatus)
+	s := o.slots[k]
+	if s == nil {
+		if final {
+			return // never set
+		}
+		s = &oslot{rm: Message{RunID: runID, Slot: slotStatus, ChatID: chatID, Place: place, FirstSeq: firstSeq}, kind: kindStatus}
+		o.slots[k] = s
+	}
+	if s.rm.Final {
+		return
+	}
+	if final {
+		activity = ""
+	}
+	if s.want == nil {
+		s.since = time.Now()
+	}
+	prio := render.PriorityCard
+	if final {
+		prio = render.PriorityFinal
+	}
+	s.want = &render.SlotView{Slot: slotStatus, View: render.View{Status: activity}, Priority: prio, Final: final}
+	s.wantSeq = seq
+	s.gen++
+}
+
+// controls shows buttons in the run's companion message while one of its
+// answer parts streams natively (nil buttons: the stream ended, the
+// companion goes). o.mu is held.
+func (o *Outbox) controls(rm Message, buttons []render.Button) {
+	if _, ok := o.surface.(Deleter); !ok {
+		return
+	}
+	k := slotKey(rm.RunID, slotControls)
+	s := o.slots[k]
+	if s == nil {
+		if buttons == nil {
+			return
+		}
+		s = &oslot{rm: Message{RunID: rm.RunID, Slot: slotControls, ChatID: rm.ChatID, Place: rm.Place, FirstSeq: rm.FirstSeq}, kind: kindControls}
+		o.slots[k] = s
+	}
+	if s.rm.Final {
+		return
+	}
+	var want render.SlotView
+	switch {
+	case buttons == nil && s.rm.MessageID == "":
+		// Never posted: nothing to remove.
+		s.rm.Final, s.want = true, nil
+		s.resolve()
+		return
+	case buttons == nil:
+		want = render.SlotView{Slot: slotControls, Final: true, Priority: render.PriorityFinal}
+	default:
+		v := render.View{Status: ControlsText, Buttons: buttons, Fallback: ControlsText}
+		want = render.SlotView{Slot: slotControls, View: v, Priority: render.PriorityCard}
+		if s.want == nil && s.rm.MessageID != "" && s.rm.Hash == v.Hash() {
+			return
+		}
+	}
+	if s.want == nil {
+		s.since = time.Now()
+	}
+	s.want = &want
+	s.gen++
+}
+
+// StatusRefresh is how often a status that did not change is shown again
+// (Slack removes one after two minutes without a message).
+const StatusRefresh = 90 * time.Second
+
+// ControlsText is the line of the companion message that holds a natively
+// streamed answer's Stop button.
+const ControlsText = "⏹ Working on the answer above…"
 
 func (o *Outbox) poke() {
 	select {
@@ -260,6 +407,7 @@ func (o *Outbox) Forget(runID string) {
 			delete(o.slots, k)
 		}
 	}
+	delete(o.runSent, runID)
 }
 
 // Stats returns the counts of calls made so far.
@@ -323,6 +471,15 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		}
 	}
 	for _, s := range o.slots {
+		if s.want == nil && s.kind == kindStatus && s.shown != nil && !s.rm.Final {
+			// Slack drops a status after two minutes without a message:
+			// keep a long tool call's status up.
+			if at := s.lastSent.Add(StatusRefresh); !at.After(now) {
+				s.want, s.since, s.rm.Hash = s.shown, now, ""
+			} else {
+				earliest = earlier(earliest, at)
+			}
+		}
 		if s.want == nil {
 			continue
 		}
@@ -331,15 +488,26 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 				continue
 			}
 		}
-		if s.want.View.Hash() == s.rm.Hash && s.rm.MessageID != "" && (s.rm.Final || !s.want.Final) {
-			// Already shows exactly this (a replay after a restart).
+		if first, waiting := firstUnposted[s.rm.RunID]; waiting && first == 0 && s.kind == kindStatus {
+			// The status goes up once the answer's first message is there
+			// (a platform may clear it when the bot posts).
+			continue
+		}
+		if s.want.View.Hash() == s.rm.Hash && s.rm.MessageID != "" && (s.rm.Final || !s.want.Final) && !(s.streaming && o.frozen(s)) {
+			// Already shows exactly this (a replay after a restart; a part
+			// whose stream is still to end is not done).
 			s.want = nil
 			s.resolve()
 			continue
 		}
 		ready := s.retryAt
-		if s.want.Priority == render.PriorityProgress && !(s.placeholder && !s.want.View.Working) {
-			ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
+		switch {
+		case s.kind == kindStatus:
+			if !s.want.Final && !s.lastSent.IsZero() {
+				ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
+			}
+		case s.want.Priority == render.PriorityProgress && !(s.placeholder && !s.want.View.Working):
+			ready = later(ready, o.runSent[s.rm.RunID].Add(o.budget.MinInterval))
 		}
 		if ready.After(now) {
 			earliest = earlier(earliest, ready)
@@ -354,22 +522,47 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		return nil, earliest.Sub(now)
 	}
 	op := o.opFor(best)
-	if at := o.buckets[op].ready(now); at.After(now) {
-		return nil, at.Sub(now)
+	if op != opNone {
+		if at := o.buckets[op].ready(now); at.After(now) {
+			return nil, at.Sub(now)
+		}
+		o.buckets[op].take(now)
+		if render.IsAnswer(best.rm.Slot) && best.want.Priority == render.PriorityProgress {
+			o.runSent[best.rm.RunID] = now
+		}
 	}
-	o.buckets[op].take(now)
 	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: op, hash: best.want.View.Hash()}, 0
 }
 
 func (o *Outbox) opFor(s *oslot) opKind {
 	switch {
+	case s.kind == kindStatus:
+		return opStatus
+	case s.kind == kindControls && s.want.Final:
+		return opDelete
 	case s.rm.MessageID == "" || s.want.Slot == render.SlotFile:
 		return opPost
-	case s.streaming && !s.want.Final:
+	case s.streaming && (s.want.Final || o.frozen(s)):
+		return opStop
+	case s.streaming:
 		return opAppend
+	case s.want.Final && s.want.View.Hash() == s.rm.Hash:
+		// Shows this already; only its being final is new.
+		return opNone
 	default:
 		return opUpdate
 	}
+}
+
+// frozen reports whether an answer part has a next part: its content never
+// changes again, so its stream can end now. o.mu is held.
+func (o *Outbox) frozen(s *oslot) bool {
+	k, ok := render.AnswerIndex(s.rm.Slot)
+	if !ok {
+		return false
+	}
+	_, next := o.slots[slotKey(s.rm.RunID, fmt.Sprintf("answer/%d", k+1))]
+	return next
 }
 
 func later(a, b time.Time) time.Time {
@@ -391,25 +584,40 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	s := j.s
 	o.mu.Lock()
 	rm := s.rm
-	streaming, streamed := s.streaming, s.streamed
-	o.stats.Calls++
+	streaming, st := s.streaming, s.streamed
+	frozen := j.op == opStop && !j.sv.Final
+	if j.op != opNone {
+		o.stats.Calls++
+	}
 	o.mu.Unlock()
 
 	var (
 		id  = rm.MessageID
 		err error
 	)
-	newStreamed := streamed
+	next := st
 	isAnswer := render.IsAnswer(j.sv.Slot)
 	switch {
+	case j.op == opNone:
+	case s.kind == kindStatus:
+		err = o.surface.(StatusSetter).SetStatus(ctx, rm.Place, j.sv.View.Status)
+		if err == nil {
+			id = slotStatus
+		}
+	case j.op == opDelete:
+		err = o.surface.(Deleter).Delete(ctx, rm.Place, id)
+		if errors.Is(err, ErrMessageGone) {
+			err = nil
+		}
 	case j.sv.Slot == render.SlotFile:
 		if id == "" {
 			id, err = o.surface.Upload(ctx, rm.Place, "answer.md", j.sv.Upload)
 		}
 	case id == "" && o.stream && isAnswer && !j.sv.Final:
-		id, err = o.surface.(Streamer).StartStream(ctx, rm.Place, j.sv.View)
+		chunks, ns, _ := streamed{}.diff(j.sv.View)
+		id, err = o.surface.(Streamer).StartStream(ctx, rm.Place, chunks)
 		if err == nil {
-			streaming, newStreamed = true, streamBody(j.sv.View)
+			streaming, next = true, ns
 		} else if errors.Is(err, ErrStreamingUnavailable) {
 			// Post this message; after a few refusals stop trying to stream.
 			o.mu.Lock()
@@ -424,26 +632,25 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	case id == "":
 		id, err = o.surface.Post(ctx, rm.Place, keyed(j.sv.View, rm))
 	case streaming:
-		body := streamBody(j.sv.View)
-		if !strings.HasPrefix(body, streamed) {
+		chunks, ns, ok := st.diff(j.sv.View)
+		if !ok {
 			// Not an append (cannot happen for a frozen part): end the stream
 			// with the whole view and edit from now on.
-			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, "", j.sv.View)
+			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, nil, j.sv.View)
 			if err == nil {
 				err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
 			}
 			streaming = false
 			break
 		}
-		rest := body[len(streamed):]
-		if j.sv.Final {
-			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, rest, j.sv.View)
+		if j.op == opStop {
+			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, chunks, j.sv.View)
 			streaming = false
-		} else if rest != "" {
-			err = o.surface.(Streamer).AppendStream(ctx, rm.Place, id, rest)
+		} else if len(chunks) > 0 {
+			err = o.surface.(Streamer).AppendStream(ctx, rm.Place, id, chunks)
 		}
 		if err == nil {
-			newStreamed = body
+			next = ns
 		} else if errors.Is(err, ErrNotStreaming) {
 			streaming = false
 			err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
@@ -458,11 +665,35 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	switch {
 	case err == nil:
 		s.rm.MessageID, s.rm.Hash, s.rm.LastSeq, s.rm.Final = id, j.hash, j.seq, j.sv.Final
-		s.streaming, s.streamed = streaming, newStreamed
+		if frozen {
+			// An earlier part whose stream ended: it never changes again.
+			s.rm.Final = true
+		}
+		s.streaming, s.streamed = streaming, next
 		s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
 		s.placeholder = j.sv.View.Working
 		if s.gen == j.gen {
 			s.want = nil
+		}
+		if s.kind == kindStatus {
+			sv := j.sv
+			s.shown = &sv
+		}
+		if j.op == opPost && s.kind != kindStatus {
+			// A post in the thread clears its status (Slack does when the
+			// app replies): show it again.
+			if ss := o.slots[slotKey(rm.RunID, slotStatus)]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.want == nil && ss.shown.View.Status != "" {
+				ss.want, ss.since, ss.rm.Hash = ss.shown, now, ""
+			}
+		}
+		if isAnswer && j.op != opNone {
+			switch {
+			case streaming && len(j.sv.View.Buttons) > 0:
+				o.controls(s.rm, j.sv.View.Buttons)
+			case !streaming && (j.sv.Final || len(j.sv.View.Buttons) > 0):
+				// The run ended, or the message shows its own buttons.
+				o.controls(s.rm, nil)
+			}
 		}
 	case errors.As(err, &rle) || errors.Is(err, ErrRateLimited):
 		o.stats.RateLimited++
@@ -474,11 +705,17 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if id != "" && s.rm.MessageID == "" {
 			s.rm.MessageID = id // posted, then limited on a follow-up call
 		}
+	case s.kind == kindStatus && errors.Is(err, ErrUnsupported):
+		// No status indicator here: stop trying in this workspace.
+		o.stats.Failures++
+		o.noStatus = true
+		o.log.InfoContext(ctx, "no status indicator here", "run_id", rm.RunID, "err", err)
+		s.want, s.rm.Final = nil, true
 	case errors.Is(err, ErrMessageGone) && s.rm.MessageID == id:
 		// Deleted in the client: post the content anew.
 		o.stats.Failures++
 		o.log.InfoContext(ctx, "message gone, posting it again", "run_id", rm.RunID, "slot", rm.Slot)
-		s.rm.MessageID, s.rm.Hash, s.streaming, s.streamed = "", "", false, ""
+		s.rm.MessageID, s.rm.Hash, s.streaming, s.streamed = "", "", false, streamed{}
 	default:
 		o.stats.Failures++
 		s.attempts++
@@ -505,7 +742,8 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		}
 	}
 	o.log.Debug("outbox call", "run_id", rm.RunID, "slot", rm.Slot, "id", id, "err", err)
-	save := err == nil
+	// A status indicator is not a message: there is nothing to find again.
+	save := err == nil && s.kind != kindStatus
 	row := s.rm
 	if s.want == nil {
 		s.resolve()
@@ -516,15 +754,6 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			o.log.ErrorContext(ctx, "save rendered message", "run_id", row.RunID, "slot", row.Slot, "err", serr)
 		}
 	}
-}
-
-// streamBody is the Markdown a native stream shows for v: a placeholder shows
-// nothing, so that the answer's text can be appended to it.
-func streamBody(v render.View) string {
-	if v.Working {
-		return ""
-	}
-	return v.Body
 }
 
 // transient reports a failure of the transport rather than an answer of the

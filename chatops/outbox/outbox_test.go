@@ -81,20 +81,48 @@ func (p *platform) log() []call {
 	return append([]call(nil), p.calls...)
 }
 
-// streaming is a platform with native streaming.
+// streaming is a platform with native streaming, a status indicator and
+// deletions.
 type streaming struct{ platform }
 
-func (s *streaming) StartStream(_ context.Context, _ outbox.Place, v render.View) (string, error) {
-	return s.do(call{op: "start", body: v.Body})
+// chunkText renders chunks as "text", "[task id status]" and "{plan title
+// n}" in order.
+func chunkText(cs []outbox.Chunk) string {
+	var b strings.Builder
+	for _, c := range cs {
+		switch {
+		case c.Task != nil:
+			fmt.Fprintf(&b, "[%s %s]", c.Task.ID, c.Task.Status)
+		case c.Plan != nil:
+			fmt.Fprintf(&b, "{%s %d}", c.Plan.Title, len(c.Plan.Items))
+		default:
+			b.WriteString(c.Markdown)
+		}
+	}
+	return b.String()
 }
 
-func (s *streaming) AppendStream(_ context.Context, _ outbox.Place, id, md string) error {
-	_, err := s.do(call{op: "append", id: id, rest: md})
+func (s *streaming) StartStream(_ context.Context, _ outbox.Place, cs []outbox.Chunk) (string, error) {
+	return s.do(call{op: "start", rest: chunkText(cs), body: chunkText(cs)})
+}
+
+func (s *streaming) AppendStream(_ context.Context, _ outbox.Place, id string, cs []outbox.Chunk) error {
+	_, err := s.do(call{op: "append", id: id, rest: chunkText(cs)})
 	return err
 }
 
-func (s *streaming) StopStream(_ context.Context, _ outbox.Place, id, rest string, v render.View) error {
-	_, err := s.do(call{op: "stop", id: id, rest: rest, body: v.Body})
+func (s *streaming) StopStream(_ context.Context, _ outbox.Place, id string, cs []outbox.Chunk, v render.View) error {
+	_, err := s.do(call{op: "stop", id: id, rest: chunkText(cs), body: v.Footer})
+	return err
+}
+
+func (s *streaming) SetStatus(_ context.Context, _ outbox.Place, status string) error {
+	_, err := s.do(call{op: "status", id: "-", body: status})
+	return err
+}
+
+func (s *streaming) Delete(_ context.Context, _ outbox.Place, id string) error {
+	_, err := s.do(call{op: "delete", id: id})
 	return err
 }
 
@@ -317,7 +345,7 @@ func TestStreaming(t *testing.T) {
 		for _, c := range s.log() {
 			got = append(got, c.op+":"+c.rest)
 		}
-		if want := "start: append:lo, wo stop:rld."; strings.Join(got, " ") != want {
+		if want := "start:Hel append:lo, wo stop:rld."; strings.Join(got, " ") != want {
 			t.Fatalf("calls %q, want %q", got, want)
 		}
 	})

@@ -67,13 +67,31 @@ type Sender interface {
 // Streamer is a Sender that can stream a message natively (Slack
 // chat.startStream / appendStream / stopStream). Optional.
 type Streamer interface {
-	// StartStream starts a streamed reply in the thread with v's body.
-	StartStream(ctx context.Context, p Place, v render.View) (string, error)
-	// AppendStream appends Markdown to the streamed message.
-	AppendStream(ctx context.Context, p Place, id, markdown string) error
-	// StopStream appends the rest of the Markdown and ends the stream with v's
-	// status, steps, footer and buttons.
-	StopStream(ctx context.Context, p Place, id, rest string, v render.View) error
+	// StartStream starts a streamed reply in the thread showing chunks
+	// (possibly none: an empty stream the answer is appended to).
+	StartStream(ctx context.Context, p Place, chunks []Chunk) (string, error)
+	// AppendStream adds chunks to the streamed message, in order.
+	AppendStream(ctx context.Context, p Place, id string, chunks []Chunk) error
+	// StopStream adds the last chunks and ends the stream with v's status,
+	// footer and buttons (v's body, tasks and plan were streamed).
+	StopStream(ctx context.Context, p Place, id string, chunks []Chunk, v render.View) error
+}
+
+// StatusSetter is a Sender that shows what the agent is doing in a thread
+// (Slack's assistant thread status). Optional: the outbox sets a run's
+// status from its answer's View.Activity once the answer's first message is
+// there, and clears it when the answer is final.
+type StatusSetter interface {
+	// SetStatus shows status in the thread; "" clears it. It returns an
+	// error wrapping ErrUnsupported where the platform has no status.
+	SetStatus(ctx context.Context, p Place, status string) error
+}
+
+// Deleter is a Sender that can delete its messages. Optional: with a
+// Streamer, the outbox keeps a streamed answer's buttons (Stop) in a small
+// companion message and deletes it when the stream ends.
+type Deleter interface {
+	Delete(ctx context.Context, p Place, id string) error
 }
 
 // Saver persists what was sent, so that a restart edits the same messages and
@@ -97,6 +115,9 @@ var (
 	// ErrMessageGone is returned by Update when the message no longer exists
 	// (deleted in the client): the caller posts a new one.
 	ErrMessageGone = errors.New("chatops: message is gone")
+	// ErrUnsupported is returned by an optional method the platform cannot
+	// do here (a status indicator where it has none).
+	ErrUnsupported = errors.New("chatops: not supported here")
 )
 
 // RateLimitError is a platform's "slow down" with the wait it asked for.

@@ -71,9 +71,18 @@ type Message struct {
 	Metadata json.RawMessage
 	// Blocks is the JSON of the last blocks sent.
 	Blocks json.RawMessage
-	// Markdown is what was streamed (chat.startStream/appendStream/stopStream).
+	// Markdown is what was streamed (chat.startStream/appendStream/stopStream):
+	// markdown_text and markdown_text chunks.
 	Markdown  string
 	Streaming bool
+	// DisplayMode is a stream's task_display_mode ("timeline", "plan").
+	DisplayMode string
+	// Chunks are the stream's chunks, in order; Tasks the task cards they
+	// built (latest state, in order of appearance); PlanTitle the title of
+	// its plan.
+	Chunks    []Chunk
+	Tasks     []Task
+	PlanTitle string
 	Edits     int
 	Reactions []string
 	// Ephemeral is the user a chat.postEphemeral message was shown to.
@@ -113,6 +122,10 @@ type Server struct {
 	delays     map[string]time.Duration
 	noStream   string
 	views      []json.RawMessage
+	statuses   map[string][]StatusChange // by channel + "/" + thread ts
+	titles     map[string]string
+	prompts    map[string]SuggestedPrompts
+	homes      map[string][]json.RawMessage // by user
 	listeners  []chan Call
 	wsConns    []*wsConn
 	acks       map[string]json.RawMessage
@@ -144,6 +157,7 @@ func New(t testing.TB) *Server {
 		messages: map[string]*Message{}, files: map[string]*File{}, triggers: map[string]time.Time{},
 		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, delays: map[string]time.Duration{},
 		acks: map[string]json.RawMessage{}, ackWaiters: map[string]chan json.RawMessage{},
+		statuses: map[string][]StatusChange{}, titles: map[string]string{}, prompts: map[string]SuggestedPrompts{}, homes: map[string][]json.RawMessage{},
 		PingInterval: 5 * time.Second,
 	}
 	mux := http.NewServeMux()
@@ -295,6 +309,8 @@ func (m *Message) copy() Message {
 	c.Reactions = append([]string(nil), m.Reactions...)
 	c.Files = append([]string(nil), m.Files...)
 	c.Versions = append([]string(nil), m.Versions...)
+	c.Chunks = append([]Chunk(nil), m.Chunks...)
+	c.Tasks = append([]Task(nil), m.Tasks...)
 	return c
 }
 
@@ -499,6 +515,9 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 	if wait, ok := s.admit(method); !ok {
 		return http.StatusTooManyRequests, response{"retry_after": strconv.Itoa(wait)}
 	}
+	if code, r, ok := s.handleAgentUI(method, c); ok {
+		return code, r
+	}
 	f := c.Form
 	switch method {
 	case "auth.test":
@@ -526,6 +545,7 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		}
 		m.Versions = []string{m.Text}
 		s.store(m)
+		s.replied(m.Channel, m.ThreadTS)
 		return http.StatusOK, response{"ok": true, "channel": m.Channel, "ts": ts, "message": response{"text": m.Text, "ts": ts}}
 	case "conversations.replies":
 		root, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
@@ -599,11 +619,19 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		if len([]rune(f.Get("markdown_text"))) > 12000 {
 			return fail("msg_too_long")
 		}
-		ts := s.nextTS()
-		m := &Message{Channel: ch, TS: ts, ThreadTS: f.Get("thread_ts"), Markdown: f.Get("markdown_text"), Streaming: true}
+		mode := f.Get("task_display_mode")
+		if mode != "" && mode != "timeline" && mode != "plan" {
+			return fail("invalid_arguments")
+		}
+		m := &Message{Channel: ch, ThreadTS: f.Get("thread_ts"), Streaming: true, DisplayMode: cmpOr(mode, "timeline")}
+		if e := applyChunks(m, f); e != "" {
+			return fail(e)
+		}
+		m.TS = s.nextTS()
 		m.Versions = []string{m.Markdown}
 		s.store(m)
-		return http.StatusOK, response{"ok": true, "channel": ch, "ts": ts}
+		s.replied(m.Channel, m.ThreadTS)
+		return http.StatusOK, response{"ok": true, "channel": ch, "ts": m.TS}
 	case "chat.appendStream", "chat.stopStream":
 		m, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
 		if !ok {
@@ -619,7 +647,12 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		if method == "chat.appendStream" && md == "" && f.Get("chunks") == "" {
 			return fail("invalid_arguments")
 		}
-		m.Markdown += md
+		// Chunks apply all or nothing.
+		next := m.copy()
+		if e := applyChunks(&next, f); e != "" {
+			return fail(e)
+		}
+		m.Markdown, m.Chunks, m.Tasks, m.PlanTitle = next.Markdown, next.Chunks, next.Tasks, next.PlanTitle
 		if method == "chat.stopStream" {
 			m.Streaming = false
 			if b := f.Get("blocks"); b != "" {
@@ -667,6 +700,7 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 			file.Title, file.Channel, file.ThreadTS = x.Title, f.Get("channel_id"), f.Get("thread_ts")
 			ts := s.nextTS()
 			s.store(&Message{Channel: file.Channel, TS: ts, ThreadTS: file.ThreadTS, Text: f.Get("initial_comment"), Files: []string{file.ID}})
+			s.replied(file.Channel, file.ThreadTS)
 			out = append(out, response{"id": file.ID, "title": file.Title})
 		}
 		return http.StatusOK, response{"ok": true, "files": out}
@@ -795,4 +829,11 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", f.MimeType)
 	_, _ = w.Write(f.Content)
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
