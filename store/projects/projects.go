@@ -1,0 +1,261 @@
+// Package projects administers Threadline's projects over the store: the
+// work of `threadline project` (add, access, list, remove and secrets, with
+// the checks of names, container names, images and secret keys) and the
+// store as the preparer's execution.Projects, which adds every project
+// secret it loads to the redactor. Parsing the command line stays in
+// cmd/threadline.
+package projects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode"
+
+	"github.com/threadline-bot/threadline/agentcore/execution"
+	"github.com/threadline-bot/threadline/store"
+)
+
+// ErrUsage marks a request refused before anything was done: a bad name,
+// container, image, id list or secret key (a command's exit status 2).
+var ErrUsage = errors.New("usage")
+
+var (
+	// projectName is what chats and commands call a project.
+	projectName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	// containerName follows LXD's instance names.
+	containerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
+	// secretKey is an environment variable name.
+	secretKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// MaxSecretBytes bounds a secret value.
+const MaxSecretBytes = 64 << 10
+
+// Admin runs the project commands over St and reports on Out (results) and
+// Err (notes).
+type Admin struct {
+	St *store.Store
+	// Remote is the lxc remote of the containers ("" the local socket);
+	// Image the default image of new ones (lxd.remote, lxd.image).
+	Remote, Image string
+	Out, Err      io.Writer
+	// LXC lists and deletes containers; nil uses the lxc command.
+	LXC *execution.LXC
+}
+
+// Project is a project to add.
+type Project struct {
+	Name, Container, Image, Workspace string
+	// Channels and Allow say where chats may bind to it and who may.
+	Channels, Allow []string
+}
+
+func (a Admin) lxc() *execution.LXC {
+	if a.LXC != nil {
+		return a.LXC
+	}
+	return &execution.LXC{}
+}
+
+// ref is the container as lxc names it.
+func (a Admin) ref(container string) string {
+	if a.Remote == "" {
+		return container
+	}
+	return a.Remote + ":" + container
+}
+
+// Check refuses a project whose name, container or image is malformed
+// (ErrUsage), before the store is opened.
+func (p Project) Check() error {
+	if !projectName.MatchString(p.Name) {
+		return fmt.Errorf("%w: project add: invalid name %q (letters, digits, '.', '_', '-'; at most 63)", ErrUsage, p.Name)
+	}
+	if !containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-") {
+		return fmt.Errorf("%w: project add: --container: invalid LXD instance name %q (a letter, then letters, digits and '-'; at most 63)", ErrUsage, p.Container)
+	}
+	if p.Image != "" && !execution.ValidImage(p.Image) {
+		return fmt.Errorf("%w: project add: --image: invalid image reference %q (ALIAS, REMOTE:ALIAS or a fingerprint: letters, digits, '.', '_', '-', '/', not starting with '-')", ErrUsage, p.Image)
+	}
+	return nil
+}
+
+// Add stores p (checked first) and says where its container comes from and
+// who may bind chats to it.
+func (a Admin) Add(ctx context.Context, p Project) error {
+	if err := p.Check(); err != nil {
+		return err
+	}
+	ws := p.Workspace
+	if ws != "" {
+		var err error
+		if ws, err = filepath.Abs(ws); err != nil {
+			return err
+		}
+		if a.Remote == "" {
+			if fi, err := os.Stat(ws); err != nil || !fi.IsDir() {
+				return fmt.Errorf("project add: --workspace %s is not a directory", ws)
+			}
+		}
+	}
+	sp := store.Project{Name: p.Name, Container: p.Container, Image: p.Image, Workspace: ws, Channels: p.Channels, Allow: p.Allow}
+	if err := a.St.CreateProject(ctx, &sp); err != nil {
+		if errors.Is(err, store.ErrConflict) {
+			return fmt.Errorf("project add: a project named %s, or one using container %s, exists already", p.Name, p.Container)
+		}
+		return err
+	}
+	img := sp.Image
+	if img == "" {
+		img = a.Image
+	}
+	fmt.Fprintf(a.Out, "project %s added: container %s", sp.Name, a.ref(sp.Container))
+	if img != "" {
+		fmt.Fprintf(a.Out, " (created from %s when missing)", img)
+	}
+	fmt.Fprintln(a.Out)
+	if img == "" {
+		fmt.Fprintf(a.Err, "note: neither --image nor lxd.image is set; the container %s must exist before the first run\n", sp.Container)
+	}
+	a.printAccess(sp.Name, sp.Channels, sp.Allow)
+	return nil
+}
+
+// printAccess says who may bind chats to the project.
+func (a Admin) printAccess(name string, channels, allow []string) {
+	if len(channels) == 0 {
+		fmt.Fprintf(a.Out, "project %s is admin-only: no channel may bind a chat to it until you name channels with: threadline project access %s --channels C1,C2 [--allow U1,U2]\n", name, name)
+		return
+	}
+	fmt.Fprintf(a.Out, "chats may use it in: %s; bound by: %s (and admins)\n", strings.Join(channels, ", "), orAny(allow))
+}
+
+// Access replaces a project's channels and users lists.
+func (a Admin) Access(ctx context.Context, name string, channels, allow []string) error {
+	if err := a.St.SetProjectAccess(ctx, name, channels, allow); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("project access: no project %s", name)
+		}
+		return err
+	}
+	a.printAccess(name, channels, allow)
+	return nil
+}
+
+// AccessList parses a comma-separated --channels or --allow value: ids of 1
+// to 255 bytes without whitespace or control characters (else ErrUsage).
+func AccessList(flagName, v string) ([]string, error) {
+	if strings.TrimSpace(v) == "" {
+		return nil, nil
+	}
+	var out []string
+	for _, id := range strings.Split(v, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" || len(id) > 255 || strings.ContainsFunc(id, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) }) {
+			return nil, fmt.Errorf("%w: project: --%s: invalid id %q (comma-separated ids without spaces)", ErrUsage, flagName, id)
+		}
+		out = append(out, id)
+	}
+	return out, nil
+}
+
+// orAny joins ids, or says "any".
+func orAny(ids []string) string {
+	if len(ids) == 0 {
+		return "any"
+	}
+	return strings.Join(ids, ", ")
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// List prints the projects as a table: the live container status when LXD
+// answers within 5 s, else the stored one.
+func (a Admin) List(ctx context.Context) error {
+	projects, err := a.St.ListProjects(ctx)
+	if err != nil {
+		return err
+	}
+	if len(projects) == 0 {
+		fmt.Fprintln(a.Out, "no projects; add one with: threadline project add NAME --container C")
+		return nil
+	}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	live, lerr := a.lxc().List(lctx, a.Remote)
+	cancel()
+	tw := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tCONTAINER\tIMAGE\tWORKSPACE\tSTATUS\tSECRETS\tCHANNELS\tALLOW")
+	for _, p := range projects {
+		status := p.Status
+		switch {
+		case lerr != nil:
+			if status == "" {
+				status = "-"
+			}
+			status += " (stored)"
+		case live[p.Container] != "":
+			status = strings.ToLower(live[p.Container])
+		default:
+			status = "missing"
+		}
+		names, err := a.St.ProjectSecretNames(ctx, p.Name)
+		if err != nil {
+			return err
+		}
+		channels := "(admins only)"
+		if len(p.Channels) > 0 {
+			channels = strings.Join(p.Channels, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", p.Name, a.ref(p.Container), orDash(p.Image), orDash(p.Workspace), status, len(names), channels, orAny(p.Allow))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if lerr != nil {
+		fmt.Fprintf(a.Err, "note: LXD did not answer (%v); statuses are the stored ones\n", lerr)
+	}
+	return nil
+}
+
+// Remove deletes a project and its secrets, and its container when
+// deleteContainer is set.
+func (a Admin) Remove(ctx context.Context, name string, deleteContainer bool) error {
+	p, err := a.St.GetProject(ctx, name)
+	if errors.Is(err, store.ErrNotFound) {
+		return fmt.Errorf("project remove: no project %s", name)
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.St.DeleteProject(ctx, p.Name); err != nil {
+		return err
+	}
+	ref := a.ref(p.Container)
+	if !deleteContainer {
+		fmt.Fprintf(a.Out, "project %s removed with its secrets; container %s is kept (delete it with: lxc delete --force %s)\n", p.Name, ref, ref)
+		return nil
+	}
+	err = a.lxc().Delete(ctx, execution.Instance{Remote: a.Remote, Name: p.Container})
+	switch {
+	case errors.Is(err, execution.ErrInstanceNotFound):
+		fmt.Fprintf(a.Out, "project %s removed with its secrets; container %s did not exist\n", p.Name, ref)
+	case err != nil:
+		return fmt.Errorf("project %s removed, but deleting container %s failed: %w", p.Name, ref, err)
+	default:
+		fmt.Fprintf(a.Out, "project %s removed with its secrets and container %s\n", p.Name, ref)
+	}
+	return nil
+}
