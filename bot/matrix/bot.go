@@ -80,6 +80,12 @@ type Config struct {
 	// MaxFileBytes bounds one attachment the bot downloads (default
 	// DefaultMaxFileBytes); a larger one is skipped with a note.
 	MaxFileBytes int64
+	// MaxEventBytes bounds one event the bot sends as the homeserver stores
+	// it (the content, or its Megolm ciphertext in an encrypted room), from
+	// MinEventBytes to MaxEventBytesLimit (default DefaultMaxEventBytes,
+	// config key matrix.max_event_bytes). An answer takes one message up to
+	// PartLimit(MaxEventBytes) bytes before it continues in the next.
+	MaxEventBytes int
 }
 
 // DefaultMaxFileBytes is the default bound of one downloaded attachment.
@@ -125,6 +131,7 @@ type Bot struct {
 	crypto      mautrix.CryptoHelper
 
 	cards  *cardBook
+	polls  *pollBook
 	typing *typing
 
 	wg sync.WaitGroup
@@ -172,6 +179,12 @@ func New(cfg Config, desk Desk, accounts Accounts, seen Seen, logger *slog.Logge
 		return nil, fmt.Errorf("%w: encryption needs the database for its keys", ErrConfig)
 	case cfg.Encryption && cfg.CryptoDialect != "postgres" && cfg.CryptoDialect != "sqlite":
 		return nil, fmt.Errorf("%w: crypto database dialect %q (want postgres or sqlite)", ErrConfig, cfg.CryptoDialect)
+	case cfg.MaxEventBytes != 0 && (cfg.MaxEventBytes < MinEventBytes || cfg.MaxEventBytes > MaxEventBytesLimit):
+		return nil, fmt.Errorf("%w: max_event_bytes %d is outside %d..%d (Matrix refuses events over %d bytes)",
+			ErrConfig, cfg.MaxEventBytes, MinEventBytes, MaxEventBytesLimit, HardEventLimit)
+	}
+	if cfg.MaxEventBytes == 0 {
+		cfg.MaxEventBytes = DefaultMaxEventBytes
 	}
 	if cfg.Workspace == "" {
 		cfg.Workspace = server
@@ -191,6 +204,7 @@ func New(cfg Config, desk Desk, accounts Accounts, seen Seen, logger *slog.Logge
 		ready: make(chan struct{}),
 	}
 	b.cards = newCardBook()
+	b.polls = newPollBook()
 	return b, nil
 }
 
@@ -296,6 +310,8 @@ func (b *Bot) connect(ctx context.Context) error {
 	syncer.OnEventType(event.StateMember, b.enqueueFn(b.onMember))
 	syncer.OnEventType(event.EventMessage, b.enqueueFn(b.onMessage))
 	syncer.OnEventType(event.EventReaction, b.enqueueFn(b.onReaction))
+	syncer.OnEventType(event.EventUnstablePollResponse, b.enqueueFn(b.onPollResponse))
+	syncer.OnEventType(EventPollResponseStable, b.enqueueFn(b.onPollResponse))
 
 	b.displayName = b.me.Localpart()
 	if dn, err := cli.GetOwnDisplayName(ctx); err == nil && dn.DisplayName != "" {

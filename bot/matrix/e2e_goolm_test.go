@@ -45,6 +45,18 @@ func TestEncryptedRestartMidRun(t *testing.T) {
 	restartFlow(t, true)
 }
 
+// TestEncryptedTwentyKBAnswer: in an encrypted room too a 20 KB answer is
+// one message (as Megolm ciphertext within max_event_bytes).
+func TestEncryptedTwentyKBAnswer(t *testing.T) {
+	twentyKBFlow(t, true)
+}
+
+// TestEncryptedQuestionByPoll: the poll, the votes and the poll's end are
+// encrypted like the rest of the room.
+func TestEncryptedQuestionByPoll(t *testing.T) {
+	pollFlow(t, true)
+}
+
 // TestUndecryptableNotice: an encrypted event the bot cannot decrypt gets a
 // notice in reply, saying so.
 func TestUndecryptableNotice(t *testing.T) {

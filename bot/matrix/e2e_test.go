@@ -1,8 +1,6 @@
 package matrix_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -402,50 +400,6 @@ func TestThreadCommands(t *testing.T) {
 	alice.wait("the status", waitLong, func(evs []*event.Event) bool {
 		return postWith(evs, w.botUser.ID, room, root, "agent fake") != nil
 	})
-}
-
-// TestLongAnswerContinues: an answer longer than one message continues in
-// follow-up messages in the thread, each well under the event size limit,
-// together the whole text in order.
-func TestLongAnswerContinues(t *testing.T) {
-	w := newWorld(t, "sqlite")
-	w.startBot(false)
-	alice := w.human(w.alice, false)
-	bob := w.human(w.bob, false)
-	room := w.room(alice, bob, false)
-	bot := w.botUser.ID
-	var parts []string
-	for i := range 12 {
-		parts = append(parts, fmt.Sprintf("Paragraph %02d: %s\n\n", i, strings.Repeat("lorem ipsum ", 100)))
-	}
-	w.prov.add(script{before: parts, pause: 20 * time.Millisecond}.turn)
-	root := alice.say(room, "", w.botUser.Name+": write a lot", bot)
-	evs := alice.wait("the whole answer", waitLong, func(evs []*event.Event) bool {
-		posts := botPosts(evs, bot, room, root)
-		return len(posts) > 0 && strings.Contains(current(evs, posts[len(posts)-1]).Body, "Done")
-	})
-	posts := botPosts(evs, bot, room, root)
-	if len(posts) < 3 {
-		t.Fatalf("%d messages for a %d-byte answer, want follow-ups", len(posts), len(strings.Join(parts, "")))
-	}
-	var all strings.Builder
-	for _, p := range posts {
-		c := current(evs, p)
-		raw, _ := json.Marshal(c)
-		if len(raw) > 60000 {
-			t.Errorf("message %s is %d bytes", p.ID, len(raw))
-		}
-		all.WriteString(c.Body)
-	}
-	text := all.String()
-	last := -1
-	for i := range parts {
-		at := strings.Index(text, fmt.Sprintf("Paragraph %02d:", i))
-		if at <= last {
-			t.Fatalf("paragraph %d missing or out of order", i)
-		}
-		last = at
-	}
 }
 
 // TestStopByReaction: ⏹ on the running answer stops the turn; the answer

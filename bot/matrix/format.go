@@ -20,14 +20,6 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 )
 
-// Event size budget. Dendrite refuses events over 65,536 bytes; an edit carries
-// the text once in m.new_content (mautrix cuts the fallback body), and
-// Megolm's base64 ciphertext is a third larger than the plaintext.
-const (
-	maxContentBytes          = 56 << 10
-	maxEncryptedContentBytes = 40 << 10
-)
-
 var markdown = goldmark.New(
 	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify, extension.TaskList),
 	goldmark.WithRendererOptions(gmhtml.WithHardWraps()),
@@ -159,6 +151,9 @@ func hint(v chatops.View) string {
 		parts = append([]string{optionKeys[0] + "… an option"}, parts...)
 	}
 	s := "React " + strings.Join(parts, " · ")
+	if options > 0 {
+		s = "Vote in the poll below, or react " + strings.Join(parts, " · ")
+	}
 	if !isCard(v) {
 		return s
 	}
@@ -232,30 +227,78 @@ func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
 	return c
 }
 
-// fit keeps the content under limit bytes of JSON: first without the HTML
-// body, then with the plain body cut. It reports whether it cut anything.
-func fit(c *event.MessageEventContent, limit int) bool {
-	size := func() int {
-		b, _ := json.Marshal(c)
-		return len(b)
+// outgoing is one message the bot sends for a view: a new message in a thread
+// or an edit of one of its messages.
+type outgoing struct {
+	v        chatops.View
+	mentions []id.UserID
+	// thread is the thread a new message goes to; edit the message an edit
+	// replaces (always the original event).
+	thread, edit id.EventID
+}
+
+// build turns the content into what is sent: the relation and the buttons
+// (in m.new_content too, for an edit).
+func (o outgoing) build(c *event.MessageEventContent) (any, error) {
+	if o.thread != "" {
+		c.GetRelatesTo().SetThread(o.thread, o.thread)
 	}
-	if size() <= limit {
-		return false
+	if o.edit != "" {
+		c.SetEdit(o.edit)
 	}
-	c.Format, c.FormattedBody = "", ""
-	const suffix = "\n\n… (cut: the message is too long for one Matrix event)"
-	orig := c.Body
+	if len(o.v.Buttons) > 0 {
+		return withButtons(c, o.v.Buttons)
+	}
+	return c, nil
+}
+
+// How fitWire shrank a message.
+const (
+	shrunkNone = ""
+	shrunkHTML = "without its HTML body"
+	shrunkCut  = "cut"
+)
+
+// cutSuffix ends a message cut to fit one event.
+const cutSuffix = "\n\n… (cut: the message is too long for one Matrix event)"
+
+// fitWire returns what to send for o within limit bytes (wireSize): the whole
+// view; else without the HTML body (the plain body still has all of the
+// text); else with the plain body cut. It is deterministic, so a replay sends
+// the same bytes; shrunk says what it did.
+func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, err error) {
+	if wire, err = o.build(content(o.v, o.mentions)); err != nil || wireSize(wire, encrypted) <= limit {
+		return wire, shrunkNone, err
+	}
+	plain := func(body string) (any, error) {
+		c := content(o.v, o.mentions)
+		c.Format, c.FormattedBody = "", ""
+		if body != "" {
+			c.Body = body
+		}
+		return o.build(c)
+	}
+	if wire, err = plain(""); err != nil || wireSize(wire, encrypted) <= limit {
+		return wire, shrunkHTML, err
+	}
+	orig := content(o.v, o.mentions).Body
 	n := len(orig)
-	for size() > limit && n > 0 {
-		// JSON escaping can grow text up to six times (\u00XX): cut by the
-		// measured overshoot and measure again.
-		n = max(n-(size()-limit)-len(suffix), 0)
+	for n > 0 {
+		// JSON escaping (and Megolm's base64) make the event grow faster
+		// than the text: cut by the measured overshoot and measure again.
+		over := wireSize(wire, encrypted) - limit
+		if over <= 0 {
+			break
+		}
+		n = max(n-over-len(cutSuffix), 0)
 		for n > 0 && !utf8RuneStart(orig[n]) {
 			n--
 		}
-		c.Body = orig[:n] + suffix
+		if wire, err = plain(orig[:n] + cutSuffix); err != nil {
+			return nil, shrunkCut, err
+		}
 	}
-	return true
+	return wire, shrunkCut, nil
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

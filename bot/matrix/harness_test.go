@@ -190,6 +190,8 @@ type world struct {
 	policy  *chatops.Policy
 	// homeserver is the URL the bot talks to (default: Dendrite's).
 	homeserver string
+	// maxEventBytes is the bot's Config.MaxEventBytes (0: the default).
+	maxEventBytes int
 
 	botUser    dendritetest.User
 	alice, bob dendritetest.User
@@ -200,6 +202,10 @@ type world struct {
 	stop    context.CancelFunc
 	done    chan error
 }
+
+// minInterval is the least time between two progress edits of one message
+// (the desk's Budget.MinInterval in these tests).
+const minInterval = 150 * time.Millisecond
 
 func newWorld(t *testing.T, dialect string) *world {
 	t.Helper()
@@ -227,9 +233,12 @@ func newWorld(t *testing.T, dialect string) *world {
 func (w *world) startBot(encryption bool) {
 	t := w.t
 	t.Helper()
+	// The desk serves Matrix alone here, so its answer parts take the
+	// Matrix part limit of the bot's event size.
 	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
-		Budget: chatops.Budget{MinInterval: 150 * time.Millisecond},
+		Budget: chatops.Budget{MinInterval: minInterval},
+		Render: chatops.RenderOptions{PartLimit: matrix.PartLimit(w.maxEventBytes)},
 	}, w.log)
 	hsURL := w.homeserver
 	if hsURL == "" {
@@ -238,7 +247,7 @@ func (w *world) startBot(encryption bool) {
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: hsURL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
 		Encryption: encryption, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect,
-		TypingTimeout: 3 * time.Second,
+		TypingTimeout: 3 * time.Second, MaxEventBytes: w.maxEventBytes,
 	}, w.threads, w.st, w.st, w.log)
 	if err != nil {
 		t.Fatal(err)
@@ -257,6 +266,16 @@ func (w *world) startBot(encryption bool) {
 	}
 	w.bot, w.stop, w.done = bot, cancel, done
 	t.Cleanup(w.stopBot)
+}
+
+// started is a world with the bot running and alice and bob in a room with
+// it (encrypted when asked).
+func started(t *testing.T, dialect string, encrypted bool) (w *world, alice, bob *human, room id.RoomID) {
+	t.Helper()
+	w = newWorld(t, dialect)
+	w.startBot(encrypted)
+	alice, bob = w.human(w.alice, encrypted), w.human(w.bob, encrypted)
+	return w, alice, bob, w.room(alice, bob, encrypted)
 }
 
 // stopBot stops the bot process: the sync and the renderers.
@@ -315,7 +334,8 @@ func (w *world) human(u dendritetest.User, encryption bool) *human {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		switch evt.Type {
-		case event.EventMessage, event.EventReaction, event.StateMember:
+		case event.EventMessage, event.EventReaction, event.StateMember,
+			event.EventUnstablePollStart, event.EventUnstablePollResponse, event.EventUnstablePollEnd:
 			h.events = append(h.events, evt)
 		case event.EphemeralEventTyping:
 			for _, u := range evt.Content.AsTyping().UserIDs {

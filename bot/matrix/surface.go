@@ -8,8 +8,6 @@ package matrix
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,11 +40,19 @@ func (b *Bot) encrypted(ctx context.Context, room id.RoomID) bool {
 	return err == nil && enc
 }
 
-func (b *Bot) limit(ctx context.Context, room id.RoomID) int {
-	if b.encrypted(ctx, room) {
-		return maxEncryptedContentBytes
+// fitted is what to send for o in room: within Config.MaxEventBytes, as
+// fitWire makes it; a shrunk message is logged.
+func (b *Bot) fitted(ctx context.Context, room id.RoomID, o outgoing) (any, error) {
+	enc := b.encrypted(ctx, room)
+	wire, shrunk, err := fitWire(o, b.cfg.MaxEventBytes, enc)
+	if err != nil {
+		return nil, err
 	}
-	return maxContentBytes
+	if shrunk != shrunkNone {
+		b.log.WarnContext(ctx, "message sent "+shrunk+" to fit one event", "room_id", room,
+			"max_event_bytes", b.cfg.MaxEventBytes, "encrypted", enc, "body_bytes", len(o.v.Body))
+	}
+	return wire, nil
 }
 
 // send sends a message event and turns a lasting 429 into a RateLimitError.
@@ -65,25 +71,15 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 	if err != nil {
 		return "", err
 	}
-	c := content(v, nil)
-	if p.Thread != "" {
-		c.GetRelatesTo().SetThread(id.EventID(p.Thread), id.EventID(p.Thread))
-	}
-	if fit(c, b.limit(ctx, room)) {
-		b.log.WarnContext(ctx, "message cut to fit one event", "room_id", room)
-	}
-	var body any = c
-	if len(v.Buttons) > 0 {
-		if body, err = withButtons(c, v.Buttons); err != nil {
-			return "", err
-		}
+	body, err := b.fitted(ctx, room, outgoing{v: v, thread: id.EventID(p.Thread)})
+	if err != nil {
+		return "", err
 	}
 	var extra []mautrix.ReqSendEvent
 	if v.Key != "" {
 		// The homeserver answers a repeated transaction id with the event it
 		// already made: a retry after a lost answer posts nothing twice.
-		sum := sha256.Sum256([]byte(v.Key))
-		extra = append(extra, mautrix.ReqSendEvent{TransactionID: "tl-" + hex.EncodeToString(sum[:12])})
+		extra = append(extra, mautrix.ReqSendEvent{TransactionID: txnFor(v.Key)})
 	}
 	evt, err := b.send(ctx, room, "post", body, extra...)
 	if err != nil {
@@ -101,6 +97,7 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 				break
 			}
 		}
+		b.startPoll(ctx, room, thread, evt, v)
 	}
 	return string(evt), nil
 }
@@ -111,22 +108,39 @@ func (b *Bot) Update(ctx context.Context, p chatops.Place, msgID string, v chato
 	if err != nil {
 		return err
 	}
-	c := content(v, nil)
-	if fit(c, b.limit(ctx, room)) {
-		b.log.WarnContext(ctx, "message cut to fit one event", "room_id", room)
+	body, err := b.fitted(ctx, room, outgoing{v: v, edit: id.EventID(msgID)})
+	if err != nil {
+		return err
 	}
-	c.SetEdit(id.EventID(msgID))
-	var body any = c
-	if len(v.Buttons) > 0 {
-		if body, err = withButtons(c, v.Buttons); err != nil {
-			return err
-		}
-	}
+	asked := b.wasQuestion(ctx, room, p, id.EventID(msgID), v)
 	if _, err := b.send(ctx, room, "edit", body); err != nil {
 		return err
 	}
 	b.track(ctx, room, id.EventID(msgID), p, v)
+	if asked && len(pollOptions(v)) == 0 {
+		b.endPoll(ctx, room, p, id.EventID(msgID), v.Fallback)
+	}
 	return nil
+}
+
+// wasQuestion reports whether message msg offered a question's options (so
+// it has a poll) before this update to v: from the cache, or after a restart
+// from the message itself when v looks like a settled card (no status, no
+// buttons).
+func (b *Bot) wasQuestion(ctx context.Context, room id.RoomID, p chatops.Place, msg id.EventID, v chatops.View) bool {
+	if c, ok := b.cards.get(msg); ok {
+		return len(pollOptions(chatops.View{Buttons: c.buttons})) > 0
+	}
+	if len(v.Buttons) > 0 || v.Status != "" {
+		return false
+	}
+	orig, err := b.fetch(ctx, room, msg)
+	if err != nil || orig.Sender != b.me {
+		return false
+	}
+	bs, _ := buttonsOf(orig.Content.Raw)
+	b.cards.put(msg, p, bs) // known now; track replaces it with v's buttons
+	return len(pollOptions(chatops.View{Buttons: bs})) > 0
 }
 
 // track remembers the message's buttons and keeps the room's typing notice on

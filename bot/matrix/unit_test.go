@@ -76,22 +76,94 @@ func TestContent(t *testing.T) {
 	}
 }
 
-func TestFit(t *testing.T) {
-	small := content(chatops.View{Body: "short"}, nil)
-	if fit(small, maxContentBytes) || small.FormattedBody == "" {
-		t.Fatal("a short message was changed")
+// TestFitWire: a message is sent whole when it fits, without its HTML when
+// only the plain text fits, cut (valid UTF-8, saying so) when even that is
+// too long; in every case its wire size is within the limit, in plain and
+// encrypted rooms, for new messages and edits.
+func TestFitWire(t *testing.T) {
+	small := outgoing{v: chatops.View{Body: "short"}, thread: "$root"}
+	w, shrunk, err := fitWire(small, DefaultMaxEventBytes, false)
+	if err != nil || shrunk != shrunkNone || w.(*event.MessageEventContent).FormattedBody == "" {
+		t.Fatalf("a short message was changed: %v %q", err, shrunk)
 	}
-	for _, body := range []string{strings.Repeat("é\"<", 30000), strings.Repeat("word ", 20000)} {
-		c := content(chatops.View{Body: body}, nil)
-		if !fit(c, maxEncryptedContentBytes) {
-			t.Fatal("a long message was not cut")
+	// 20 KB of prose: one whole event, HTML kept, in a plain room.
+	prose := strings.Repeat("A paragraph of an answer, with a **bold** word, a `code` span and a [link](https://example.org), "+
+		"then plain words that go on for a while as prose does.\n\n- a list item\n- another one\n\n", 130)[:20000]
+	for _, o := range []outgoing{{v: chatops.View{Body: prose, Status: "fake · 3s"}, thread: "$root"}, {v: chatops.View{Body: prose}, edit: "$orig"}} {
+		w, shrunk, err := fitWire(o, DefaultMaxEventBytes, false)
+		if err != nil || shrunk != shrunkNone {
+			t.Fatalf("20 KB of prose: %v %q", err, shrunk)
 		}
-		b, _ := json.Marshal(c)
-		if len(b) > maxEncryptedContentBytes {
-			t.Errorf("content is %d bytes, limit %d", len(b), maxEncryptedContentBytes)
+		if n := wireSize(w, false); n > DefaultMaxEventBytes {
+			t.Errorf("20 KB of prose is %d bytes on the wire", n)
 		}
-		if !utf8.ValidString(c.Body) || !strings.HasSuffix(c.Body, "too long for one Matrix event)") || c.FormattedBody != "" {
-			t.Errorf("cut body ends %q", c.Body[max(len(c.Body)-80, 0):])
+	}
+	ref := chatops.Ref{ChatID: "c", RunID: "r"}.Encode()
+	for _, tc := range []struct {
+		body      string
+		limit     int
+		encrypted bool
+		want      string
+	}{
+		{strings.Repeat("<a>&", 8000), DefaultMaxEventBytes, false, shrunkHTML}, // HTML 4x the text
+		{strings.Repeat("Dense **bold** and `code` on every line.\n", 500)[:20000], DefaultMaxEventBytes, false, shrunkHTML},
+		{prose, DefaultMaxEventBytes, true, shrunkHTML},
+		{strings.Repeat("é\"<", 30000), DefaultMaxEventBytes, false, shrunkCut},
+		{strings.Repeat("word ", 20000), MinEventBytes, true, shrunkCut},
+		{strings.Repeat("\x01", 30000), MaxEventBytesLimit, false, shrunkCut}, // \u0001: six bytes each
+	} {
+		for _, o := range []outgoing{
+			{v: chatops.View{Body: tc.body}, thread: "$root"},
+			{v: chatops.View{Body: tc.body, Buttons: []chatops.Button{{ID: chatops.ButtonStop, Value: ref}}}, edit: "$orig"},
+		} {
+			w, shrunk, err := fitWire(o, tc.limit, tc.encrypted)
+			if err != nil || shrunk != tc.want {
+				t.Fatalf("%d bytes, limit %d, encrypted %v: shrunk %q (%v), want %q", len(tc.body), tc.limit, tc.encrypted, shrunk, err, tc.want)
+			}
+			if n := wireSize(w, tc.encrypted); n > tc.limit {
+				t.Errorf("%d bytes, limit %d, encrypted %v: %d on the wire", len(tc.body), tc.limit, tc.encrypted, n)
+			}
+			raw, _ := json.Marshal(w)
+			var m struct {
+				Body       string `json:"body"`
+				Formatted  string `json:"formatted_body"`
+				NewContent *struct {
+					Body      string `json:"body"`
+					Formatted string `json:"formatted_body"`
+				} `json:"m.new_content"`
+			}
+			if err := json.Unmarshal(raw, &m); err != nil {
+				t.Fatal(err)
+			}
+			body, formatted := m.Body, m.Formatted
+			if m.NewContent != nil {
+				body, formatted = m.NewContent.Body, m.NewContent.Formatted
+			}
+			if formatted != "" || !utf8.ValidString(body) {
+				t.Errorf("shrunk message keeps HTML %d bytes or is not UTF-8", len(formatted))
+			}
+			if tc.want == shrunkCut && !strings.Contains(body, "too long for one Matrix event)") {
+				t.Errorf("cut body does not say so: %q", body[max(len(body)-80, 0):])
+			}
+			if tc.want == shrunkHTML && !strings.HasPrefix(body, tc.body) {
+				t.Error("the plain body lost text")
+			}
+		}
+	}
+}
+
+// TestPartLimit: the default takes a 20 KB answer in one message; the
+// limit follows max_event_bytes.
+func TestPartLimit(t *testing.T) {
+	if got := PartLimit(0); got < 20480 || got != PartLimit(DefaultMaxEventBytes) {
+		t.Errorf("PartLimit(0) = %d, want >= 20480", got)
+	}
+	if a, b := PartLimit(MinEventBytes), PartLimit(MaxEventBytesLimit); a >= b || b*2 > MaxEventBytesLimit {
+		t.Errorf("PartLimit %d..%d", a, b)
+	}
+	for _, n := range []int{MinEventBytes - 1, MaxEventBytesLimit + 1, -5} {
+		if _, err := New(Config{Homeserver: "http://x", UserID: "@b:x", Password: "p", MaxEventBytes: n}, &recordingDesk{}, noAccounts{}, nil, nil); !errors.Is(err, ErrConfig) {
+			t.Errorf("MaxEventBytes %d: %v, want ErrConfig", n, err)
 		}
 	}
 }
@@ -199,5 +271,49 @@ func TestRetryAfter(t *testing.T) {
 	other := errors.New("boom")
 	if asRateLimit(other, "edit") != other {
 		t.Error("a plain error was changed")
+	}
+}
+
+// TestPollVote: both response forms are read; anything else is no vote.
+func TestPollVote(t *testing.T) {
+	ref := map[string]any{"rel_type": "m.reference", "event_id": "$poll"}
+	for _, tc := range []struct {
+		raw  map[string]any
+		poll id.EventID
+		want string
+	}{
+		{map[string]any{"m.relates_to": ref, "org.matrix.msc3381.poll.response": map[string]any{"answers": []any{"tl_option_1"}}}, "$poll", "tl_option_1"},
+		{map[string]any{"m.relates_to": ref, "m.selections": []any{"tl_option_2", 7}}, "$poll", "tl_option_2"},
+		{map[string]any{"m.relates_to": ref, "m.selections": []any{}}, "$poll", ""},
+		{map[string]any{"m.relates_to": map[string]any{"rel_type": "m.thread", "event_id": "$x"}, "m.selections": []any{"a"}}, "", ""},
+		{map[string]any{"org.matrix.msc3381.poll.response": "junk"}, "", ""},
+	} {
+		poll, answers := pollVote(tc.raw)
+		if poll != tc.poll || strings.Join(answers, ",") != tc.want {
+			t.Errorf("pollVote(%v) = %q %v, want %q %q", tc.raw, poll, answers, tc.poll, tc.want)
+		}
+	}
+}
+
+// TestPollContent: the poll asks the card's question with its option
+// buttons as answers, in the thread, naming the card.
+func TestPollContent(t *testing.T) {
+	ref := chatops.Ref{ChatID: "c", RunID: "r", InteractionID: "i"}.Encode()
+	v := chatops.View{Body: "**Colors**\n**Pick** Which color?\n1. red\n2. green", Fallback: "Colors",
+		Buttons: []chatops.Button{{ID: "tl_option_0", Label: "red", Value: ref}, {ID: "tl_option_1", Label: "green", Value: ref},
+			{ID: chatops.ButtonAnswer, Value: ref}, {ID: chatops.ButtonDecline, Value: ref}}}
+	raw, _ := json.Marshal(pollContent(v, "$root", "$card"))
+	want := `{"m.relates_to":{"rel_type":"m.thread","event_id":"$root","m.in_reply_to":{"event_id":"$root"},"is_falling_back":true},` +
+		`"org.matrix.msc1767.text":"Pick Which color?\n1. red\n2. green",` +
+		`"org.matrix.msc3381.poll.start":{"answers":[{"id":"tl_option_0","org.matrix.msc1767.text":"red"},{"id":"tl_option_1","org.matrix.msc1767.text":"green"}],` +
+		`"kind":"org.matrix.msc3381.poll.disclosed","max_selections":1,"question":{"org.matrix.msc1767.text":"Pick Which color?"}},"org.threadline.card":"$card"}`
+	if string(raw) != want {
+		t.Errorf("poll content\n%s\nwant\n%s", raw, want)
+	}
+	if pollOptions(chatops.View{Buttons: []chatops.Button{{ID: chatops.ButtonApprove}}}) != nil {
+		t.Error("an approval has no poll")
+	}
+	if q := pollQuestion(chatops.View{Body: "no options", Fallback: "The agent has a question"}); q != "The agent has a question" {
+		t.Errorf("pollQuestion = %q", q)
 	}
 }

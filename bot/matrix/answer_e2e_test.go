@@ -1,0 +1,165 @@
+package matrix_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"maunium.net/go/mautrix/event"
+	"maunium.net/go/mautrix/id"
+
+	"github.com/threadline-bot/threadline/bot/matrix"
+)
+
+// twentyKB is an answer of 20,000 bytes of ordinary Markdown (paragraphs
+// with some bold, code and links, a list now and then) in pieces of about
+// 500 bytes, as an agent streams it.
+func twentyKB() (pieces []string, whole string) {
+	var b strings.Builder
+	for i := 0; b.Len() < 20000; i++ {
+		fmt.Fprintf(&b, "Paragraph %03d of the answer has a **bold** word, a `code` span and a [link](https://example.org/%d), "+
+			"then plain words that go on for a while, as prose does.\n\n", i, i)
+		if i%5 == 4 {
+			b.WriteString("- a list item\n- another item\n\n")
+		}
+	}
+	whole = b.String()[:20000]
+	for len(whole[len(strings.Join(pieces, "")):]) > 0 {
+		rest := whole[len(strings.Join(pieces, "")):]
+		pieces = append(pieces, rest[:min(500, len(rest))])
+	}
+	return pieces, whole
+}
+
+// storedSize is the size of an event as the homeserver serves it (the
+// client form of the PDU, with its unsigned data), with HTML characters
+// unescaped as in the canonical JSON the size limit applies to.
+func (h *human) storedSize(room id.RoomID, evt id.EventID) int {
+	h.t.Helper()
+	raw, err := h.cli.MakeRequest(h.t.Context(), "GET", h.cli.BuildClientURL("v3", "rooms", room, "event", evt), nil, nil)
+	if err != nil {
+		h.t.Fatalf("get event %s: %v", evt, err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		h.t.Fatal(err)
+	}
+	return canonicalSize(v)
+}
+
+// canonicalSize is the size of v's JSON with HTML characters not escaped.
+func canonicalSize(v any) int {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
+	return buf.Len() - 1
+}
+
+// contentSize is the canonical size of an event's content (HTML not escaped).
+func contentSize(e *event.Event) int { return canonicalSize(e.Content.Raw) }
+
+// TestTwentyKBAnswerIsOneEvent: a 20 KB answer streamed in 40 pieces is one
+// message in the thread, edited in place up to its whole text with its HTML
+// body; every edit stays within max_event_bytes; progress edits are spaced by
+// the budget's MinInterval.
+func TestTwentyKBAnswerIsOneEvent(t *testing.T) {
+	twentyKBFlow(t, false)
+}
+
+// twentyKBFlow streams a 20 KB answer; in an encrypted room the message may
+// go without its HTML (the Megolm ciphertext is a third larger), but it is
+// still one message with the whole text, and Dendrite took every edit.
+func twentyKBFlow(t *testing.T, encrypted bool) {
+	w, alice, _, room := started(t, "sqlite", encrypted)
+	bot := w.botUser.ID
+	pieces, whole := twentyKB()
+	w.prov.add(script{before: pieces, pause: 40 * time.Millisecond}.turn)
+	root := alice.say(room, "", w.botUser.Name+": write 20 KB", bot)
+	evs := alice.wait("the whole answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "Paragraph 000")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	posts := botPosts(evs, bot, room, root)
+	if len(posts) != 1 {
+		t.Fatalf("%d messages for a %d-byte answer, want 1:\n%s", len(posts), len(whole), dump(evs))
+	}
+	final := current(evs, posts[0])
+	if !strings.Contains(final.Body, whole) {
+		t.Fatalf("the message does not hold the whole answer (%d bytes of body)", len(final.Body))
+	}
+	lastPara := whole[strings.LastIndex(whole, "Paragraph "):][:len("Paragraph 000")]
+	if !encrypted && (final.Format != event.FormatHTML || !strings.Contains(final.FormattedBody, "<strong>bold</strong>") || !strings.Contains(final.FormattedBody, lastPara)) {
+		t.Errorf("the final message lost its HTML (%d bytes)", len(final.FormattedBody))
+	}
+	edits := editsOf(evs, posts[0].ID)
+	biggest := 0
+	for i, e := range edits {
+		n := contentSize(e)
+		biggest = max(biggest, n)
+		if n > matrix.DefaultMaxEventBytes && !encrypted {
+			t.Errorf("edit %d is %d bytes of content, over max_event_bytes %d", i, n, matrix.DefaultMaxEventBytes)
+		}
+		if i > 0 && i < len(edits)-1 {
+			// Progress edits wait MinInterval after the previous call
+			// returned; the server's clock sees at least most of it.
+			if gap := time.Duration(e.Timestamp-edits[i-1].Timestamp) * time.Millisecond; gap < minInterval*2/3 {
+				t.Errorf("edits %d and %d are %s apart, budget %s", i-1, i, gap, minInterval)
+			}
+		}
+	}
+	// As stored: the ciphertext in an encrypted room.
+	stored := 0
+	for _, e := range edits {
+		stored = max(stored, alice.storedSize(room, e.ID))
+	}
+	if stored > matrix.DefaultMaxEventBytes+1024 {
+		t.Errorf("an edit is %d bytes stored, over max_event_bytes %d", stored, matrix.DefaultMaxEventBytes)
+	}
+	t.Logf("a %d-byte answer (encrypted %v): 1 message, %d edits, largest edit content %d bytes, largest edit stored as %d bytes, HTML kept %v (max_event_bytes %d, part limit %d)",
+		len(whole), encrypted, len(edits), biggest, stored, final.FormattedBody != "", matrix.DefaultMaxEventBytes, matrix.PartLimit(0))
+}
+
+// TestLongAnswerContinues: an answer longer than one message continues in
+// follow-up messages in the thread, each within max_event_bytes, together
+// the whole text in order.
+func TestLongAnswerContinues(t *testing.T) {
+	w, alice, _, room := started(t, "sqlite", false)
+	bot := w.botUser.ID
+	var parts []string
+	for i := range 60 {
+		parts = append(parts, fmt.Sprintf("Paragraph %02d: %s\n\n", i, strings.Repeat("lorem ipsum ", 100)))
+	}
+	w.prov.add(script{before: parts, pause: 20 * time.Millisecond}.turn)
+	root := alice.say(room, "", w.botUser.Name+": write a lot", bot)
+	evs := alice.wait("the whole answer", waitLong, func(evs []*event.Event) bool {
+		posts := botPosts(evs, bot, room, root)
+		return len(posts) > 0 && strings.Contains(current(evs, posts[len(posts)-1]).Body, "Done")
+	})
+	posts := botPosts(evs, bot, room, root)
+	total := len(strings.Join(parts, ""))
+	if want := (total + matrix.PartLimit(0) - 1) / matrix.PartLimit(0); len(posts) < want || len(posts) > want+1 {
+		t.Fatalf("%d messages for a %d-byte answer, want %d (part limit %d)", len(posts), total, want, matrix.PartLimit(0))
+	}
+	var all strings.Builder
+	for _, p := range posts {
+		for _, e := range append(editsOf(evs, p.ID), p) {
+			if n := contentSize(e); n > matrix.DefaultMaxEventBytes {
+				t.Errorf("event %s is %d bytes of content", e.ID, n)
+			}
+		}
+		all.WriteString(current(evs, p).Body)
+	}
+	text := all.String()
+	last := -1
+	for i := range parts {
+		at := strings.Index(text, fmt.Sprintf("Paragraph %02d:", i))
+		if at <= last {
+			t.Fatalf("paragraph %d missing or out of order", i)
+		}
+		last = at
+	}
+}
