@@ -35,6 +35,9 @@ const (
 	DialectMimo        = "mimo"
 	DialectCopilot     = "copilot"
 	DialectQoder       = "qoder"
+	// DialectGrokCLI is @vibe-kit/grok-cli's headless JSON lines: the
+	// turn's OpenAI-style messages, printed after the turn.
+	DialectGrokCLI = "grok-cli"
 )
 
 // PromptDelivery says how the prompt reaches the CLI.
@@ -103,6 +106,10 @@ type VersionProbe struct {
 	Pattern *regexp.Regexp
 	// Timeout bounds the probe; zero means ProbeOptions.VersionTimeout.
 	Timeout time.Duration
+	// File, when set, is read instead of running the CLI: a path relative to
+	// the resolved executable's real directory (e.g. "../package.json" for
+	// an npm bin whose --version prints nothing), matched with Pattern.
+	File string
 }
 
 // DefaultVersionPattern matches a dotted version such as 1.18.33 or v0.24.4-rc.1.

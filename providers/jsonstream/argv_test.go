@@ -20,12 +20,12 @@ func TestCommandRefusesFlagValues(t *testing.T) {
 		for _, req := range []agent.RunRequest{
 			{Model: "--auto"}, {Model: "-m"}, {Effort: "--auto"}, {Model: "a b"}, {Model: "x\x00y"}, {Mode: "yolo"},
 		} {
-			args, err := Command(d, req)
+			args, err := Command(d, req, DefaultArgvLimit)
 			if !errors.Is(err, agent.ErrInvalidArgValue) || args != nil {
 				t.Errorf("%s %+v: args %q, err %v; want ErrInvalidArgValue and no args", d, req, args, err)
 			}
 		}
-		args, err := Command(d, agent.RunRequest{Model: "provider/model-1"})
+		args, err := Command(d, agent.RunRequest{Model: "provider/model-1"}, DefaultArgvLimit)
 		if err != nil || !slices.Contains(args, "--model=provider/model-1") {
 			t.Errorf("%s: args %q, err %v; want --model=provider/model-1", d, args, err)
 		}
@@ -35,7 +35,7 @@ func TestCommandRefusesFlagValues(t *testing.T) {
 			}
 		}
 	}
-	args, err := Command(OpenCode, agent.RunRequest{Effort: "high"})
+	args, err := Command(OpenCode, agent.RunRequest{Effort: "high"}, DefaultArgvLimit)
 	if err != nil || !slices.Contains(args, "--variant=high") || strings.Contains(strings.Join(args, " "), "--auto") {
 		t.Errorf("opencode effort: %q %v", args, err)
 	}

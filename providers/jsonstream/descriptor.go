@@ -1,6 +1,6 @@
 // Descriptors: the JSON-event-stream CLIs (OpenCode's and MiMo's run mode,
-// Cursor Agent, Copilot, Qoder), as the registry detects them and a run
-// launches them.
+// Cursor Agent, Copilot, Qoder, grok-cli), as the registry detects them and
+// a run launches them.
 
 package jsonstream
 
@@ -22,6 +22,8 @@ func Descriptor(d Dialect) (registry.Definition, bool) {
 		return copilotDescriptor(), true
 	case Qoder:
 		return qoderDescriptor(), true
+	case GrokCLI:
+		return grokCLIDescriptor(), true
 	}
 	return registry.Definition{}, false
 }
@@ -156,5 +158,36 @@ func qoderDescriptor() registry.Definition {
 		},
 		InstallHint: "npm install -g @qoder-ai/qodercli, then qodercli login",
 		Docs:        "https://docs.qoder.com/cli",
+	}
+}
+
+// GrokCLIVerified are the versions `grok --version` printed for the
+// grok-cli the e2e tests ran: @vibe-kit/grok-cli@0.0.34 reports 1.0.1 (its
+// command line declares that version, not the package's).
+var GrokCLIVerified = []string{"1.0.1"}
+
+// grokCLIDescriptor is @vibe-kit/grok-cli's headless mode, `grok
+// --prompt=P`. Its executable is named grok like x.ai's Grok Build (the
+// plain "grok" definition): both definitions detect whichever grok is on
+// PATH, and an operator with both sets agents.<id>.bin. grok-cli keeps no
+// session and, headless, runs every tool without asking.
+func grokCLIDescriptor() registry.Definition {
+	return registry.Definition{
+		ID: string(GrokCLIProviderID), Name: "grok-cli (Vibe Kit)", Executable: "grok",
+		VerifiedVersions: append([]string(nil), GrokCLIVerified...),
+		Verified:         registry.RealCLI("providers/jsonstream TestGrokCLIE2E"),
+		// Any model of the configured endpoint (GROK_BASE_URL).
+		Models: registry.Models{Fallback: []string{"grok-code-fast-1", "grok-4-latest"}, FreeForm: true},
+		Args:   registry.ArgSpec{Model: "--model", Prompt: "--prompt"},
+		Prompt: registry.DeliverArgv, Format: registry.FormatJSONEvents, Dialect: registry.DialectGrokCLI,
+		Resume: registry.ResumeNone, Skills: registry.SkillsInstructions,
+		PassEnv: []string{"GROK_BASE_URL", "GROK_MODEL"},
+		Auth: registry.AuthCheck{
+			Env:   []string{"GROK_API_KEY"},
+			Files: []string{"~/.grok/user-settings.json"},
+			Note:  "the settings file may exist without an apiKey; a run without one fails saying so",
+		},
+		InstallHint: "npm install -g @vibe-kit/grok-cli",
+		Docs:        "https://github.com/superagent-ai/grok-cli",
 	}
 }

@@ -1,18 +1,21 @@
 // Package jsonstream runs the agent CLIs whose print mode writes one JSON
-// event per stdout line and reads the prompt from stdin: OpenCode
+// event per stdout line and (all but grok-cli) read the prompt from stdin: OpenCode
 // (`opencode run --format json`, verified with 1.18.33), MiMo Code (an
 // OpenCode derivative, same events), Cursor Agent (`--output-format
-// stream-json`), GitHub Copilot CLI (`--output-format json`) and Qoder CLI
-// (`-p --output-format stream-json`). Each dialect has its own LineParser;
-// the Provider runs it through procrun.Run. See Command for the exact
-// command lines.
+// stream-json`), GitHub Copilot CLI (`--output-format json`), Qoder CLI
+// (`-p --output-format stream-json`) and grok-cli (@vibe-kit/grok-cli's
+// headless `--prompt`, verified with 0.0.34, which reports 1.0.1). Each
+// dialect has its own LineParser; the Provider runs it on a procrun.Session.
+// See Command for the exact command lines.
 //
 // Fixtures: testdata/opencode-*.jsonl are real captures of opencode 1.18.33
 // against a scripted fake model in a loopback-only network namespace
 // (THREADLINE_RECORD=1 go test -run TestRecordOpenCode re-records them,
 // sanitized). The cursor-, copilot-, qoder- and mimo- fixtures are written
 // from the CLIs' documented formats and published examples, not captured:
-// those CLIs are not installable on the build machines.
+// those CLIs are not installable on the build machines. The grok-cli-
+// fixtures are the real grok-cli's output against the scripted fake (the
+// e2e tests, grokcli_e2e_test.go, run it).
 //
 // # OpenCode / MiMo
 //
@@ -67,6 +70,22 @@
 //	user tool_result blocks              tool.completed
 //	result                               usage.updated, run.completed or run.failed (is_error)
 //
+// # grok-cli
+//
+// Headless grok-cli prints nothing while it works: after the turn it prints
+// the turn's messages in OpenAI's shape, one per line, and exits.
+//
+//	role user                            (none)
+//	role assistant with tool_calls       assistant.delta (its content), tool.started per call
+//	role tool                            tool.completed {content ≤ 4 KiB; grok-cli does not say
+//	                                     whether the tool failed}
+//	role assistant without tool_calls    held until the exit: exit 0 → assistant.delta +
+//	                                     run.completed; "Sorry, I encountered an error: …" (its
+//	                                     model-error reply, exit 0) or a non-zero exit → run.failed
+//	no final message                     run.failed with the stderr tail (e.g. no API key)
+//
+// It keeps no session, and runs every tool without asking in this mode.
+//
 // In every dialect unknown valid records become provider.native (bounded
 // payload) and malformed lines are logged and skipped.
 //
@@ -75,5 +94,7 @@
 // ResumeID becomes the dialect's resume flag. Only OpenCode and MiMo fork
 // natively (-s ID --fork); for the others a Fork starts a fresh session. A
 // cancelled ctx sends SIGINT, waits Options.StopGrace, then kills the process
-// group; the run ends with run.interrupted and Run returns nil.
+// group; the run ends with run.interrupted and Run returns nil. Once the CLI
+// exited (finished or cancelled) its process group is killed, so a tool it
+// left in the background does not outlive the run.
 package jsonstream

@@ -55,6 +55,9 @@ func render(t testing.TB, d Dialect, ls [][]byte) []byte {
 	for _, l := range ls {
 		r.Parsed(p.Parse(l))
 	}
+	if f, ok := p.(finisher); ok { // the turn ends with the exit: a clean one here
+		r.Events(f.Finish(false))
+	}
 	return r.Bytes()
 }
 

@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // Dialect selects the CLI and its event shapes.
@@ -24,30 +26,44 @@ const (
 	CursorAgent Dialect = "cursor-agent"
 	Copilot     Dialect = "copilot"
 	Qoder       Dialect = "qoder"
+	// GrokCLI is @vibe-kit/grok-cli, whose executable is also named grok.
+	GrokCLI Dialect = "grok-cli"
 )
 
 // Dialects lists every supported dialect.
-var Dialects = []Dialect{OpenCode, Mimo, CursorAgent, Copilot, Qoder}
+var Dialects = []Dialect{OpenCode, Mimo, CursorAgent, Copilot, Qoder, GrokCLI}
 
-// ErrUnknownDialect is returned by Command (and Run) for a dialect this
-// package does not speak.
-var ErrUnknownDialect = errors.New("jsonstream: unknown dialect")
+// Errors.
+var (
+	// ErrUnknownDialect is returned by Command (and Run) for a dialect this
+	// package does not speak.
+	ErrUnknownDialect = errors.New("jsonstream: unknown dialect")
+	// ErrPromptTooLarge is returned (after run.failed) when a CLI that only
+	// takes the prompt as an argument (grok-cli) gets one longer than the
+	// argv limit.
+	ErrPromptTooLarge = errors.New("prompt too large for the command line")
+)
 
 // dialectInfo is what the provider reads of a dialect's descriptor.
 type dialectInfo struct {
 	bin, install string
 	fork         bool
+	argv         bool // the prompt is an argument, not stdin
 }
 
 // launchInfo returns d's launch facts from its descriptor.
 func launchInfo(d Dialect) (dialectInfo, bool) {
 	desc, ok := Descriptor(d)
-	return dialectInfo{bin: desc.Executable, install: desc.InstallHint, fork: desc.NativeFork}, ok
+	return dialectInfo{bin: desc.Executable, install: desc.InstallHint, fork: desc.NativeFork,
+		argv: desc.Prompt == registry.DeliverArgv}, ok
 }
 
 // Defaults.
 const (
 	DefaultStopGrace = 5 * time.Second
+	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
+	// per-argument limit; the wiring may pass registry.ArgvBudget instead.
+	DefaultArgvLimit = 96 << 10
 )
 
 // Options configures a Provider.
@@ -67,6 +83,9 @@ type Options struct {
 	// StopGrace is how long a cancelled run waits after SIGINT before the
 	// kill; default 5 s.
 	StopGrace time.Duration
+	// ArgvLimit is the longest prompt passed as one argument (grok-cli);
+	// zero means DefaultArgvLimit.
+	ArgvLimit int
 }
 
 // Provider runs one JSON-event-stream CLI.
@@ -100,6 +119,9 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
+	if opts.ArgvLimit <= 0 {
+		opts.ArgvLimit = DefaultArgvLimit
+	}
 	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
 }
 
@@ -118,18 +140,23 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 		return NewCopilotParser(known), nil
 	case Qoder:
 		return NewQoderParser(known), nil
+	case GrokCLI:
+		return NewGrokCLIParser(), nil
 	}
 	return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
 }
 
-// Command returns the arguments (without the executable) of a run of d. The
-// prompt always goes to stdin, so no command-line budget applies. Per dialect:
+// Command returns the arguments (without the executable) of a run of d.
+// The prompt goes to stdin, except for grok-cli, which takes it as one
+// argument of at most argvLimit bytes (a longer one, or one holding a NUL
+// byte, is ErrPromptTooLarge). Per dialect:
 //
 //	opencode, mimo  run --format json --thinking [--model=M] [--variant=E] [-s ID [--fork]] [--auto]
 //	cursor-agent    --print --output-format stream-json --stream-partial-output --trust
 //	                [--force] [--model=M] [--resume ID] [--workspace CWD]
 //	copilot         --output-format json [--allow-all-tools] [--model=M] [--resume ID]
 //	qoder           -p --output-format stream-json [--yolo] [-w CWD] [--model=M] [-r ID]
+//	grok-cli        [--model=M] --prompt=PROMPT   (headless: every tool is allowed)
 //
 // The approval flags (--auto, --force, --allow-all-tools, --yolo) are passed
 // only for ApprovalAccept: these print modes cannot ask, so without them the
@@ -140,7 +167,7 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 // take --opt=value), and a value agent.CheckRunArgs refuses (e.g. "--auto",
 // which opencode would read as auto-approve after "-m") is an error wrapping
 // agent.ErrInvalidArgValue: nothing is started.
-func Command(d Dialect, req agent.RunRequest) ([]string, error) {
+func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 	info, ok := launchInfo(d)
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
@@ -211,20 +238,35 @@ func Command(d Dialect, req agent.RunRequest) ([]string, error) {
 		if resume != "" {
 			args = append(args, "-r", resume)
 		}
+	case GrokCLI:
+		if len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0) {
+			return nil, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
+				ErrPromptTooLarge, d, len(req.Prompt), argvLimit)
+		}
+		if req.Model != "" {
+			args = append(args, "--model="+req.Model)
+		}
+		// Bound to its flag, a prompt starting with '-' is no option.
+		return append(append(args, req.Args...), "--prompt="+req.Prompt), nil
 	}
 	return append(args, req.Args...), nil
 }
 
 // Run executes one turn. See the agent package doc for the contract. The
-// prompt is written to stdin, which is then closed. A cancelled ctx sends
-// SIGINT, waits StopGrace, then kills the process group: run.interrupted.
+// prompt is written to stdin, which is then closed (grok-cli: an argument).
+// A cancelled ctx sends SIGINT, waits StopGrace, then kills the process
+// group: run.interrupted. Once the CLI exited its process group is killed.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	bin := req.Bin
 	if bin == "" {
 		bin = p.opts.Bin
 	}
-	args, err := Command(p.opts.Dialect, req)
+	args, err := Command(p.opts.Dialect, req, p.opts.ArgvLimit)
+	if errors.Is(err, ErrPromptTooLarge) {
+		emit(agent.Event{Type: agent.EventRunFailed, Text: err.Error()})
+		return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -255,14 +297,18 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		// A project chat runs in its container (procrun builds the lxc exec).
 		Container: req.Container,
 	}
-	// One write of the whole prompt; WriteLine adds the final newline.
-	err = procrun.Run(ctx, logger, spec, parser, procrun.RunOptions{
-		Provider: p.opts.ID, StopGrace: p.opts.StopGrace, Stdin: [][]byte{[]byte(req.Prompt)},
-	}, emit)
-	if errors.Is(err, agent.ErrNotInstalled) {
-		return fmt.Errorf("%w (install: %s)", err, p.info.install)
+	w := &wire{parser: parser}
+	if !p.info.argv {
+		// One write of the whole prompt; WriteLine adds the final newline.
+		w.stdin = []byte(req.Prompt)
 	}
-	return err
+	return procrun.Session{
+		Provider: p.opts.ID, Spec: spec, Wire: w, Logger: logger,
+		InstallHint:      p.info.install,
+		InterruptTimeout: p.opts.StopGrace,
+		ExitTimeout:      -1, // a one-way CLI may finish writing after its result
+		Interrupted:      "cancelled",
+	}.Run(ctx, emit)
 }
 
 // merge returns the union of maps; later maps win.

@@ -84,6 +84,7 @@ func TestRunEachDialectCompletes(t *testing.T) {
 		{CursorAgent, "cursor-agent-tool.jsonl"},
 		{Copilot, "copilot-tool.jsonl"},
 		{Qoder, "qoder-tool.jsonl"},
+		{GrokCLI, "grok-cli-tool.jsonl"},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			bin, dir := fakeCLI(t, tc.fixture, "")
@@ -96,12 +97,16 @@ func TestRunEachDialectCompletes(t *testing.T) {
 			if got[len(got)-1] != agent.EventRunCompleted {
 				t.Fatalf("events = %v", got)
 			}
-			if stdin := readFile(t, filepath.Join(dir, "stdin")); stdin != "line one\nline two\n" {
+			wantStdin := "line one\nline two\n"
+			if tc.d == GrokCLI { // the prompt is an argument; stdin is closed
+				wantStdin = ""
+			}
+			if stdin := readFile(t, filepath.Join(dir, "stdin")); stdin != wantStdin {
 				t.Errorf("stdin = %q", stdin)
 			}
-			want, _ := Command(tc.d, agent.RunRequest{Prompt: "line one\nline two", Model: "m1"})
-			if args := strings.Split(strings.TrimSuffix(readFile(t, filepath.Join(dir, "args")), "\n"), "\n"); !slices.Equal(args, want) {
-				t.Errorf("args = %q, want %q", args, want)
+			want, _ := Command(tc.d, agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, DefaultArgvLimit)
+			if args := readFile(t, filepath.Join(dir, "args")); args != strings.Join(want, "\n")+"\n" {
+				t.Errorf("args (one a line) = %q, want %q", args, want)
 			}
 		})
 	}
@@ -128,13 +133,15 @@ func TestCommand(t *testing.T) {
 		{Copilot, accept, []string{"--output-format", "json", "--allow-all-tools", "--model=m", "--resume", "s1", "--extra"}},
 		{Copilot, fork, []string{"--output-format", "json", "--model=m", "--extra"}},
 		{Qoder, accept, []string{"-p", "--output-format", "stream-json", "--yolo", "-w", "/w", "--model=m", "-r", "s1", "--extra"}},
+		{GrokCLI, accept, []string{"--model=m", "--extra", "--prompt="}},
+		{GrokCLI, agent.RunRequest{Prompt: "-rf all\nof it"}, []string{"--prompt=-rf all\nof it"}},
 	} {
-		got, err := Command(tc.d, tc.req)
+		got, err := Command(tc.d, tc.req, DefaultArgvLimit)
 		if err != nil || !slices.Equal(got, tc.want) {
 			t.Errorf("%s %+v:\n got %q %v\nwant %q", tc.d, tc.req.Approval, got, err, tc.want)
 		}
 	}
-	if _, err := Command("nope", req); !errors.Is(err, ErrUnknownDialect) {
+	if _, err := Command("nope", req, DefaultArgvLimit); !errors.Is(err, ErrUnknownDialect) {
 		t.Errorf("unknown dialect: %v", err)
 	}
 	if _, err := New(nil, Options{Dialect: "nope"}); !errors.Is(err, ErrUnknownDialect) {
@@ -241,15 +248,19 @@ func TestDescriptors(t *testing.T) {
 		if err := registry.Validate(d); err != nil || d.Verified.By == "" {
 			t.Errorf("%s: Validate = %v, verified %+v", dl, err, d.Verified)
 		}
-		args, err := Command(dl, agent.RunRequest{Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept})
+		args, err := Command(dl, agent.RunRequest{Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}, DefaultArgvLimit)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !slices.Equal(args[:len(d.Args.Base)], d.Args.Base) || !slices.Contains(args, d.Args.Model+"=m1") || !containsRun(args, []string{d.Args.Resume, "s1"}) || !containsRun(args, d.Args.Accept) {
+		if !slices.Equal(args[:len(d.Args.Base)], d.Args.Base) || !slices.Contains(args, d.Args.Model+"=m1") ||
+			(d.Args.Resume != "" && !containsRun(args, []string{d.Args.Resume, "s1"})) || !containsRun(args, d.Args.Accept) {
 			t.Errorf("%s: args %q do not follow %+v", dl, args, d.Args)
 		}
-		if deny, _ := Command(dl, agent.RunRequest{}); containsRun(deny, d.Args.Accept) {
+		if deny, _ := Command(dl, agent.RunRequest{}, DefaultArgvLimit); len(d.Args.Accept) > 0 && containsRun(deny, d.Args.Accept) {
 			t.Errorf("%s: %q without accept", dl, d.Args.Accept)
+		}
+		if d.Prompt == registry.DeliverArgv && !slices.Contains(args, d.Args.Prompt+"=") {
+			t.Errorf("%s: args %q lack the prompt bound to %s", dl, args, d.Args.Prompt)
 		}
 	}
 	if _, ok := Descriptor("nosuch"); ok {
@@ -265,4 +276,55 @@ func containsRun(s, sub []string) bool {
 		}
 	}
 	return false
+}
+
+// TestGrokCLIPromptTooLarge: grok-cli takes the prompt as one argument; one
+// over the argv limit fails the run before anything starts.
+func TestGrokCLIPromptTooLarge(t *testing.T) {
+	bin, dir := fakeCLI(t, "grok-cli-tool.jsonl", "")
+	p, err := New(nil, Options{Dialect: GrokCLI, Bin: bin, ArgvLimit: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec recorder
+	err = p.Run(t.Context(), agent.RunRequest{Prompt: "a prompt of 25 characters"}, rec.emit)
+	if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || !slices.Equal(rec.types(), []agent.EventType{agent.EventRunFailed}) {
+		t.Fatalf("Run = %v, events %v", err, rec.types())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
+		t.Errorf("the CLI ran: %v", err)
+	}
+	if _, err := Command(GrokCLI, agent.RunRequest{Prompt: "nul\x00byte"}, DefaultArgvLimit); !errors.Is(err, ErrPromptTooLarge) {
+		t.Errorf("a NUL byte in an argv prompt: %v", err)
+	}
+}
+
+// TestGrokCLIOutcomes: grok-cli's turn ends with its exit. A clean exit after
+// the final message completes with it; its error message (exit 0) and an
+// "Error: …" before a non-zero exit fail with the text; no final message
+// fails as a run without a result, with the stderr tail.
+func TestGrokCLIOutcomes(t *testing.T) {
+	for name, tc := range map[string]struct {
+		fixture, body string
+		want          agent.EventType
+		text          string
+	}{
+		"completed":   {"grok-cli-tool.jsonl", "", agent.EventRunCompleted, ""},
+		"model error": {"grok-cli-error.jsonl", "", agent.EventRunFailed, "grok-cli: Grok API error: 500 boom upstream"},
+		"exit 1":      {"", `echo '{"role":"assistant","content":"Error: bad thing"}'; exit 1`, agent.EventRunFailed, "grok-cli: Error: bad thing"},
+		"no key":      {"", `echo '❌ Error: API key required. Set GROK_API_KEY' >&2; exit 1`, agent.EventRunFailed, "API key required"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			bin, _ := fakeCLI(t, tc.fixture, tc.body)
+			var rec recorder
+			err := newTestProvider(t, GrokCLI, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+			last := rec.evs[len(rec.evs)-1]
+			if last.Type != tc.want || !strings.Contains(last.Text, tc.text) || (err == nil) != (tc.want == agent.EventRunCompleted) {
+				t.Fatalf("Run = %v, last %s %q; want %s %q", err, last.Type, last.Text, tc.want, tc.text)
+			}
+			if tc.want == agent.EventRunFailed && strings.Contains(text(rec.evs, agent.EventAssistantDelta), tc.text) {
+				t.Errorf("the failure was also shown as the answer: %v", rec.evs)
+			}
+		})
+	}
 }

@@ -1,0 +1,128 @@
+// grok-cli (@vibe-kit/grok-cli) `grok --prompt=P` JSON lines → agent.Events.
+
+package jsonstream
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// GrokCLIProviderID is the grok-cli provider's id ("grok" is x.ai's Grok
+// Build, a different CLI with the same executable name).
+const GrokCLIProviderID agent.ProviderID = "grok-cli"
+
+// grokCLIErrorPrefix starts the assistant message grok-cli prints, with exit
+// status 0, when the model call failed (its agent's catch-all).
+const grokCLIErrorPrefix = "Sorry, I encountered an error: "
+
+type grokCLIMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
+	ToolCalls  []struct {
+		ID       string `json:"id"`
+		Function struct {
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		} `json:"function"`
+	} `json:"tool_calls"`
+}
+
+// GrokCLIParser parses grok-cli's headless output: after the turn it prints
+// the turn's messages in OpenAI's shape, one per line (the user's, each
+// assistant message with its tool_calls, each tool result, the final
+// assistant message). The final message is held back until the exit is known
+// (Finish): grok-cli reports a failed model call as an assistant message and
+// exit status 0. Use NewGrokCLIParser.
+type GrokCLIParser struct {
+	join  textJoin
+	tools map[string]string
+	// final is the last assistant message without tool calls, not yet shown.
+	final    string
+	hasFinal bool
+}
+
+// NewGrokCLIParser returns a parser for one run. grok-cli keeps no session.
+func NewGrokCLIParser() *GrokCLIParser { return &GrokCLIParser{tools: map[string]string{}} }
+
+// Parse implements procrun.LineParser.
+func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) {
+	var m grokCLIMessage
+	if err := json.Unmarshal(line, &m); err != nil {
+		return nil, fmt.Errorf("grok-cli line: %w", err)
+	}
+	switch m.Role {
+	case "user":
+		return nil, nil
+	case "assistant":
+		return p.assistant(&m), nil
+	case "tool":
+		if m.ToolCallID == "" {
+			break
+		}
+		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
+			ID: m.ToolCallID, Name: p.tools[m.ToolCallID], Output: agent.Truncate(rawText(m.Content), MaxToolOutput),
+		}, Native: nativeRef(GrokCLIProviderID, "tool", m.ToolCallID)}}, nil
+	}
+	kind := m.Role
+	if kind == "" {
+		kind = "unknown"
+	}
+	return []agent.Event{native(GrokCLIProviderID, kind, line)}, nil
+}
+
+func (p *GrokCLIParser) assistant(m *grokCLIMessage) []agent.Event {
+	var out []agent.Event
+	if p.hasFinal { // a message after the held one: the held one was not the last
+		out = append(out, p.text(p.final)...)
+		p.final, p.hasFinal = "", false
+	}
+	text := rawText(m.Content)
+	if len(m.ToolCalls) == 0 {
+		p.final, p.hasFinal = text, true
+		return out
+	}
+	out = append(out, p.text(text)...)
+	for _, c := range m.ToolCalls {
+		if c.ID == "" {
+			continue
+		}
+		name := c.Function.Name
+		p.tools[c.ID] = name
+		input := jsonInput(c.Function.Arguments)
+		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
+			ID: c.ID, Name: name, Input: input, Summary: summary(name, input),
+		}, Native: nativeRef(GrokCLIProviderID, "assistant/tool_calls", c.ID)})
+	}
+	return out
+}
+
+func (p *GrokCLIParser) text(s string) []agent.Event {
+	if s = p.join.next(s); s == "" {
+		return nil
+	}
+	return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}
+}
+
+// Finish ends the turn once grok-cli exited (exited reports a non-zero
+// exit): the final assistant message becomes the answer and run.completed,
+// or the failure text (its error message, or "Error: …" printed before a
+// non-zero exit). Without a final message it returns nothing: the run fails
+// as one without a result.
+func (p *GrokCLIParser) Finish(exited bool) []agent.Event {
+	if !p.hasFinal {
+		return nil
+	}
+	final := p.final
+	p.final, p.hasFinal = "", false
+	if msg, ok := strings.CutPrefix(final, grokCLIErrorPrefix); ok || exited {
+		if !ok {
+			msg = final
+		}
+		return []agent.Event{{Type: agent.EventRunFailed, Text: "grok-cli: " + strings.TrimSpace(msg)}}
+	}
+	return append(p.text(final), agent.Event{Type: agent.EventRunCompleted})
+}

@@ -1,0 +1,112 @@
+// End-to-end: the real grok-cli (@vibe-kit/grok-cli, pinned in package.json)
+// through the Provider, against the scripted Chat Completions fake, inside a
+// loopback-only network namespace.
+//
+//	THREADLINE_E2E=1 go test -run 'TestGrokCLIE2E' -v ./providers/jsonstream/
+
+package jsonstream
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
+)
+
+// grokCLISetup returns a grok-cli provider aimed at fake (nil in the outer
+// process: the test ran in the netns child) and a fresh work directory.
+func grokCLISetup(t *testing.T, key string, scripts ...fakeopenai.Script) (*Provider, *fakeopenai.Server, string) {
+	t.Helper()
+	bin := providertest.FindCLI(t, "grok", "THREADLINE_GROK_CLI_BIN")
+	if !providertest.InNetns(t) {
+		return nil, nil, ""
+	}
+	fake := fakeopenai.New(t, scripts...)
+	env := map[string]string{
+		"HOME": t.TempDir(), "GROK_BASE_URL": fake.URL() + "/v1", "GROK_API_KEY": key, "GROK_MODEL": fakeopenai.DefaultModel,
+		"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
+	}
+	p, err := New(nil, Options{Dialect: GrokCLI, ID: GrokCLIProviderID, Bin: bin, Env: env, StopGrace: 3 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, fake, t.TempDir()
+}
+
+// TestGrokCLIE2E: a turn with a shell tool call: the file is written, the
+// tool's output and the final answer come back, the run completes with
+// grok-cli's exit status 0, and the process the tool left in the background
+// does not outlive the run.
+func TestGrokCLIE2E(t *testing.T) {
+	marker := providertest.OrphanMarker("grok-cli-done")
+	p, fake, work := grokCLISetup(t, "sk-fake", fakeopenai.When("Run it", fakeopenai.WithTools(fakeopenai.Shell(
+		"echo grok-e2e > out.txt; (sh -c 'sleep 300; : "+marker+"' >/dev/null 2>&1 &); cat out.txt"))))
+	if p == nil {
+		return
+	}
+	r := providertest.Run(t, p, agent.RunRequest{Prompt: "Run it", Cwd: work, Approval: agent.ApprovalAccept}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	done := r.Of(agent.EventToolCompleted)
+	if len(done) != 1 || done[0].Tool.Name != "bash" || strings.TrimSpace(done[0].Tool.Output) != "grok-e2e" {
+		t.Errorf("tool.completed = %+v", done)
+	}
+	if got := r.Text(); !strings.Contains(got, "Tool result: grok-e2e") {
+		t.Errorf("answer %q lacks the tool round trip", got)
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "grok-e2e\n" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	reqs := fake.ChatRequests()
+	if len(reqs) != 2 || reqs[0].Model != fakeopenai.DefaultModel {
+		t.Errorf("%d chat requests, model %q", len(reqs), reqs[0].Model)
+	}
+	providertest.NoOrphans(t, marker)
+}
+
+// TestGrokCLIE2EFailures: a model error (grok-cli exits 0 and prints its
+// apology) and a missing key (exit status 1) both fail the run with the
+// CLI's text, not as an answer.
+func TestGrokCLIE2EFailures(t *testing.T) {
+	p, _, work := grokCLISetup(t, "sk-fake", fakeopenai.When("Fail it", fakeopenai.Error(400, "fake bad request")))
+	if p == nil {
+		return
+	}
+	r := providertest.Run(t, p, agent.RunRequest{Prompt: "Fail it", Cwd: work}, nil)
+	if r.Err == nil || r.Last().Type != agent.EventRunFailed || !strings.Contains(r.Last().Text, "fake bad request") || r.Text() != "" {
+		t.Errorf("model error: Run = %v, last %+v, text %q", r.Err, r.Last(), r.Text())
+	}
+	p.opts.Env["GROK_API_KEY"] = ""
+	r = providertest.Run(t, p, agent.RunRequest{Prompt: "Fail it", Cwd: work}, nil)
+	if pe, ok := procrun.IsExit(r.Err); !ok || pe.ExitCode != 1 || r.Last().Type != agent.EventRunFailed || !strings.Contains(r.Last().Text, "API key required") {
+		t.Errorf("no key: Run = %v, last %+v", r.Err, r.Last())
+	}
+}
+
+// TestGrokCLIE2ECancel: cancelled while its shell tool runs, grok-cli is
+// stopped (SIGINT, then its process group killed): run.interrupted within
+// the grace, and the tool's process is gone too.
+func TestGrokCLIE2ECancel(t *testing.T) {
+	marker := providertest.OrphanMarker("grok-cli-cancel")
+	p, _, work := grokCLISetup(t, "sk-fake", fakeopenai.When("Hang", fakeopenai.WithTools(fakeopenai.Shell(
+		"echo started > started.txt; sh -c 'sleep 120; : "+marker+"'"))))
+	if p == nil {
+		return
+	}
+	r, took := providertest.RunCancelledOnFile(t, p, agent.RunRequest{Prompt: "Hang", Cwd: work, Approval: agent.ApprovalAccept},
+		filepath.Join(work, "started.txt"))
+	if r.Err != nil || len(r.Events) == 0 || r.Events[len(r.Events)-1].Type != agent.EventRunInterrupted {
+		t.Fatalf("cancelled run: %v %v", r.Err, types(r.Events))
+	}
+	if took == 0 || took > providertest.Scale(p.opts.StopGrace+5*time.Second) {
+		t.Errorf("the cancel took %s (grace %s)", took, p.opts.StopGrace)
+	}
+	providertest.NoOrphans(t, marker)
+}

@@ -1,0 +1,64 @@
+// The JSON-line wire: the prompt on stdin (or none), one event record per
+// stdout line, the CLI's process group ended with its run.
+
+package jsonstream
+
+import (
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+)
+
+// finisher is a parser whose turn ends only with the CLI's exit (grok-cli
+// prints no end record); exited reports a non-zero exit.
+type finisher interface {
+	Finish(exited bool) []agent.Event
+}
+
+// wire is one run on a procrun.Session: stdin written once and closed,
+// every line to the dialect's parser, SIGINT to interrupt. Once the CLI
+// exited its process group is killed, so no tool it started outlives the run.
+type wire struct {
+	parser procrun.LineParser
+	stdin  []byte // nil: stdin is closed at once
+}
+
+var _ procrun.Wire = (*wire)(nil)
+
+// Start writes the prompt, if any, and closes stdin.
+func (w *wire) Start(c *procrun.Conn) error {
+	if w.stdin != nil {
+		c.Write(w.stdin)
+	}
+	c.CloseStdin()
+	return nil
+}
+
+// Line feeds one stdout line to the parser.
+func (w *wire) Line(line []byte, c *procrun.Conn) error {
+	evs, err := w.parser.Parse(line)
+	for _, ev := range evs {
+		c.Emit(ev)
+	}
+	return err
+}
+
+// Respond is never reached: these print modes ask nothing.
+func (w *wire) Respond(agent.InteractionResponse, *procrun.Conn) error {
+	return agent.ErrUnknownInteraction
+}
+
+// Interrupt has no native form: the Session sends SIGINT, then kills.
+func (w *wire) Interrupt(*procrun.Conn) error { return procrun.ErrNoNative }
+
+// Outcome kills what is left of the CLI's process group (a tool it left in
+// the background), then lets a finishing parser end a turn that exited
+// without a terminal event; the Session maps the rest.
+func (w *wire) Outcome(o procrun.Outcome, c *procrun.Conn) error {
+	c.Kill()
+	if f, ok := w.parser.(finisher); ok && o.Terminal == "" && !o.Cancelled && o.Fatal == nil {
+		for _, ev := range f.Finish(o.ExitErr != nil) {
+			c.Emit(ev)
+		}
+	}
+	return nil
+}
