@@ -36,7 +36,8 @@ ON CONFLICT (run_id, slot) DO UPDATE SET message_id = excluded.message_id, first
 last_seq = excluded.last_seq, hash = excluded.hash, final = excluded.final, updated_at = excluded.updated_at`
 
 	queryForkChat = `INSERT INTO chats (` + chatColumns + `)
-SELECT $2, title, agent, model, effort, mode, project, cwd, sessions, TRUE, $3, $3 FROM chats WHERE id = $1`
+SELECT $2, title, agent, model, effort, mode, project, cwd, '{}', TRUE, $3, $3,
+id, COALESCE((SELECT MAX(e.seq) FROM chat_events e WHERE e.chat_id = $1), 0), sessions FROM chats WHERE id = $1`
 )
 
 // ThreadRef names a platform thread: platform ("slack", "matrix", "console"),
@@ -224,8 +225,11 @@ func (s *Store) SaveRenderedMessage(ctx context.Context, m RenderedMessage) erro
 	return nil
 }
 
-// ForkChat copies chat fromID as newID, with its sessions and fork_pending set so
-// that the next run forks the native session. A missing chat is ErrNotFound; an
+// ForkChat copies chat fromID's settings as newID, forked from it at its last
+// event (ForkedFrom, ForkSeq), with no native session of its own: the
+// parent's sessions become the fork's ForkSessions and fork_pending is set,
+// so that a provider that forks natively branches from them on the fork's
+// first run. The parent is not changed. A missing chat is ErrNotFound; an
 // existing newID is ErrConflict.
 func (s *Store) ForkChat(ctx context.Context, fromID, newID string) error {
 	err := s.InTx(ctx, func(tx *sqlx.Tx) error {

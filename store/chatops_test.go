@@ -163,8 +163,28 @@ func TestForkChat(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.Agent != "claude" || c.Model != "opus" || c.Sessions["claude"] != "sess-1" || !c.ForkPending {
+		// A chat without events forks at seq 0.
+		if c.Agent != "claude" || c.Model != "opus" || len(c.Sessions) != 0 || c.ForkSessions["claude"] != "sess-1" ||
+			!c.ForkPending || c.ForkedFrom != "c1" || c.ForkSeq != 0 {
 			t.Fatalf("forked chat %+v", c)
+		}
+		// A fork remembers the parent's last seq; the parent is not changed.
+		if err := s.AppendEvents(ctx, events("c1", 1, 7)); err != nil {
+			t.Fatal(err)
+		}
+		before, _ := s.GetChat(ctx, "c1")
+		if err := s.ForkChat(ctx, "c1", "c4"); err != nil {
+			t.Fatal(err)
+		}
+		if c4, _ := s.GetChat(ctx, "c4"); c4.ForkSeq != 7 || c4.ForkedFrom != "c1" || len(c4.Sessions) != 0 {
+			t.Fatalf("fork after 7 events %+v", c4)
+		}
+		if after, _ := s.GetChat(ctx, "c1"); after.ForkPending || after.ForkedFrom != "" || after.Sessions["claude"] != "sess-1" ||
+			!after.UpdatedAt.Equal(before.UpdatedAt) {
+			t.Fatalf("the parent changed: %+v, was %+v", after, before)
+		}
+		if n, _ := s.LastSeq(ctx, "c4"); n != 0 {
+			t.Fatalf("the fork has %d events of its own, want none", n)
 		}
 		if err := s.ForkChat(ctx, "nope", "c3"); !errors.Is(err, store.ErrNotFound) {
 			t.Fatalf("ForkChat(nope) = %v", err)

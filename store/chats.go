@@ -25,8 +25,16 @@ type Chat struct {
 	// ForkPending is set when the next run must fork the native session; it is
 	// cleared by SetSession.
 	ForkPending bool
-	CreatedAt   time.Time
-	UpdatedAt   time.Time
+	// ForkedFrom is the chat this one was forked from ("" for none), and
+	// ForkSeq that chat's last event seq when it was: the fork's visible
+	// history starts with the parent's up to ForkSeq.
+	ForkedFrom string
+	ForkSeq    int64
+	// ForkSessions are the parent's native sessions at the fork, which a
+	// provider that forks natively branches from on the fork's first run.
+	ForkSessions map[string]string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
 }
 
 type chatRow struct {
@@ -42,6 +50,9 @@ type chatRow struct {
 	ForkPending bool      `db:"fork_pending"`
 	CreatedAt   time.Time `db:"created_at"`
 	UpdatedAt   time.Time `db:"updated_at"`
+	ForkedFrom  string    `db:"forked_from"`
+	ForkSeq     int64     `db:"fork_seq"`
+	ForkSess    string    `db:"fork_sessions"`
 }
 
 func (r chatRow) chat() (Chat, error) {
@@ -49,21 +60,27 @@ func (r chatRow) chat() (Chat, error) {
 		ID: r.ID, Title: r.Title, Agent: r.Agent, Model: r.Model, Effort: r.Effort,
 		Mode: r.Mode, Project: r.Project, Cwd: r.Cwd, ForkPending: r.ForkPending,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC(),
-		Sessions: map[string]string{},
+		Sessions: map[string]string{}, ForkedFrom: r.ForkedFrom, ForkSeq: r.ForkSeq, ForkSessions: map[string]string{},
 	}
 	if r.Sessions != "" {
 		if err := json.Unmarshal([]byte(r.Sessions), &c.Sessions); err != nil {
 			return Chat{}, fmt.Errorf("store: chat %s sessions: %w", r.ID, err)
 		}
 	}
+	if r.ForkSess != "" {
+		if err := json.Unmarshal([]byte(r.ForkSess), &c.ForkSessions); err != nil {
+			return Chat{}, fmt.Errorf("store: chat %s fork sessions: %w", r.ID, err)
+		}
+	}
 	return c, nil
 }
 
 const (
-	chatColumns = `id, title, agent, model, effort, mode, project, cwd, sessions, fork_pending, created_at, updated_at`
+	chatColumns = `id, title, agent, model, effort, mode, project, cwd, sessions, fork_pending, created_at, updated_at,
+forked_from, fork_seq, fork_sessions`
 
 	queryInsertChat = `INSERT INTO chats (` + chatColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	queryGetChat    = `SELECT ` + chatColumns + ` FROM chats WHERE id = $1`
 	queryListChats  = `SELECT ` + chatColumns + ` FROM chats ORDER BY updated_at DESC, id LIMIT $1`
 	queryUpdateChat = `UPDATE chats SET title = $2, agent = $3, model = $4, effort = $5, mode = $6,
@@ -94,13 +111,20 @@ func (s *Store) CreateChat(ctx context.Context, c *Chat) error {
 	if err != nil {
 		return err
 	}
+	forkSessions, err := encodeSessions(c.ForkSessions)
+	if err != nil {
+		return err
+	}
 	t := now()
 	if _, err := s.db.ExecContext(ctx, queryInsertChat, c.ID, c.Title, c.Agent, c.Model, c.Effort,
-		c.Mode, c.Project, c.Cwd, sessions, c.ForkPending, t, t); err != nil {
+		c.Mode, c.Project, c.Cwd, sessions, c.ForkPending, t, t, c.ForkedFrom, c.ForkSeq, forkSessions); err != nil {
 		return fmt.Errorf("store: create chat %s: %w", c.ID, translate(err))
 	}
 	if c.Sessions == nil {
 		c.Sessions = map[string]string{}
+	}
+	if c.ForkSessions == nil {
+		c.ForkSessions = map[string]string{}
 	}
 	c.CreatedAt, c.UpdatedAt = t, t
 	return nil

@@ -33,10 +33,6 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	started := time.Now()
 	prompt := req.Prompt
 	pid := string(prov.ID())
-	if run.replay == nil { // a reattached run keeps its original request (reattach.go)
-		req.ResumeID = chat.Sessions[pid]
-		req.Fork = chat.ForkPending && req.ResumeID != ""
-	}
 	ctx = s.relayContext(ctx, run, lease, req)
 
 	var (
@@ -196,11 +192,17 @@ func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 // transcriptPage is how many events the transcript reads per query.
 const transcriptPage = 500
 
+// maxForkDepth bounds how many parents a fork's transcript follows (forks of
+// forks), so that no chain of rows can loop it.
+const maxForkDepth = 32
+
 // transcript returns the chat's visible history (chatlog.Fold: user prompts and
 // assistant text, no tool output or reasoning), bounded to the last
 // TranscriptLimit bytes. It reads the chat backwards from its end and stops as
 // soon as older events cannot change the result, so its cost and memory follow
-// the limit, not the chat's length. Events of the run excludeRun are left out.
+// the limit, not the chat's length. A fork's history goes on, older, with its
+// parent's up to the fork (ForkedFrom, ForkSeq), and so on up the forks.
+// Events of the run excludeRun are left out.
 func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...string) (string, error) {
 	var (
 		fold    chatlog.Backward
@@ -210,10 +212,34 @@ func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...s
 	if len(excludeRun) > 0 {
 		skipRun = excludeRun[0]
 	}
+	for depth := 0; ; depth++ {
+		full, err := s.foldBack(ctx, &fold, chatID, before, skipRun)
+		if err != nil {
+			return "", err
+		}
+		if full || depth == maxForkDepth {
+			return fold.Transcript(), nil
+		}
+		c, err := s.chats.Chat(ctx, chatID)
+		if err != nil {
+			// A parent deleted since: the history is what was read.
+			s.log.WarnContext(ctx, "read a chat for its fork's history", "chat_id", chatID, "err", err)
+			return fold.Transcript(), nil
+		}
+		if c.ForkedFrom == "" {
+			return fold.Transcript(), nil
+		}
+		chatID, before = c.ForkedFrom, c.ForkSeq+1
+	}
+}
+
+// foldBack adds the chat's events with seq < before (0: all) to fold, newest
+// first, and reports whether the fold is full (older events cannot change it).
+func (s *Service) foldBack(ctx context.Context, fold *chatlog.Backward, chatID string, before int64, skipRun string) (bool, error) {
 	for {
 		evs, err := s.history.EventsBefore(ctx, chatID, before, transcriptPage)
 		if err != nil {
-			return "", err
+			return false, err
 		}
 		for _, ev := range evs {
 			before = ev.Seq
@@ -221,11 +247,11 @@ func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...s
 				continue
 			}
 			if fold.Add(ev.Type, ev.Payload) {
-				return fold.Transcript(), nil
+				return true, nil
 			}
 		}
 		if len(evs) < transcriptPage || before <= 1 {
-			return fold.Transcript(), nil
+			return false, nil
 		}
 	}
 }

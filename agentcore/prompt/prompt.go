@@ -45,6 +45,15 @@ type Chat struct {
 	// Sessions maps a provider id to its native session id.
 	Sessions    map[string]string
 	ForkPending bool
+	// ForkedFrom is the chat this one was forked from, at the parent's event
+	// ForkSeq: a run without a native session carries the parent's visible
+	// history up to ForkSeq before the fork's own.
+	ForkedFrom string
+	ForkSeq    int64
+	// ForkSessions are the parent's native sessions at the fork: on the
+	// fork's first run (ForkPending) a provider whose agent forks natively
+	// branches from its entry.
+	ForkSessions map[string]string
 }
 
 // Chats reads chats and records their native sessions.
@@ -76,6 +85,11 @@ type AgentConfig struct {
 	// IdleTimeout stops a run whose agent writes nothing for this long; 0
 	// disables (agent.RunRequest.IdleTimeout).
 	IdleTimeout time.Duration
+	// NativeFork says the agent forks a native session itself
+	// (registry.Definition.NativeFork): a fork's first run branches from the
+	// parent's session. Without it a fork starts a fresh session with the
+	// parent's visible transcript.
+	NativeFork bool
 }
 
 // Options configure a Service.
@@ -336,7 +350,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	}
 	// History is read before this prompt is appended so that it is not repeated.
 	transcript := ""
-	if chat.Sessions[string(prov.ID())] == "" {
+	if resume, _ := resumeOf(chat, string(prov.ID()), cfg); resume == "" {
 		if transcript, err = s.transcript(ctx, chat.ID); err != nil {
 			s.log.WarnContext(ctx, "read transcript", "chat", chat.ID, "err", err)
 		}
@@ -369,9 +383,26 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	} else if areq.Approval == agent.ApprovalAsk {
 		areq.Approval = agent.ApprovalDeny
 	}
+	areq.ResumeID, areq.Fork = resumeOf(chat, string(prov.ID()), cfg)
 	s.opts.Observer.RunStarted(run.Agent)
 	go s.executeSafely(runCtx, run, lease, prov, chat, areq, transcript)
 	return run, nil
+}
+
+// resumeOf returns the native session a run of the chat continues with the
+// provider, and whether it forks it. A chat's own session is resumed. A fork's
+// first run (ForkPending) branches from the parent's session where the agent
+// forks natively; any other agent starts a fresh session, given the visible
+// transcript (the parent's then the fork's), and never resumes the parent's
+// session, which would change it.
+func resumeOf(chat Chat, provider string, cfg AgentConfig) (string, bool) {
+	if id := chat.Sessions[provider]; id != "" {
+		return id, chat.ForkPending && chat.ForkedFrom == "" // a fork made before fork_sessions existed
+	}
+	if id := chat.ForkSessions[provider]; id != "" && chat.ForkPending && cfg.NativeFork {
+		return id, true
+	}
+	return "", false
 }
 
 // acquire takes the chat's run lock. When another process holds it in the
