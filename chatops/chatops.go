@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -39,6 +41,19 @@ type ChatStore interface {
 	GetChat(ctx context.Context, id string) (Chat, error)
 	UpdateChat(ctx context.Context, c Chat) error
 }
+
+// ChatForker is an optional interface of the ChatStore given to New: it
+// forks a chat (Chats.Fork).
+type ChatForker interface {
+	// ForkChat copies chat fromID's settings as newID, forked from it at its
+	// last event, without changing it: newID's runs carry fromID's history
+	// (natively forked sessions where the agent forks natively, else the
+	// visible transcript).
+	ForkChat(ctx context.Context, fromID, newID string) error
+}
+
+// ErrNoFork is returned by Chats.Fork when the store cannot fork chats.
+var ErrNoFork = errors.New("chatops: this store cannot fork chats")
 
 // Runner starts and stops runs (prompt.Service).
 type Runner interface {
@@ -119,6 +134,32 @@ func (b *Chats) NewChat(ctx context.Context, c Chat) (Chat, error) {
 		c.Mode = string(agent.ModeDefault)
 	}
 	return b.chats.CreateChat(ctx, c)
+}
+
+// Fork creates a new chat from chat fromID and returns it: the same agent
+// and settings, and the parent's conversation. An agent that forks natively
+// branches the parent's session on the fork's first run; any other agent gets
+// the parent's visible transcript (the last TranscriptLimit bytes, the
+// parent's history up to the fork, then the fork's own). The parent is never
+// changed. This is the one fork of every front-end: the `fork` command of
+// Slack and Matrix threads, `/fork` in `threadline chat` and `threadline run
+// --chat ID --fork`.
+func (b *Chats) Fork(ctx context.Context, fromID string) (Chat, error) {
+	f, ok := b.chats.(ChatForker)
+	if !ok {
+		return Chat{}, ErrNoFork
+	}
+	if _, err := b.chats.GetChat(ctx, fromID); err != nil {
+		return Chat{}, fmt.Errorf("fork chat %s: %w", fromID, err)
+	}
+	id := uuid.NewString()
+	if err := f.ForkChat(ctx, fromID, id); err != nil {
+		return Chat{}, fmt.Errorf("fork chat %s: %w", fromID, err)
+	}
+	if b.log != nil {
+		b.log.InfoContext(ctx, "chat forked", "chat_id", id, "forked_from", fromID)
+	}
+	return b.chats.GetChat(ctx, id)
 }
 
 // Chat returns a chat's settings.

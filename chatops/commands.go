@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -71,9 +72,13 @@ type CommandSpec struct {
 	Help  string
 	Who   Who
 	// Arg makes the bare-word form in a thread take exactly one argument
-	// (else none); Values, when set, are the only arguments it takes bare.
+	// (else none); OptArg lets it take none or one. Values, when set, are the
+	// only arguments it takes bare; argOK, when set, checks the argument of
+	// the bare form.
 	Arg    bool
+	OptArg bool
 	Values []string
+	argOK  func(string) bool
 	need   chatNeed
 	run    func(ctx context.Context, c *call) (Result, error)
 }
@@ -103,9 +108,13 @@ func init() {
 		{Name: "agents", Usage: "agents", Help: "list the agents and whether they are installed", need: chatNone,
 			run: func(ctx context.Context, c *call) (Result, error) { return Result{Text: c.bot.agentsTable(ctx)}, nil }},
 		{Name: "status", Usage: "status", Help: "show this chat's agent, model, session and run", need: chatExisting, run: runStatus},
-		{Name: "stop", Usage: "stop", Help: "stop the running turn", need: chatExisting, run: runStop},
+		{Name: "stop", Usage: "stop", Help: "stop the running turn (and drop the queued messages)", need: chatExisting, run: runStop},
+		{Name: "queue", Usage: "queue [clear]", Help: "list the messages waiting for the running turn, or drop them", OptArg: true, Values: []string{"clear"},
+			need: chatExisting, run: runQueue},
+		{Name: "now", Usage: "now [N]", Help: "stop the running turn and run queued message N (default: your latest) now", OptArg: true, argOK: isCount,
+			need: chatExisting, run: runNowCommand},
 		{Name: "new", Usage: "new", Help: "start a new chat (same settings)", run: runNew},
-		{Name: "fork", Usage: "fork", Help: "continue this chat in a new thread (chat platforms)", run: runFork},
+		{Name: "fork", Usage: "fork", Help: "continue this chat in a new chat (a new thread on chat platforms); this one is unchanged", run: runFork},
 		{Name: "agent", Usage: "agent <id>", Help: "switch this chat's agent", Who: WhoApprover, Arg: true, run: runSetting},
 		{Name: "model", Usage: "model <name>", Help: "set the model (empty: the agent's default)", Who: WhoApprover, Arg: true, run: runSetting},
 		{Name: "effort", Usage: "effort <level>", Help: "set the reasoning effort", Who: WhoApprover, Arg: true, run: runSetting},
@@ -181,8 +190,8 @@ func parseCommand(text string, form commandForm) (Command, bool) {
 			return Command{}, false
 		}
 		switch {
-		case s.Arg && len(fields) == 2:
-			if len(s.Values) > 0 && !slices.Contains(s.Values, fields[1]) {
+		case (s.Arg || s.OptArg) && len(fields) == 2:
+			if len(s.Values) > 0 && !slices.Contains(s.Values, fields[1]) || s.argOK != nil && !s.argOK(fields[1]) {
 				return Command{}, false
 			}
 			return Command{Name: s.Name, Arg: fields[1]}, true
@@ -200,7 +209,8 @@ func ParseCommand(text string) (Command, bool) { return parseCommand(text, formP
 // mention already removed). "/name arg" and "!name arg" always are commands. A
 // bare word is one only in the exact form of a command, so that prose is a
 // prompt: "stop", "status", "new", "fork", "agents", "help" alone; "agent ID",
-// "model M", "effort L", "mode plan|default", "project P" with one argument.
+// "model M", "effort L", "mode plan|default", "project P" with one argument;
+// "queue" or "queue clear", "now" or "now N".
 // "help me fix this" is a prompt.
 func ParseThreadCommand(text string) (Command, bool) { return parseCommand(text, formThread) }
 
@@ -343,10 +353,13 @@ func runStatus(ctx context.Context, c *call) (Result, error) {
 	return Result{Text: s}, nil
 }
 
-func runStop(_ context.Context, c *call) (Result, error) {
+func runStop(ctx context.Context, c *call) (Result, error) {
 	dropped := 0
 	if c.where == inThread {
-		dropped = c.t.dropQueue(c.th)
+		var err error
+		if dropped, err = c.t.dropQueue(ctx, c.th); err != nil {
+			return Result{}, err
+		}
 	}
 	msg := "Nothing is running."
 	if c.bot.Stop(c.chatID) {
@@ -356,6 +369,56 @@ func runStop(_ context.Context, c *call) (Result, error) {
 		msg += fmt.Sprintf(" Dropped %d queued message(s).", dropped)
 	}
 	return Result{Text: msg}, nil
+}
+
+// isCount reports whether s is a positive decimal count (a queue position).
+func isCount(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && strconv.Itoa(n) == s
+}
+
+// runQueue lists the thread's queue, or (queue clear) drops it.
+func runQueue(ctx context.Context, c *call) (Result, error) {
+	if c.where != inThread {
+		return Result{Text: "The queue is a chat platform thread's: messages sent while a turn runs wait there."}, nil
+	}
+	switch c.cmd.Arg {
+	case "":
+		return Result{Text: c.t.queueText(c.th)}, nil
+	case "clear":
+		n, err := c.t.dropQueue(ctx, c.th)
+		if err != nil {
+			return Result{}, err
+		}
+		if n == 0 {
+			return Result{Text: "Nothing is queued in this thread."}, nil
+		}
+		return Result{Text: fmt.Sprintf("Dropped %s; the running turn goes on (`stop` stops it).", plural(n, "queued message"))}, nil
+	}
+	return Result{Text: "Usage: `queue` lists the waiting messages, `queue clear` drops them."}, nil
+}
+
+// runNowCommand stops the running turn and runs a queued message next.
+func runNowCommand(ctx context.Context, c *call) (Result, error) {
+	if c.where != inThread {
+		return Result{Text: "now works in a chat platform's thread, on the messages queued there."}, nil
+	}
+	n := 0
+	if c.cmd.Arg != "" {
+		if !isCount(c.cmd.Arg) {
+			return Result{Text: "Usage: `now` runs your latest queued message now, `now N` message N of `queue`."}, nil
+		}
+		n, _ = strconv.Atoi(c.cmd.Arg)
+	}
+	id, ok := c.th.queuedAt(n, c.m.User.Qualified())
+	if !ok {
+		if n > 0 {
+			return Result{Text: fmt.Sprintf("There is no queued message %d (`queue` lists them).", n)}, nil
+		}
+		return Result{Text: "Nothing is queued in this thread."}, nil
+	}
+	msg, err := c.t.runNow(ctx, c.th, c.chatID, id)
+	return Result{Text: msg}, err
 }
 
 func runNew(ctx context.Context, c *call) (Result, error) {
@@ -380,7 +443,11 @@ func runFork(ctx context.Context, c *call) (Result, error) {
 	if c.where == inThread {
 		return Result{}, told{c.t.branch(ctx, c.m, c.b, true)}
 	}
-	return Result{Text: "fork works in a chat platform's thread: it continues this chat in a new thread."}, nil
+	n, err := c.bot.Fork(ctx, c.chatID)
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Text: fmt.Sprintf("Forked chat %s into a new chat %s (%s · %s); %s is unchanged.", c.chatID, n.ID, n.Agent, orDefault(n.Model), c.chatID), Chat: &n}, nil
 }
 
 // runSetting sets the chat's agent, model, effort, mode or project.

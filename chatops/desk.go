@@ -90,17 +90,12 @@ type thread struct {
 	binding *Binding
 
 	mu       sync.Mutex
-	queue    []queued // prompts waiting for the chat's run to end
+	queue    []QueuedPrompt // prompts waiting for the chat's run to end (persisted, queue.go)
+	retrying bool           // a retry of the drain is scheduled (the chat is busy elsewhere)
 	follower *follower
 	pending  map[string]*agent.Interaction // by run id + "|" + interaction id
 	cardAt   map[string]time.Time          // when each pending request was made, same keys
 	watching map[string]bool               // runs whose end drains the queue
-}
-
-type queued struct {
-	msg    Message
-	text   string
-	chatID string
 }
 
 // idle reports whether the thread holds no live state (caller holds

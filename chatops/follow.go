@@ -75,7 +75,8 @@ func (t *Desk) start(th *thread, chatID string, from int64, fresh, resumed bool)
 // Resume restarts the rendering of the platform's runs whose messages do not
 // show their end yet (after a restart): each chat is replayed from its
 // earliest unfinished run, the same messages are edited, and content already
-// shown is not sent again.
+// shown is not sent again. The platform's busy queues are reloaded too, and
+// each drains when its chat is free (queue.go).
 func (t *Desk) Resume(ctx context.Context, platform string) error {
 	open, err := t.store.OpenRenders(ctx, platform)
 	if err != nil {
@@ -93,7 +94,7 @@ func (t *Desk) Resume(ctx context.Context, platform string) error {
 		t.log.InfoContext(ctx, "resuming the rendering of a chat", "chat", chatID, "after_seq", seq)
 		t.start(t.lookThread(place[chatID]), chatID, seq, true, true)
 	}
-	return nil
+	return t.restoreQueues(ctx, platform)
 }
 
 func renderTick(b Budget) time.Duration {

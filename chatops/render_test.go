@@ -98,7 +98,9 @@ func TestRenderer(t *testing.T) {
 			if n := len(f1.surf.inThread(place)); n != posts {
 				t.Fatalf("%d messages after the restart, %d before", n, posts)
 			}
-			// A third start finds nothing open and sends nothing.
+			// A third start finds nothing open and sends nothing (the second
+			// process stops first: its renderer may still be tidying up).
+			f2.threads.Close()
 			calls := f1.surf.callCount()
 			f3 := setup(t, st, chatops.DeskOptions{})
 			f3.threads.Attach("slack", f1.surf)
@@ -107,7 +109,10 @@ func TestRenderer(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 			if n := f1.surf.callCount(); n != calls {
-				t.Fatalf("%d calls after a resume with nothing open", n-calls)
+				f1.surf.mu.Lock()
+				late := append([]string(nil), f1.surf.calls[calls:]...)
+				f1.surf.mu.Unlock()
+				t.Fatalf("%d calls after a resume with nothing open: %q", n-calls, late)
 			}
 		})
 

@@ -7,6 +7,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 )
 
@@ -19,6 +20,27 @@ type Binding struct {
 	ChatID    string
 	CreatedBy string
 	CreatedAt time.Time
+}
+
+// QueuedPrompt is a message that waits in a thread for its chat's running
+// turn to end (the busy queue), with everything it carried.
+type QueuedPrompt struct {
+	ID     string
+	ChatID string
+	Place  Place
+	// MessageID is the platform message it came in ("" when none).
+	MessageID string
+	// Sender is the platform-qualified user who wrote it.
+	Sender string
+	// Text is the prompt as the agent gets it (saved files named in it).
+	Text string
+	// Files are the names of the files saved for it in the working directory.
+	Files  []string
+	Images []agent.Image
+	// Sent is when the platform received the message (zero when unknown).
+	Sent time.Time
+	// Queued is when it was queued (set by the store).
+	Queued time.Time
 }
 
 // RenderedMessage is one platform message a run was rendered into.
@@ -44,7 +66,16 @@ type Store interface {
 	SaveRenderedMessage(ctx context.Context, m RenderedMessage) error
 	// OpenRenders returns the platform's messages that do not show their end yet.
 	OpenRenders(ctx context.Context, platform string) ([]RenderedMessage, error)
-	// ForkChat copies chat fromID (settings and native sessions) as newID with
-	// its next run forking the native session.
-	ForkChat(ctx context.Context, fromID, newID string) error
+	// EnqueuePrompt appends q to its thread's queue.
+	EnqueuePrompt(ctx context.Context, q QueuedPrompt) error
+	// QueuedPrompts returns the prompts queued in the platform's threads,
+	// each thread's in queue order.
+	QueuedPrompts(ctx context.Context, platform string) ([]QueuedPrompt, error)
+	// DeleteQueuedPrompt removes a queued prompt (it started or was dropped).
+	DeleteQueuedPrompt(ctx context.Context, id string) error
+	// ClearQueue removes the thread's queued prompts and returns how many
+	// there were.
+	ClearQueue(ctx context.Context, p Place) (int, error)
+	// QueuePromptFirst moves a queued prompt to the head of its thread's queue.
+	QueuePromptFirst(ctx context.Context, p Place, id string) error
 }

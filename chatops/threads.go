@@ -262,7 +262,7 @@ func (t *Desk) handleMessage(ctx context.Context, th *thread, m Message) error {
 	if text == "" && len(m.Files) == 0 {
 		return t.notice(ctx, m.Place, "Yes? Write your request after the mention ("+"`help`"+" lists the commands).")
 	}
-	prompt, images, skipped, err := t.attach(ctx, b.ChatID, text, m.Files)
+	prompt, images, saved, skipped, err := t.attach(ctx, b.ChatID, text, m.Files)
 	if err != nil {
 		return t.fail(ctx, m.Place, "I could not read this chat", err)
 	}
@@ -274,7 +274,7 @@ func (t *Desk) handleMessage(ctx context.Context, th *thread, m Message) error {
 	if prompt == "" && len(images) == 0 {
 		return nil
 	}
-	return t.send(ctx, th, b, m, prompt, images)
+	return t.send(ctx, th, b, m, prompt, images, saved)
 }
 
 // bind returns the thread's chat, creating it with the channel's defaults.
@@ -325,13 +325,13 @@ func (t *Desk) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, erro
 }
 
 // attach saves files into the chat's working directory and returns the
-// prompt naming them, the images, and what was skipped (for a note in the
-// thread): a file with an unusable name, one too large, one that could not
+// prompt naming them, the images, the saved names and what was skipped (for
+// a note in the thread): a file with an unusable name, one too large, one that could not
 // be saved. A skipped file never stops the rest of the message, and no note
 // holds a server path or an unusable name.
-func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, error) {
+func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, []string, error) {
 	if len(files) == 0 {
-		return text, nil, nil, nil
+		return text, nil, nil, nil, nil
 	}
 	var (
 		images  []agent.Image
@@ -340,7 +340,7 @@ func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (s
 	)
 	c, err := t.bot.Chat(ctx, chatID)
 	if err != nil {
-		return "", nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	for _, f := range files {
 		if why := badFileName(f.Name); why != "" {
@@ -370,7 +370,7 @@ func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (s
 	if len(saved) > 0 {
 		text += "\n\n(Attached files, saved in the working directory: " + strings.Join(saved, ", ") + ")"
 	}
-	return strings.TrimSpace(text), images, skipped, nil
+	return strings.TrimSpace(text), images, saved, skipped, nil
 }
 
 // maxFileName is the longest file name most file systems take (NAME_MAX).
@@ -432,166 +432,6 @@ func saveFile(dir string, f File) (string, error) {
 	}
 }
 
-// send starts the prompt, or queues it behind the running turn (in the
-// thread's actor).
-func (t *Desk) send(ctx context.Context, th *thread, b Binding, m Message, text string, images []agent.Image) error {
-	if err := t.ensureFollower(ctx, th, b.ChatID); err != nil {
-		return t.fail(ctx, b.Place, "I could not follow this chat", err)
-	}
-	th.mu.Lock()
-	busy := len(th.queue) > 0
-	th.mu.Unlock()
-	var (
-		run *prompt.Run
-		err error
-	)
-	if !busy {
-		rules := t.policy.Channel(b.Place)
-		run, err = t.bot.Send(ctx, Prompt{ChatID: b.ChatID, Text: text, Images: images, By: m.User.Qualified(), Interactive: true,
-			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
-	}
-	if busy || errors.Is(err, ErrBusy) {
-		th.mu.Lock()
-		th.queue = append(th.queue, queued{msg: m, text: text, chatID: b.ChatID})
-		n := len(th.queue)
-		th.mu.Unlock()
-		t.watchActive(th, b.ChatID)
-		if s, serr := t.surface(b.Platform); serr == nil && m.ID != "" {
-			if rerr := s.React(ctx, b.Place, m.ID, "hourglass_flowing_sand"); rerr != nil {
-				t.log.WarnContext(ctx, "react to a queued message", "err", rerr)
-			}
-		}
-		return t.notice(ctx, b.Place, fmt.Sprintf("Queued (%d waiting): it runs when the current turn ends. `stop` stops the turn.", n))
-	}
-	if err != nil {
-		return t.fail(ctx, b.Place, "I could not start the agent", err)
-	}
-	t.watch(th, b.ChatID, run)
-	return nil
-}
-
-// watchActive watches the chat's active run so the queue drains after it;
-// when it has ended already, the drain is queued at once.
-func (t *Desk) watchActive(th *thread, chatID string) {
-	if r, ok := t.bot.Active(chatID); ok {
-		t.watch(th, chatID, r)
-		return
-	}
-	t.wg.Go(func() { t.queueDrain(th, chatID) })
-}
-
-// watch queues the drain of the thread's prompts when run ends.
-func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
-	th.mu.Lock()
-	if th.watching[run.ID] {
-		th.mu.Unlock()
-		return
-	}
-	th.watching[run.ID] = true
-	th.mu.Unlock()
-	t.wg.Go(func() {
-		select {
-		case <-run.Done():
-		case <-t.base.Done():
-		}
-		th.mu.Lock()
-		delete(th.watching, run.ID)
-		th.mu.Unlock()
-		t.queueDrain(th, chatID)
-	})
-}
-
-// queueDrain puts the drain of the thread's prompts on its queue (behind
-// what people did meanwhile, e.g. a stop).
-func (t *Desk) queueDrain(th *thread, chatID string) {
-	err := t.enqueue(t.base, th.place, item{what: "queued prompt", run: func(ctx context.Context, th *thread) error {
-		t.drain(ctx, th, chatID)
-		return nil
-	}}, true)
-	if err != nil && !errors.Is(err, ErrClosed) {
-		t.log.WarnContext(t.base, "queue the drain of a thread", "place", th.place.String(), "err", err)
-	}
-}
-
-// drain starts the thread's next queued prompt (in the thread's actor).
-func (t *Desk) drain(ctx context.Context, th *thread, chatID string) {
-	for {
-		th.mu.Lock()
-		if len(th.queue) == 0 {
-			th.mu.Unlock()
-			return
-		}
-		next := th.queue[0]
-		th.mu.Unlock()
-		rules := t.policy.Channel(next.msg.Place)
-		run, err := t.bot.Send(ctx, Prompt{ChatID: chatID, Text: next.text, By: next.msg.User.Qualified(), Interactive: true,
-			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
-		if errors.Is(err, ErrBusy) {
-			t.watchActive(th, chatID) // someone else started a run: wait for it
-			return
-		}
-		th.mu.Lock()
-		th.queue[0] = queued{}
-		th.queue = th.queue[1:]
-		th.mu.Unlock()
-		if err != nil {
-			_ = t.fail(ctx, next.msg.Place, "I could not start the queued message", err)
-			continue
-		}
-		t.watch(th, chatID, run)
-		return
-	}
-}
-
-// dropQueue forgets the thread's queued prompts and returns how many there
-// were.
-func (t *Desk) dropQueue(th *thread) int {
-	th.mu.Lock()
-	defer th.mu.Unlock()
-	n := len(th.queue)
-	th.queue = nil
-	return n
-}
-
-// eachThread calls f for every thread the desk holds.
-func (t *Desk) eachThread(f func(th *thread)) {
-	t.mu.Lock()
-	ths := make([]*thread, 0, len(t.threads))
-	for _, th := range t.threads {
-		ths = append(ths, th)
-	}
-	t.mu.Unlock()
-	for _, th := range ths {
-		f(th)
-	}
-}
-
-// Queued returns how many prompts wait in the chat's queue.
-func (t *Desk) Queued(chatID string) int {
-	n := 0
-	t.eachThread(func(th *thread) {
-		th.mu.Lock()
-		defer th.mu.Unlock()
-		for _, q := range th.queue {
-			if q.chatID == chatID {
-				n++
-			}
-		}
-	})
-	return n
-}
-
-// QueueDepth is the number of messages waiting for busy chats, of every platform.
-func (t *Desk) QueueDepth() int {
-	n := 0
-	t.eachThread(func(th *thread) {
-		th.mu.Lock()
-		n += len(th.queue)
-		th.mu.Unlock()
-	})
-	return n
-}
-
 // branch starts a new thread in the channel with a new chat (new) or a fork
 // of this one (fork: the agent's native session forks where it can).
 func (t *Desk) branch(ctx context.Context, m Message, b Binding, fork bool) error {
@@ -605,7 +445,7 @@ func (t *Desk) branch(ctx context.Context, m Message, b Binding, fork bool) erro
 	}
 	var c Chat
 	if fork {
-		c, err = t.fork(ctx, from.ID)
+		c, err = t.bot.Fork(ctx, from.ID)
 	} else {
 		c, err = t.newChat(ctx, t.policy.Channel(m.Place), &from)
 	}
@@ -629,15 +469,6 @@ func (t *Desk) branch(ctx context.Context, m Message, b Binding, fork bool) erro
 		return t.fail(ctx, m.Place, "I could not bind the new thread", err)
 	}
 	return t.notice(ctx, m.Place, word+" started in a new thread.")
-}
-
-// fork copies the chat with its native sessions; its next run forks them.
-func (t *Desk) fork(ctx context.Context, fromID string) (Chat, error) {
-	id := uuid.NewString()
-	if err := t.store.ForkChat(ctx, fromID, id); err != nil {
-		return Chat{}, err
-	}
-	return t.bot.Chat(ctx, id)
 }
 
 // Click is a button press.
@@ -677,6 +508,9 @@ func (t *Desk) handleClick(ctx context.Context, th *thread, c Click) error {
 			return nil
 		}
 		return t.ephemeral(ctx, c.Place, c.User, "That run has already ended.")
+	}
+	if strings.HasPrefix(c.Button, ButtonRunNowPrefix) {
+		return t.clickRunNow(ctx, th, c)
 	}
 	if ok, why := t.mayAnswerRun(ctx, c.User, c.Place, c.Ref.RunID); !ok {
 		return t.refuse(ctx, c.Place, c.User, why)
@@ -826,7 +660,7 @@ func (t *Desk) handleSlash(ctx context.Context, sc SlashCommand) (string, error)
 		if text == "" {
 			return nil
 		}
-		return t.send(ctx, th, b, Message{Place: p, User: sc.User, Text: text}, text, nil)
+		return t.send(ctx, th, b, Message{Place: p, User: sc.User, Text: text}, text, nil, nil)
 	})
 	if !bound {
 		return "I could not start a chat.", err

@@ -148,7 +148,8 @@ func TestThreads(t *testing.T) {
 			if want := "Hello there.\n\n```go\nfmt.Println(1)\n```\n"; ans.view.Body != want {
 				t.Fatalf("final body %q, want %q", ans.view.Body, want)
 			}
-			if !strings.HasPrefix(ans.view.Status, "fake · m1 · proj · ") {
+			if ans.view.Status != "fake · m1 · proj" { // the duration is in the footer
+
 				t.Errorf("status line %q", ans.view.Status)
 			}
 			for _, w := range []string{"Done in ", "1,200 in / 34 out tokens", "$0.0123"} {
@@ -432,7 +433,8 @@ func TestThreads(t *testing.T) {
 			if f.find(thread, func(m *message) bool { return strings.Contains(m.view.Body, "`fork`") }) == nil {
 				t.Fatal("no help reply")
 			}
-			// fork: a new thread bound to a copy of the chat with its session.
+			// fork: a new thread bound to a fork of the chat: its settings, the
+			// parent's session to fork from, none of its own.
 			if err := f.mention(t, "UALLOWED", "fork"); err != nil {
 				t.Fatal(err)
 			}
@@ -448,7 +450,9 @@ func TestThreads(t *testing.T) {
 			np := thread
 			np.Thread = head.id
 			forked, err := st.GetChat(t.Context(), f.chatOf(t, np))
-			if err != nil || !forked.ForkPending || forked.Sessions["fake"] != "s1" || forked.Model != "opus" {
+			parent := f.chatOf(t, thread)
+			if err != nil || !forked.ForkPending || len(forked.Sessions) != 0 || forked.ForkSessions["fake"] != "s1" ||
+				forked.ForkedFrom != parent || forked.Model != "opus" {
 				t.Fatalf("forked chat %+v %v", forked, err)
 			}
 		})

@@ -26,12 +26,13 @@ import (
 type Store struct{ St *store.Store }
 
 var (
-	_ chatops.ChatStore = Store{}
-	_ chatops.Store     = Store{}
-	_ chatops.Projects  = Store{}
-	_ prompt.Chats      = Store{}
-	_ prompt.Ledger     = Store{}
-	_ chatops.Feed      = Feed{}
+	_ chatops.ChatStore  = Store{}
+	_ chatops.Store      = Store{}
+	_ chatops.ChatForker = Store{}
+	_ chatops.Projects   = Store{}
+	_ prompt.Chats       = Store{}
+	_ prompt.Ledger      = Store{}
+	_ chatops.Feed       = Feed{}
 )
 
 // CreateChat stores a new chat; an empty id gets a fresh one.
@@ -74,6 +75,7 @@ func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
 	return prompt.Chat{
 		ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
 		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
+		ForkedFrom: sc.ForkedFrom, ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions,
 	}, nil
 }
 
@@ -165,10 +167,53 @@ func (s Store) SaveRenderedMessage(ctx context.Context, m chatops.RenderedMessag
 	})
 }
 
-// ForkChat copies chat fromID (settings and native sessions) as newID with
-// its next run forking the native session.
+// ForkChat copies chat fromID's settings as newID, forked from it at its
+// last event (chatops.ChatForker); the parent is not changed.
 func (s Store) ForkChat(ctx context.Context, fromID, newID string) error {
 	return s.St.ForkChat(ctx, fromID, newID)
+}
+
+// EnqueuePrompt appends q to its thread's queue.
+func (s Store) EnqueuePrompt(ctx context.Context, q chatops.QueuedPrompt) error {
+	sq := store.QueuedPrompt{ID: q.ID, ChatID: q.ChatID, ThreadRef: threadRef(q.Place), MessageID: q.MessageID,
+		Sender: q.Sender, Text: q.Text, Files: q.Files, Sent: q.Sent}
+	for _, im := range q.Images {
+		sq.Images = append(sq.Images, store.QueuedImage{MediaType: im.MediaType, Name: im.Name, Data: im.Data})
+	}
+	return s.St.EnqueuePrompt(ctx, sq)
+}
+
+// QueuedPrompts returns the prompts queued in the platform's threads.
+func (s Store) QueuedPrompts(ctx context.Context, platform string) ([]chatops.QueuedPrompt, error) {
+	qs, err := s.St.QueuedPrompts(ctx, platform)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]chatops.QueuedPrompt, len(qs))
+	for i, q := range qs {
+		out[i] = chatops.QueuedPrompt{ID: q.ID, ChatID: q.ChatID, Place: place(q.ThreadRef), MessageID: q.MessageID,
+			Sender: q.Sender, Text: q.Text, Files: q.Files, Sent: q.Sent, Queued: q.CreatedAt}
+		for _, im := range q.Images {
+			out[i].Images = append(out[i].Images, agent.Image{MediaType: im.MediaType, Name: im.Name, Data: im.Data})
+		}
+	}
+	return out, nil
+}
+
+// DeleteQueuedPrompt removes a queued prompt.
+func (s Store) DeleteQueuedPrompt(ctx context.Context, id string) error {
+	return s.St.DeleteQueuedPrompt(ctx, id)
+}
+
+// ClearQueue removes the thread's queued prompts.
+func (s Store) ClearQueue(ctx context.Context, p chatops.Place) (int, error) {
+	n, err := s.St.ClearQueue(ctx, threadRef(p))
+	return int(n), err
+}
+
+// QueuePromptFirst moves a queued prompt to the head of its thread's queue.
+func (s Store) QueuePromptFirst(ctx context.Context, p chatops.Place, id string) error {
+	return s.St.QueuePromptFirst(ctx, threadRef(p), id)
 }
 
 func threadRef(p chatops.Place) store.ThreadRef {
