@@ -12,14 +12,17 @@
 // # Event mapping
 //
 //	stdout record                              agent.Event
-//	system/init (new session_id)               session.updated {session_id, model}
+//	system/init (new session_id or model)      session.updated {session_id, model} (a resumed
+//	                                           session is reported once, for its model)
 //	system/api_retry, permission_denied, other system {subtype, readable text}
 //	system/status, system/thinking_tokens      (none: progress noise)
 //	stream_event text_delta / thinking_delta   assistant.delta / reasoning.delta
 //	stream_event framing, signature, input_json (none)
 //	assistant text/thinking block              (none when its message streamed; else the delta)
 //	assistant tool_use block                   tool.started {id, name, input, summary}
+//	  TodoWrite (the whole list)               + plan.updated {items}
 //	user tool_result                           tool.completed {output ≤ 4 KiB, is_error}
+//	  of TaskCreate / TaskUpdate (succeeded)   + plan.updated (the task list kept by the parser)
 //	user text ("[Request interrupted …]")      provider.native
 //	control_request can_use_tool               interaction.requested (native id byte-exact)
 //	control_cancel_request                     interaction.resolved {status: cancelled}
@@ -41,8 +44,13 @@
 // comes here: Bash → command_approval, Edit / Write / MultiEdit / NotebookEdit →
 // file_change_approval with a diff summary, AskUserQuestion → question (answer =
 // allow with updatedInput.answers keyed by question text), anything else →
-// permission. With Approval ask and a Responses channel the user decides: allow,
-// deny with a message, or deny with interrupt (cancel). Otherwise the provider
+// permission (AskUserQuestion's questions allow an answer of the user's own).
+// With Approval ask and a Responses channel the user decides: allow, allow
+// for the session (offered when the request carries permission_suggestions:
+// the allow carries them as updatedPermissions, every destination narrowed
+// to "session" and setMode suggestions dropped, so the same command is not
+// asked again by this CLI process and no settings file is written), deny
+// with a message, or deny with interrupt (cancel). Otherwise the provider
 // answers by policy at once (accept → allow, else deny), still emitting
 // interaction.requested and .resolved (By "policy") so the answer is on record.
 // The CLI's bypassPermissions mode is not used: it refuses to run as root.

@@ -12,6 +12,7 @@ package claude_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -173,10 +174,9 @@ func TestE2EResume(t *testing.T) {
 	if r2.Err != nil {
 		t.Fatalf("run 2: %v", r2.Err)
 	}
-	for _, ev := range r2.Of(agent.EventSessionUpdated) {
-		if ev.SessionID != sid {
-			t.Errorf("resumed run moved to session %q, want %q", ev.SessionID, sid)
-		}
+	// The resumed session is reported once more, for the model the CLI runs.
+	if s := r2.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != sid || s[0].Model == "" {
+		t.Errorf("resumed run's session.updated %+v, want session %q with its model", s, sid)
 	}
 	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
 		t.Errorf("run 2 last event %+v", last)
@@ -357,5 +357,98 @@ func TestE2ECancelWhileApprovalPending(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
 		t.Error("the unanswered command ran")
+	}
+}
+
+// TestE2EApproveForSession: "approve for the session" hands the CLI its own
+// suggested rule, scoped to the session, so the same command is not asked
+// again in the turn (another command still is); a plain approve is asked
+// each time. Nothing is written to the project's settings.
+func TestE2EApproveForSession(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		decision agent.Decision
+		statuses string
+	}{
+		{"session", agent.DecisionApproveSession, "approved_for_session,approved_for_session"},
+		{"once", agent.DecisionApprove, "approved,approved,approved"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			mkdir := map[string]any{"command": "mkdir -p made/once", "description": "Make a directory"}
+			h := setupE2E(t, fakeapi.When("e2e-twice", fakeapi.Sequence(
+				fakeapi.Call("Bash", mkdir), fakeapi.Call("Bash", mkdir),
+				fakeapi.Call("Bash", map[string]any{"command": "touch other.txt", "description": "Another command"}),
+				fakeapi.Text("All done."))))
+			if h == nil {
+				return
+			}
+			var asked []string
+			ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+				asked = append(asked, in.Command)
+				if !in.Accepts(agent.DecisionApproveSession) {
+					t.Errorf("no approve for the session on %+v", in.Options)
+				}
+				return agent.InteractionResponse{Decision: tt.decision, By: "tester"}
+			})
+			r := h.run(agent.RunRequest{Prompt: "e2e-twice: make it twice", Approval: agent.ApprovalAsk, Responses: ch}, on)
+			if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+				t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+			}
+			want := "mkdir -p made/once|mkdir -p made/once|touch other.txt"
+			if tt.decision == agent.DecisionApproveSession {
+				want = "mkdir -p made/once|touch other.txt"
+			}
+			if got := strings.Join(asked, "|"); got != want {
+				t.Errorf("asked for %q, want %q", got, want)
+			}
+			if got := strings.Join(r.Resolutions(), ","); got != tt.statuses {
+				t.Errorf("resolutions %q, want %q", got, tt.statuses)
+			}
+			if n := len(r.Of(agent.EventToolCompleted)); n != 3 {
+				t.Errorf("%d tool.completed, want 3", n)
+			}
+			for _, p := range []string{"made/once", "other.txt"} {
+				if _, err := os.Stat(filepath.Join(h.cwd, p)); err != nil {
+					t.Errorf("the approved command did not run: %v", err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(h.cwd, ".claude")); err == nil {
+				t.Error("the grant was written to the project's .claude settings")
+			}
+		})
+	}
+}
+
+// TestE2EPlanFromTaskTools: with the todo tools on (2.1.328 has no
+// TodoWrite; CLAUDE_CODE_ENABLE_TODO_TOOLS=1 offers TaskCreate and
+// TaskUpdate), each change of the task list is a plan.updated with the
+// whole list, next to the tool events.
+func TestE2EPlanFromTaskTools(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-plan", fakeapi.Sequence(
+		fakeapi.Call("TaskCreate", map[string]any{"subject": "Read the code", "description": "Read it", "activeForm": "Reading the code"}),
+		fakeapi.Call("TaskCreate", map[string]any{"subject": "Write the fix", "description": "Fix it", "activeForm": "Writing the fix"}),
+		fakeapi.Call("TaskCreate", map[string]any{"subject": "Run the tests", "description": "Test it", "activeForm": "Running the tests"}),
+		fakeapi.Call("TaskUpdate", map[string]any{"taskId": "1", "status": "completed"}),
+		fakeapi.Call("TaskUpdate", map[string]any{"taskId": "2", "status": "in_progress"}),
+		fakeapi.Text("Planned."),
+	)))
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan the work", Approval: agent.ApprovalAccept, Env: map[string]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	plans := r.Of(agent.EventPlanUpdated)
+	if len(plans) != 5 {
+		t.Fatalf("%d plan.updated, want 5", len(plans))
+	}
+	last := plans[len(plans)-1].Plan
+	want := []agent.PlanItem{{Text: "Read the code", Status: agent.PlanCompleted}, {Text: "Write the fix", Status: agent.PlanInProgress}, {Text: "Run the tests", Status: agent.PlanPending}}
+	if fmt.Sprint(last.Items) != fmt.Sprint(want) {
+		t.Errorf("final plan %+v, want %+v", last.Items, want)
+	}
+	if n := len(r.Of(agent.EventToolCompleted)); n != 5 {
+		t.Errorf("%d tool.completed, want 5 (the tool events stay)", n)
 	}
 }

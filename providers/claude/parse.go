@@ -33,6 +33,9 @@ type pendingRequest struct {
 	kind      agent.InteractionKind
 	toolUseID string
 	input     json.RawMessage
+	// suggestions are the CLI's permission_suggestions: what "approve for
+	// the session" grants.
+	suggestions []json.RawMessage
 }
 
 // Parser turns Claude Code stream-json lines into normalized events. It keeps
@@ -52,10 +55,12 @@ type Parser struct {
 
 	dec             decoder
 	sessionID       string
+	model           string            // the model last reported on session.updated
 	streamed        map[string]bool   // api message ids with text/thinking deltas
 	tools           map[string]string // tool_use id → name
 	pending         map[string]*pendingRequest
 	pendingOrder    []string
+	plan            plan
 	outgoing        [][]byte
 	sawResult       bool
 	sessionNotFound bool
@@ -69,6 +74,7 @@ func NewParser(knownSession string) *Parser {
 		streamed:  map[string]bool{},
 		tools:     map[string]string{},
 		pending:   map[string]*pendingRequest{},
+		plan:      plan{tasks: map[string]taskCall{}},
 	}
 }
 
@@ -189,6 +195,7 @@ func (p *Parser) assistant(r *record, line []byte) ([]agent.Event, error) {
 				Tool:   &agent.Tool{ID: b.ID, Name: b.Name, Input: agent.CompactJSON(b.Input), Summary: toolSummary(b.Name, b.Input)},
 				Native: &agent.Native{Provider: ProviderID, Kind: "assistant/" + b.Type, ID: agent.JSONString(b.ID)},
 			})
+			out = append(out, p.plan.toolUse(b.ID, b.Name, b.Input)...)
 		default:
 			out = append(out, native(r.Type, b.Type, nil, line))
 		}
@@ -213,6 +220,7 @@ func (p *Parser) user(r *record, line []byte) ([]agent.Event, error) {
 			Tool:   &agent.Tool{ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: agent.Truncate(text, MaxToolOutput), IsError: b.IsError},
 			Native: &agent.Native{Provider: ProviderID, Kind: "user/tool_result", ID: agent.JSONString(b.ToolUseID)},
 		})
+		out = append(out, p.plan.toolResult(b.ToolUseID, text, b.IsError)...)
 	}
 	if len(out) == 0 || isText {
 		// Plain user text: interrupt markers, replays. Kept, not dropped.
@@ -224,10 +232,12 @@ func (p *Parser) user(r *record, line []byte) ([]agent.Event, error) {
 func (p *Parser) system(r *record, line []byte) []agent.Event {
 	switch r.Subtype {
 	case "init":
-		if r.SessionID == "" || r.SessionID == p.sessionID {
+		// A new session, or the model of this one first (a resumed session
+		// too) or changed: the chat shows the model the CLI runs.
+		if r.SessionID == "" || (r.SessionID == p.sessionID && r.Model == p.model) {
 			return nil
 		}
-		p.sessionID = r.SessionID
+		p.sessionID, p.model = r.SessionID, r.Model
 		return []agent.Event{{Type: agent.EventSessionUpdated, SessionID: r.SessionID, Model: r.Model}}
 	case "status", "thinking_tokens":
 		return nil
@@ -332,7 +342,7 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, id)
 	}
 	in := p.interaction(key, id, &req, line)
-	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input)}
+	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input), suggestions: req.PermissionSuggestions}
 	p.pendingOrder = append(p.pendingOrder, key)
 	out := []agent.Event{{
 		Type:        agent.EventInteractionRequested,
@@ -364,11 +374,15 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 	if req.BlockedPath != "" {
 		in.Reason = strings.TrimSpace(in.Reason + " (" + req.BlockedPath + ")")
 	}
-	approvals := []agent.Option{
-		{ID: "approve", Label: "Allow", Kind: agent.DecisionApprove},
-		{ID: "decline", Label: "Deny", Kind: agent.DecisionDecline},
-		{ID: "cancel", Label: "Deny and stop", Kind: agent.DecisionCancel},
+	approvals := []agent.Option{{ID: "approve", Label: "Allow", Kind: agent.DecisionApprove}}
+	if len(req.PermissionSuggestions) > 0 {
+		// What the CLI suggests (a rule for this command, the directory)
+		// is granted for the rest of the session.
+		approvals = append(approvals, agent.Option{ID: "approve_session", Label: "Allow for this session", Kind: agent.DecisionApproveSession})
 	}
+	approvals = append(approvals,
+		agent.Option{ID: "decline", Label: "Deny", Kind: agent.DecisionDecline},
+		agent.Option{ID: "cancel", Label: "Deny and stop", Kind: agent.DecisionCancel})
 	switch req.ToolName {
 	case "Bash":
 		var v struct {
@@ -383,7 +397,8 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 		var a askInput
 		_ = json.Unmarshal(req.Input, &a)
 		for _, q := range a.Questions {
-			qq := agent.Question{ID: q.Question, Header: q.Header, Text: q.Question, MultiSelect: q.MultiSelect}
+			// The CLI always lets the user type an answer of their own.
+			qq := agent.Question{ID: q.Question, Header: q.Header, Text: q.Question, MultiSelect: q.MultiSelect, AllowOther: true}
 			for _, o := range q.Options {
 				qq.Options = append(qq.Options, o.Label)
 			}
@@ -424,8 +439,12 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	switch resp.Decision {
 	case agent.DecisionApprove, agent.DecisionApproveSession:
 		res.Behavior, status = "allow", agent.StatusApproved
-		if pr.kind == agent.KindQuestion {
+		switch {
+		case pr.kind == agent.KindQuestion:
 			res.UpdatedInput, status = withAnswers(pr.input, resp.Answers), agent.StatusAnswered
+		case resp.Decision == agent.DecisionApproveSession && len(pr.suggestions) > 0:
+			// Without suggestions there is nothing to keep: a plain allow.
+			res.UpdatedPermissions, status = sessionScoped(pr.suggestions), agent.StatusApprovedForSession
 		}
 	case agent.DecisionAnswer:
 		res.Behavior, status = "allow", agent.StatusAnswered
@@ -493,6 +512,27 @@ func resolved(key string, pr *pendingRequest, status string, d agent.Decision, b
 		Resolution: &agent.Resolution{InteractionID: key, Status: status, Decision: d, By: by},
 		Native:     &agent.Native{Provider: ProviderID, Kind: "control_request/can_use_tool", ID: pr.nativeID},
 	}
+}
+
+// sessionScoped returns the CLI's permission suggestions as the grant of
+// "approve for the session": every destination set to "session" (nothing is
+// written to the user's or the project's settings files), and no setMode (a
+// suggestion such as acceptEdits would approve every edit, far more than
+// the tool on the card).
+func sessionScoped(suggestions []json.RawMessage) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(suggestions))
+	for _, s := range suggestions {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(s, &m) != nil || m == nil || string(m["type"]) == `"setMode"` {
+			continue
+		}
+		m["destination"] = json.RawMessage(`"session"`)
+		b, err := json.Marshal(m)
+		if err == nil {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // withAnswers returns AskUserQuestion's input plus "answers": {question: label}.

@@ -45,14 +45,25 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 	}
 }
 
+// TestParseSessionOnlyWhenChanged: session.updated reports a new session,
+// and the model of a resumed one once (the chat shows it); a repeated init
+// of the same session and model (every turn has one) says nothing.
 func TestParseSessionOnlyWhenChanged(t *testing.T) {
 	p := NewParser("s1")
-	if evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`); len(evs) != 0 {
-		t.Fatalf("same session emitted %+v", evs)
+	evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`)
+	if len(evs) != 1 || evs[0].SessionID != "s1" || evs[0].Model != "m" {
+		t.Fatalf("resumed session = %+v, want its model once", evs)
 	}
-	evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m"}`)
+	if evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`); len(evs) != 0 {
+		t.Fatalf("same session and model emitted %+v", evs)
+	}
+	evs = mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m"}`)
 	if len(evs) != 1 || evs[0].SessionID != "s2" || evs[0].Model != "m" {
 		t.Fatalf("new session = %+v", evs)
+	}
+	evs = mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m2"}`)
+	if len(evs) != 1 || evs[0].SessionID != "s2" || evs[0].Model != "m2" {
+		t.Fatalf("new model = %+v", evs)
 	}
 }
 

@@ -97,6 +97,9 @@ type canUseTool struct {
 	BlockedPath    string          `json:"blocked_path"`
 	ToolUseID      string          `json:"tool_use_id"`
 	DecisionReason string          `json:"decision_reason"`
+	// PermissionSuggestions are the CLI's proposed permission updates
+	// (addRules, addDirectories, setMode, ...), kept as they came.
+	PermissionSuggestions []json.RawMessage `json:"permission_suggestions"`
 }
 
 // askInput is AskUserQuestion's input.
@@ -161,7 +164,27 @@ type controlResult struct {
 type permissionResult struct {
 	Behavior     string          `json:"behavior"`
 	UpdatedInput json.RawMessage `json:"updatedInput,omitempty"`
-	Message      string          `json:"message,omitempty"`
-	Interrupt    bool            `json:"interrupt,omitempty"`
-	ToolUseID    string          `json:"toolUseID,omitempty"`
+	// UpdatedPermissions are the permission updates the CLI applies with an
+	// allow (approve for the session: its suggestions, scoped to the session).
+	UpdatedPermissions []json.RawMessage `json:"updatedPermissions,omitempty"`
+	Message            string            `json:"message,omitempty"`
+	Interrupt          bool              `json:"interrupt,omitempty"`
+	ToolUseID          string            `json:"toolUseID,omitempty"`
+}
+
+// todoInput is TodoWrite's input: the whole list each time.
+type todoInput struct {
+	Todos []struct {
+		Content    string `json:"content"`
+		Status     string `json:"status"`
+		ActiveForm string `json:"activeForm"`
+	} `json:"todos"`
+}
+
+// taskInput is the input of TaskCreate (subject) and TaskUpdate (taskId,
+// status, subject), the todo tools of CLAUDE_CODE_ENABLE_TODO_TOOLS=1.
+type taskInput struct {
+	TaskID  string `json:"taskId"`
+	Subject string `json:"subject"`
+	Status  string `json:"status"`
 }

@@ -104,6 +104,18 @@ func ToolUse(name string, input any) Script {
 	}
 }
 
+// Call is a Script that always answers with a call of tool name with input
+// (after a short text), whatever the conversation holds; with Sequence it
+// scripts a turn of several calls.
+func Call(name string, input any) Script {
+	return func(*Request) *Reply {
+		return &Reply{Blocks: []ReplyBlock{
+			{Type: "text", Chunks: []string{"Calling ", name, "."}},
+			{Type: "tool_use", ID: newID("toolu"), Name: name, Input: input},
+		}}
+	}
+}
+
 // Slow is a Script that streams n text deltas "word00 ", "word01 ", ... with
 // delay before each; for cancel tests.
 func Slow(n int, delay time.Duration) Script {
