@@ -89,7 +89,7 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
 		s.secrets = append(s.secrets, configs.SecretEnvValues(passed...)...)
 		s.configs[d.ID] = prompt.AgentConfig{
 			Provider: agent.ProviderID(base), Bin: d.Bin, Args: d.Args.Extra, Env: env, Model: cfg.Agents[d.ID].Model,
-			Skills: d.Skills, IdleTimeout: cfg.IdleTimeout(d.ID),
+			Skills: d.Skills, IdleTimeout: cfg.IdleTimeout(d.ID), NativeFork: d.NativeFork,
 		}
 	}
 	redactorOf(cfg).Add(s.secrets...)

@@ -161,6 +161,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	f.register(fs)
 	events := fs.String("events", "", "print normalized events instead of text: jsonl")
 	interactions := fs.String("interactions", "", "answer to approval requests: deny or accept (default: ask on a terminal, else deny)")
+	fork := fs.Bool("fork", false, "run in a new chat forked from --chat ID, which is not changed")
 	if err := fs.Parse(args); err != nil {
 		return &exitError{2, err}
 	}
@@ -169,6 +170,9 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	}
 	if *events != "" && *events != "jsonl" {
 		return &exitError{2, fmt.Errorf("--events %q: only jsonl is supported", *events)}
+	}
+	if *fork && f.chat == "" {
+		return &exitError{2, errors.New("--fork needs --chat ID: the chat to fork")}
 	}
 	var approval agent.ApprovalPolicy
 	// On a terminal, with no policy given, approvals are asked at the prompt.
@@ -198,6 +202,14 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 		return err
 	}
 	defer a.Close()
+	if *fork {
+		n, err := a.bot.Fork(ctx, f.chat)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "threadline: forked chat %s into %s\n", f.chat, n.ID)
+		f.chat = n.ID
+	}
 	c, _, err := f.openChat(ctx, a)
 	if err != nil {
 		return err
