@@ -2,8 +2,10 @@ package matrix_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/bot/matrix"
 )
 
@@ -162,4 +165,85 @@ func TestLongAnswerContinues(t *testing.T) {
 		}
 		last = at
 	}
+}
+
+// TestStepsAndPlanInTheAnswer: the agent's tool calls show as list items
+// where they ran between its paragraphs, its plan as an ordered list whose
+// marks follow the agent's updates; both stay in the final message, in the
+// HTML and in the plain body.
+func TestStepsAndPlanInTheAnswer(t *testing.T) {
+	w, alice, _, room := started(t, "sqlite", false)
+	bot := w.botUser.ID
+	plan := func(st ...agent.PlanStatus) agent.Event {
+		p := &agent.Plan{}
+		for i, s := range st {
+			p.Items = append(p.Items, agent.PlanItem{Text: []string{"Look around", "Run the tests", "Report"}[i], Status: s})
+		}
+		return agent.Event{Type: agent.EventPlanUpdated, Plan: p}
+	}
+	// The agent goes on once alice saw what it did so far (an edit with
+	// html), so every state shows however loaded the machine is.
+	var root id.EventID
+	shown := func(ctx context.Context, html string) {
+		for ctx.Err() == nil {
+			for _, e := range alice.snapshot() {
+				if c := msgContent(e); c != nil && e.Sender == bot && c.NewContent != nil && strings.Contains(c.NewContent.FormattedBody, html) {
+					return
+				}
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	w.prov.add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+		ctx, cancel := context.WithTimeout(ctx, waitLong)
+		defer cancel()
+		step := func(html string, evs ...agent.Event) {
+			for _, e := range evs {
+				emit(e)
+			}
+			shown(ctx, html)
+		}
+		step("<li>⏺ <strong>Look around</strong></li><li>○ Run the tests</li>", plan(agent.PlanInProgress, agent.PlanPending, agent.PlanPending),
+			agent.Event{Type: agent.EventAssistantDelta, Text: "I'll look around first."})
+		step("<li>⏺ <code>Bash: ls -la</code></li>", agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t1", Name: "Bash", Summary: "Bash: ls -la"}})
+		step("<li>⏺ <strong>Run the tests</strong></li>", agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{ID: "t1", Name: "Bash", Output: "a.txt\nb.txt"}},
+			plan(agent.PlanCompleted, agent.PlanInProgress, agent.PlanPending))
+		step("One test fails.", agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{ID: "t2", Name: "Bash", Summary: "Bash: go test ./..."}},
+			agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{ID: "t2", Name: "Bash", IsError: true, Output: "FAIL x_test.go:3"}},
+			plan(agent.PlanCompleted, agent.PlanCompleted, agent.PlanInProgress),
+			agent.Event{Type: agent.EventAssistantDelta, Text: "One test fails."})
+		emit(plan(agent.PlanCompleted, agent.PlanCompleted, agent.PlanCompleted))
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	})
+	root = alice.say(room, "", w.botUser.Name+": check the tests", bot)
+	evs := alice.wait("the final answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "look around")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	answer := postWith(evs, bot, room, root, "look around")
+	final := current(evs, answer)
+	for _, want := range []string{
+		"<p>I'll look around first.</p>\n<ul><li>✓ <code>Bash: ls -la</code></li><li>✗ <code>Bash: go test ./...</code> — <em>FAIL x_test.go:3</em></li></ul>\n<p>One test fails.</p>",
+		"<ol><li>✓ <del>Look around</del></li><li>✓ <del>Run the tests</del></li><li>✓ <del>Report</del></li></ol>",
+	} {
+		if !strings.Contains(final.FormattedBody, want) {
+			t.Errorf("final HTML lacks %q:\n%s", want, final.FormattedBody)
+		}
+	}
+	if !strings.Contains(final.Body, "I'll look around first.\n\n✓ Bash: ls -la\n✗ Bash: go test ./...: FAIL x_test.go:3\n\nOne test fails.") ||
+		!strings.Contains(final.Body, "  ✓ Report") {
+		t.Errorf("final plain body:\n%s", final.Body)
+	}
+	// While it ran, edits showed the first step running and the plan's
+	// items in progress in turn.
+	for _, want := range []string{"<li>⏺ <code>Bash: ls -la</code></li>", "<li>⏺ <strong>Look around</strong></li><li>○ Run the tests</li>",
+		"<li>✓ <del>Look around</del></li><li>⏺ <strong>Run the tests</strong></li>"} {
+		if !slices.ContainsFunc(editsOf(evs, answer.ID), func(e *event.Event) bool {
+			return strings.Contains(msgContent(e).NewContent.FormattedBody, want)
+		}) {
+			t.Errorf("no edit showed %q", want)
+		}
+	}
+	t.Logf("steps and plan: %d edits of one message, final content %d bytes", len(editsOf(evs, answer.ID)), contentSize(editsOf(evs, answer.ID)[len(editsOf(evs, answer.ID))-1]))
 }

@@ -13,13 +13,19 @@
 //     always relative to the original event) with m.new_content carrying a
 //     plain body and an HTML formatted_body rendered from Markdown by
 //     goldmark. The shared chatops renderer throttles the edits and splits a
-//     long answer into follow-up messages; each event stays under 60 KB. The
+//     long answer into follow-up messages of PartLimit bytes (about 20 KB);
+//     each event stays within Config.MaxEventBytes (48 KiB by default) as the
+//     homeserver stores it (size.go). Tool steps are list items where they
+//     ran in the text, the agent's plan an ordered list (steps.go). The
 //     bot shows a typing notice while a run streams.
 //   - Approval and question cards are notices listing the choices; the bot
 //     seeds the reactions ✅ approve, 🔁 approve for the session, ❌ decline,
 //     ⏹ stop (1️⃣… for options). Replies in the thread work too: approve,
 //     deny, an option's number, or free text for a question. Only approvers
 //     count; others get a notice. chatops edits the card to show the outcome.
+//   - A question's options are also a native poll (MSC3381) under the card;
+//     approvers' votes answer it, and the poll is ended once the card is
+//     answered (polls.go).
 //
 // # Encryption
 //

@@ -174,43 +174,32 @@ func hasButton(v chatops.View, id string) bool {
 
 // content is the message content of a view: the plain body and the HTML body.
 func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
-	var plain []string
+	var plain, htmlParts []string
 	if v.Status != "" {
 		plain = append(plain, v.Status)
-	}
-	if v.Body != "" {
-		plain = append(plain, v.Body)
-	}
-	if len(v.Steps) > 0 {
-		plain = append(plain, strings.Join(v.Steps, "\n"))
-	}
-	if v.Footer != "" {
-		plain = append(plain, v.Footer)
-	}
-	h := hint(v)
-	if h != "" {
-		plain = append(plain, h)
-	}
-	var htmlParts []string
-	if v.Status != "" {
 		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Status)+"</em></p>")
 	}
-	if v.Body != "" {
-		htmlParts = append(htmlParts, renderMarkdown(v.Body))
+	bp, bh := bodyParts(v)
+	plain, htmlParts = append(plain, bp...), append(htmlParts, bh...)
+	if pp, ph := planParts(v.Plan); pp != "" {
+		plain, htmlParts = append(plain, pp), append(htmlParts, ph)
 	}
-	if len(v.Steps) > 0 {
+	if notes := stepNotes(v); len(notes) > 0 {
+		plain = append(plain, strings.Join(notes, "\n"))
 		var b strings.Builder
 		b.WriteString("<ul>")
-		for _, s := range v.Steps {
-			b.WriteString("<li><code>" + html.EscapeString(s) + "</code></li>")
+		for _, s := range notes {
+			b.WriteString("<li>" + html.EscapeString(s) + "</li>")
 		}
 		b.WriteString("</ul>")
 		htmlParts = append(htmlParts, b.String())
 	}
 	if v.Footer != "" {
+		plain = append(plain, v.Footer)
 		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Footer)+"</em></p>")
 	}
-	if h != "" {
+	if h := hint(v); h != "" {
+		plain = append(plain, h)
 		htmlParts = append(htmlParts, "<p><sub>"+html.EscapeString(h)+"</sub></p>")
 	}
 	c := &event.MessageEventContent{

@@ -30,16 +30,17 @@ const (
 	// viewReserve is the room PartLimit leaves in an event for what is not
 	// answer text: the status line, the steps and plan, the hint, the
 	// buttons (twice in an edit), the relation and the fallback body.
-	viewReserve = 3 << 10
+	viewReserve = 4 << 10
 )
 
 // PartLimit is the most bytes of answer (Markdown) one Matrix message should
 // take, for events of at most maxEventBytes (0: the default): the text goes
 // in twice (plain and HTML, and the HTML is a little longer), so about
-// (maxEventBytes - 3 KiB) / 2.2. It is what chatops' RenderOptions.PartLimit
-// should be for Matrix: 20,945 bytes by default, so a 20 KB answer is one
-// message. A part whose HTML is unusually long (dense code) is sent without
-// the HTML rather than split or cut (see fitWire).
+// (maxEventBytes - 4 KiB) / 2.2, the 4 KiB for the status, steps, plan, hint
+// and buttons. It is what chatops' RenderOptions.PartLimit should be for
+// Matrix: 20,480 bytes by default, so a 20 KB answer is one message. A part
+// whose HTML is unusually long (dense code) is sent without the HTML rather
+// than split or cut (see fitWire).
 func PartLimit(maxEventBytes int) int {
 	if maxEventBytes <= 0 {
 		maxEventBytes = DefaultMaxEventBytes
@@ -50,11 +51,11 @@ func PartLimit(maxEventBytes int) int {
 // PartLimit is PartLimit of the bot's Config.MaxEventBytes.
 func (b *Bot) PartLimit() int { return PartLimit(b.cfg.MaxEventBytes) }
 
-// Megolm framing (mautrix crypto, goolm): the encrypted event is the JSON of
-// {"room_id","type","content"} (encoding/json, so <, > and & are \u003c...),
-// padded to the AES block, plus version, index, MAC and an Ed25519
-// signature, base64 without padding, in content with the algorithm, the
-// sender key, the session and device ids and the relation in the clear.
+// Megolm framing (mautrix crypto, goolm): the encrypted event is the
+// canonical JSON of {"room_id","type","content"}, padded to the AES block,
+// plus version, index, MAC and an Ed25519 signature, base64 without padding,
+// in content with the algorithm, the sender key, the session and device ids
+// and the relation in the clear.
 const (
 	megolmPlainExtra  = 128 // room_id and type around the content
 	megolmFrame       = 16 + 8 + 8 + 64
@@ -62,22 +63,18 @@ const (
 )
 
 // wireSize is the size of content as the homeserver stores it: its canonical
-// JSON (HTML characters not escaped), or the Megolm event that carries it
-// in an encrypted room.
+// JSON (no HTML characters escaped, as in the PDU and in Megolm's
+// plaintext), or in an encrypted room the Megolm event that carries it.
 func wireSize(content any, encrypted bool) int {
-	if encrypted {
-		raw, err := json.Marshal(content)
-		if err != nil {
-			return HardEventLimit + 1
-		}
-		n := len(raw) + megolmPlainExtra + megolmFrame
-		return (n*4+2)/3 + megolmOuterFields
-	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(content); err != nil {
 		return HardEventLimit + 1
 	}
-	return buf.Len() - 1 // Encode's newline
+	n := buf.Len() - 1 // Encode's newline
+	if encrypted {
+		return ((n+megolmPlainExtra+megolmFrame)*4+2)/3 + megolmOuterFields
+	}
+	return n
 }

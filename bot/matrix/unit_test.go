@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/render"
 )
 
 func TestRenderMarkdown(t *testing.T) {
@@ -42,7 +43,8 @@ func TestRenderMarkdown(t *testing.T) {
 func TestContent(t *testing.T) {
 	ref := chatops.Ref{ChatID: "c", RunID: "r", InteractionID: "i"}.Encode()
 	v := chatops.View{
-		Status: "fake · (default) · 3s", Body: "Doing **it**", Steps: []string{"✓ Bash: ls"}, Footer: "Done in 3s",
+		Status: "fake · (default) · 3s", Body: "Doing **it**", Footer: "Done in 3s",
+		Tasks: []render.Step{{ID: "1", Title: "Bash: ls", Status: render.StatusDone, At: len("Doing **it**")}},
 		Buttons: []chatops.Button{{ID: chatops.ButtonApprove, Value: ref}, {ID: chatops.ButtonApproveSession, Value: ref},
 			{ID: chatops.ButtonDecline, Value: ref}, {ID: chatops.ButtonCancel, Value: ref}},
 	}
@@ -55,7 +57,7 @@ func TestContent(t *testing.T) {
 			t.Errorf("plain body lacks %q: %q", w, c.Body)
 		}
 	}
-	for _, w := range []string{"<em>fake · (default) · 3s</em>", "<strong>it</strong>", "<code>✓ Bash: ls</code>", "<em>Done in 3s</em>"} {
+	for _, w := range []string{"<em>fake · (default) · 3s</em>", "<strong>it</strong>", "<li>✓ <code>Bash: ls</code></li>", "<em>Done in 3s</em>"} {
 		if !strings.Contains(c.FormattedBody, w) {
 			t.Errorf("HTML body lacks %q: %q", w, c.FormattedBody)
 		}
@@ -315,5 +317,56 @@ func TestPollContent(t *testing.T) {
 	}
 	if q := pollQuestion(chatops.View{Body: "no options", Fallback: "The agent has a question"}); q != "The agent has a question" {
 		t.Errorf("pollQuestion = %q", q)
+	}
+}
+
+// TestStepsAndPlan: tool steps show where they ran in the text, as compact
+// list items (a failed one with its output's first line); the plan is an
+// ordered list with marks; the step lines that repeat them are not shown
+// again, notes are; the plain body says the same.
+func TestStepsAndPlan(t *testing.T) {
+	body := "I'll create the file now.\n\nTool finished.\n\n```go\nx := 1\n```\nDone."
+	v := chatops.View{
+		Status: "claude · opus",
+		Body:   body,
+		Tasks: []render.Step{
+			{ID: "1", Tool: "Bash", Title: "Bash: touch a.txt", Status: render.StatusDone, Output: "ok", At: len("I'll create the file now.")},
+			{ID: "2", Tool: "Read", Title: "Read: <a.txt>", Status: render.StatusFailed, Output: "no such file\nmore", At: len("I'll create the file now.")},
+			{ID: "3", Tool: "Edit", Title: "Edit: x.go", Status: render.StatusRunning, At: strings.Index(body, "x := 1")}, // inside the code block
+		},
+		Plan:  &render.Plan{Title: "Plan", Items: []render.PlanItem{{Text: "Write", Status: render.StatusDone}, {Text: "Test", Status: render.StatusRunning}, {Text: "Ship", Status: render.StatusPending}}},
+		Steps: []string{"⚠ session recovered", "📋 Plan", "  ✓ Write", "✓ Bash: touch a.txt"},
+	}
+	c := content(v, nil)
+	wantPlain := "claude · opus\n\nI'll create the file now.\n\n✓ Bash: touch a.txt\n✗ Read: <a.txt>: no such file\n\nTool finished.\n\n```go\nx := 1\n```\n\n⏺ Edit: x.go\n\nDone.\n\n" +
+		"📋 Plan\n  ✓ Write\n  ⏺ Test\n  ○ Ship\n\n⚠ session recovered"
+	if c.Body != wantPlain {
+		t.Errorf("plain body\n%s\nwant\n%s", c.Body, wantPlain)
+	}
+	for _, w := range []string{
+		"<p>I'll create the file now.</p>\n<ul><li>✓ <code>Bash: touch a.txt</code></li><li>✗ <code>Read: &lt;a.txt&gt;</code> — <em>no such file</em></li></ul>\n<p>Tool finished.</p>",
+		"</code></pre>\n<ul><li>⏺ <code>Edit: x.go</code></li></ul>\n<p>Done.</p>",
+		"<p><strong>📋 Plan</strong></p><ol><li>✓ <del>Write</del></li><li>⏺ <strong>Test</strong></li><li>○ Ship</li></ol>",
+		"<ul><li>⚠ session recovered</li></ul>",
+	} {
+		if !strings.Contains(c.FormattedBody, w) {
+			t.Errorf("HTML lacks %q:\n%s", w, c.FormattedBody)
+		}
+	}
+	if strings.Count(c.Body, "Bash: touch a.txt") != 1 || strings.Contains(c.Body, "  ✓ Write\n  ✓ Write") {
+		t.Errorf("steps or plan shown twice:\n%s", c.Body)
+	}
+
+	// A busy message lists its latest steps and sums up the older ones.
+	var many []render.Step
+	for i := range 20 {
+		many = append(many, render.Step{ID: itoa(i), Tool: []string{"Read", "Bash"}[i%2], Title: "step " + itoa(i), Status: render.StatusDone})
+	}
+	c = content(chatops.View{Body: "Working through it.", Tasks: many}, nil)
+	if !strings.Contains(c.Body, "✓ 8 steps: Read, Bash\n✓ step 8\n") || strings.Contains(c.Body, "step 7") || strings.Count(c.FormattedBody, "<li>") != 13 {
+		t.Errorf("busy message:\n%s\n%s", c.Body, c.FormattedBody)
+	}
+	if a, b := content(v, nil), content(v, nil); a.Body != b.Body || a.FormattedBody != b.FormattedBody {
+		t.Error("the same view renders differently")
 	}
 }
