@@ -296,6 +296,9 @@ var (
 )
 
 func probeVersion(ctx context.Context, d Definition, path string, env []string, opts ProbeOptions) (string, error) {
+	if d.Version.File != "" {
+		return fileVersion(d, path)
+	}
 	args := d.Version.Args
 	if len(args) == 0 {
 		args = []string{"--version"}
@@ -318,6 +321,27 @@ func probeVersion(ctx context.Context, d Definition, path string, env []string, 
 		return "", fmt.Errorf("version probe `%s`: %w: %q", cmd, errNoVersion, excerpt(out, 120))
 	}
 	return v, nil
+}
+
+// fileVersion reads d.Version.File beside the real path of the executable.
+func fileVersion(d Definition, path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return "", fmt.Errorf("version file: %w", err)
+	}
+	f := filepath.Join(filepath.Dir(real), filepath.FromSlash(d.Version.File))
+	b, err := os.ReadFile(f)
+	if err != nil {
+		return "", fmt.Errorf("version file: %w", err)
+	}
+	pat := d.Version.Pattern
+	if pat == nil {
+		pat = DefaultVersionPattern
+	}
+	if v := matchVersion(pat, string(b)); v != "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("version file %s: %w", f, errNoVersion)
 }
 
 func matchVersion(pat *regexp.Regexp, out string) string {

@@ -90,13 +90,16 @@ func (d Definition) LaunchArgs(req agent.RunRequest) []string {
 	return append(args, req.Args...)
 }
 
-// LaunchEnv merges the child's extra environment: Definition.Env, the policy
-// environment, then each of extra (provider options), then RunRequest.Env
-// (later wins).
+// LaunchEnv merges the child's extra environment: Definition.Env,
+// Definition.RootEnv when running as root, the policy environment, then each
+// of extra (provider options), then RunRequest.Env (later wins).
 func (d Definition) LaunchEnv(req agent.RunRequest, extra ...map[string]string) map[string]string {
 	out := maps.Clone(d.Env)
 	if out == nil {
 		out = map[string]string{}
+	}
+	if os.Geteuid() == 0 {
+		maps.Copy(out, d.RootEnv)
 	}
 	if d.PolicyEnv != nil {
 		maps.Copy(out, d.PolicyEnv(effectivePolicy(req)))
@@ -154,6 +157,9 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if bin == "" {
 		bin = p.opts.Bin
 	}
+	if p.def.Native != nil && req.Container == nil {
+		bin = p.def.Native.Resolve(bin)
+	}
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
@@ -199,6 +205,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Logger:           logger,
 		InstallHint:      p.def.InstallHint,
 		InterruptTimeout: p.opts.InterruptTimeout,
+		ExitTimeout:      p.def.ExitTimeout,
 		NoResult:         fmt.Sprintf("%s exited without answering the prompt", p.def.ID),
 	}.Run(ctx, emit)
 }

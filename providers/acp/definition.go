@@ -36,6 +36,12 @@ type Definition struct {
 	// Env is added to every child's environment below the operator's env:
 	// telemetry, update checks and other non-essential traffic off.
 	Env map[string]string
+	// RootEnv is added above Env when Threadline runs as root (claude-agent-acp
+	// refuses its permission modes as root unless IS_SANDBOX=1).
+	RootEnv map[string]string
+	// Native, when set, launches the platform binary behind the CLI's npm
+	// wrapper, which does not forward signals (see NpmNative).
+	Native *NpmNative
 	// InstallHint tells an operator how to install the CLI.
 	InstallHint string
 	// Wiring tells an operator how to point the CLI at a model endpoint and
@@ -48,6 +54,11 @@ type Definition struct {
 	// advertises loadSession. Without it no session id is reported and a
 	// ResumeID returns agent.ErrSessionNotFound at once.
 	Resume bool
+	// ExitTimeout, when positive, is how long the agent may live after its
+	// turn ended and stdin closed before its process group is killed, for
+	// agents that do not exit at stdin's end (codex-acp, claude-agent-acp);
+	// zero is Options.InterruptTimeout.
+	ExitTimeout time.Duration
 	// LoadQuiet, when positive, keeps treating history updates as the
 	// session/load replay after the load answer until none arrived for this
 	// long, and only then sends the prompt (gemini replays after answering).
@@ -73,8 +84,14 @@ type Endpoint struct {
 	OpenAIBaseURL string
 	// GeminiBaseURL is a Gemini-API base URL (for GOOGLE_GEMINI_BASE_URL).
 	GeminiBaseURL string
-	APIKey        string
-	Model         string
+	// ResponsesBaseURL is an OpenAI Responses API base URL ending in /v1
+	// (Codex's wire_api "responses").
+	ResponsesBaseURL string
+	// AnthropicBaseURL is an Anthropic Messages API base URL (for
+	// ANTHROPIC_BASE_URL).
+	AnthropicBaseURL string
+	APIKey           string
+	Model            string
 }
 
 // define fills d's launch facts from its descriptor.
@@ -186,9 +203,106 @@ func Kiro() Definition {
 	return define(kiroDescriptor(), Definition{Wiring: "Kiro account login; not verified here"})
 }
 
-// Kilo is `kilo acp` (@kilocode/cli, an opencode fork; not verified here).
+// KiloPermissionEnv is the KILO_CONFIG_CONTENT that makes kilo ask before
+// bash, edits and web fetches (opencode's permission config).
+const KiloPermissionEnv = `{"permission":{"bash":"ask","edit":"ask","webfetch":"ask"}}`
+
+// Kilo is `kilo acp` (@kilocode/cli, an opencode fork, verified with 7.7.7).
 func Kilo() Definition {
-	return define(kiloDescriptor(), Definition{Wiring: "kilo's provider config (opencode-style); not verified here"})
+	return define(kiloDescriptor(), Definition{
+		Env: map[string]string{
+			"KILO_DISABLE_AUTOUPDATE":     "1",
+			"KILO_DISABLE_SHARE":          "1",
+			"KILO_TELEMETRY_LEVEL":        "off",
+			"KILO_DISABLE_SESSION_INGEST": "1",
+		},
+		Wiring: "an opencode-style provider in $XDG_CONFIG_HOME/kilo/kilo.json (npm @ai-sdk/openai-compatible, options.baseURL, " +
+			"apiKey, models), \"model\": \"<provider>/<model>\" and \"enabled_providers\": [\"<provider>\"] (else it calls api.kilo.ai); " +
+			"add KILO_DISABLE_MODELS_FETCH=1, KILO_DISABLE_LSP_DOWNLOAD=1 and KILO_DISABLE_DEFAULT_PLUGINS=1 offline",
+		PolicyEnv: func(p agent.ApprovalPolicy) map[string]string {
+			if p == agent.ApprovalAccept {
+				return nil
+			}
+			return map[string]string{"KILO_CONFIG_CONTENT": KiloPermissionEnv}
+		},
+		Configure: configureKilo,
+	})
+}
+
+// CopilotACP is `copilot --acp` (@github/copilot, verified with 1.0.102).
+// The npm wrapper runs the platform binary with spawnSync and forwards no
+// signal, so the binary is launched itself.
+func CopilotACP() Definition {
+	return define(copilotDescriptor(), Definition{
+		Env:    map[string]string{"COPILOT_AUTO_UPDATE": "false"},
+		Native: &NpmNative{Wrapper: "npm-loader.js", Package: "@github/copilot-{platform}", Path: "copilot"},
+		Wiring: "BYOK without a GitHub login: COPILOT_OFFLINE=true, COPILOT_PROVIDER_BASE_URL (…/v1), COPILOT_PROVIDER_TYPE=openai, " +
+			"COPILOT_PROVIDER_API_KEY, COPILOT_MODEL; the first start unpacks 235 MB into $XDG_CACHE_HOME/copilot",
+		PolicyArgs: func(p agent.ApprovalPolicy) []string {
+			if p == agent.ApprovalAccept {
+				return []string{"--allow-all-tools"}
+			}
+			return nil
+		},
+		Configure: configureCopilot,
+	})
+}
+
+// Droid is `droid exec --output-format acp` (@factory/cli 0.225.1 with its
+// platform binary 0.225.2, verified with 0.225.2).
+func Droid() Definition {
+	return define(droidDescriptor(), Definition{
+		Env: map[string]string{"FACTORY_DROID_AUTO_UPDATE_ENABLED": "false"},
+		Wiring: "custom_models in ~/.factory/config.json (provider generic-chat-completion-api, base_url, api_key, model) " +
+			"selected as custom:<model>, and FACTORY_AIRGAP_ENABLED=1 (else session/new asks for FACTORY_API_KEY); FACTORY_DISABLE_KEYRING=1",
+		Configure: configureDroid,
+	})
+}
+
+// CodexACP is Zed's codex-acp (@zed-industries/codex-acp, verified with
+// 0.16.0). Its npm wrapper runs the native binary with spawnSync, forwards
+// no signal and the binary outlives stdin's end, so the binary is launched
+// itself.
+func CodexACP() Definition {
+	return define(codexACPDescriptor(), Definition{
+		Native: &NpmNative{Wrapper: "codex-acp.js", Package: "@zed-industries/codex-acp-{platform}", Path: "bin/codex-acp"},
+		// It stays after stdin's end until signalled (its session file is
+		// written as the turn goes).
+		ExitTimeout: time.Second,
+		Wiring: "Codex's $CODEX_HOME/config.toml: a custom model_provider (base_url, wire_api = \"responses\", env_key) and a model " +
+			"Codex knows (else it answers \"Model metadata … not found\"); without bubblewrap the default sandbox fails: " +
+			"sandbox_mode = \"danger-full-access\" (or install bwrap)",
+		// approval_policy "untrusted" asks before every command that is not
+		// known to be safe; "never" runs them.
+		PolicyArgs: func(p agent.ApprovalPolicy) []string {
+			if p == agent.ApprovalAccept {
+				return []string{"-c", `approval_policy="never"`}
+			}
+			return []string{"-c", `approval_policy="untrusted"`}
+		},
+		Configure: configureCodexACP,
+	})
+}
+
+// ClaudeAgentACP is Zed's claude-agent-acp (@zed-industries/claude-agent-acp,
+// verified with 0.23.1, which bundles the Claude Agent SDK 0.2.83).
+func ClaudeAgentACP() Definition {
+	return define(claudeAgentACPDescriptor(), Definition{
+		Env: map[string]string{
+			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+			"DISABLE_TELEMETRY":                        "1",
+			"DISABLE_AUTOUPDATER":                      "1",
+			"DISABLE_ERROR_REPORTING":                  "1",
+		},
+		// As root, session/new fails: "--dangerously-skip-permissions cannot
+		// be used with root/sudo privileges".
+		RootEnv: map[string]string{"IS_SANDBOX": "1"},
+		// It stays after stdin's end until signalled.
+		ExitTimeout: time.Second,
+		Wiring: "ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (Anthropic Messages API), CLAUDE_CONFIG_DIR; " +
+			"CLAUDE_CODE_EXECUTABLE may point at an installed claude instead of the bundled one",
+		Configure: configureClaudeAgentACP,
+	})
 }
 
 // Devin is `devin acp` (Devin for Terminal; not verified here).
@@ -312,5 +426,119 @@ func configureGemini(home string, ep Endpoint) (map[string]string, error) {
 	}
 	env["GOOGLE_GEMINI_BASE_URL"] = ep.GeminiBaseURL
 	env["GEMINI_API_KEY"] = ep.APIKey
+	return env, nil
+}
+
+// openAICompatibleProvider is an opencode-style provider entry for ep.
+func openAICompatibleProvider(ep Endpoint) map[string]any {
+	return map[string]any{
+		"npm":     "@ai-sdk/openai-compatible",
+		"name":    "Threadline endpoint",
+		"options": map[string]any{"baseURL": ep.OpenAIBaseURL, "apiKey": ep.APIKey},
+		"models": map[string]any{ep.Model: map[string]any{
+			"name": ep.Model, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
+		}},
+	}
+}
+
+func configureKilo(home string, ep Endpoint) (map[string]string, error) {
+	if ep.OpenAIBaseURL == "" {
+		return nil, fmt.Errorf("kilo: no OpenAI-compatible base URL")
+	}
+	env := homeEnv(home)
+	cfg := map[string]any{
+		"provider":          map[string]any{"threadline": openAICompatibleProvider(ep)},
+		"enabled_providers": []string{"threadline"},
+		"model":             "threadline/" + ep.Model,
+		"small_model":       "threadline/" + ep.Model,
+		"autoupdate":        false,
+		"share":             "disabled",
+	}
+	if err := writeJSONFile(filepath.Join(env["XDG_CONFIG_HOME"], "kilo", "kilo.json"), cfg); err != nil {
+		return nil, fmt.Errorf("kilo config: %w", err)
+	}
+	env["KILO_DISABLE_MODELS_FETCH"] = "1"
+	env["KILO_DISABLE_LSP_DOWNLOAD"] = "1"
+	env["KILO_DISABLE_DEFAULT_PLUGINS"] = "1"
+	env["KILO_DISABLE_CLAUDE_CODE"] = "1"
+	env["KILO_DISABLE_EXTERNAL_SKILLS"] = "1"
+	return env, nil
+}
+
+func configureCopilot(home string, ep Endpoint) (map[string]string, error) {
+	if ep.OpenAIBaseURL == "" {
+		return nil, fmt.Errorf("copilot: no OpenAI-compatible base URL")
+	}
+	env := homeEnv(home)
+	env["COPILOT_HOME"] = filepath.Join(home, ".copilot")
+	env["COPILOT_OFFLINE"] = "true"
+	env["COPILOT_PROVIDER_BASE_URL"] = ep.OpenAIBaseURL
+	env["COPILOT_PROVIDER_TYPE"] = "openai"
+	env["COPILOT_PROVIDER_API_KEY"] = ep.APIKey
+	env["COPILOT_MODEL"] = ep.Model
+	return env, nil
+}
+
+func configureDroid(home string, ep Endpoint) (map[string]string, error) {
+	if ep.OpenAIBaseURL == "" {
+		return nil, fmt.Errorf("droid: no OpenAI-compatible base URL")
+	}
+	env := homeEnv(home)
+	cfg := map[string]any{"custom_models": []map[string]any{{
+		"model_display_name": ep.Model, "model": ep.Model, "base_url": ep.OpenAIBaseURL,
+		"api_key": ep.APIKey, "provider": "generic-chat-completion-api", "max_tokens": 4096,
+	}}}
+	if err := writeJSONFile(filepath.Join(home, ".factory", "config.json"), cfg); err != nil {
+		return nil, fmt.Errorf("droid config: %w", err)
+	}
+	env["FACTORY_AIRGAP_ENABLED"] = "1"
+	env["FACTORY_DISABLE_KEYRING"] = "1"
+	return env, nil
+}
+
+// codexACPConfig is the config.toml of a custom Responses provider for ep.
+const codexACPConfig = `model = %q
+model_provider = "threadline"
+sandbox_mode = "danger-full-access"
+check_for_update_on_startup = false
+
+[model_providers.threadline]
+name = "Threadline endpoint"
+base_url = %q
+env_key = "CODEX_ACP_API_KEY"
+wire_api = "responses"
+request_max_retries = 0
+stream_max_retries = 0
+
+[analytics]
+enabled = false
+`
+
+func configureCodexACP(home string, ep Endpoint) (map[string]string, error) {
+	if ep.ResponsesBaseURL == "" {
+		return nil, fmt.Errorf("codex-acp: no Responses API base URL")
+	}
+	env := homeEnv(home)
+	codexHome := filepath.Join(home, ".codex")
+	if err := os.MkdirAll(codexHome, 0o700); err != nil {
+		return nil, err
+	}
+	cfg := fmt.Sprintf(codexACPConfig, ep.Model, ep.ResponsesBaseURL)
+	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
+		return nil, fmt.Errorf("codex-acp config: %w", err)
+	}
+	env["CODEX_HOME"] = codexHome
+	env["CODEX_ACP_API_KEY"] = ep.APIKey
+	return env, nil
+}
+
+func configureClaudeAgentACP(home string, ep Endpoint) (map[string]string, error) {
+	if ep.AnthropicBaseURL == "" {
+		return nil, fmt.Errorf("claude-agent-acp: no Anthropic Messages API base URL")
+	}
+	env := homeEnv(home)
+	env["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
+	env["ANTHROPIC_BASE_URL"] = ep.AnthropicBaseURL
+	env["ANTHROPIC_API_KEY"] = ep.APIKey
 	return env, nil
 }

@@ -4,15 +4,15 @@ package acp
 
 import "github.com/threadline-bot/threadline/agentcore/agent"
 
-// definitions returns the built-in ACP definitions: opencode, gemini and qwen
-// (verified here against the pinned CLIs), and kiro, kilo, devin, hermes,
-// vibe, reasonix, vela and trae (launch syntax from their docs and
-// OpenDesign's adapters; not verified here). The wiring in cmd/threadline
-// lists the same constructors.
+// definitions returns the built-in ACP definitions: opencode, gemini, qwen,
+// kilo, copilot-acp, droid, codex-acp and claude-agent-acp (verified here
+// against the pinned CLIs), and kiro, devin, hermes, vibe, reasonix, vela
+// and trae (launch syntax from their docs and OpenDesign's adapters; not
+// verified here). The wiring in cmd/threadline lists the same constructors.
 func definitions() []Definition {
 	return []Definition{
-		Opencode(), Gemini(), Qwen(),
-		Kiro(), Kilo(), Devin(), Hermes(), Vibe(), Reasonix(), Vela(), Trae(),
+		Opencode(), Gemini(), Qwen(), Kilo(), CopilotACP(), Droid(), CodexACP(), ClaudeAgentACP(),
+		Kiro(), Devin(), Hermes(), Vibe(), Reasonix(), Vela(), Trae(),
 	}
 }
 

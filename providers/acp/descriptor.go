@@ -5,11 +5,15 @@
 package acp
 
 import (
+	"regexp"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 )
+
+// packageVersion is the version of an npm package.json.
+var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
 
 // shape is the common shape of an ACP adapter: the prompt, the model and
 // (where the descriptor says so) resume go over the protocol.
@@ -81,8 +85,95 @@ func kiroDescriptor() registry.Definition {
 func kiloDescriptor() registry.Definition {
 	d := shape("kilo", "Kilo", "kilo", "acp")
 	d.Fallbacks = []string{"kilocode"}
+	d.VerifiedVersions = []string{"7.7.7"}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/kilo")
+	d.PassEnv = []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
+	d.Auth = registry.AuthCheck{
+		Env:   []string{"KILO_API_KEY"},
+		Files: []string{"${XDG_DATA_HOME}/kilo/auth.json", "~/.local/share/kilo/auth.json"},
+		Note:  "providers configured with their keys in kilo.json (BYOK, enabled_providers) are not checked",
+		Login: "kilo auth login",
+	}
 	d.InstallHint = "npm install -g @kilocode/cli"
-	d.Auth.Note = "login is kept by kilo itself; not checked"
+	d.Docs = "https://kilo.ai/docs/cli"
+	return d
+}
+
+// copilotDescriptor is `copilot --acp` (GitHub Copilot CLI; its JSON mode is
+// the jsonstream copilot definition).
+func copilotDescriptor() registry.Definition {
+	d := shape("copilot-acp", "GitHub Copilot CLI (ACP)", "copilot", "--acp", "--no-auto-update", "--disable-client-telemetry")
+	d.VerifiedVersions = []string{"1.0.102"}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/copilot-acp")
+	d.PassEnv = []string{"COPILOT_HOME", "COPILOT_OFFLINE", "COPILOT_PROVIDER_TYPE", "COPILOT_MODEL"}
+	d.Auth = registry.AuthCheck{
+		// A BYOK provider (COPILOT_PROVIDER_BASE_URL, usually with
+		// COPILOT_OFFLINE=true) needs no GitHub sign-in.
+		Env:   []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
+		Files: []string{"${COPILOT_HOME}/config.json", "~/.copilot/config.json"},
+		Note:  "the OAuth token may live in the system keyring",
+		Login: "copilot login",
+	}
+	d.InstallHint = "npm install -g @github/copilot"
+	d.Docs = "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli"
+	return d
+}
+
+// droidDescriptor is `droid exec --output-format acp` (Factory).
+func droidDescriptor() registry.Definition {
+	d := shape("droid", "Factory Droid", "droid", "exec", "--output-format", "acp")
+	d.VerifiedVersions = []string{"0.225.2"}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/droid")
+	d.PassEnv = []string{"FACTORY_AIRGAP_ENABLED", "FACTORY_DISABLE_KEYRING"}
+	d.Auth = registry.AuthCheck{
+		// Airgap mode runs the custom_models of ~/.factory/config.json
+		// without a Factory account.
+		Env:   []string{"FACTORY_API_KEY", "FACTORY_AIRGAP_ENABLED"},
+		Files: []string{"~/.factory/auth.json"},
+		Note:  "a login kept in the system keyring is not checked",
+		Login: "droid (then /login)",
+	}
+	d.InstallHint = "npm install -g @factory/cli"
+	d.Docs = "https://docs.factory.ai/cli/droid-exec/overview"
+	return d
+}
+
+// codexACPDescriptor is Zed's codex-acp (Codex as an ACP agent).
+func codexACPDescriptor() registry.Definition {
+	d := shape("codex-acp", "Codex (ACP, Zed's codex-acp)", "codex-acp")
+	// codex-acp has no --version: the npm package's package.json says it.
+	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
+	d.VerifiedVersions = []string{"0.16.0"}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/codex-acp")
+	d.PassEnv = []string{"OPENAI_BASE_URL", "CODEX_HOME"}
+	d.Auth = registry.AuthCheck{
+		Env:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
+		Files: []string{"${CODEX_HOME}/auth.json", "~/.codex/auth.json"},
+		Note:  "a custom model provider in config.toml (its env_key) is not checked",
+		Login: "codex login",
+	}
+	d.InstallHint = "npm install -g @zed-industries/codex-acp"
+	d.Docs = "https://github.com/zed-industries/codex-acp"
+	return d
+}
+
+// claudeAgentACPDescriptor is Zed's claude-agent-acp (the Claude Agent SDK
+// as an ACP agent).
+func claudeAgentACPDescriptor() registry.Definition {
+	d := shape("claude-agent-acp", "Claude Agent (ACP, Zed's claude-agent-acp)", "claude-agent-acp")
+	// --version prints nothing (and --cli --version is the bundled Claude
+	// Code's): the npm package's package.json says it.
+	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
+	d.VerifiedVersions = []string{"0.23.1"}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/claude-agent-acp")
+	d.PassEnv = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_EXECUTABLE"}
+	d.Auth = registry.AuthCheck{
+		Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
+		Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
+		Login: "claude /login",
+	}
+	d.InstallHint = "npm install -g @zed-industries/claude-agent-acp"
+	d.Docs = "https://github.com/zed-industries/claude-agent-acp"
 	return d
 }
 

@@ -113,6 +113,9 @@ func TestE2E(t *testing.T) {
 			}
 		})
 	}
+	for _, c := range familyCLIs {
+		t.Run(string(c.def.ID), func(t *testing.T) { testFamily(t, c) })
+	}
 }
 
 // testTool: a shell tool round trip under the accept policy.

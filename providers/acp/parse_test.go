@@ -229,6 +229,11 @@ func TestDefinitionsLaunch(t *testing.T) {
 		{Reasonix(), "reasonix", []string{"acp", "--x"}, []string{"acp"}},
 		{Vela(), "vela", []string{"agent", "run", "--runtime", "opencode", "--x"}, []string{"agent", "run", "--runtime", "opencode"}},
 		{Trae(), "traecli", []string{"acp", "serve", "--x"}, []string{"acp", "serve"}},
+		{CopilotACP(), "copilot", []string{"--acp", "--no-auto-update", "--disable-client-telemetry", "--x"},
+			[]string{"--acp", "--no-auto-update", "--disable-client-telemetry", "--allow-all-tools"}},
+		{Droid(), "droid", []string{"exec", "--output-format", "acp", "--x"}, []string{"exec", "--output-format", "acp"}},
+		{CodexACP(), "codex-acp", []string{"-c", `approval_policy="untrusted"`, "--x"}, []string{"-c", `approval_policy="never"`}},
+		{ClaudeAgentACP(), "claude-agent-acp", []string{"--x"}, []string{}},
 	}
 	seen := map[agent.ProviderID]bool{}
 	for _, tt := range tests {
@@ -270,7 +275,8 @@ func TestDefinitionsLaunch(t *testing.T) {
 
 func TestConfigure(t *testing.T) {
 	ep := Endpoint{OpenAIBaseURL: "http://127.0.0.1:1/v1", GeminiBaseURL: "http://127.0.0.1:1", APIKey: "k", Model: "m"}
-	for _, d := range []Definition{Opencode(), Qwen(), Gemini()} {
+	ep.ResponsesBaseURL, ep.AnthropicBaseURL = "http://127.0.0.1:1/v1", "http://127.0.0.1:1"
+	for _, d := range []Definition{Opencode(), Qwen(), Gemini(), Kilo(), Droid(), CodexACP()} {
 		home := t.TempDir()
 		env, err := d.Configure(home, ep)
 		if err != nil || env["HOME"] != home {
@@ -287,8 +293,18 @@ func TestConfigure(t *testing.T) {
 			t.Errorf("%s wrote %q", d.ID, files)
 		}
 	}
+	for _, d := range []Definition{CopilotACP(), ClaudeAgentACP()} { // environment only
+		if env, err := d.Configure(t.TempDir(), ep); err != nil || env["HOME"] == "" {
+			t.Errorf("%s: %v %v", d.ID, env, err)
+		}
+	}
 	if _, err := Gemini().Configure(t.TempDir(), Endpoint{OpenAIBaseURL: "x"}); err == nil {
 		t.Error("gemini accepted an OpenAI-only endpoint")
+	}
+	for _, d := range []Definition{CodexACP(), ClaudeAgentACP()} {
+		if _, err := d.Configure(t.TempDir(), Endpoint{OpenAIBaseURL: "x"}); err == nil {
+			t.Errorf("%s accepted a Chat Completions endpoint", d.ID)
+		}
 	}
 }
 

@@ -1,0 +1,458 @@
+// End-to-end tests of the ACP CLIs added after opencode, qwen and gemini
+// (kilo, copilot-acp, droid, codex-acp, claude-agent-acp; pinned in
+// package.json), each against the scripted model server of its API inside a
+// loopback-only network namespace: a shell tool asked and approved (the file
+// is written), asked and declined (no file, the turn completes), a cancel
+// in the middle of a streamed answer, and a second turn that resumes the
+// first. After every run no process the run started is left.
+
+package acp_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/acp"
+	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
+	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
+)
+
+// api is the model API a CLI talks to.
+type api int
+
+const (
+	chatCompletions api = iota
+	responsesAPI
+	messagesAPI
+)
+
+// familyCLI is one CLI of the family under test.
+type familyCLI struct {
+	def    acp.Definition
+	envVar string // overrides the executable
+	api    api
+	model  string
+	// args are added to every run (RunRequest.Args, as agents.<id>.args).
+	args []string
+	// buffered: the CLI sends the answer's text at its end, not as it
+	// streams (droid), so a cancel mid-turn is sent once the model request
+	// is in flight.
+	buffered bool
+	// declineStops: declining is the CLI's "No, and tell it what to do
+	// differently", which ends the turn as cancelled (codex-acp offers no
+	// other reject).
+	declineStops bool
+	// sharedCache shares $XDG_CACHE_HOME between the tests (copilot unpacks
+	// 235 MB there on its first start).
+	sharedCache bool
+}
+
+var familyCLIs = []familyCLI{
+	{def: acp.Kilo(), envVar: "THREADLINE_KILO_BIN", api: chatCompletions, model: fakeopenai.DefaultModel},
+	{def: acp.CopilotACP(), envVar: "THREADLINE_COPILOT_BIN", api: chatCompletions, model: fakeopenai.DefaultModel, sharedCache: true},
+	{def: acp.Droid(), envVar: "THREADLINE_DROID_BIN", api: chatCompletions, model: fakeopenai.DefaultModel, buffered: true,
+		args: []string{"--model", "custom:" + fakeopenai.DefaultModel}},
+	// A model id Codex has metadata for (else it says so as the answer).
+	{def: acp.CodexACP(), envVar: "THREADLINE_CODEX_ACP_BIN", api: responsesAPI, model: "gpt-5.4", declineStops: true},
+	{def: acp.ClaudeAgentACP(), envVar: "THREADLINE_CLAUDE_AGENT_ACP_BIN", api: messagesAPI, model: "claude-sonnet-4-5"},
+}
+
+// scene is one scripted exchange, whichever API serves it: the requests
+// whose last user text contains trigger get a shell tool call of shell, a
+// slow stream (slow), or text.
+type scene struct {
+	trigger string
+	shell   string
+	slow    bool
+	text    []string
+	// arrived, when set, is closed when the first request of the scene
+	// arrives.
+	arrived chan struct{}
+}
+
+// arrival wraps a script of the scene so that it reports the first request.
+func arrival[S ~func(*R) *P, R, P any](sc scene, s S) S {
+	if sc.arrived == nil {
+		return s
+	}
+	var once sync.Once
+	return func(req *R) *P {
+		r := s(req)
+		if r != nil {
+			once.Do(func() { close(sc.arrived) })
+		}
+		return r
+	}
+}
+
+// shellTools are the shell tools of the family over Chat Completions
+// (kilo and copilot bash, droid Execute).
+var shellTools = append([]string{"Execute"}, fakeopenai.ShellTools...)
+
+// modelServer is a scripted model server of one API.
+type modelServer interface {
+	endpoint(e *acp.Endpoint)
+	// transcripts renders every request the server saw, "role: text" lines.
+	transcripts() []string
+}
+
+type chatServer struct{ *fakeopenai.Server }
+
+func (s chatServer) endpoint(e *acp.Endpoint) { e.OpenAIBaseURL = s.URL() + "/v1" }
+func (s chatServer) transcripts() []string {
+	var out []string
+	for _, r := range s.ChatRequests() {
+		out = append(out, r.Transcript())
+	}
+	return out
+}
+
+type responsesServer struct{ *fakeresponses.Server }
+
+func (s responsesServer) endpoint(e *acp.Endpoint) { e.ResponsesBaseURL = s.BaseURL() }
+func (s responsesServer) transcripts() []string {
+	var out []string
+	for _, r := range s.Requests() {
+		out = append(out, r.Transcript())
+	}
+	return out
+}
+
+type messagesServer struct{ *fakeapi.Server }
+
+func (s messagesServer) endpoint(e *acp.Endpoint) { e.AnthropicBaseURL = s.URL() }
+func (s messagesServer) transcripts() []string {
+	var out []string
+	for _, r := range s.MessageRequests() {
+		out = append(out, r.Transcript())
+	}
+	return out
+}
+
+// startModel starts the server of a with the scenes scripted.
+func startModel(t *testing.T, a api, scenes ...scene) modelServer {
+	switch a {
+	case responsesAPI:
+		var scripts []fakeresponses.Script
+		for _, sc := range scenes {
+			s := fakeresponses.Text(sc.text...)
+			switch {
+			case sc.shell != "":
+				s = fakeresponses.Shell(sc.shell)
+			case sc.slow:
+				s = fakeresponses.Slow(300, 100*time.Millisecond)
+			}
+			scripts = append(scripts, fakeresponses.WhenLast(sc.trigger, arrival(sc, s)))
+		}
+		return responsesServer{fakeresponses.New(t, scripts...)}
+	case messagesAPI:
+		var scripts []fakeapi.Script
+		for _, sc := range scenes {
+			s := fakeapi.Text(sc.text...)
+			switch {
+			case sc.shell != "":
+				s = fakeapi.ToolUse("Bash", map[string]any{"command": sc.shell, "description": "Run a command for the fake test"})
+			case sc.slow:
+				s = fakeapi.Slow(300, 100*time.Millisecond)
+			}
+			scripts = append(scripts, fakeapi.When(sc.trigger, arrival(sc, s)))
+		}
+		return messagesServer{fakeapi.New(t, scripts...)}
+	}
+	var scripts []fakeopenai.Script
+	for _, sc := range scenes {
+		s := fakeopenai.Text(sc.text...)
+		switch {
+		case sc.shell != "":
+			cmd := sc.shell
+			s = fakeopenai.Call(shellTools, func(tool fakeopenai.Tool) map[string]any {
+				args := map[string]any{"command": cmd, "description": "Run a command for the fake test"}
+				if tool.Name == "Execute" { // droid: the model rates the command's risk
+					args["riskLevel"], args["riskLevelReason"] = "medium", "It writes a file in the working directory."
+				}
+				return args
+			})
+		case sc.slow:
+			s = fakeopenai.WithTools(fakeopenai.Slow(300, 100*time.Millisecond))
+		}
+		scripts = append(scripts, fakeopenai.When(sc.trigger, arrival(sc, s)))
+	}
+	return chatServer{fakeopenai.New(t, scripts...)}
+}
+
+// familyHarness runs one CLI against its model server.
+type familyHarness struct {
+	t      *testing.T
+	c      familyCLI
+	model  modelServer
+	prov   *acp.Provider
+	cwd    string
+	marker string // E2E_RUN_MARKER in every child's environment
+}
+
+// markerEnv marks the children of one harness, to find any left behind.
+const markerEnv = "E2E_RUN_MARKER"
+
+func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
+	t.Helper()
+	bin := providertest.FindCLI(t, c.def.Bin, c.envVar)
+	if !providertest.InNetns(t) {
+		return nil
+	}
+	model := startModel(t, c.api, scenes...)
+	ep := acp.Endpoint{APIKey: "sk-fake", Model: c.model}
+	model.endpoint(&ep)
+	env, err := c.def.Configure(t.TempDir(), ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.sharedCache {
+		root, err := providertest.RepoRoot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "e2e-xdg-cache")
+	}
+	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	marker := hex.EncodeToString(b)
+	env[markerEnv] = marker
+	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	return &familyHarness{
+		t: t, c: c, model: model, cwd: t.TempDir(), marker: marker,
+		prov: acp.New(c.def, logger, acp.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
+	}
+}
+
+// run executes one turn in the harness's cwd and checks that no process it
+// started is left. The check is seen to work: at the run's first event the
+// CLI is found by its marker.
+func (h *familyHarness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
+	h.t.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.cwd
+	}
+	req.Args = append(req.Args, h.c.args...)
+	running := -1
+	r := providertest.Run(h.t, h.prov, req, func(ev agent.Event, cancel context.CancelFunc) {
+		if running < 0 {
+			running = len(marked(h.marker))
+		}
+		if onEvent != nil {
+			onEvent(ev, cancel)
+		}
+	})
+	if running == 0 {
+		h.t.Errorf("no process with %s=%s while the run ran: the left-behind check sees nothing", markerEnv, h.marker)
+	}
+	if left := leftBehind(h.marker); len(left) > 0 {
+		h.t.Errorf("processes left after the run: %s", strings.Join(left, "; "))
+	}
+	return r
+}
+
+// marked lists the live processes whose environment carries marker.
+func marked(marker string) []string {
+	want := markerEnv + "=" + marker + "\x00"
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), want) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		out = append(out, d.Name()+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return out
+}
+
+// leftBehind lists the processes of marker still there after a run. A
+// process killed with its group may need a moment to go; one that outlived
+// its run stays, so the list is read until it is empty or for Scale(2s).
+func leftBehind(marker string) []string {
+	deadline := time.Now().Add(providertest.Scale(2 * time.Second))
+	for {
+		left := marked(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (h *familyHarness) transcripts() string {
+	var sb strings.Builder
+	for i, tr := range h.model.transcripts() {
+		fmt.Fprintf(&sb, "--- request %d\n%s", i+1, tr)
+	}
+	return sb.String()
+}
+
+func testFamily(t *testing.T, c familyCLI) {
+	t.Run("allow", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionApprove) })
+	t.Run("reject", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionDecline) })
+	t.Run("cancel", func(t *testing.T) { testFamilyCancel(t, c) })
+	t.Run("resume", func(t *testing.T) { testFamilyResume(t, c) })
+}
+
+// testFamilyPermission: the shell tool asks, the chat answers d; approved
+// writes the file, declined leaves none and the turn still completes.
+func testFamilyPermission(t *testing.T, c familyCLI, d agent.Decision) {
+	file := "allowed.txt"
+	if d == agent.DecisionDecline {
+		file = "rejected.txt"
+	}
+	h := setupFamily(t, c, scene{trigger: "e2e-perm", shell: "echo perm > " + file})
+	if h == nil {
+		return
+	}
+	responses := make(chan agent.InteractionResponse, 4)
+	r := h.run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses},
+		providertest.Answer(responses, providertest.Always(d, nil)))
+	end := agent.EventRunCompleted
+	if d == agent.DecisionDecline && c.declineStops {
+		end = agent.EventRunInterrupted
+	}
+	if r.Err != nil || r.Last().Type != end {
+		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+	}
+	req := r.Of(agent.EventInteractionRequested)
+	if len(req) != 1 {
+		t.Fatalf("%d interaction.requested", len(req))
+	}
+	in := req[0].Interaction
+	kinds := map[agent.Decision]bool{}
+	for _, o := range in.Options {
+		kinds[o.Kind] = true
+	}
+	if !kinds[agent.DecisionApprove] || !kinds[agent.DecisionDecline] {
+		t.Errorf("interaction options %+v", in.Options)
+	}
+	want := agent.StatusApproved
+	if d == agent.DecisionDecline {
+		want = agent.StatusDeclined
+	}
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != want || res[0].Resolution.By != "e2e" {
+		t.Fatalf("resolution %+v", res)
+	}
+	path := filepath.Join(h.cwd, file)
+	if got := exists(path); got != (d == agent.DecisionApprove) {
+		t.Errorf("%s exists = %v after %s", file, got, d)
+	}
+	if d == agent.DecisionApprove {
+		if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != "perm" {
+			t.Errorf("%s holds %q", file, b)
+		}
+	}
+	if started := r.Of(agent.EventToolStarted); len(started) != 1 {
+		t.Errorf("tool.started %+v", started)
+	}
+}
+
+// testFamilyCancel: a cancel in the middle of a streamed answer (at its
+// third delta, or once the model request is in flight for a CLI that sends
+// the text at the end) ends the run as interrupted, before the stream's end.
+func testFamilyCancel(t *testing.T, c familyCLI) {
+	arrived := make(chan struct{})
+	h := setupFamily(t, c, scene{trigger: "e2e-slow", slow: true, arrived: arrived})
+	if h == nil {
+		return
+	}
+	var (
+		mu          sync.Mutex
+		cancelledAt time.Time
+		once        sync.Once
+		deltas      int
+	)
+	stop := func(cancel context.CancelFunc) {
+		mu.Lock()
+		defer mu.Unlock()
+		if cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
+		if c.buffered {
+			once.Do(func() {
+				go func() {
+					<-arrived
+					stop(cancel)
+				}()
+			})
+		}
+		if ev.Type == agent.EventAssistantDelta {
+			if deltas++; deltas == 3 {
+				stop(cancel)
+			}
+		}
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cancelledAt.IsZero() {
+		t.Fatalf("never saw the third delta; err %v; transcripts:\n%s", r.Err, h.transcripts())
+	}
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
+	}
+	t.Logf("cancel → Run returned in %s (%s)", time.Since(cancelledAt).Round(time.Millisecond), r.Last().Text)
+	if strings.Contains(r.Text(), "slow-299") || strings.Contains(r.Text(), "word299") {
+		t.Error("stream ran to the end despite the cancel")
+	}
+}
+
+// testFamilyResume: the second turn loads the first turn's session and the
+// model sees the first turn.
+func testFamilyResume(t *testing.T, c familyCLI) {
+	h := setupFamily(t, c,
+		scene{trigger: "e2e-remember", text: []string{"Noted: ", "the word is ", "alpha."}},
+		scene{trigger: "e2e-recall", text: []string{"The word ", "was alpha."}},
+	)
+	if h == nil {
+		return
+	}
+	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
+	if r1.Err != nil || r1.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("run 1 = %v, last %+v; transcripts:\n%s", r1.Err, r1.Last(), h.transcripts())
+	}
+	sid := r1.SessionID()
+	if sid == "" {
+		t.Fatal("run 1 reported no session id")
+	}
+	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
+	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("run 2 = %v, last %+v", r2.Err, r2.Last())
+	}
+	if got := r2.Text(); got != "The word was alpha." {
+		t.Errorf("run 2 text %q: the replayed history must not be emitted again", got)
+	}
+	trs := h.model.transcripts()
+	last := ""
+	for _, tr := range trs {
+		if strings.Contains(tr, "e2e-recall the word") {
+			last = tr
+		}
+	}
+	for _, want := range []string{"e2e-remember the word alpha", "Noted: the word is alpha.", "e2e-recall the word"} {
+		if !strings.Contains(last, want) {
+			t.Errorf("resumed request lacks %q; transcripts:\n%s", want, h.transcripts())
+		}
+	}
+}
