@@ -22,10 +22,11 @@ const (
 	Qwen        CLI = "qwen"
 	DeepSeek    CLI = "deepseek"
 	AtomCode    CLI = "atomcode"
+	Continue    CLI = "continue"
 )
 
 // CLIs lists every supported CLI.
-var CLIs = []CLI{Antigravity, Aider, Grok, Qwen, DeepSeek, AtomCode}
+var CLIs = []CLI{Antigravity, Aider, Grok, Qwen, DeepSeek, AtomCode, Continue}
 
 // Errors.
 var (
@@ -93,6 +94,12 @@ var clis = map[CLI]cliInfo{
 		argv: viaFile, longPrompt: viaFile, signIn: signInGeneric,
 		signInHelp: "AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry.",
 	},
+	Continue: {
+		name: "Continue CLI", bin: continueDescriptor().Executable, install: continueDescriptor().InstallHint,
+		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
+		signInHelp: "Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml " +
+			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry.",
+	},
 }
 
 // Invocation is one run's command line and prompt delivery.
@@ -122,6 +129,7 @@ const PromptFileArg = "\x00prompt-file\x00"
 //	qwen         qwen [--yolo] [--model=M]          (prompt on stdin)
 //	deepseek     deepseek exec [--auto] [--model=M] PROMPT
 //	atomcode     atomcode --prompt-file F [-y] [--model=M]
+//	continue     cn -p [--auto]                     (prompt on stdin; the model is the config's)
 //
 // Model and effort are one argument bound to their flag (GNU-style parsers:
 // argparse, click, clap, yargs, commander take --opt=value); a value
@@ -206,6 +214,13 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 			add("-y")
 		}
 		model("--model")
+		add(req.Args...)
+	case Continue:
+		// cn's --model adds a Continue Hub model; the model is the config's.
+		add("-p")
+		if accept {
+			add("--auto")
+		}
 		add(req.Args...)
 	}
 	inv.Args = args

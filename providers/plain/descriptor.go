@@ -19,6 +19,8 @@ func Descriptor(cli CLI) (registry.Definition, bool) {
 		return deepseekDescriptor(), true
 	case AtomCode:
 		return atomcodeDescriptor(), true
+	case Continue:
+		return continueDescriptor(), true
 	}
 	return registry.Definition{}, false
 }
@@ -106,5 +108,31 @@ func atomcodeDescriptor() registry.Definition {
 	d.Auth = registry.AuthCheck{Files: []string{"~/.atomcode/config.toml"}}
 	d.InstallHint = "npm install -g @atomgit.com/atomcode"
 	d.Docs = "https://atomcode.atomgit.com/docs/en/headless-daemon.html"
+	return d
+}
+
+// ContinueVerified are the Continue CLI versions the e2e tests ran.
+var ContinueVerified = []string{"1.5.47"}
+
+// continueDescriptor is Continue's `cn -p` (@continuedev/cli), the prompt on
+// stdin. It prints the final answer only (no events, no tool calls); the
+// model is the one of its config (~/.continue/config.yaml: provider, model,
+// apiBase, apiKey), so a chat sets no model.
+func continueDescriptor() registry.Definition {
+	d := shape(Continue, "Continue CLI", "cn")
+	d.VerifiedVersions = append([]string(nil), ContinueVerified...)
+	d.Verified = registry.RealCLI("providers/plain TestContinueE2E, TestContinueE2EFailure, TestContinueE2ECancel")
+	d.Args = registry.ArgSpec{Base: []string{"-p"}, Accept: []string{"--auto"}}
+	d.Prompt = registry.DeliverStdin
+	d.Models = registry.Models{}
+	d.Env = map[string]string{"CONTINUE_METRICS_ENABLED": "0", "CONTINUE_CLI_ENABLE_TELEMETRY": "0"}
+	d.PassEnv = []string{"CONTINUE_GLOBAL_DIR"}
+	d.Auth = registry.AuthCheck{
+		Files: []string{"${CONTINUE_GLOBAL_DIR}/config.yaml", "~/.continue/config.yaml"},
+		Note:  "a config file shows a model was set up; its key and a Continue Hub login (`cn login`) are not checked",
+		Login: "cn login",
+	}
+	d.InstallHint = "npm install -g @continuedev/cli"
+	d.Docs = "https://docs.continue.dev/guides/cli"
 	return d
 }

@@ -369,7 +369,10 @@ func TestDescriptors(t *testing.T) {
 			t.Fatal(err)
 		}
 		line := " " + strings.Join(inv.Args, " ") + " "
-		want := []string{strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", strings.Join(d.Args.Accept, " ")}
+		want := []string{strings.Join(d.Args.Base, " "), strings.Join(d.Args.Accept, " ")}
+		if d.Args.Model != "" {
+			want = append(want, d.Args.Model+"=m1")
+		}
 		if d.Args.Resume != "" {
 			want = append(want, d.Args.Resume+" s1")
 		}
