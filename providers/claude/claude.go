@@ -42,6 +42,7 @@ type Options struct {
 type Provider struct {
 	logger *slog.Logger
 	opts   Options
+	grants grantStore // what was approved for each session (see Grants)
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -92,6 +93,10 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		known = ""
 	}
 	parser := NewParser(known)
+	// The rules approved for the session in earlier turns (a fork keeps
+	// its parent's), remembered under the session the run ends on.
+	parser.Grants = p.grants.get(req.ResumeID)
+	defer func() { p.grants.put(parser.SessionID(), parser.Grants) }()
 	if !asks(req) {
 		// The CLI has no prompt tool and denies by itself; should a request
 		// arrive anyway (e.g. from operator args), apply the policy.

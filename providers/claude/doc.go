@@ -49,7 +49,10 @@
 // for the session (offered when the request carries permission_suggestions:
 // the allow carries them as updatedPermissions, every destination narrowed
 // to "session" and setMode suggestions dropped, so the same command is not
-// asked again by this CLI process and no settings file is written), deny
+// asked again and no settings file is written; the provider remembers the
+// granted rules per session in memory, so a later turn's request with the
+// same suggested rules is approved for the session at once, By "session"),
+// deny
 // with a message, or deny with interrupt (cancel). Otherwise the provider
 // answers by policy at once (accept → allow, else deny), still emitting
 // interaction.requested and .resolved (By "policy") so the answer is on record.

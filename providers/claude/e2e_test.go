@@ -378,7 +378,8 @@ func TestE2EApproveForSession(t *testing.T) {
 			h := setupE2E(t, fakeapi.When("e2e-twice", fakeapi.Sequence(
 				fakeapi.Call("Bash", mkdir), fakeapi.Call("Bash", mkdir),
 				fakeapi.Call("Bash", map[string]any{"command": "touch other.txt", "description": "Another command"}),
-				fakeapi.Text("All done."))))
+				fakeapi.Text("All done.")),
+			), fakeapi.When("e2e-again", fakeapi.ToolUse("Bash", mkdir)))
 			if h == nil {
 				return
 			}
@@ -414,6 +415,22 @@ func TestE2EApproveForSession(t *testing.T) {
 			}
 			if _, err := os.Stat(filepath.Join(h.cwd, ".claude")); err == nil {
 				t.Error("the grant was written to the project's .claude settings")
+			}
+			// The next turn is a new CLI process: the grant still holds in
+			// the session (answered by it, nobody asked); a plain approve
+			// is asked again.
+			r2 := h.run(agent.RunRequest{Prompt: "e2e-again: once more", ResumeID: r.SessionID(), Approval: agent.ApprovalAsk, Responses: ch}, on)
+			if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
+				t.Fatalf("turn 2: Run = %v, last %+v", r2.Err, r2.Last())
+			}
+			res := r2.Of(agent.EventInteractionResolved)
+			if tt.decision == agent.DecisionApproveSession {
+				// (The card is still posted, already resolved: the grant answered.)
+				if len(res) != 1 || res[0].Resolution.Status != agent.StatusApprovedForSession || res[0].Resolution.By != claude.ByGrant {
+					t.Errorf("turn 2 resolved %v, want approved_for_session by the grant", r2.Resolutions())
+				}
+			} else if len(res) != 1 || res[0].Resolution.By != "tester" {
+				t.Errorf("turn 2 resolved %v, want the user asked again", r2.Resolutions())
 			}
 		})
 	}

@@ -52,6 +52,11 @@ type Parser struct {
 	// AutoDecision, when set, answers every can_use_tool request at once with
 	// this decision (the run's policy when nobody can be asked).
 	AutoDecision agent.Decision
+	// Grants are the rules approved for the session so far (see Grants): a
+	// request whose suggested allow rules are all granted is approved for
+	// the session at once, By ByGrant; approving one for the session adds
+	// its rules. Nil grants nothing and remembers nothing.
+	Grants Grants
 
 	dec             decoder
 	sessionID       string
@@ -349,8 +354,12 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 		Interaction: in,
 		Native:      &agent.Native{Provider: ProviderID, Kind: "control_request/can_use_tool", ID: id},
 	}}
-	if p.AutoDecision != "" {
-		ev, err := p.Respond(agent.InteractionResponse{InteractionID: key, Decision: p.AutoDecision, By: "policy"})
+	auto := agent.InteractionResponse{InteractionID: key, Decision: p.AutoDecision, By: "policy"}
+	if p.AutoDecision == "" && in.Kind != agent.KindQuestion && p.Grants.covers(allowRules(req.PermissionSuggestions)) {
+		auto.Decision, auto.By = agent.DecisionApproveSession, ByGrant
+	}
+	if auto.Decision != "" {
+		ev, err := p.Respond(auto)
 		if err != nil {
 			return out, err
 		}
@@ -445,6 +454,11 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 		case resp.Decision == agent.DecisionApproveSession && len(pr.suggestions) > 0:
 			// Without suggestions there is nothing to keep: a plain allow.
 			res.UpdatedPermissions, status = sessionScoped(pr.suggestions), agent.StatusApprovedForSession
+			if p.Grants != nil {
+				for _, r := range allowRules(pr.suggestions) {
+					p.Grants[r] = true
+				}
+			}
 		}
 	case agent.DecisionAnswer:
 		res.Behavior, status = "allow", agent.StatusAnswered
