@@ -13,10 +13,13 @@ import (
 
 // DefaultEnv is added to every child's environment unless the run's env sets
 // the same key: no telemetry, error reporting, update checks or other
-// non-essential traffic.
+// non-essential traffic; and the todo tools (TaskCreate, TaskUpdate, ...),
+// which 2.1.328 offers only with CLAUDE_CODE_ENABLE_TODO_TOOLS=1, so that the
+// agent can keep a plan the chat shows (plan.updated).
 var DefaultEnv = map[string]string{
 	"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 	"DISABLE_AUTOUPDATER":                      "1",
+	"CLAUDE_CODE_ENABLE_TODO_TOOLS":            "1",
 }
 
 // Args returns the CLI arguments for req (without the executable).

@@ -436,10 +436,10 @@ func TestE2EApproveForSession(t *testing.T) {
 	}
 }
 
-// TestE2EPlanFromTaskTools: with the todo tools on (2.1.328 has no
-// TodoWrite; CLAUDE_CODE_ENABLE_TODO_TOOLS=1 offers TaskCreate and
-// TaskUpdate), each change of the task list is a plan.updated with the
-// whole list, next to the tool events.
+// TestE2EPlanFromTaskTools: the todo tools are on by default (2.1.328 has
+// no TodoWrite; DefaultEnv's CLAUDE_CODE_ENABLE_TODO_TOOLS=1 offers
+// TaskCreate and TaskUpdate), and each change of the task list is a
+// plan.updated with the whole list, next to the tool events.
 func TestE2EPlanFromTaskTools(t *testing.T) {
 	h := setupE2E(t, fakeapi.When("e2e-plan", fakeapi.Sequence(
 		fakeapi.Call("TaskCreate", map[string]any{"subject": "Read the code", "description": "Read it", "activeForm": "Reading the code"}),
@@ -452,7 +452,7 @@ func TestE2EPlanFromTaskTools(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan the work", Approval: agent.ApprovalAccept, Env: map[string]string{"CLAUDE_CODE_ENABLE_TODO_TOOLS": "1"}}, nil)
+	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan the work", Approval: agent.ApprovalAccept}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}

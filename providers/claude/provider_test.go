@@ -277,7 +277,7 @@ func TestRunBasic(t *testing.T) {
 			t.Errorf("bot secret reached the child: %s", kv)
 		}
 	}
-	for _, want := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "PATH=/usr/bin:/bin"} {
+	for _, want := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_ENABLE_TODO_TOOLS=1", "PATH=/usr/bin:/bin"} {
 		if !slices.Contains(f.env, want) {
 			t.Errorf("child env lacks %s: %q", want, f.env)
 		}
