@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -97,5 +98,44 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestConnectorRetriesThenConnects: failures that are not final are retried
+// with growing waits while Err says connecting; a final one is returned at
+// once.
+func TestConnectorRetriesThenConnects(t *testing.T) {
+	c := &Connector{Name: "slack", First: time.Millisecond, Max: 4 * time.Millisecond, Log: slog.New(slog.DiscardHandler)}
+	var calls int
+	seen := make(chan error, 10)
+	err := c.Run(t.Context(), func(context.Context) error {
+		calls++
+		seen <- c.Err()
+		if calls < 4 {
+			return errors.New("dial tcp: connection refused")
+		}
+		return nil
+	}, func(error) bool { return false })
+	if err != nil || calls != 4 {
+		t.Fatalf("Run = %v after %d calls, want nil after 4", err, calls)
+	}
+	if e := <-seen; e != nil {
+		t.Errorf("before the first attempt: %v", e)
+	}
+	if e := <-seen; e == nil || !strings.Contains(e.Error(), "connecting: slack unreachable (attempt 1, next in 1ms): dial tcp: connection refused") {
+		t.Errorf("while retrying: %v", e)
+	}
+	<-seen
+	if e := <-seen; e == nil || !strings.Contains(e.Error(), "attempt 3, next in 4ms") {
+		t.Errorf("the wait does not grow to Max: %v", e)
+	}
+	if c.Err() != nil {
+		t.Errorf("after connecting: %v", c.Err())
+	}
+	rejected := errors.New("invalid_auth")
+	calls = 0
+	err = c.Run(t.Context(), func(context.Context) error { calls++; return rejected }, func(err error) bool { return err == rejected })
+	if !errors.Is(err, rejected) || calls != 1 {
+		t.Errorf("a final error: %v after %d calls", err, calls)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -161,13 +160,12 @@ func agentInfos(reports []registry.Report) []chatops.AgentInfo {
 }
 
 func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("agents", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("agents", stdout, stderr, "threadline agents [--all] [--json] [--config F]: the agent CLIs installed here")
 	config := fs.String("config", "", "config file")
 	asJSON := fs.Bool("json", false, "JSON output")
 	all := fs.Bool("all", false, "also list agents that are not installed")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if _, err := parseExactly(fs, args); err != nil {
+		return err
 	}
 	cfg, err := configs.Load(*config)
 	if err != nil {

@@ -5,7 +5,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,14 +16,13 @@ import (
 )
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("audit", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("audit", stdout, stderr, "threadline audit [--chat ID] [--since T] [--json] [--config F]: who started which run and answered which request")
 	config := fs.String("config", "", "config file")
 	chat := fs.String("chat", "", "only this chat")
 	since := fs.String("since", "", "only actions since T: RFC 3339 (2026-11-30T08:00:00Z), a date (2026-11-30) or a duration ago (24h)")
 	asJSON := fs.Bool("json", false, "one JSON object per line")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if _, err := parseExactly(fs, args); err != nil {
+		return err
 	}
 	from, err := parseSince(*since, time.Now())
 	if err != nil {

@@ -92,12 +92,11 @@ func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, e
 }
 
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("chat", stdout, stderr, "threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--project P] [--config F]: a chat in this terminal")
 	var f chatFlags
 	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if _, err := parseExactly(fs, args); err != nil {
+		return err
 	}
 	cfg, err := configs.Load(f.config)
 	if err != nil {
@@ -155,18 +154,20 @@ func userName() string {
 }
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("run", stdout, stderr, `threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--project P] [--interactions deny|accept]
+               [--config F] [--events jsonl] "prompt": one run, its answer on stdout
+Flags may come before or after the prompt; after "--" everything is the prompt.`)
 	var f chatFlags
 	f.register(fs)
 	events := fs.String("events", "", "print normalized events instead of text: jsonl")
 	interactions := fs.String("interactions", "", "answer to approval requests: deny or accept (default: ask on a terminal, else deny)")
 	fork := fs.Bool("fork", false, "run in a new chat forked from --chat ID, which is not changed")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
 	}
-	if fs.NArg() != 1 {
-		return &exitError{2, errors.New(`run takes exactly one prompt argument: threadline run --agent claude "prompt"`)}
+	if len(pos) != 1 {
+		return &exitError{2, fmt.Errorf(`run takes exactly one prompt argument, got %d (quote the prompt; put "--" before one that starts with "-"): threadline run --agent claude "prompt"`, len(pos))}
 	}
 	if *events != "" && *events != "jsonl" {
 		return &exitError{2, fmt.Errorf("--events %q: only jsonl is supported", *events)}
@@ -221,7 +222,7 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", c.ID, c.ID)
 	con := &console.OneShot{Bot: a.bot, In: stdin, Out: stdout, Err: stderr, Interrupts: presses,
 		By: "cli:" + userName(), Ask: ask, Policy: *interactions, JSONL: *events == "jsonl"}
-	run, err := con.Run(ctx, c.ID, fs.Arg(0))
+	run, err := con.Run(ctx, c.ID, pos[0])
 	if err != nil {
 		return err
 	}
@@ -236,11 +237,10 @@ func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr 
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newFlagSet("migrate", stdout, stderr, "threadline migrate [--config F]: apply the database migrations")
 	config := fs.String("config", "", "config file")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	if _, err := parseExactly(fs, args); err != nil {
+		return err
 	}
 	cfg, err := configs.Load(*config)
 	if err != nil {

@@ -16,12 +16,14 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/bot/matrix"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/doctor"
 )
 
 func init() {
@@ -153,28 +155,60 @@ func slackConfigOf(c *configs.SlackConfig) slackbot.Config {
 	return out
 }
 
-// slackFront runs the Slack bot.
+// slackFront runs the Slack bot, once Slack answers auth.test: an
+// unreachable Slack at start is retried with backoff (health: connecting), a
+// rejected token ends serve.
 type slackFront struct {
-	bot  *slackbot.Bot
-	mode string
+	bot   *slackbot.Bot
+	mode  string
+	probe *slack.Client
+	conn  *health.Connector
 }
+
+// slackRetry is the backoff of Slack's first connection.
+var slackRetry = struct{ first, max time.Duration }{time.Second, 30 * time.Second}
 
 func buildSlack(_ context.Context, a *app) (frontEnd, error) {
 	if a.cfg.Slack == nil {
 		return nil, nil
 	}
 	cfg := a.slackConfig()
-	bot, err := slackbot.New(cfg, a.desk(), a.log,
-		slack.OptionHTTPClient(&http.Client{Transport: platformTransport(a.metrics, "slack", nil), Timeout: 60 * time.Second}))
+	client := &http.Client{Transport: platformTransport(a.metrics, "slack", nil), Timeout: 60 * time.Second}
+	bot, err := slackbot.New(cfg, a.desk(), a.log, slack.OptionHTTPClient(client))
 	if err != nil {
 		return nil, err
 	}
-	return &slackFront{bot: bot, mode: a.cfg.Slack.Mode}, nil
+	probe := slack.New(cfg.BotToken, slack.OptionAPIURL(cmp.Or(cfg.APIURL, slackbot.DefaultAPIURL)), slack.OptionHTTPClient(client))
+	conn := &health.Connector{Name: "slack", First: slackRetry.first, Max: slackRetry.max, Log: a.log}
+	return &slackFront{bot: bot, mode: a.cfg.Slack.Mode, probe: probe, conn: conn}, nil
 }
 
-func (s *slackFront) Name() string                      { return "slack" }
-func (s *slackFront) Run(ctx context.Context) error     { return s.bot.Run(ctx) }
-func (s *slackFront) Healthy(ctx context.Context) error { return s.bot.Healthy(ctx) }
+func (s *slackFront) Name() string { return "slack" }
+
+// Run connects, then serves until ctx ends.
+func (s *slackFront) Run(ctx context.Context) error {
+	err := s.conn.Run(ctx, func(ctx context.Context) error {
+		_, err := s.probe.AuthTestContext(ctx)
+		return err
+	}, func(err error) bool { rejected, _ := doctor.SlackRejected(err); return rejected })
+	if err != nil {
+		_, why := doctor.SlackRejected(err)
+		return fmt.Errorf("auth.test rejected the token (%s): check slack.bot_token", why)
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	return s.bot.Run(ctx)
+}
+
+// Healthy is "connecting" while Slack is retried, else the bot's health.
+func (s *slackFront) Healthy(ctx context.Context) error {
+	if err := s.conn.Err(); err != nil {
+		return err
+	}
+	return s.bot.Healthy(ctx)
+}
+
 func (s *slackFront) Handlers() map[string]http.Handler {
 	if s.mode != "http" {
 		return nil

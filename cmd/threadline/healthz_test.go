@@ -30,6 +30,12 @@ import (
 func serveSlack(t *testing.T, dir, mode string, httpCfg map[string]any, override ...map[string]any) (fake *slacktest.Server, stop func()) {
 	t.Helper()
 	fake = slacktest.New(t)
+	return fake, serveConfig(t, slackConfigFile(t, fake, dir, mode, httpCfg, override...))
+}
+
+// slackConfigFile writes serveSlack's config for fake into dir and returns its path.
+func slackConfigFile(t *testing.T, fake *slacktest.Server, dir, mode string, httpCfg map[string]any, override ...map[string]any) string {
+	t.Helper()
 	sl := map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL()}
 	if mode != "" {
 		sl["mode"] = mode
@@ -55,10 +61,17 @@ func serveSlack(t *testing.T, dir, mode string, httpCfg map[string]any, override
 	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return cfgPath
+}
+
+// serveConfig runs `threadline serve --config cfgPath` until the end of the
+// test or stop, which fails the test if serve failed.
+func serveConfig(t *testing.T, cfgPath string, flags ...string) (stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { done <- cmdServe(ctx, append([]string{"--config", cfgPath}, flags...), io.Discard, &logs) }()
 	var once sync.Once
 	stop = func() {
 		once.Do(func() {
@@ -74,7 +87,7 @@ func serveSlack(t *testing.T, dir, mode string, httpCfg map[string]any, override
 		})
 	}
 	t.Cleanup(stop)
-	return fake, stop
+	return stop
 }
 
 // get returns the status and body of GET url (status 0 when it cannot connect).
@@ -169,7 +182,7 @@ func TestServeRefusesAdminOnThePublicListener(t *testing.T) {
 		t.Fatal(err)
 	}
 	var logs lockedBuffer
-	err := cmdServe(t.Context(), []string{"--config", cfgPath}, &logs)
+	err := cmdServe(t.Context(), []string{"--config", cfgPath}, io.Discard, &logs)
 	if err == nil || !strings.Contains(err.Error(), "must differ from http.listen") {
 		t.Fatalf("serve = %v, want the admin_listen refusal", err)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -327,7 +328,7 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 	}
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
 	var root string
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -25,7 +25,7 @@ var version = "dev"
 const usage = `threadline: a chat-ops bot for coding-agent CLIs
 
 Usage:
-  threadline serve [--config F]
+  threadline serve [--config F] [--http-only]
   threadline chat [--chat ID] [--agent ID] [--model M] [--cwd DIR] [--project P] [--config F]
   threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--project P] [--interactions deny|accept]
                  [--config F] [--events jsonl] "prompt"
@@ -77,7 +77,7 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 	var err error
 	switch args[0] {
 	case "serve":
-		err = cmdServe(ctx, args[1:], stderr)
+		err = cmdServe(ctx, args[1:], stdout, stderr)
 	case "chat":
 		err = cmdChat(ctx, args[1:], stdin, stdout, stderr)
 	case "run":

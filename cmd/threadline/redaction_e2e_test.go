@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,7 +134,7 @@ func TestRedactionEndToEnd(t *testing.T) {
 	defer cancel()
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
 	if err := fake.WaitConnected(10 * time.Second); err != nil {
 		t.Fatalf("%v\n%s", err, logs.String())
 	}

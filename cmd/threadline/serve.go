@@ -7,7 +7,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -51,12 +50,12 @@ const (
 	httpIdleTimeout       = 60 * time.Second
 )
 
-func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", stdout, stderr, "threadline serve [--config F] [--http-only]: the chat front-ends of the config, /healthz and /metrics")
 	config := fs.String("config", "", "config file")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{2, err}
+	httpOnly := fs.Bool("http-only", false, "serve only the HTTP listener (/healthz, /metrics) and the runs' lifecycle, without chat front-ends")
+	if _, err := parseExactly(fs, args); err != nil {
+		return err
 	}
 	cfg, err := configs.Load(*config)
 	if err != nil {
@@ -85,6 +84,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	var fronts []frontEnd
 	for _, build := range frontEndBuilders {
+		if *httpOnly {
+			break
+		}
 		f, err := build(ctx, a)
 		if err != nil {
 			a.Close()
@@ -94,9 +96,9 @@ func cmdServe(ctx context.Context, args []string, stderr io.Writer) error {
 			fronts = append(fronts, f)
 		}
 	}
-	if len(fronts) == 0 {
+	if len(fronts) == 0 && !*httpOnly {
 		a.Close()
-		return errors.New("nothing to serve: configure slack: or matrix: (see configs/threadline.example.yaml); for a terminal chat use `threadline chat`")
+		return errors.New("nothing to serve: configure slack: or matrix: (see configs/threadline.example.yaml), or pass --http-only; for a terminal chat use `threadline chat`")
 	}
 	rctx, stopReload := context.WithCancel(ctx)
 	defer stopReload()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -123,7 +124,7 @@ func TestServeMatrixEndToEnd(t *testing.T) {
 	defer stop()
 	var logs lockedBuffer
 	served := make(chan error, 1)
-	go func() { served <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { served <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
 
 	// The human: a plain mautrix client that records what it sees.
 	cli := hs.Login(t, alice, "ALICEDEV")

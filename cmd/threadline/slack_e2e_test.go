@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -59,7 +60,7 @@ func TestSlackEndToEnd(t *testing.T) {
 	}
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
 	if err := fake.WaitConnected(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}

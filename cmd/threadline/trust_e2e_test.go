@@ -9,6 +9,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,7 +70,7 @@ func TestSlackTrustBoundaryEndToEnd(t *testing.T) {
 	}
 	var logs lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, &logs) }()
+	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
 	if err := fake.WaitConnected(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
