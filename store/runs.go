@@ -16,10 +16,12 @@ import (
 
 // Run is one stored run of a chat.
 type Run struct {
-	ID          string
-	ChatID      string
-	Agent       string
-	Model       string
+	ID     string
+	ChatID string
+	Agent  string
+	Model  string
+	// AgentModel is the model the agent reported for the run ("" if none).
+	AgentModel  string
 	Status      runhub.RunStatus
 	Owner       string
 	StartedBy   string
@@ -35,6 +37,7 @@ type runRow struct {
 	ChatID      string         `db:"chat_id"`
 	Agent       string         `db:"agent"`
 	Model       string         `db:"model"`
+	AgentModel  string         `db:"agent_model"`
 	Status      string         `db:"status"`
 	Owner       string         `db:"owner"`
 	StartedBy   string         `db:"started_by"`
@@ -47,7 +50,7 @@ type runRow struct {
 
 func (r runRow) run() Run {
 	run := Run{
-		ID: r.ID, ChatID: r.ChatID, Agent: r.Agent, Model: r.Model, Status: runhub.RunStatus(r.Status),
+		ID: r.ID, ChatID: r.ChatID, Agent: r.Agent, Model: r.Model, AgentModel: r.AgentModel, Status: runhub.RunStatus(r.Status),
 		Owner: r.Owner, StartedBy: r.StartedBy, StartedAt: r.StartedAt.UTC(), Error: r.Error,
 	}
 	if r.HeartbeatAt.Valid {
@@ -63,7 +66,7 @@ func (r runRow) run() Run {
 }
 
 const (
-	runColumns = `id, chat_id, agent, model, status, owner, started_by, heartbeat_at, started_at, ended_at, usage, error`
+	runColumns = `id, chat_id, agent, model, agent_model, status, owner, started_by, heartbeat_at, started_at, ended_at, usage, error`
 
 	queryInsertRun = `INSERT INTO runs (id, chat_id, agent, model, status, owner, started_by, heartbeat_at, started_at)
 VALUES ($1, $2, $3, $4, 'running', $5, $6, $7, $7)`

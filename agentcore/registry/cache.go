@@ -37,6 +37,7 @@ type Cache struct {
 	mu       sync.Mutex
 	entries  map[CacheKey]cached
 	versions map[CacheKey]cachedVersion // Version field empty
+	persist  *persistence               // set by Persist (cachestore.go)
 }
 
 type cached struct {
@@ -74,16 +75,26 @@ func (c *Cache) Get(key CacheKey) (CacheEntry, bool) {
 	return e.entry, true
 }
 
-// Put stores entry under key (and remembers the version for Version).
+// Put stores entry under key (and remembers the version for Version); a
+// persisted cache (Persist) writes it through.
 func (c *Cache) Put(key CacheKey, entry CacheEntry) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	entry.Models = append([]string(nil), entry.Models...)
 	now := c.now()
-	c.entries[key] = cached{entry: entry, at: now}
+	c.put(key, entry, now)
+	p := c.persist
+	c.mu.Unlock()
+	p.save(CacheRecord{Key: key, Entry: entry, At: now}) // outside the lock: a database write
+}
+
+// put stores entry under key, probed at (caller holds c.mu).
+func (c *Cache) put(key CacheKey, entry CacheEntry, at time.Time) {
+	c.entries[key] = cached{entry: entry, at: at}
 	vk := key
 	vk.Version = ""
-	c.versions[vk] = cachedVersion{version: key.Version, at: now}
+	if v, ok := c.versions[vk]; !ok || !v.at.After(at) {
+		c.versions[vk] = cachedVersion{version: key.Version, at: at}
+	}
 }
 
 // Version returns the fresh version recorded for (id, path, mtime), so a

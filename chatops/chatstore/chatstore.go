@@ -8,6 +8,7 @@ package chatstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
@@ -256,4 +258,42 @@ func (f Feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-ch
 // LastSeq is the chat's newest persisted seq.
 func (f Feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
 	return f.St.LastSeq(ctx, chatID)
+}
+
+// Capabilities is the store's capability_cache as registry.CacheStore: the
+// probe cache of `agents`, `/agents` and `doctor`, shared by every process
+// over the database.
+type Capabilities struct{ St *store.Store }
+
+var _ registry.CacheStore = Capabilities{}
+
+// LoadCache returns the probes recorded at or after since; a row whose entry
+// does not decode is skipped (it is probed again).
+func (c Capabilities) LoadCache(ctx context.Context, since time.Time) ([]registry.CacheRecord, error) {
+	rows, err := c.St.Capabilities(ctx, since)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]registry.CacheRecord, 0, len(rows))
+	for _, r := range rows {
+		var e registry.CacheEntry
+		if json.Unmarshal(r.Entry, &e) != nil {
+			continue
+		}
+		out = append(out, registry.CacheRecord{
+			Key:   registry.CacheKey{ID: r.AgentID, Path: r.Path, Version: r.Version, ModTime: r.ModTime},
+			Entry: e, At: r.ProbedAt,
+		})
+	}
+	return out, nil
+}
+
+// SaveCache records one probe.
+func (c Capabilities) SaveCache(ctx context.Context, r registry.CacheRecord) error {
+	b, err := json.Marshal(r.Entry)
+	if err != nil {
+		return fmt.Errorf("encode capability of %s: %w", r.Key.ID, err)
+	}
+	return c.St.SaveCapability(ctx, store.Capability{AgentID: r.Key.ID, Path: r.Key.Path, ModTime: r.Key.ModTime,
+		Version: r.Key.Version, Entry: b, ProbedAt: r.At})
 }
