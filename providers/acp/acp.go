@@ -113,24 +113,12 @@ func (d Definition) LaunchEnv(req agent.RunRequest, extra ...map[string]string) 
 
 // effectivePolicy is accept when the operator chose it, else ask: every tool
 // that needs approval is asked through ACP and answered by the user or, when
-// nobody can answer, by the policy (see autoDecision).
+// nobody can answer, by the policy (see agent.RunRequest.PolicyDecision).
 func effectivePolicy(req agent.RunRequest) agent.ApprovalPolicy {
 	if req.Approval == agent.ApprovalAccept {
 		return agent.ApprovalAccept
 	}
 	return agent.ApprovalAsk
-}
-
-// autoDecision is the answer the policy gives every permission request, or
-// "" when the user is asked.
-func autoDecision(req agent.RunRequest) agent.Decision {
-	switch {
-	case req.Approval == agent.ApprovalAccept:
-		return agent.DecisionApprove
-	case req.Responses != nil && (req.Approval == agent.ApprovalAsk || req.Approval == ""):
-		return ""
-	}
-	return agent.DecisionDecline
 }
 
 // Run executes one turn. See the agent package doc for the contract and the
@@ -175,7 +163,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		// so the fs client methods are refused there.
 		cwd = req.Container.Dir()
 	}
-	decision := autoDecision(req)
+	decision := req.PolicyDecision()
 	if req.Container == nil {
 		fsys = DirFS{Root: cwd, ReadOnly: decision == agent.DecisionDecline}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 type harness struct {
@@ -49,83 +50,23 @@ func newHarness(t *testing.T, env map[string]string, tweak ...func(*Definition))
 	return &harness{t: t, def: def, prov: prov, record: record, cwd: cwd}
 }
 
-type result struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *result) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *result) last() agent.Event {
-	if len(r.events) == 0 {
-		return agent.Event{}
-	}
-	return r.events[len(r.events)-1]
-}
-
-func (r *result) text() string {
-	var sb strings.Builder
-	for _, ev := range r.of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
-	}
-	return sb.String()
-}
-
-func (r *result) types() string {
+// types lists the events' types, for messages.
+func types(r *providertest.Result) string {
 	var s []string
-	for _, ev := range r.events {
+	for _, ev := range r.Events {
 		s = append(s, string(ev.Type))
 	}
 	return strings.Join(s, " ")
 }
 
-// run executes one Run; onEvent (optional) sees each event with the cancel.
-func (h *harness) run(req agent.RunRequest, onEvent func(agent.Event, context.CancelFunc)) *result {
+// run executes one Run in the harness's cwd (see providertest.Run);
+// onEvent (optional) sees each event with the cancel.
+func (h *harness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	ctx, cancel := context.WithTimeout(h.t.Context(), 20*time.Second)
-	defer cancel()
-	res := &result{}
-	done := false
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		if done {
-			h.t.Errorf("event %s after Run returned", ev.Type)
-		}
-		res.events = append(res.events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	done = true
-	res.elapsed = time.Since(start)
-	if ctx.Err() == context.DeadlineExceeded {
-		h.t.Fatal("Run hit the test timeout")
-	}
-	terminals := 0
-	for i, ev := range res.events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(res.events)-1 {
-				h.t.Errorf("terminal %s is not the last event: %s", ev.Type, res.types())
-			}
-		}
-	}
-	if terminals > 1 {
-		h.t.Errorf("%d terminal events: %s", terminals, res.types())
-	}
-	return res
+	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
 // recorded returns the fake's record: its argv/env/cwd head and the client's
@@ -181,23 +122,23 @@ func (h *harness) answers() map[string]rpcMessage {
 func TestRunText(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "text"}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	want := "session.updated reasoning.delta assistant.delta assistant.delta system provider.native usage.updated run.completed"
-	if r.types() != want {
-		t.Fatalf("events\n got %s\nwant %s", r.types(), want)
+	if types(r) != want {
+		t.Fatalf("events\n got %s\nwant %s", types(r), want)
 	}
-	if ev := r.events[0]; ev.SessionID != fakeSession || ev.Model != "m1" {
+	if ev := r.Events[0]; ev.SessionID != fakeSession || ev.Model != "m1" {
 		t.Errorf("session.updated %+v", ev)
 	}
-	if plan := r.of(agent.EventSystem)[0]; plan.Subtype != "plan" || plan.Text != "[x] step one\n[ ] step two" {
+	if plan := r.Of(agent.EventSystem)[0]; plan.Subtype != "plan" || plan.Text != "[x] step one\n[ ] step two" {
 		t.Errorf("plan %+v", plan)
 	}
-	if u := r.of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CostUSD != 0.25 {
+	if u := r.Of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CostUSD != 0.25 {
 		t.Errorf("usage %+v", u)
 	}
-	if last := r.last(); last.Text != "Hello" {
+	if last := r.Last(); last.Text != "Hello" {
 		t.Errorf("run.completed text %q", last.Text)
 	}
 	head, lines, _ := h.recorded()
@@ -223,26 +164,26 @@ func TestRunText(t *testing.T) {
 func TestRunToolEvents(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "tool"}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	started := r.of(agent.EventToolStarted)
+	started := r.Of(agent.EventToolStarted)
 	if len(started) != 1 || started[0].Tool.ID != "t1" || started[0].Tool.Name != "bash" || started[0].Tool.Summary != "ls -la" || string(started[0].Tool.Input) != `{"command":"ls -la"}` {
 		t.Fatalf("tool.started %+v", started)
 	}
 	var outs []string
-	for _, ev := range r.of(agent.EventToolOutput) {
+	for _, ev := range r.Of(agent.EventToolOutput) {
 		outs = append(outs, ev.Text)
 	}
 	if !slices.Equal(outs, []string{"out1", "out2"}) {
 		t.Errorf("tool.output deltas %q", outs)
 	}
-	done := r.of(agent.EventToolCompleted)
+	done := r.Of(agent.EventToolCompleted)
 	if len(done) != 1 || done[0].Tool.Output != "out1out2" || done[0].Tool.IsError {
 		t.Errorf("tool.completed %+v", done)
 	}
-	if r.last().Text != "done" {
-		t.Errorf("final text %q (text after the tool only)", r.last().Text)
+	if r.Last().Text != "done" {
+		t.Errorf("final text %q (text after the tool only)", r.Last().Text)
 	}
 }
 
@@ -275,12 +216,12 @@ func TestRunPermissionAnswers(t *testing.T) {
 				resp.InteractionID, resp.By = ev.Interaction.ID, "alice"
 				responses <- resp
 			})
-			if r.err != nil {
-				t.Fatalf("Run: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("Run: %v", r.Err)
 			}
-			req := r.of(agent.EventInteractionRequested)
+			req := r.Of(agent.EventInteractionRequested)
 			if len(req) != 1 {
-				t.Fatalf("events %s", r.types())
+				t.Fatalf("events %s", types(r))
 			}
 			in := req[0].Interaction
 			if in.ID != "0" || string(in.NativeID) != "0" || in.Kind != agent.KindCommandApproval || in.Command != "rm -rf build" || in.Cwd != h.cwd {
@@ -290,7 +231,7 @@ func TestRunPermissionAnswers(t *testing.T) {
 			if !slices.Equal(in.Options, wantOpts) {
 				t.Errorf("options %+v", in.Options)
 			}
-			res := r.of(agent.EventInteractionResolved)
+			res := r.Of(agent.EventInteractionResolved)
 			if len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision || res[0].Resolution.By != "alice" || string(res[0].Native.ID) != "0" {
 				t.Fatalf("resolution %+v", res)
 			}
@@ -298,9 +239,9 @@ func TestRunPermissionAnswers(t *testing.T) {
 			if string(ans.Result) != `{"outcome":{"outcome":"selected","optionId":"`+tt.option+`"}}` {
 				t.Errorf("answer sent %s", ans.Result)
 			}
-			started := r.of(agent.EventToolStarted)
-			if len(started) != 1 || r.events[slices.IndexFunc(r.events, func(e agent.Event) bool { return e.Type == agent.EventToolStarted })+1].Type != agent.EventInteractionRequested {
-				t.Errorf("tool.started must precede the request: %s", r.types())
+			started := r.Of(agent.EventToolStarted)
+			if len(started) != 1 || r.Events[slices.IndexFunc(r.Events, func(e agent.Event) bool { return e.Type == agent.EventToolStarted })+1].Type != agent.EventInteractionRequested {
+				t.Errorf("tool.started must precede the request: %s", types(r))
 			}
 		})
 	}
@@ -323,18 +264,18 @@ func TestRunPermissionByPolicy(t *testing.T) {
 			req := tt.req
 			req.Prompt = "perm"
 			r := h.run(req, nil)
-			if r.err != nil {
-				t.Fatalf("Run: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("Run: %v", r.Err)
 			}
-			res := r.of(agent.EventInteractionResolved)
-			if len(r.of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.By != "policy" || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision {
-				t.Fatalf("events %s; resolution %+v", r.types(), res)
+			res := r.Of(agent.EventInteractionResolved)
+			if len(r.Of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.By != "policy" || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision {
+				t.Fatalf("events %s; resolution %+v", types(r), res)
 			}
 			if ans := h.answers()["0"]; !strings.Contains(string(ans.Result), `"optionId":"`+tt.option+`"`) {
 				t.Errorf("answer %s", ans.Result)
 			}
-			if want := "after: "; tt.status == agent.StatusApproved && !strings.HasPrefix(r.last().Text, want+"ran with once") {
-				t.Errorf("final %q", r.last().Text)
+			if want := "after: "; tt.status == agent.StatusApproved && !strings.HasPrefix(r.Last().Text, want+"ran with once") {
+				t.Errorf("final %q", r.Last().Text)
 			}
 		})
 	}
@@ -348,15 +289,15 @@ func TestRunPermissionCancelDecision(t *testing.T) {
 			responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionCancel, By: "bob"}
 		}
 	})
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	res := r.of(agent.EventInteractionResolved)
+	res := r.Of(agent.EventInteractionResolved)
 	if len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled || res[0].Resolution.Decision != agent.DecisionCancel || res[0].Resolution.By != "bob" {
 		t.Fatalf("resolution %+v", res)
 	}
-	if r.last().Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", r.types())
+	if r.Last().Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", types(r))
 	}
 	if len(h.sent("session/cancel")) != 1 {
 		t.Error("no session/cancel sent")
@@ -366,11 +307,11 @@ func TestRunPermissionCancelDecision(t *testing.T) {
 func TestRunIDsByteExact(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "ids", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	var ids []string
-	for _, ev := range r.of(agent.EventInteractionRequested) {
+	for _, ev := range r.Of(agent.EventInteractionRequested) {
 		ids = append(ids, ev.Interaction.ID+"="+string(ev.Interaction.NativeID))
 	}
 	if !slices.Equal(ids, []string{`7=7`, `"7"="7"`}) {
@@ -388,14 +329,14 @@ func TestRunIDsByteExact(t *testing.T) {
 func TestRunDuplicateRequestFails(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "dup", Responses: make(chan agent.InteractionResponse)}, nil)
-	if !errors.Is(r.err, agent.ErrRunFailed) || !errors.Is(r.err, agent.ErrDuplicateRequest) {
-		t.Fatalf("Run = %v", r.err)
+	if !errors.Is(r.Err, agent.ErrRunFailed) || !errors.Is(r.Err, agent.ErrDuplicateRequest) {
+		t.Fatalf("Run = %v", r.Err)
 	}
-	if r.last().Type != agent.EventRunFailed {
-		t.Errorf("events %s", r.types())
+	if r.Last().Type != agent.EventRunFailed {
+		t.Errorf("events %s", types(r))
 	}
-	if r.elapsed > 5*time.Second {
-		t.Errorf("took %s", r.elapsed)
+	if r.Elapsed > 5*time.Second {
+		t.Errorf("took %s", r.Elapsed)
 	}
 }
 
@@ -408,10 +349,10 @@ func TestRunCancelStreaming(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run after cancel = %v, want nil", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunInterrupted || last.Text != "cancelled" {
+	if last := r.Last(); last.Type != agent.EventRunInterrupted || last.Text != "cancelled" {
 		t.Errorf("last %+v (want the agent's cancelled stop reason)", last)
 	}
 	if took := time.Since(cancelledAt); took > time.Second {
@@ -429,15 +370,15 @@ func TestRunCancelPendingPermission(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil {
-		t.Fatalf("Run = %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run = %v", r.Err)
 	}
-	res := r.of(agent.EventInteractionResolved)
+	res := r.Of(agent.EventInteractionResolved)
 	if len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled {
 		t.Fatalf("resolution %+v", res)
 	}
-	if r.last().Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", r.types())
+	if r.Last().Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", types(r))
 	}
 	// The cancel notification goes first, then the cancelled outcome.
 	_, _, raw := h.recorded()
@@ -446,7 +387,7 @@ func TestRunCancelPendingPermission(t *testing.T) {
 	if ci < 0 || ai < 0 || ai < ci {
 		t.Errorf("cancel at %d, cancelled outcome at %d: %q", ci, ai, raw)
 	}
-	if done := r.of(agent.EventToolCompleted); len(done) != 1 || !done[0].Tool.IsError {
+	if done := r.Of(agent.EventToolCompleted); len(done) != 1 || !done[0].Tool.IsError {
 		t.Errorf("tool.completed %+v", done)
 	}
 }
@@ -461,11 +402,11 @@ func TestRunCancelKillsAfterDeadline(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil {
-		t.Fatalf("Run = %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run = %v", r.Err)
 	}
-	if last := r.last(); last.Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", r.types())
+	if last := r.Last(); last.Type != agent.EventRunInterrupted {
+		t.Errorf("events %s", types(r))
 	}
 	if took := time.Since(cancelledAt); took < 300*time.Millisecond || took > 3*time.Second {
 		t.Errorf("Run returned %s after cancel (deadline 300ms, then kill)", took)
@@ -503,11 +444,11 @@ func TestRunLoad(t *testing.T) {
 				}
 			})
 			r := h.run(agent.RunRequest{Prompt: "hello", ResumeID: knownSession}, nil)
-			if r.err != nil {
-				t.Fatalf("Run: %v", r.err)
+			if r.Err != nil {
+				t.Fatalf("Run: %v", r.Err)
 			}
-			if r.text() != "echo: hello" || strings.Contains(r.types(), "tool.") || len(r.of(agent.EventSessionUpdated)) != 0 {
-				t.Errorf("replayed history re-emitted: %s, text %q", r.types(), r.text())
+			if r.Text() != "echo: hello" || strings.Contains(types(r), "tool.") || len(r.Of(agent.EventSessionUpdated)) != 0 {
+				t.Errorf("replayed history re-emitted: %s, text %q", types(r), r.Text())
 			}
 			if load := h.sent("session/load"); len(load) != 1 || string(load[0].Params) != `{"sessionId":"`+knownSession+`","cwd":"`+h.cwd+`","mcpServers":[]}` {
 				t.Errorf("session/load %+v", load)
@@ -522,11 +463,11 @@ func TestRunLoad(t *testing.T) {
 func TestRunLoadUnknownSession(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "hello", ResumeID: "stale-id"}, nil)
-	if !errors.Is(r.err, agent.ErrSessionNotFound) {
-		t.Fatalf("Run = %v, want ErrSessionNotFound", r.err)
+	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
-	if len(r.of(agent.EventRunFailed)) != 0 || r.last().Subtype != "session_not_found" {
-		t.Errorf("events %s", r.types())
+	if len(r.Of(agent.EventRunFailed)) != 0 || r.Last().Subtype != "session_not_found" {
+		t.Errorf("events %s", types(r))
 	}
 	if len(h.sent("session/prompt")) != 0 {
 		t.Error("prompt sent after a failed load")
@@ -537,31 +478,31 @@ func TestRunResumeRefusedEarly(t *testing.T) {
 	t.Run("fork", func(t *testing.T) {
 		h := newHarness(t, nil)
 		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession, Fork: true}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.Err, types(r))
 		}
 	})
 	t.Run("definition without resume", func(t *testing.T) {
 		h := newHarness(t, nil, func(d *Definition) { d.Resume = false })
 		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.Err, types(r))
 		}
 		// And no session id is reported for it.
 		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
-		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 || r.events[0].Native.Kind != "session/new" {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 0 || r.Events[0].Native.Kind != "session/new" {
+			t.Fatalf("Run = %v, events %s", r.Err, types(r))
 		}
 	})
 	t.Run("agent without loadSession", func(t *testing.T) {
 		h := newHarness(t, map[string]string{envNoLoad: "1"})
 		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) {
-			t.Fatalf("Run = %v", r.err)
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+			t.Fatalf("Run = %v", r.Err)
 		}
 		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
-		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 {
-			t.Fatalf("a non-loadable session was reported: %s", r.types())
+		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 0 {
+			t.Fatalf("a non-loadable session was reported: %s", types(r))
 		}
 	})
 }
@@ -588,15 +529,15 @@ func TestRunFailures(t *testing.T) {
 			}
 			h := newHarness(t, env)
 			r := h.run(agent.RunRequest{Prompt: tt.prompt}, nil)
-			last := r.last()
+			last := r.Last()
 			if last.Type != tt.typ || !strings.Contains(last.Text, tt.want) {
-				t.Fatalf("last %+v; events %s", last, r.types())
+				t.Fatalf("last %+v; events %s", last, types(r))
 			}
-			if tt.typ == agent.EventRunFailed && !errors.Is(r.err, agent.ErrRunFailed) {
-				t.Errorf("Run = %v, want ErrRunFailed", r.err)
+			if tt.typ == agent.EventRunFailed && !errors.Is(r.Err, agent.ErrRunFailed) {
+				t.Errorf("Run = %v, want ErrRunFailed", r.Err)
 			}
-			if tt.typ == agent.EventRunInterrupted && r.err != nil {
-				t.Errorf("Run = %v", r.err)
+			if tt.typ == agent.EventRunInterrupted && r.Err != nil {
+				t.Errorf("Run = %v", r.Err)
 			}
 		})
 	}
@@ -605,8 +546,8 @@ func TestRunFailures(t *testing.T) {
 func TestRunClientCalls(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "calls", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	if b, err := os.ReadFile(filepath.Join(h.cwd, "sub", "x.txt")); err != nil || string(b) != "written\n" {
 		t.Errorf("fs write inside the cwd: %q %v", b, err)
@@ -632,7 +573,7 @@ func TestRunClientCalls(t *testing.T) {
 	check("3", `"code":-32601`)
 	check("4", `"code":-32601`)
 	kinds := map[string]bool{}
-	for _, ev := range r.of(agent.EventProviderNative) {
+	for _, ev := range r.Of(agent.EventProviderNative) {
 		kinds[ev.Native.Kind] = true
 	}
 	for _, k := range []string{"fs/write_text_file", "fs/read_text_file", "terminal/create", "craft/drainMidTurnQueue", "qwen/notify/session/mode-update"} {
@@ -645,8 +586,8 @@ func TestRunClientCalls(t *testing.T) {
 func TestRunDenyPolicyRefusesWrites(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "calls", Approval: agent.ApprovalDeny}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	if _, err := os.Stat(filepath.Join(h.cwd, "sub", "x.txt")); err == nil {
 		t.Error("fs write happened under the deny policy")
@@ -656,32 +597,32 @@ func TestRunDenyPolicyRefusesWrites(t *testing.T) {
 func TestRunLateUpdatesDropped(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "late"}, nil)
-	if r.err != nil || r.text() != "on time" || r.last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, events %s, text %q", r.err, r.types(), r.text())
+	if r.Err != nil || r.Text() != "on time" || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, events %s, text %q", r.Err, types(r), r.Text())
 	}
 }
 
 func TestRunModelAndMode(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "x", Model: "m2", Mode: agent.ModePlan}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	set := h.sent("session/set_config_option")
 	if len(set) != 2 || string(set[0].Params) != `{"configId":"model","sessionId":"fake-session-1","value":"m2"}` || string(set[1].Params) != `{"configId":"mode","sessionId":"fake-session-1","value":"plan"}` {
 		t.Errorf("set_config_option %+v", set)
 	}
 	r = h.run(agent.RunRequest{Prompt: "x", Model: "bad-model"}, nil)
-	if !errors.Is(r.err, agent.ErrRunFailed) || !strings.Contains(r.last().Text, `cannot select model "bad-model"`) {
-		t.Fatalf("Run = %v, last %+v", r.err, r.last())
+	if !errors.Is(r.Err, agent.ErrRunFailed) || !strings.Contains(r.Last().Text, `cannot select model "bad-model"`) {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
 }
 
 func TestRunImages(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "image", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1, 2, 3}}}}, nil)
-	if r.err != nil || r.text() != "image:image/png:AQID,text::" {
-		t.Fatalf("Run = %v, text %q", r.err, r.text())
+	if r.Err != nil || r.Text() != "image:image/png:AQID,text::" {
+		t.Fatalf("Run = %v, text %q", r.Err, r.Text())
 	}
 }
 
@@ -693,8 +634,8 @@ func TestRunLaunch(t *testing.T) {
 	})
 	h.prov.opts.Env = map[string]string{"FROM_OPTIONS": "1", "THREADLINE_TOKEN": "leak"}
 	r := h.run(agent.RunRequest{Prompt: "x", Args: []string{"--extra"}, Env: map[string]string{"FROM_RUN": "2"}, Approval: agent.ApprovalDeny}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	head, _, _ := h.recorded()
 	var argv []string
