@@ -33,8 +33,23 @@ type e2e struct {
 	fake *fakeresponses.Server
 	prov *codex.Provider
 	env  map[string]string
+	home string // CODEX_HOME
 	cwd  string
 	bin  string
+}
+
+// envFakeMCP makes the test binary the MCP server (fakeresponses.ServeMCP).
+const envFakeMCP = "THREADLINE_FAKE_MCP"
+
+func TestMain(m *testing.M) {
+	if os.Getenv(envFakeMCP) == "1" {
+		if err := fakeresponses.ServeMCP(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fake MCP server:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
 
 // setupE2E returns nil in the outer test process (the test then ran, or was
@@ -56,6 +71,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 		fake: fake,
 		prov: codex.New(logger, codex.Options{Bin: bin, Env: env, CodexHome: home, InterruptTimeout: 5 * time.Second}),
 		env:  env,
+		home: home,
 		cwd:  t.TempDir(),
 		bin:  bin,
 	}
@@ -445,5 +461,62 @@ func TestE2EQuestionOtherAnswer(t *testing.T) {
 	}
 	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Teal, please"`) {
 		t.Errorf("last event %+v", last)
+	}
+}
+
+// TestE2EMCPFormElicitation: a real MCP server's form (elicitation/create)
+// reaches the chat as a question per field, after the MCP tool-call
+// approval, and the answers go back typed as the form asks.
+func TestE2EMCPFormElicitation(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-mcp", fakeresponses.MCPCall(fakeresponses.MCPTool, map[string]string{"service": "web"})))
+	if h == nil {
+		return
+	}
+	cfg := fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"})
+	f, err := os.OpenFile(filepath.Join(h.home, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(cfg)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []*agent.Interaction
+	r := h.run(agent.RunRequest{Prompt: "e2e-mcp: deploy web"}, func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
+		if ev.Type != agent.EventInteractionRequested {
+			return
+		}
+		in := ev.Interaction
+		asked = append(asked, in)
+		resp := agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "e2e"}
+		if in.Kind == agent.KindQuestion {
+			resp.Decision, resp.Answers = agent.DecisionAnswer, map[string]string{"replicas": "2", "env": "Staging", "notify": "yes"}
+		}
+		answer(resp)
+	})
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	if len(asked) != 2 || asked[0].Kind != agent.KindElicitation || asked[1].Kind != agent.KindQuestion {
+		t.Fatalf("asked %d: %+v", len(asked), asked)
+	}
+	form := asked[1]
+	if form.Accepts(agent.DecisionApprove) || !form.Accepts(agent.DecisionAnswer) {
+		t.Errorf("the form takes approvals: %+v", form.Options)
+	}
+	var ids []string
+	for _, q := range form.Questions {
+		ids = append(ids, fmt.Sprintf("%s:%v:%v", q.ID, q.Options, q.Optional))
+	}
+	// In the order codex forwards the properties (it sorts them by name).
+	if got := strings.Join(ids, " "); got != "env:[Production Staging]:false notify:[Yes No]:true replicas:[]:false" {
+		t.Errorf("questions %s", got)
+	}
+	if got := strings.Join(r.Resolutions(), ","); got != "approved,answered" {
+		t.Errorf("resolutions %q", got)
+	}
+	done := r.Of(agent.EventToolCompleted)
+	if len(done) != 1 || !strings.Contains(done[0].Tool.Output, `"content":{"env":"stg","notify":true,"replicas":2}`) {
+		t.Errorf("the MCP server got %+v", done)
 	}
 }

@@ -162,6 +162,7 @@ type Item struct {
 	Type      string
 	Chunks    []string
 	Name      string
+	Namespace string // a function_call's namespace tool, if any
 	CallID    string
 	Arguments any // marshalled unless it is a string
 }

@@ -201,13 +201,20 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 				callID = newID("call")
 			}
 			args := it.argsJSON()
-			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "function_call", "status": "in_progress", "call_id": callID, "name": it.Name, "arguments": ""}})
+			added := map[string]any{"id": id, "type": "function_call", "status": "in_progress", "call_id": callID, "name": it.Name, "arguments": ""}
+			if it.Namespace != "" {
+				added["namespace"] = it.Namespace
+			}
+			e.send("response.output_item.added", map[string]any{"output_index": i, "item": added})
 			half := len(args) / 2
 			for _, c := range []string{args[:half], args[half:]} {
 				e.send("response.function_call_arguments.delta", map[string]any{"item_id": id, "output_index": i, "delta": c})
 			}
 			e.send("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": i, "arguments": args})
 			done = map[string]any{"id": id, "type": "function_call", "status": "completed", "call_id": callID, "name": it.Name, "arguments": args}
+			if it.Namespace != "" {
+				done["namespace"] = it.Namespace
+			}
 		default: // message
 			id := newID("msg")
 			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
