@@ -98,13 +98,16 @@ func offlineBot(t testing.TB) (*Bot, *recordingDesk) {
 	b.displayName = "bot"
 	ref := chatops.Ref{ChatID: "c", RunID: "r", InteractionID: "i"}.Encode()
 	b.cards.put("$card", b.place("!room:fuzz.test", "$root"), []chatops.Button{
-		{ID: chatops.ButtonApprove, Value: ref}, {ID: chatops.ButtonDecline, Value: ref}, {ID: chatops.ButtonAnswer, Value: ref}})
+		{ID: chatops.ButtonApprove, Value: ref}, {ID: chatops.ButtonDecline, Value: ref}, {ID: chatops.ButtonAnswer, Value: ref},
+		{ID: chatops.ButtonOptionPrefix + "0", Value: ref}})
+	b.polls.put("$card", "$poll")
 	return b, desk
 }
 
-// FuzzInbound: any message or reaction content (a prompt, a reply to a
-// card, a file, a reaction on a card) is handled without a panic, and what
-// reaches the desk names the event's room and sender.
+// FuzzInbound: any message, reaction or poll response content (a prompt, a
+// reply to a card, a file, a reaction on a card, a vote in its poll) is
+// handled without a panic, and what reaches the desk names the event's room
+// and sender.
 func FuzzInbound(f *testing.F) {
 	for _, s := range []struct {
 		typ     string
@@ -119,6 +122,9 @@ func FuzzInbound(f *testing.F) {
 		{"m.reaction", `{"m.relates_to":{"rel_type":"m.annotation","event_id":"$card","key":"✅"}}`},
 		{"m.reaction", `{"m.relates_to":{"rel_type":"m.annotation","event_id":"$other","key":"⏹️"}}`},
 		{"m.room.message", `{"msgtype":"m.text","body":null,"m.relates_to":null}`},
+		{"org.matrix.msc3381.poll.response", `{"m.relates_to":{"rel_type":"m.reference","event_id":"$poll"},"org.matrix.msc3381.poll.response":{"answers":["tl_option_0"]}}`},
+		{"m.poll.response", `{"m.relates_to":{"rel_type":"m.reference","event_id":"$poll"},"m.selections":["tl_approve",null]}`},
+		{"m.poll.response", `{"m.relates_to":{"rel_type":"m.reference","event_id":"$other"},"m.selections":"x"}`},
 	} {
 		f.Add(s.typ, []byte(s.content))
 	}
@@ -127,14 +133,19 @@ func FuzzInbound(f *testing.F) {
 	const sender = id.UserID("@alice:fuzz.test")
 	f.Fuzz(func(t *testing.T, typ string, content []byte) {
 		evType := event.EventMessage
-		if typ == event.EventReaction.Type {
+		switch typ {
+		case event.EventReaction.Type:
 			evType = event.EventReaction
+		case event.EventUnstablePollResponse.Type:
+			evType = event.EventUnstablePollResponse
+		case EventPollResponseStable.Type:
+			evType = EventPollResponseStable
 		}
 		evt := &event.Event{Type: evType, Sender: sender, RoomID: room, ID: "$evt"}
 		if err := json.Unmarshal(content, &evt.Content); err != nil {
 			return
 		}
-		if err := evt.Content.ParseRaw(evType); err != nil {
+		if err := evt.Content.ParseRaw(evType); err != nil && evType != EventPollResponseStable {
 			return
 		}
 		desk.mu.Lock()
@@ -143,6 +154,8 @@ func FuzzInbound(f *testing.F) {
 		switch evType {
 		case event.EventReaction:
 			b.onReaction(t.Context(), evt)
+		case event.EventUnstablePollResponse, EventPollResponseStable:
+			b.onPollResponse(t.Context(), evt)
 		default:
 			b.onMessage(t.Context(), evt)
 		}
