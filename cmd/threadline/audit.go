@@ -1,18 +1,16 @@
-// threadline audit: who started which run and who answered which interaction.
+// threadline audit: the flags; store/auditlog reads --since and prints.
 
 package main
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
-	"text/tabwriter"
 	"time"
 
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/auditlog"
 )
 
 func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -24,7 +22,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if _, err := parseExactly(fs, args); err != nil {
 		return err
 	}
-	from, err := parseSince(*since, time.Now())
+	from, err := auditlog.ParseSince(*since, time.Now())
 	if err != nil {
 		return &exitError{2, err}
 	}
@@ -41,47 +39,5 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		for _, e := range entries {
-			if err := enc.Encode(map[string]any{"at": e.At, "chat_id": e.ChatID, "run_id": e.RunID, "action": e.Action, "by": e.By, "detail": e.Detail}); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(entries) == 0 {
-		fmt.Fprintln(stdout, "No audited actions.")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "TIME\tCHAT\tRUN\tACTION\tBY\tDETAIL")
-	for _, e := range entries {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", e.At.Local().Format(time.DateTime), short(e.ChatID), short(e.RunID), e.Action, e.By, e.Detail)
-	}
-	return tw.Flush()
-}
-
-// parseSince reads --since: RFC 3339, a date, or a duration before now.
-func parseSince(s string, now time.Time) (time.Time, error) {
-	if s == "" {
-		return time.Time{}, nil
-	}
-	if d, err := time.ParseDuration(s); err == nil {
-		return now.Add(-d), nil
-	}
-	for _, layout := range []string{time.RFC3339, time.DateTime, time.DateOnly} {
-		if t, err := time.ParseInLocation(layout, s, time.Local); err == nil {
-			return t, nil
-		}
-	}
-	return time.Time{}, fmt.Errorf("--since %q: use RFC 3339 (2026-11-30T08:00:00Z), a date (2026-11-30) or a duration (24h)", s)
-}
-
-// short abbreviates a uuid for a table.
-func short(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
+	return auditlog.Write(stdout, entries, *asJSON)
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 )
@@ -95,23 +94,6 @@ func TestChatUnknownID(t *testing.T) {
 	code, _, _, err := run(t, "", "chat", "--chat", "no-such-chat")
 	if code != 1 || err == nil || !strings.Contains(err.Error(), "no chat no-such-chat") {
 		t.Fatalf("exit %d err %v", code, err)
-	}
-}
-
-func TestParseSince(t *testing.T) {
-	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	for in, want := range map[string]time.Time{
-		"":                     {},
-		"24h":                  now.Add(-24 * time.Hour),
-		"2026-11-29T08:00:00Z": time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC),
-	} {
-		got, err := parseSince(in, now)
-		if err != nil || !got.Equal(want) {
-			t.Errorf("parseSince(%q) = %v, %v; want %v", in, got, err, want)
-		}
-	}
-	if _, err := parseSince("yesterday", now); err == nil {
-		t.Error("parseSince(yesterday) accepted")
 	}
 }
 
