@@ -34,6 +34,9 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	prompt := req.Prompt
 	pid := string(prov.ID())
 	ctx = s.relayContext(ctx, run, lease, req)
+	if run.replay == nil {
+		s.noticeVersion(persistCtx, run)
+	}
 
 	var (
 		a   *attempt
@@ -146,6 +149,9 @@ func (s *Service) emitScrubbed(ctx context.Context, run *Run, provider string, r
 			if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
 				s.log.ErrorContext(ctx, "save session", "chat", run.ChatID, "err", err)
 			}
+		}
+		if ev.Model != "" {
+			s.recordModel(ctx, run, ev.Model)
 		}
 	case agent.EventUsageUpdated:
 		a.usage = ev.Usage

@@ -203,3 +203,11 @@ func TestFork(t *testing.T) {
 		})
 	})
 }
+
+func (c forkChats) SetAgentModel(ctx context.Context, runID, model string) error {
+	return c.st.SetAgentModel(ctx, runID, model)
+}
+
+func (c forkChats) NoticeVersion(ctx context.Context, chatID, what string) (bool, error) {
+	return c.st.NoticeVersion(ctx, chatID, what)
+}

@@ -31,6 +31,10 @@ const EventUserMessage = chatlog.TypeUserMessage
 // System event subtypes the service persists.
 const (
 	SubtypeSessionRecovered = "session_recovered"
+	// SubtypeVersionNotice is the one-line notice that the agent's CLI is
+	// outside its verified versions, at the first run of that agent and
+	// version in the chat.
+	SubtypeVersionNotice = "version_notice"
 )
 
 // Chat is the part of a chat the service needs.
@@ -121,6 +125,10 @@ type Options struct {
 	// before it is persisted (so from replay and every front-end too),
 	// streamed text included (scrub.go). Nil persists events as they come.
 	Scrubber Scrubber
+	// Versions, when set, tells whether an agent's CLI is outside the
+	// versions it was verified with; the chat is told once per agent and
+	// version (notice.go).
+	Versions VersionChecker
 	// Reclaimer, when set, is asked to free a chat whose run lock another
 	// process holds (see Reclaimer); nil leaves such a chat busy until the
 	// lock is released or swept.
@@ -229,8 +237,10 @@ type Run struct {
 	resolved           map[string]bool              // ids resolved earlier in the run
 	interactionTimeout time.Duration
 
-	relay  *procrun.RelayRun // nil without a relay
-	replay *replayState      // set on a reattached run
+	relay *procrun.RelayRun // nil without a relay
+	// model is the model the agent last reported (run goroutine only).
+	model  string
+	replay *replayState // set on a reattached run
 }
 
 // Done is closed when the run has ended and its lease is released.

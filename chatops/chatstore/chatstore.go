@@ -28,13 +28,15 @@ import (
 type Store struct{ St *store.Store }
 
 var (
-	_ chatops.ChatStore  = Store{}
-	_ chatops.Store      = Store{}
-	_ chatops.ChatForker = Store{}
-	_ chatops.Projects   = Store{}
-	_ prompt.Chats       = Store{}
-	_ prompt.Ledger      = Store{}
-	_ chatops.Feed       = Feed{}
+	_ chatops.ChatStore     = Store{}
+	_ chatops.Store         = Store{}
+	_ chatops.ChatForker    = Store{}
+	_ chatops.Projects      = Store{}
+	_ prompt.Chats          = Store{}
+	_ prompt.Ledger         = Store{}
+	_ prompt.ModelRecorder  = Store{}
+	_ prompt.VersionNoticer = Store{}
+	_ chatops.Feed          = Feed{}
 )
 
 // CreateChat stores a new chat; an empty id gets a fresh one.
@@ -79,6 +81,17 @@ func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
 		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
 		ForkedFrom: sc.ForkedFrom, ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions,
 	}, nil
+}
+
+// SetAgentModel records the model the agent reported for a run
+// (prompt.ModelRecorder).
+func (s Store) SetAgentModel(ctx context.Context, runID, model string) error {
+	return s.St.SetAgentModel(ctx, runID, model)
+}
+
+// NoticeVersion records a chat's version notice (prompt.VersionNoticer).
+func (s Store) NoticeVersion(ctx context.Context, chatID, what string) (bool, error) {
+	return s.St.NoticeVersion(ctx, chatID, what)
 }
 
 // SetSession records a provider's native session of the chat.
