@@ -4,7 +4,11 @@
 
 package jsonstream
 
-import "github.com/threadline-bot/threadline/agentcore/registry"
+import (
+	"regexp"
+
+	"github.com/threadline-bot/threadline/agentcore/registry"
+)
 
 // Descriptor returns the descriptor of dialect d: the command line Command
 // builds, the prompt on stdin, resume and fork flags. The descriptor's id is
@@ -161,21 +165,26 @@ func qoderDescriptor() registry.Definition {
 	}
 }
 
-// GrokCLIVerified are the versions `grok --version` printed for the
-// grok-cli the e2e tests ran: @vibe-kit/grok-cli@0.0.34 reports 1.0.1 (its
-// command line declares that version, not the package's).
-var GrokCLIVerified = []string{"1.0.1"}
+// GrokCLIVerified are the grok-cli versions the e2e tests ran.
+var GrokCLIVerified = []string{"0.0.34"}
+
+// packageVersion is the version of an npm package.json.
+var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
 
 // grokCLIDescriptor is @vibe-kit/grok-cli's headless mode, `grok
 // --prompt=P`. Its executable is named grok like x.ai's Grok Build (the
-// plain "grok" definition): both definitions detect whichever grok is on
-// PATH, and an operator with both sets agents.<id>.bin. grok-cli keeps no
-// session and, headless, runs every tool without asking.
+// plain "grok" definition); an operator with both sets agents.<id>.bin.
+// `grok --version` of 0.0.34 prints 1.0.1 (its command line declares that,
+// not the package's version), so the version is read from the package.json
+// beside the executable: an x.ai grok on PATH has none and shows as broken
+// here. grok-cli keeps no session and, headless, runs every tool without
+// asking.
 func grokCLIDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(GrokCLIProviderID), Name: "grok-cli (Vibe Kit)", Executable: "grok",
+		Version:          registry.VersionProbe{File: "../package.json", Pattern: packageVersion},
 		VerifiedVersions: append([]string(nil), GrokCLIVerified...),
-		Verified:         registry.RealCLI("providers/jsonstream TestGrokCLIE2E"),
+		Verified:         registry.RealCLI("providers/jsonstream TestGrokCLIE2E, TestGrokCLIE2EFailures, TestGrokCLIE2ECancel, TestGrokCLIVersionProbe"),
 		// Any model of the configured endpoint (GROK_BASE_URL).
 		Models: registry.Models{Fallback: []string{"grok-code-fast-1", "grok-4-latest"}, FreeForm: true},
 		Args:   registry.ArgSpec{Model: "--model", Prompt: "--prompt"},

@@ -4,7 +4,7 @@
 // OpenCode derivative, same events), Cursor Agent (`--output-format
 // stream-json`), GitHub Copilot CLI (`--output-format json`), Qoder CLI
 // (`-p --output-format stream-json`) and grok-cli (@vibe-kit/grok-cli's
-// headless `--prompt`, verified with 0.0.34, which reports 1.0.1). Each
+// headless `--prompt`, verified with 0.0.34). Each
 // dialect has its own LineParser; the Provider runs it on a procrun.Session.
 // See Command for the exact command lines.
 //

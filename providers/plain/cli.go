@@ -23,10 +23,11 @@ const (
 	DeepSeek    CLI = "deepseek"
 	AtomCode    CLI = "atomcode"
 	Continue    CLI = "continue"
+	Crush       CLI = "crush"
 )
 
 // CLIs lists every supported CLI.
-var CLIs = []CLI{Antigravity, Aider, Grok, Qwen, DeepSeek, AtomCode, Continue}
+var CLIs = []CLI{Antigravity, Aider, Grok, Qwen, DeepSeek, AtomCode, Continue, Crush}
 
 // Errors.
 var (
@@ -100,6 +101,13 @@ var clis = map[CLI]cliInfo{
 		signInHelp: "Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml " +
 			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry.",
 	},
+	Crush: {
+		name: "Crush", bin: crushDescriptor().Executable, install: crushDescriptor().InstallHint,
+		argv: viaStdin, longPrompt: viaStdin,
+		signIn: regexp.MustCompile(`(?i)no providers configured|` + signInGeneric.String()),
+		signInHelp: "Crush has no provider configured: run `crush` once in a terminal on this host to set one up " +
+			"(or set the provider's key, e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY, in agents.crush.env), then retry.",
+	},
 }
 
 // Invocation is one run's command line and prompt delivery.
@@ -130,6 +138,7 @@ const PromptFileArg = "\x00prompt-file\x00"
 //	deepseek     deepseek exec [--auto] [--model=M] PROMPT
 //	atomcode     atomcode --prompt-file F [-y] [--model=M]
 //	continue     cn -p [--auto]                     (prompt on stdin; the model is the config's)
+//	crush        crush run --quiet [--model=M]      (prompt on stdin; it approves every tool)
 //
 // Model and effort are one argument bound to their flag (GNU-style parsers:
 // argparse, click, clap, yargs, commander take --opt=value); a value
@@ -221,6 +230,10 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 		if accept {
 			add("--auto")
 		}
+		add(req.Args...)
+	case Crush:
+		add("run", "--quiet")
+		model("--model")
 		add(req.Args...)
 	}
 	inv.Args = args

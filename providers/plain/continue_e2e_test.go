@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
@@ -110,4 +111,16 @@ func TestContinueE2ECancel(t *testing.T) {
 		t.Errorf("the cancel took %s (grace %s)", took, p.opts.StopGrace)
 	}
 	providertest.NoOrphans(t, marker)
+}
+
+// TestContinueVersionProbe: detection runs the real `cn --version` and
+// finds the verified version.
+func TestContinueVersionProbe(t *testing.T) {
+	bin := providertest.FindCLI(t, "cn", "THREADLINE_CONTINUE_BIN")
+	d, _ := Descriptor(Continue)
+	d.Bin = bin
+	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
+	if r.Status != registry.StatusReady || r.Version != ContinueVerified[0] || r.VersionWarning != "" {
+		t.Fatalf("report %+v", r)
+	}
 }

@@ -3,7 +3,11 @@
 
 package plain
 
-import "github.com/threadline-bot/threadline/agentcore/registry"
+import (
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/registry"
+)
 
 // Descriptor returns the descriptor of cli. Qwen has none here: the registry
 // runs Qwen Code over ACP. An unknown CLI (or Qwen) returns false.
@@ -21,6 +25,8 @@ func Descriptor(cli CLI) (registry.Definition, bool) {
 		return atomcodeDescriptor(), true
 	case Continue:
 		return continueDescriptor(), true
+	case Crush:
+		return crushDescriptor(), true
 	}
 	return registry.Definition{}, false
 }
@@ -121,7 +127,10 @@ var ContinueVerified = []string{"1.5.47"}
 func continueDescriptor() registry.Definition {
 	d := shape(Continue, "Continue CLI", "cn")
 	d.VerifiedVersions = append([]string(nil), ContinueVerified...)
-	d.Verified = registry.RealCLI("providers/plain TestContinueE2E, TestContinueE2EFailure, TestContinueE2ECancel")
+	// cn loads a 56 MB bundle: over a second alone, more beside the other
+	// probes on a small machine.
+	d.Version.Timeout = 30 * time.Second
+	d.Verified = registry.RealCLI("providers/plain TestContinueE2E, TestContinueE2EFailure, TestContinueE2ECancel, TestContinueVersionProbe")
 	d.Args = registry.ArgSpec{Base: []string{"-p"}, Accept: []string{"--auto"}}
 	d.Prompt = registry.DeliverStdin
 	d.Models = registry.Models{}
@@ -134,5 +143,44 @@ func continueDescriptor() registry.Definition {
 	}
 	d.InstallHint = "npm install -g @continuedev/cli"
 	d.Docs = "https://docs.continue.dev/guides/cli"
+	return d
+}
+
+// crushDescriptor is Charm's Crush, `crush run --quiet` with the prompt on
+// stdin (its docs: the prompt as arguments or piped in; a non-interactive
+// run approves every tool itself). Its session id is not printed, so no
+// run resumes.
+func crushDescriptor() registry.Definition {
+	d := shape(Crush, "Crush", "crush")
+	d.Verified = registry.Fixtures("providers/plain TestCommands, TestCrushRun",
+		"@charmland/crush downloads its binary from GitHub when installed and the Go proxy does not serve github.com/charmbracelet/crush@v0.96.1: it cannot be installed here")
+	d.Args = registry.ArgSpec{Base: []string{"run", "--quiet"}, Model: "--model"}
+	d.Prompt = registry.DeliverStdin
+	// "model" or "provider/model" of its configured providers.
+	d.Models.Fallback = []string{"claude-sonnet-4-5", "gpt-5", "gemini-2.5-pro"}
+	d.PassEnv = []string{"CRUSH_GLOBAL_CONFIG", "CRUSH_GLOBAL_DATA"}
+	d.Auth = registry.AuthCheck{
+		Env:   []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY"},
+		Files: []string{"${XDG_CONFIG_HOME}/crush/crush.json", "~/.config/crush/crush.json", "~/.local/share/crush/crush.json"},
+		Note:  "providers configured in a project's crush.json are not checked",
+	}
+	d.InstallHint = "npm install -g @charmland/crush (its install downloads the binary from GitHub)"
+	d.Docs = "https://github.com/charmbracelet/crush"
+	return d
+}
+
+// JulesDescriptor describes Google's Jules Tools CLI (`jules`, npm
+// @google/jules). It is detected only: Jules runs its tasks in Google's
+// cloud (`jules remote new --repo . --session TASK` starts one and returns),
+// so no provider here runs a turn with it.
+func JulesDescriptor() registry.Definition {
+	d := shape("jules", "Jules Tools", "jules")
+	d.Verified = registry.DocsOnly("a cloud-task CLI: its npm package downloads its binary from storage.googleapis.com at the first start, and its work runs in Google's cloud, not on this host")
+	d.Args = registry.ArgSpec{Base: []string{"remote", "new", "--repo", "."}, Prompt: "--session"}
+	d.Prompt = registry.DeliverArgv
+	d.Models = registry.Models{}
+	d.Auth = registry.AuthCheck{Note: "`jules login` signs in with a Google account; not checked", Login: "jules login"}
+	d.InstallHint = "npm install -g @google/jules"
+	d.Docs = "https://jules.google/docs/cli/reference"
 	return d
 }

@@ -1,7 +1,8 @@
 // Package plain runs agent CLIs whose print mode writes unstructured text:
 // Antigravity (`agy --print`), Aider, Grok Build, Qwen Code in plain mode,
-// DeepSeek TUI, AtomCode and Continue CLI (`cn -p`, verified with 1.5.47 in
-// CI: continue_e2e_test.go). See Command for each command line.
+// DeepSeek TUI, AtomCode, Crush (`crush run`) and Continue CLI (`cn -p`,
+// verified with 1.5.47 in CI: continue_e2e_test.go). See Command for each
+// command line. JulesDescriptor describes Jules Tools for detection only.
 //
 // # Streaming
 //
@@ -32,7 +33,7 @@
 // Prompts: Antigravity, Grok and DeepSeek take the prompt as one argument
 // (refused beyond Options.ArgvLimit); Aider switches to --message-file for a
 // long prompt; AtomCode always reads a private prompt file (removed after the
-// run); Qwen and Continue read stdin.
+// run); Qwen, Continue and Crush read stdin.
 //
 // # Sessions
 //

@@ -320,6 +320,8 @@ func TestCommands(t *testing.T) {
 		{DeepSeek, []string{"exec", "--auto", "--model=M", "--x", "P"}},
 		{AtomCode, []string{"--prompt-file", PromptFileArg, "-y", "--model=M", "--x"}},
 		{Antigravity, []string{"--print", "--model=M", "--x", "P"}},
+		{Continue, []string{"-p", "--auto", "--x"}},
+		{Crush, []string{"run", "--quiet", "--model=M", "--x"}},
 	} {
 		inv, err := Command(tc.cli, req, DefaultArgvLimit, DefaultResumeFlag)
 		if err != nil || !slices.Equal(inv.Args, tc.want) {
@@ -387,5 +389,41 @@ func TestDescriptors(t *testing.T) {
 				t.Errorf("%s: args %q lack %q", c, inv.Args, w)
 			}
 		}
+	}
+}
+
+// TestCrushRun: crush reads the prompt on stdin and prints the answer (the
+// shape its docs show); "no providers configured" is a missing sign-in.
+func TestCrushRun(t *testing.T) {
+	bin, dir := fake(t, `read -r line; echo "You asked: $line"`)
+	var rec recorder
+	p := provider(t, Crush, bin, dir, map[string]string{"FAKE_STDIN": "1"})
+	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"}, rec.emit); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "hello crush\n" {
+		t.Errorf("stdin = %q", b)
+	}
+	if a := args(t, dir); !slices.Equal(a, []string{"run", "--quiet", "--model=openai/gpt-5"}) {
+		t.Errorf("args = %q", a)
+	}
+	bin, dir = fake(t, `echo "Error: no providers configured - please run 'crush' to set up a provider interactively" >&2; exit 1`)
+	rec = recorder{}
+	err := provider(t, Crush, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	evs := rec.events()
+	if !errors.Is(err, agent.ErrRunFailed) || evs[0].Subtype != SubtypeSignIn || !strings.Contains(evs[len(evs)-1].Text, "run `crush` once") {
+		t.Fatalf("Run = %v, events %+v", err, evs)
+	}
+}
+
+// TestJulesDescriptor: Jules is a valid detection-only descriptor that
+// says why nothing here runs it.
+func TestJulesDescriptor(t *testing.T) {
+	d := JulesDescriptor()
+	if err := registry.Validate(d); err != nil || d.Verified.By != registry.VerifiedDocs || d.Verified.Reason == "" {
+		t.Fatalf("Validate = %v, verified %+v", err, d.Verified)
+	}
+	if _, ok := Descriptor(CLI(d.ID)); ok {
+		t.Error("jules has a runnable plain descriptor")
 	}
 }
