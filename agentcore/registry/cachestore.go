@@ -76,3 +76,11 @@ func (c *Cache) Persist(ctx context.Context, st CacheStore, onErr func(error)) (
 	c.persist = &persistence{store: st, onErr: onErr}
 	return n, nil
 }
+
+// Detach stops writing through to the CacheStore given to Persist (before
+// it closes); what is cached stays.
+func (c *Cache) Detach() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.persist = nil
+}
