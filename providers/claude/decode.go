@@ -67,14 +67,7 @@ func (d *decoder) fast(line []byte, r *record) error {
 }
 
 func (d *decoder) record(s *scanner, r *record) error {
-	if err := s.open(1); err != nil {
-		return err
-	}
-	for n := 0; ; n++ {
-		key, more, err := s.key(n, true)
-		if err != nil || !more {
-			return err
-		}
+	return s.object(1, recordKeys, func(key []byte) (err error) {
 		switch string(key) {
 		case "type":
 			err = s.str(&r.Type, true)
@@ -129,12 +122,10 @@ func (d *decoder) record(s *scanner, r *record) error {
 		case "usage":
 			err = std(s, &r.Usage)
 		default:
-			err = s.unknown(key, recordKeys, 1)
+			err = errUnknownKey
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return err
+	})
 }
 
 var (
@@ -149,69 +140,42 @@ var (
 // event decodes the stream event into the decoder's own storage: a record
 // is read before the next line is decoded.
 func (d *decoder) event(s *scanner, r *record) error {
-	if s.peekNull() {
-		r.Event = nil
-		return s.literal("null")
-	}
-	if r.Event == nil {
-		d.ev = streamEvent{}
-		r.Event = &d.ev
-	}
-	ev := r.Event
-	if err := s.open(2); err != nil {
-		return err
-	}
-	for n := 0; ; n++ {
-		key, more, err := s.key(n, true)
-		if err != nil || !more {
-			return err
-		}
+	return nullable(s, &r.Event, &d.ev, 2, eventKeys, func(ev *streamEvent, key []byte) error {
 		switch string(key) {
 		case "type":
-			err = s.str(&ev.Type, true)
+			return s.str(&ev.Type, true)
 		case "delta":
-			err = d.delta(s, ev)
-		default:
-			err = s.unknown(key, eventKeys, 2)
+			return nullable(s, &ev.Delta, &d.delt, 3, deltaKeys, func(dl *streamDelta, key []byte) error {
+				switch string(key) {
+				case "type":
+					return s.str(&dl.Type, true)
+				case "text":
+					return s.str(&dl.Text, false)
+				case "thinking":
+					return s.str(&dl.Thinking, false)
+				}
+				return errUnknownKey
+			})
 		}
-		if err != nil {
-			return err
-		}
-	}
+		return errUnknownKey
+	})
 }
 
-func (d *decoder) delta(s *scanner, ev *streamEvent) error {
+// nullable decodes an object field held by pointer, as encoding/json does:
+// null sets *p to nil; an object fills the value *p points to, or store
+// (zeroed first) when *p is nil.
+func nullable[T any](s *scanner, p **T, store *T, depth int, known []string, field func(v *T, key []byte) error) error {
 	if s.peekNull() {
-		ev.Delta = nil
+		*p = nil
 		return s.literal("null")
 	}
-	if ev.Delta == nil {
-		d.delt = streamDelta{}
-		ev.Delta = &d.delt
+	if *p == nil {
+		var zero T
+		*store = zero
+		*p = store
 	}
-	dl := ev.Delta
-	if err := s.open(3); err != nil {
-		return err
-	}
-	for n := 0; ; n++ {
-		key, more, err := s.key(n, true)
-		if err != nil || !more {
-			return err
-		}
-		switch string(key) {
-		case "type":
-			err = s.str(&dl.Type, true)
-		case "text":
-			err = s.str(&dl.Text, false)
-		case "thinking":
-			err = s.str(&dl.Thinking, false)
-		default:
-			err = s.unknown(key, deltaKeys, 3)
-		}
-		if err != nil {
-			return err
-		}
-	}
+	v := *p
+	return s.object(depth, known, func(key []byte) error { return field(v, key) })
 }
 
 // typeNames are the type and subtype values the CLI writes on most lines.
@@ -308,6 +272,31 @@ func (s *scanner) key(n int, match bool) (key []byte, more bool, err error) {
 	s.i++
 	s.ws()
 	return key, true, nil
+}
+
+// errUnknownKey is what an object's field function returns for a key that
+// is none of its fields.
+var errUnknownKey = errors.New("claude: unknown key")
+
+// object reads the object at nesting level depth: field decodes the value
+// of each key, or returns errUnknownKey and the value is skipped (see
+// unknown; known are the object's field names).
+func (s *scanner) object(depth int, known []string, field func(key []byte) error) error {
+	if err := s.open(depth); err != nil {
+		return err
+	}
+	for n := 0; ; n++ {
+		key, more, err := s.key(n, true)
+		if err != nil || !more {
+			return err
+		}
+		if err = field(key); err == errUnknownKey {
+			err = s.unknown(key, known, depth)
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // unknown skips the value of a key no field has, unless encoding/json's
