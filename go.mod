@@ -3,6 +3,7 @@ module github.com/threadline-bot/threadline
 go 1.26.8
 
 require (
+	github.com/chzyer/readline v1.5.1
 	github.com/google/uuid v1.6.0
 	github.com/gorilla/websocket v1.5.3
 	github.com/jmoiron/sqlx v1.4.0

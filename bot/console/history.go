@@ -18,8 +18,8 @@ const recapEvents = 400
 // Recap prints the last turns of a chat (the user's messages and the
 // assistant's answers, each cut to a few lines) before the prompt. The turns
 // are chatlog's visible transcript; a recap that does not reach back to the
-// chat's first event starts at the user's first message in what it read, not
-// in the middle of an answer.
+// chat's first event, or that keeps only the last turns, starts at a message
+// of the user's, never in the middle of an answer.
 func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, turns int) error {
 	last, err := bot.LastSeq(ctx, chatID)
 	if err != nil || last == 0 {
@@ -36,13 +36,13 @@ func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, 
 		}
 	}
 	all := fold.Turns()
-	if from > 0 {
-		for len(all) > 0 && all[0].Role != chatlog.RoleUser {
-			all = all[1:] // the end of an answer whose start was not read
-		}
-	}
 	if len(all) > turns {
 		all = all[len(all)-turns:]
+	}
+	// Start at a message of the user's: not with the end of an answer whose
+	// start was cut off (by the window read or by the count of turns).
+	for len(all) > 0 && all[0].Role != chatlog.RoleUser {
+		all = all[1:]
 	}
 	if len(all) == 0 {
 		return nil

@@ -141,16 +141,53 @@ func Card(in *agent.Interaction) string {
 		}
 	}
 	if in.Kind == agent.KindQuestion {
-		sb.WriteString("\n  answer with an option number or text, or 'n' to decline")
+		sb.WriteString("\n  " + questionHint(in))
 	} else {
 		sb.WriteString("\n  [y] approve · [a] approve for this session · [n] decline · [s] stop")
 	}
-	if in.ExpiresAt.IsZero() {
-		sb.WriteString("  (waiting for your answer)")
-	} else {
-		fmt.Fprintf(&sb, "  (declined at %s if unanswered)", in.ExpiresAt.Local().Format("15:04:05"))
-	}
+	sb.WriteString("  " + deadline(in))
 	return sb.String()
+}
+
+// questionHint says how to answer a question card.
+func questionHint(in *agent.Interaction) string {
+	var options, other, multi bool
+	for _, q := range in.Questions {
+		options = options || len(q.Options) > 0
+		other = other || len(q.Options) == 0 || q.AllowOther
+		multi = multi || q.MultiSelect
+	}
+	var how []string
+	if options {
+		h := "an option's number"
+		if multi {
+			h += " (several: 1,3)"
+		}
+		how = append(how, h)
+	}
+	if other {
+		how = append(how, "your own text")
+	}
+	if len(how) == 0 {
+		how = []string{"your own text"}
+	}
+	if len(in.Questions) > 1 {
+		return "answer each question in turn with " + strings.Join(how, " or ") + ", or 'n' to decline"
+	}
+	return "answer with " + strings.Join(how, " or ") + ", or 'n' to decline"
+}
+
+// deadline says when an unanswered card resolves itself: the chat's policy
+// declines it at ExpiresAt, the agent goes on without an answer at
+// AutoResolveAt, whichever comes first.
+func deadline(in *agent.Interaction) string {
+	switch {
+	case !in.AutoResolveAt.IsZero() && (in.ExpiresAt.IsZero() || in.AutoResolveAt.Before(in.ExpiresAt)):
+		return fmt.Sprintf("(the agent goes on without an answer at %s)", in.AutoResolveAt.Local().Format("15:04:05"))
+	case !in.ExpiresAt.IsZero():
+		return fmt.Sprintf("(declined at %s if unanswered)", in.ExpiresAt.Local().Format("15:04:05"))
+	}
+	return "(waiting for your answer)"
 }
 
 func indent(s, pre string) string {

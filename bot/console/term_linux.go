@@ -19,3 +19,12 @@ func IsTerminal(r io.Reader) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
+
+// termWidth is f's terminal width in columns, 0 when unknown.
+func termWidth(f *os.File) int {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
+}

@@ -1,0 +1,221 @@
+// Input: lines from a pipe (read one at a time, when the chat is ready for
+// them), or from a terminal through a line editor (arrow keys, history,
+// Ctrl-R), read all the time so that what is typed during a turn is queued.
+
+package console
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/chzyer/readline"
+)
+
+// input is a typed line, or a Ctrl-C press at the line editor.
+type input struct {
+	text      string
+	interrupt bool
+}
+
+// pipeLines delivers r's lines on the returned channel, closed at the end of
+// r. The next line is read only once the previous one was taken.
+func pipeLines(ctx context.Context, r io.Reader) <-chan input {
+	out := make(chan input)
+	go func() {
+		defer close(out)
+		br := bufio.NewReader(r)
+		for {
+			s, err := br.ReadString('\n')
+			if s != "" || err == nil {
+				select {
+				case out <- input{text: strings.TrimRight(s, "\r\n")}:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// editor is the line editor on a terminal.
+type editor struct {
+	rl    *readline.Instance
+	stdin *readline.CancelableStdin
+
+	mu     sync.Mutex
+	raw    *readline.State // the terminal's state before raw mode
+	closed bool
+}
+
+// errEditorClosed keeps a closed editor from taking the terminal again.
+var errEditorClosed = errors.New("console: line editor closed")
+
+// newEditor starts a line editor reading the terminal in and drawing on out
+// (the same terminal, as a rule). history, when not empty, is the file that
+// keeps the lines typed, created mode 0600. newLine is called when a key
+// that ends the input line (Enter, Ctrl-C, Ctrl-D) is read, before the
+// editor moves to a new row.
+func newEditor(in, out *os.File, history string, newLine func()) (*editor, error) {
+	if history != "" {
+		if err := privateFile(history); err != nil {
+			return nil, err
+		}
+	}
+	e := &editor{stdin: readline.NewCancelableStdin(in)}
+	fd := int(in.Fd())
+	cfg := &readline.Config{
+		Prompt:                 "> ",
+		HistoryFile:            history,
+		HistoryLimit:           1000,
+		DisableAutoSaveHistory: true, // answers to questions are not history (secrets)
+		HistorySearchFold:      true,
+		InterruptPrompt:        "^C",
+		EOFPrompt:              "\n",
+		Stdin:                  e.stdin,
+		Stdout:                 out,
+		Stderr:                 out,
+		FuncIsTerminal:         func() bool { return true },
+		FuncGetWidth:           func() int { return termWidth(out) },
+		FuncFilterInputRune: func(r rune) (rune, bool) {
+			switch r {
+			case readline.CharEnter, readline.CharCtrlJ, readline.CharInterrupt, readline.CharDelete:
+				newLine()
+			}
+			return r, true
+		},
+		FuncMakeRaw: func() error {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.closed {
+				return errEditorClosed
+			}
+			if e.raw != nil {
+				return nil
+			}
+			st, err := readline.MakeRaw(fd)
+			if err == nil {
+				e.raw = st
+			}
+			return err
+		},
+		FuncExitRaw: func() error {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.raw == nil {
+				return nil
+			}
+			st := e.raw
+			e.raw = nil
+			return readline.Restore(fd, st)
+		},
+	}
+	rl, err := readline.NewEx(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("console: line editor: %w", err)
+	}
+	e.rl = rl
+	return e, nil
+}
+
+// lines reads lines until the end of input (Ctrl-D on an empty line) or ctx
+// ends; Ctrl-C is an input with interrupt set.
+func (e *editor) lines(ctx context.Context) <-chan input {
+	out := make(chan input)
+	go func() {
+		defer close(out)
+		for ctx.Err() == nil {
+			line, err := e.rl.Readline()
+			in := input{text: line}
+			switch {
+			case errors.Is(err, readline.ErrInterrupt):
+				in = input{interrupt: true}
+			case err != nil:
+				return
+			}
+			select {
+			case out <- in:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// remember adds a line to the history (and its file).
+func (e *editor) remember(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
+	_ = e.rl.SaveHistory(line)
+}
+
+// setPrompt changes the prompt and redraws the line being edited.
+func (e *editor) setPrompt(p string) {
+	e.rl.SetPrompt(p)
+	e.rl.Refresh()
+}
+
+// writer writes above the line being edited.
+func (e *editor) writer() io.Writer { return e.rl.Stdout() }
+
+// close restores the terminal, for good.
+func (e *editor) close() {
+	// readline's Close closes the Stdin wrapper it made, not the reader given
+	// to it: closing that ends the editor's read of the terminal.
+	_ = e.stdin.Close()
+	_ = e.rl.Close()
+	e.mu.Lock()
+	e.closed = true
+	e.mu.Unlock()
+	_ = e.rl.Config.FuncExitRaw()
+}
+
+// privateFile creates path (and its directory, 0700) mode 0600, or takes
+// group and other permissions away from an existing one.
+func privateFile(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return fmt.Errorf("console: history: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("console: history: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("console: history: %w", err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		if err := f.Chmod(0o600); err != nil {
+			return fmt.Errorf("console: history: %w", err)
+		}
+	}
+	return nil
+}
+
+// HistoryFile is where the terminal chat keeps the lines its user typed:
+// $XDG_STATE_HOME/threadline/chat_history (~/.local/state/threadline/...),
+// one file per user.
+func HistoryFile() (string, error) {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("console: history: %w", err)
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	return filepath.Join(base, "threadline", "chat_history"), nil
+}
