@@ -22,6 +22,7 @@ import (
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/lifestore"
 )
 
 // app is everything a command needs, wired.
@@ -84,9 +85,10 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	// scrubbed from every event before it is persisted (so from replay, every
 	// front-end and --events jsonl), from everything posted to chat, and from logs.
 	red := redactorOf(cfg)
-	life := lifecycle.New(lifecycleStore{st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
+	life := lifecycle.New(lifestore.Store{St: st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
-	popts := prompt.Options{Reclaimer: life,
+	versions := &versionCheck{}
+	popts := prompt.Options{Reclaimer: life, Versions: versions,
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
 	}
@@ -95,6 +97,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	}
 	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
+	versions.table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
