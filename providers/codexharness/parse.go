@@ -112,23 +112,23 @@ func (p *Parser) ours(thread string) bool {
 func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
 	switch method {
 	case "item/agentMessage/delta", "item/plan/delta":
-		return p.delta(method, agent.EventAssistantDelta, params, raw)
+		return ofThread(p, method, params, raw, func(v *deltaParams) ([]agent.Event, error) { return p.delta(method, agent.EventAssistantDelta, v, raw) })
 	case "item/reasoning/summaryTextDelta", "item/reasoning/textDelta":
-		return p.delta(method, agent.EventReasoningDelta, params, raw)
+		return ofThread(p, method, params, raw, func(v *deltaParams) ([]agent.Event, error) { return p.delta(method, agent.EventReasoningDelta, v, raw) })
 	case "item/reasoning/summaryPartAdded":
-		return p.reasoningPart(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *deltaParams) ([]agent.Event, error) { return p.reasoningPart(method, v, raw) })
 	case "item/commandExecution/outputDelta", "item/fileChange/outputDelta", "item/mcpToolCall/progress":
-		return p.toolOutput(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *deltaParams) ([]agent.Event, error) { return p.toolOutput(method, v, raw) })
 	case "item/started":
-		return p.itemStarted(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *itemParams) ([]agent.Event, error) { return p.itemStarted(method, v, raw) })
 	case "item/completed":
-		return p.itemCompleted(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *itemParams) ([]agent.Event, error) { return p.itemCompleted(method, v, raw) })
 	case "thread/tokenUsage/updated":
-		return p.tokenUsage(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *tokenUsageParams) ([]agent.Event, error) { return p.tokenUsage(method, v, raw) })
 	case "error":
-		return p.errorNotification(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *errorParams) ([]agent.Event, error) { return p.errorNotification(method, v, raw) })
 	case "warning", "configWarning":
-		return p.warning(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *warningParams) ([]agent.Event, error) { return p.warning(method, v, raw) })
 	case "thread/started":
 		return p.threadStarted(method, params, raw)
 	case "turn/started":
@@ -141,9 +141,9 @@ func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]age
 		}
 		return p.native(method, raw), nil
 	case "turn/completed":
-		return p.turnCompleted(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *turnParams) ([]agent.Event, error) { return p.turnCompleted(method, v, raw) })
 	case "turn/plan/updated":
-		return p.planUpdated(method, params, raw)
+		return ofThread(p, method, params, raw, func(v *planParams) ([]agent.Event, error) { return p.planUpdated(method, v, raw) })
 	case "model/rerouted":
 		var v modelReroutedParams
 		if err := decode(method, params, &v); err != nil {
@@ -160,6 +160,25 @@ func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]age
 	return p.native(method, raw), nil
 }
 
+// threaded is a notification's params that name their thread.
+type threaded interface{ thread() string }
+
+// ofThread decodes params as T and hands them to f when the notification is
+// about this run's thread; another thread's (a subagent's) is provider.native.
+func ofThread[T any, P interface {
+	*T
+	threaded
+}](p *Parser, method string, params json.RawMessage, raw []byte, f func(v P) ([]agent.Event, error)) ([]agent.Event, error) {
+	v := P(new(T))
+	if err := decode(method, params, v); err != nil {
+		return nil, err
+	}
+	if !p.ours(v.thread()) {
+		return p.native(method, raw), nil
+	}
+	return f(v)
+}
+
 func decode(method string, params json.RawMessage, v any) error {
 	if len(params) == 0 {
 		return fmt.Errorf("%s: missing params", method)
@@ -170,14 +189,7 @@ func decode(method string, params json.RawMessage, v any) error {
 	return nil
 }
 
-func (p *Parser) delta(method string, typ agent.EventType, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v deltaParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) delta(method string, typ agent.EventType, v *deltaParams, raw []byte) ([]agent.Event, error) {
 	if v.Delta == "" {
 		return nil, nil
 	}
@@ -194,14 +206,7 @@ func (p *Parser) delta(method string, typ agent.EventType, params json.RawMessag
 	return []agent.Event{{Type: typ, Text: text}}, nil
 }
 
-func (p *Parser) reasoningPart(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v deltaParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) reasoningPart(method string, v *deltaParams, raw []byte) ([]agent.Event, error) {
 	ts := p.text(v.ItemID, agent.EventReasoningDelta)
 	if v.SummaryIndex <= ts.part {
 		return nil, nil
@@ -245,14 +250,7 @@ func (p *Parser) completeText(id string, typ agent.EventType, full string) []age
 	return []agent.Event{{Type: typ, Text: rest}}
 }
 
-func (p *Parser) toolOutput(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v deltaParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) toolOutput(method string, v *deltaParams, raw []byte) ([]agent.Event, error) {
 	text := v.Delta
 	if method == "item/mcpToolCall/progress" {
 		text = v.Message + "\n"
@@ -272,14 +270,7 @@ func (p *Parser) toolOutput(method string, params json.RawMessage, raw []byte) (
 	}}, nil
 }
 
-func (p *Parser) itemStarted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v itemParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) itemStarted(method string, v *itemParams, raw []byte) ([]agent.Event, error) {
 	it := &v.Item
 	switch it.Type {
 	case "agentMessage", "plan":
@@ -295,14 +286,7 @@ func (p *Parser) itemStarted(method string, params json.RawMessage, raw []byte) 
 	return p.native(method+"/"+it.Type, raw), nil
 }
 
-func (p *Parser) itemCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v itemParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) itemCompleted(method string, v *itemParams, raw []byte) ([]agent.Event, error) {
 	it := &v.Item
 	switch it.Type {
 	case "agentMessage":
@@ -517,14 +501,10 @@ func reasoningText(it *wireItem) string {
 	return strings.Join(content, "\n\n")
 }
 
-func (p *Parser) tokenUsage(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v tokenUsageParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
+func (p *Parser) tokenUsage(method string, v *tokenUsageParams, raw []byte) ([]agent.Event, error) {
 	// Only this turn's model calls count; a resumed thread first reports the
 	// restored totals under the previous turn's id.
-	if !p.ours(v.ThreadID) || p.turnID == "" || v.TurnID != p.turnID {
+	if p.turnID == "" || v.TurnID != p.turnID {
 		return p.native(method, raw), nil
 	}
 	l := v.TokenUsage.Last
@@ -541,14 +521,7 @@ func (p *Parser) tokenUsage(method string, params json.RawMessage, raw []byte) (
 	}}, nil
 }
 
-func (p *Parser) errorNotification(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v errorParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) errorNotification(method string, v *errorParams, raw []byte) ([]agent.Event, error) {
 	msg := readableError(v.Error.Message)
 	ev := agent.Event{Type: agent.EventSystem, Text: msg, Native: &agent.Native{Provider: p.provider, Kind: method, Payload: agent.NativePayload(raw, MaxNativePayload)}}
 	if v.WillRetry {
@@ -579,14 +552,7 @@ func readableError(msg string) string {
 	return msg
 }
 
-func (p *Parser) warning(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v warningParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) warning(method string, v *warningParams, raw []byte) ([]agent.Event, error) {
 	text := v.Message
 	if text == "" {
 		text = v.Summary
@@ -628,14 +594,7 @@ func planStatus(s string) agent.PlanStatus {
 
 // planUpdated maps the turn's whole plan (the update_plan tool) to
 // plan.updated; the explanation, when given, is the plan's title.
-func (p *Parser) planUpdated(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v planParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) {
-		return p.native(method, raw), nil
-	}
+func (p *Parser) planUpdated(method string, v *planParams, raw []byte) ([]agent.Event, error) {
 	plan := &agent.Plan{Title: agent.Truncate(strings.Join(strings.Fields(deref(v.Explanation)), " "), 200), Items: []agent.PlanItem{}}
 	for _, st := range v.Plan {
 		plan.Items = append(plan.Items, agent.PlanItem{Text: st.Step, Status: planStatus(st.Status)})
@@ -644,12 +603,8 @@ func (p *Parser) planUpdated(method string, params json.RawMessage, raw []byte) 
 		Native: &agent.Native{Provider: p.provider, Kind: method, ID: agent.JSONString(v.TurnID)}}}, nil
 }
 
-func (p *Parser) turnCompleted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
-	var v turnParams
-	if err := decode(method, params, &v); err != nil {
-		return nil, err
-	}
-	if !p.ours(v.ThreadID) || (p.turnID != "" && v.Turn.ID != p.turnID) {
+func (p *Parser) turnCompleted(method string, v *turnParams, raw []byte) ([]agent.Event, error) {
+	if p.turnID != "" && v.Turn.ID != p.turnID {
 		return p.native(method, raw), nil
 	}
 	if p.terminal != "" {

@@ -294,3 +294,11 @@ type legacyFileChange struct {
 	UnifiedDiff string  `json:"unified_diff"`
 	MovePath    *string `json:"move_path"`
 }
+
+func (v *deltaParams) thread() string      { return v.ThreadID }
+func (v *itemParams) thread() string       { return v.ThreadID }
+func (v *tokenUsageParams) thread() string { return v.ThreadID }
+func (v *errorParams) thread() string      { return v.ThreadID }
+func (v *warningParams) thread() string    { return v.ThreadID }
+func (v *planParams) thread() string       { return v.ThreadID }
+func (v *turnParams) thread() string       { return v.ThreadID }
