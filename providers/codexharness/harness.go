@@ -3,6 +3,7 @@
 package codexharness
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -96,35 +97,21 @@ func New(logger *slog.Logger, opts Options) *Harness {
 	if opts.HostEnv == nil {
 		opts.HostEnv = os.Environ
 	}
-	if opts.ApprovalPolicy == "" {
-		opts.ApprovalPolicy = DefaultApprovalPolicy
-	}
-	if opts.Sandbox == "" {
-		opts.Sandbox = DefaultSandbox
-	}
-	if opts.ClientName == "" {
-		opts.ClientName = DefaultClientName
-	}
-	if opts.ClientVersion == "" {
-		opts.ClientVersion = DefaultClientVersion
-	}
-	if opts.InterruptTimeout <= 0 {
-		opts.InterruptTimeout = DefaultInterruptTimeout
-	}
-	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = DefaultStartTimeout
-	}
-	if opts.ExitTimeout <= 0 {
-		opts.ExitTimeout = DefaultExitTimeout
-	}
-	if opts.CatalogTTL <= 0 {
-		opts.CatalogTTL = DefaultCatalogTTL
-	}
-	if opts.FallbackTTL <= 0 {
-		opts.FallbackTTL = DefaultFallbackTTL
-	}
-	if opts.DiscoveryTimeout <= 0 {
-		opts.DiscoveryTimeout = DefaultDiscoveryTimeout
+	opts.ApprovalPolicy = cmp.Or(opts.ApprovalPolicy, DefaultApprovalPolicy)
+	opts.Sandbox = cmp.Or(opts.Sandbox, DefaultSandbox)
+	opts.ClientName = cmp.Or(opts.ClientName, DefaultClientName)
+	opts.ClientVersion = cmp.Or(opts.ClientVersion, DefaultClientVersion)
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{
+		{&opts.InterruptTimeout, DefaultInterruptTimeout}, {&opts.StartTimeout, DefaultStartTimeout},
+		{&opts.ExitTimeout, DefaultExitTimeout}, {&opts.CatalogTTL, DefaultCatalogTTL},
+		{&opts.FallbackTTL, DefaultFallbackTTL}, {&opts.DiscoveryTimeout, DefaultDiscoveryTimeout},
+	} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
 	}
 	return &Harness{logger: logger.With("provider", string(opts.Provider)), opts: opts}
 }
