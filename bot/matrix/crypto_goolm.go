@@ -24,6 +24,19 @@ func (b *Bot) initCrypto(ctx context.Context, pickleKey []byte) error {
 		return fmt.Errorf("matrix: crypto database: %w", err)
 	}
 	db.Log = dbutil.ZeroLogger(zerologFor(b.log.With("component", "crypto_db")))
+	if db.Dialect == dbutil.Postgres {
+		// dbutil asks information_schema whether its version tables exist,
+		// in any schema: beside another schema with mautrix tables (a
+		// bridge in the same database, or a concurrent test) it would take
+		// that one's for Threadline's and fail ("relation mx_version does
+		// not exist"). Made here, in Threadline's own schema, they exist
+		// where dbutil then reads them; an empty one means version 0.
+		for _, table := range []string{"mx_version", "crypto_version"} {
+			if _, err := db.Exec(ctx, "CREATE TABLE IF NOT EXISTS "+table+" (version INTEGER, compat INTEGER)"); err != nil {
+				return fmt.Errorf("matrix: crypto database: %w", err)
+			}
+		}
+	}
 	// The helper creates mautrix's state store (mx_*) and crypto store
 	// (crypto_*) in db. Its Close would close Threadline's database, so the
 	// bot never calls it.

@@ -3,10 +3,13 @@
 package matrix_test
 
 import (
+	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"go.mau.fi/util/dbutil"
 	"maunium.net/go/mautrix"
@@ -55,6 +58,32 @@ func TestEncryptedTwentyKBAnswer(t *testing.T) {
 // encrypted like the rest of the room.
 func TestEncryptedQuestionByPoll(t *testing.T) {
 	pollFlow(t, true)
+}
+
+// TestEncryptedBesideAnotherMautrixSchema: another schema of the database
+// with mautrix's tables (a bridge, another test) does not stop the bot's
+// encryption store, which lives in Threadline's own schema.
+func TestEncryptedBesideAnotherMautrixSchema(t *testing.T) {
+	w := newWorld(t, "postgres")
+	other := fmt.Sprintf("other_%d", time.Now().UnixNano())
+	db := w.st.DB()
+	for _, q := range []string{"CREATE SCHEMA " + other, "CREATE TABLE " + other + ".mx_version (version INTEGER, compat INTEGER)",
+		"CREATE TABLE " + other + ".crypto_version (version INTEGER, compat INTEGER)"} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP SCHEMA "+other+" CASCADE") })
+	w.startBot(true)
+	alice := w.human(w.alice, true)
+	bob := w.human(w.bob, true)
+	room := w.room(alice, bob, true)
+	w.prov.add(script{before: []string{"Hello beside a bridge."}}.turn)
+	root := alice.say(room, "", w.botUser.Name+": hi", w.botUser.ID)
+	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, w.botUser.ID, room, root, "Hello beside")
+		return p != nil && p.Mautrix.WasEncrypted && strings.Contains(current(evs, p).Body, "Done")
+	})
 }
 
 // TestUndecryptableNotice: an encrypted event the bot cannot decrypt gets a
