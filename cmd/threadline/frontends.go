@@ -23,6 +23,7 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/access"
 	"github.com/threadline-bot/threadline/configs/doctor"
 )
 
@@ -87,73 +88,7 @@ func (a *app) AgentIDs() []string {
 }
 
 // policy builds the access policy of the config's channels and rooms.
-func (a *app) policy() *chatops.Policy { return policyOf(a.cfg, a.cfg.Defaults.Agent) }
-
-// policyOf builds the access policy of cfg's channels and rooms (serve's
-// start and a reload). The defaults (defaultAgent, the interaction timeout)
-// are each platform's least specific rules, under a workspace's own.
-func policyOf(cfg *configs.Config, defaultAgent string) *chatops.Policy {
-	policy := &chatops.Policy{Admins: cfg.Access.Admins}
-	under := func(s chatops.Scope) {
-		r := policy.Rules[s]
-		r.Agent = cmp.Or(r.Agent, defaultAgent)
-		r.InteractionTimeout = cmp.Or(r.InteractionTimeout, cfg.Defaults.InteractionTimeout.Duration)
-		policy.Set(s, r)
-	}
-	if cfg.Slack != nil {
-		slackConfigOf(cfg.Slack).Apply(policy)
-		limit(policy, chatops.Scope{Platform: "slack"}, cfg.Slack.Workspace)
-		for id, c := range cfg.Slack.Channels {
-			limit(policy, chatops.Scope{Platform: "slack", Channel: id}, c)
-		}
-		under(chatops.Scope{Platform: "slack"})
-	}
-	if cfg.Matrix != nil {
-		under(chatops.Scope{Platform: "matrix"})
-		for room, c := range cfg.Matrix.Rooms {
-			policy.Set(chatops.Scope{Platform: "matrix", Channel: room}, chatops.Rules{
-				Defaults: chatops.Defaults{Agent: c.Agent, Model: c.Model, Project: c.Project, Workdir: c.Workdir,
-					InteractionTimeout: c.InteractionTimeout.Duration, Skills: configs.SkillsOf(c.Skills)},
-				Allow:               c.Allow,
-				Approvers:           c.Approvers,
-				ReplyWithoutMention: c.ReplyWithoutMention,
-				Agents:              c.Agents, Projects: c.Projects, RequesterOnly: c.RequesterOnly,
-			})
-		}
-	}
-	return policy
-}
-
-// limit adds a channel's agents and projects lists and requester_only to the
-// rules bot/slack set for the scope.
-func limit(p *chatops.Policy, s chatops.Scope, c configs.ChannelConfig) {
-	r := p.Rules[s]
-	r.Agents, r.Projects, r.RequesterOnly = c.Agents, c.Projects, c.RequesterOnly
-	p.Set(s, r)
-}
-
-// slackConfig is the config's slack section in bot/slack's terms.
-func (a *app) slackConfig() slackbot.Config { return slackConfigOf(a.cfg.Slack) }
-
-// slackConfigOf is a slack section in bot/slack's terms.
-func slackConfigOf(c *configs.SlackConfig) slackbot.Config {
-	channel := func(cc configs.ChannelConfig) slackbot.ChannelConfig {
-		return slackbot.ChannelConfig{
-			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
-			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
-			InteractionTimeout: cc.InteractionTimeout.Duration, Skills: configs.SkillsOf(cc.Skills),
-		}
-	}
-	out := slackbot.Config{
-		Mode: c.Mode, AppToken: c.AppToken, BotToken: c.BotToken, SigningSecret: c.SigningSecret,
-		APIURL: c.APIURL, Streaming: c.Streaming, AllowMentions: c.AllowMentions, Workspace: channel(c.Workspace),
-		Channels: map[string]slackbot.ChannelConfig{},
-	}
-	for id, cc := range c.Channels {
-		out.Channels[id] = channel(cc)
-	}
-	return out
-}
+func (a *app) policy() *chatops.Policy { return access.Policy(a.cfg, a.cfg.Defaults.Agent) }
 
 // slackFront runs the Slack bot, once Slack answers auth.test: an
 // unreachable Slack at start is retried with backoff (health: connecting), a
@@ -172,7 +107,7 @@ func buildSlack(_ context.Context, a *app) (frontEnd, error) {
 	if a.cfg.Slack == nil {
 		return nil, nil
 	}
-	cfg := a.slackConfig()
+	cfg := access.Slack(a.cfg.Slack)
 	client := &http.Client{Transport: platformTransport(a.metrics, "slack", nil), Timeout: 60 * time.Second}
 	bot, err := slackbot.New(cfg, a.desk(), a.log, slack.OptionHTTPClient(client))
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/access"
 )
 
 // reloadState is embedded in app: what the last reload put in force.
@@ -132,7 +133,7 @@ func (a *app) reloadLocked(path string) (reloadResult, error) {
 		if def == "" {
 			def = firstInstalled(set)
 		}
-		a.threads.Policy().Replace(policyOf(eff, def))
+		a.threads.Policy().Replace(access.Policy(eff, def))
 	}
 	a.applied = eff
 	return res, nil
