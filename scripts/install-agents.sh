@@ -38,6 +38,10 @@ declare -A pkg=(
 # of droid and the native binary that the codex-acp definition launches.
 extra=(@factory/cli @zed-industries/codex-acp-linux-x64)
 
+# The version checks run with the cache the e2e tests share: copilot unpacks
+# 235 MB into $XDG_CACHE_HOME/copilot on its first start, once for them all.
+cache="$root/.cache/agents-xdg"
+
 want() { node -p "require('./package.json').dependencies['$1'] || require('./package-lock.json').packages['node_modules/$1'].version"; }
 installed() { node -p "try { require('./node_modules/$1/package.json').version } catch (e) { 'missing' }"; }
 
@@ -51,7 +55,7 @@ check() {
 		elif [[ "$how" == pkgjson ]]; then
 			got="$(installed "$p")"
 		else
-			got="$(timeout 60 "node_modules/.bin/$b" --version 2>&1 | head -1 || true)"
+			got="$(XDG_CACHE_HOME="$cache" timeout 60 "node_modules/.bin/$b" --version 2>&1 | head -1 || true)"
 		fi
 		if [[ "$got" != *"$v"* ]]; then
 			[[ "${1:-}" == quiet ]] || echo "install-agents: $b: want $v, got '${got}'" >&2
@@ -89,6 +93,6 @@ for b in "${!pkg[@]}"; do
 	if [[ "${pkg[$b]#*|}" == pkgjson ]]; then
 		echo "install-agents: $b $(installed "$p") ($p package.json)"
 	else
-		echo "install-agents: $b $(node_modules/.bin/$b --version 2>&1 | head -1)"
+		echo "install-agents: $b $(XDG_CACHE_HOME="$cache" node_modules/.bin/$b --version 2>&1 | head -1)"
 	fi
 done

@@ -3,14 +3,32 @@
 // per ACP agent CLI. A Definition names the CLI (id, executable, ACP-mode
 // arguments, environment, install hint, how to wire it to a model, the
 // versions it was verified with, its quirks); New(def, logger, Options) is
-// the provider. The built-ins are opencode (`opencode acp`, verified with
-// 1.18.33), gemini (`gemini --acp`, 0.61.0), qwen (`qwen --acp`, 0.24.4) and,
-// unverified here, kiro, kilo, devin, hermes, vibe, reasonix, vela and trae;
-// each is made from its registry descriptor (descriptor.go).
+// the provider. The built-ins verified against the real CLI in CI
+// (e2e_test.go, e2e_family_test.go) are opencode (`opencode acp`, 1.18.33),
+// gemini (`gemini --acp`, 0.61.0), qwen (`qwen --acp`, 0.24.4), kilo (`kilo
+// acp`, 7.7.7), copilot-acp (`copilot --acp`, 1.0.102), droid (`droid exec
+// --output-format acp`, 0.225.2), codex-acp (Zed's, 0.16.0) and
+// claude-agent-acp (Zed's, 0.23.1); kiro, devin, hermes, vibe, reasonix,
+// vela and trae follow their docs. Each is made from its registry descriptor
+// (descriptor.go); adding a CLI of this family is its Definition here and
+// one row in cmd/threadline's wiring table.
 //
 // Schema: @agentclientprotocol/sdk 2.4.0 schema/v1/schema.json
-// (https://agentclientprotocol.com). Observed behaviour of the three
-// verified agents: ../../../shared/reference/acp-pi/ACP.md.
+// (https://agentclientprotocol.com). Observed behaviour of opencode, qwen
+// and gemini: ../../../shared/reference/acp-pi/ACP.md; of the others:
+// ../../../shared/reference/more-clis/CLIS.md.
+//
+// # Processes
+//
+// The child runs in its own process group, and every kill reaches the group.
+// copilot's and codex-acp's npm wrappers run their platform binary with
+// spawnSync and forward no signal, so Definition.Native launches the binary
+// itself (NpmNative: the platform package next to the wrapper, as Node would
+// find it; anything else on PATH is launched as it is). codex-acp and
+// claude-agent-acp do not exit at stdin's end: their Definition.ExitTimeout
+// (1 s) ends the wait before the group is killed. The e2e tests check that
+// no process carrying the run's environment marker is left after a finished,
+// declined or cancelled run, and after a cancel while a tool runs.
 //
 // # One run
 //
@@ -79,8 +97,13 @@
 // Responses channel, every request is answered at once by the policy
 // (accept → allow_once, otherwise reject) and still emitted as requested plus
 // resolved {by: "policy"}. Definitions make the agent ask through ACP: opencode
-// gets OPENCODE_CONFIG_CONTENT with "ask" permissions, qwen and gemini
-// --approval-mode default (yolo under accept).
+// and kilo get OPENCODE_CONFIG_CONTENT / KILO_CONFIG_CONTENT with "ask"
+// permissions, qwen and gemini --approval-mode default (yolo under accept),
+// codex-acp approval_policy "untrusted" ("never" under accept), copilot
+// --allow-all-tools under accept only; droid and claude-agent-acp ask by
+// default. codex-acp's only reject is "No, and tell Codex what to do
+// differently": a decline ends its turn with stopReason cancelled
+// (run.interrupted).
 //
 // The client declares no fs capability, but opencode 1.18.33 still delegates
 // a permitted write to fs/write_text_file; DirFS serves fs/* for absolute

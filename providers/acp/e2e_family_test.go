@@ -54,8 +54,9 @@ type familyCLI struct {
 	// differently", which ends the turn as cancelled (codex-acp offers no
 	// other reject).
 	declineStops bool
-	// sharedCache shares $XDG_CACHE_HOME between the tests (copilot unpacks
-	// 235 MB there on its first start).
+	// sharedCache shares $XDG_CACHE_HOME between the tests and
+	// scripts/install-agents.sh (<repo>/.cache/agents-xdg): copilot unpacks
+	// 235 MB there on its first start.
 	sharedCache bool
 }
 
@@ -223,7 +224,7 @@ func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
 		if err != nil {
 			t.Fatal(err)
 		}
-		env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "e2e-xdg-cache")
+		env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
 	}
 	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
 	b := make([]byte, 8)
@@ -309,6 +310,7 @@ func testFamily(t *testing.T, c familyCLI) {
 	t.Run("allow", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionApprove) })
 	t.Run("reject", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionDecline) })
 	t.Run("cancel", func(t *testing.T) { testFamilyCancel(t, c) })
+	t.Run("cancel-tool", func(t *testing.T) { testFamilyCancelTool(t, c) })
 	t.Run("resume", func(t *testing.T) { testFamilyResume(t, c) })
 }
 
@@ -416,6 +418,52 @@ func testFamilyCancel(t *testing.T, c familyCLI) {
 	if strings.Contains(r.Text(), "slow-299") || strings.Contains(r.Text(), "word299") {
 		t.Error("stream ran to the end despite the cancel")
 	}
+}
+
+// testFamilyCancelTool: a cancel while the shell tool runs (a long sleep,
+// approved by the accept policy) ends the run as interrupted, the command
+// never finishes, and neither the CLI nor the tool's processes outlive the
+// run (found by the run's environment marker, and the tool's shell also by
+// a marker in its command line, should a CLI not pass its environment on).
+func testFamilyCancelTool(t *testing.T, c familyCLI) {
+	marker := providertest.OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-"))
+	h := setupFamily(t, c, scene{trigger: "e2e-long", shell: "echo started > started.txt && sleep 300 && echo late > late.txt && : " + marker})
+	if h == nil {
+		return
+	}
+	started := filepath.Join(h.cwd, "started.txt")
+	var (
+		once        sync.Once
+		mu          sync.Mutex
+		cancelledAt time.Time
+	)
+	stop := make(chan struct{})
+	defer close(stop)
+	r := h.run(agent.RunRequest{Prompt: "e2e-long: run it", Approval: agent.ApprovalAccept}, func(_ agent.Event, cancel context.CancelFunc) {
+		once.Do(func() {
+			go func() {
+				if providertest.WaitFile(started, stop) {
+					mu.Lock()
+					cancelledAt = time.Now()
+					mu.Unlock()
+					cancel()
+				}
+			}()
+		})
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if cancelledAt.IsZero() {
+		t.Fatalf("the tool never started; Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+	}
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
+	}
+	t.Logf("cancel → Run returned in %s (%s)", time.Since(cancelledAt).Round(time.Millisecond), r.Last().Text)
+	if exists(filepath.Join(h.cwd, "late.txt")) {
+		t.Error("the command ran to its end despite the cancel")
+	}
+	providertest.NoOrphans(t, marker)
 }
 
 // testFamilyResume: the second turn loads the first turn's session and the
