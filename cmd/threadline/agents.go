@@ -41,6 +41,8 @@ type agentSet struct {
 	// secrets are the secret-looking values passed to agents from the host
 	// environment (credentials, a proxy URL's password), for redaction.
 	secrets []string
+	// caps is the probe cache, persisted in the database (capcache.go).
+	caps *capCache
 }
 
 // loadAgents applies the config's agents section to the built-in definitions
@@ -64,7 +66,8 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
-	s := &agentSet{defs: defs, byID: map[string]registry.Definition{}, configs: map[string]prompt.AgentConfig{}, noRunner: map[string]error{}}
+	s := &agentSet{defs: defs, byID: map[string]registry.Definition{}, configs: map[string]prompt.AgentConfig{}, noRunner: map[string]error{},
+		caps: newCapCache(cfg.Database.URL, log)}
 	for _, d := range defs {
 		s.byID[d.ID] = d
 	}
@@ -129,7 +132,7 @@ func (s *agentSet) runnable() []string {
 
 // probe detects every agent concurrently.
 func (s *agentSet) probe(ctx context.Context, log *slog.Logger) []registry.Report {
-	reports := registry.Probe(ctx, s.defs, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})
+	reports := s.caps.probe(ctx, s.defs, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})
 	for i, r := range reports {
 		base := r.ID
 		if r.Base != "" {

@@ -87,7 +87,8 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	red := redactorOf(cfg)
 	life := lifecycle.New(lifestore.Store{St: st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
-	popts := prompt.Options{Reclaimer: life,
+	versions := &versionCheck{}
+	popts := prompt.Options{Reclaimer: life, Versions: versions,
 		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
 	}
@@ -96,6 +97,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	}
 	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
+	versions.table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
