@@ -171,6 +171,7 @@ type MatrixConfig struct {
 	Password        string                   `yaml:"password"`
 	PasswordFile    string                   `yaml:"password_file"`
 	Encryption      bool                     `yaml:"encryption"`
+	MaxEventBytes   int                      `yaml:"max_event_bytes"` // bot/matrix.Config.MaxEventBytes (0: 48 KiB)
 	Rooms           map[string]ChannelConfig `yaml:"rooms"`
 }
 
