@@ -162,35 +162,7 @@ func TestE2EResume(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
-	if r1.Err != nil {
-		t.Fatalf("run 1: %v", r1.Err)
-	}
-	sid := r1.SessionID()
-	if sid == "" {
-		t.Fatal("run 1 reported no session id")
-	}
-	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.Err != nil {
-		t.Fatalf("run 2: %v", r2.Err)
-	}
-	// The resumed session is reported once more, for the model the CLI runs.
-	if s := r2.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != sid || s[0].Model == "" {
-		t.Errorf("resumed run's session.updated %+v, want session %q with its model", s, sid)
-	}
-	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
-		t.Errorf("run 2 last event %+v", last)
-	}
-	reqs := h.fake.MessageRequests()
-	if len(reqs) != 2 {
-		t.Fatalf("fake saw %d requests, want 2", len(reqs))
-	}
-	tr := reqs[1].Transcript()
-	for _, want := range []string{"user: e2e-remember the word alpha", "assistant: Noted: the word is alpha.", "user: e2e-recall the word"} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("resumed request lacks %q; transcript:\n%s", want, tr)
-		}
-	}
+	providertest.CheckResume(t, h.run, "", func() []string { return providertest.Transcripts(h.fake.MessageRequests()) })
 }
 
 func TestE2EResumeUnknownSession(t *testing.T) {
@@ -212,30 +184,7 @@ func TestE2ECancelMidStream(t *testing.T) {
 	if h == nil {
 		return
 	}
-	var cancelledAt time.Time
-	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() && strings.Contains(ev.Text, "word02") {
-			cancelledAt = time.Now()
-			cancel()
-		}
-	})
-	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.Err)
-	}
-	if r.Err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunInterrupted {
-		t.Errorf("last event %+v, want run.interrupted", last)
-	}
-	took := time.Since(cancelledAt)
-	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
-	if took > 8*time.Second {
-		t.Errorf("Run returned %s after cancel", took)
-	}
-	if strings.Contains(r.Text(), "word299") {
-		t.Error("stream ran to the end despite the cancel")
-	}
+	providertest.CheckCancelMidStream(t, h.run, "word299", 8*time.Second)
 }
 
 func TestE2EAPIError(t *testing.T) {
@@ -243,13 +192,7 @@ func TestE2EAPIError(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
-	if !errors.Is(r.Err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
-		t.Errorf("last event %+v", last)
-	}
+	providertest.CheckAPIError(t, h.run, "scripted failure")
 }
 
 // answering returns an onEvent that answers every interaction.requested with

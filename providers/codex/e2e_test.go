@@ -103,6 +103,18 @@ func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel cont
 	return res
 }
 
+// runTurn is run for providertest's scenarios (onEvent without the answer
+// function).
+func (h *e2e) runTurn(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
+	h.t.Helper()
+	if onEvent == nil {
+		return h.run(req, nil)
+	}
+	return h.run(req, func(ev agent.Event, cancel context.CancelFunc, _ func(agent.InteractionResponse)) {
+		onEvent(ev, cancel)
+	})
+}
+
 // answerAll answers every interaction with d.
 func answerAll(d agent.Decision, answers map[string]string) func(agent.Event, context.CancelFunc, func(agent.InteractionResponse)) {
 	return func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
@@ -231,29 +243,9 @@ func TestE2ECancelMidStream(t *testing.T) {
 	if h == nil {
 		return
 	}
-	var cancelledAt time.Time
-	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc, _ func(agent.InteractionResponse)) {
-		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() && strings.Contains(ev.Text, "word02") {
-			cancelledAt = time.Now()
-			cancel()
-		}
-	})
-	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.Err)
-	}
-	if r.Err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunInterrupted || last.Text != "interrupted" {
+	r := providertest.CheckCancelMidStream(t, h.runTurn, "word299", 5*time.Second)
+	if last := r.Last(); last.Text != "interrupted" {
 		t.Errorf("last event %+v, want run.interrupted from turn/completed", last)
-	}
-	took := time.Since(cancelledAt)
-	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
-	if took > 5*time.Second {
-		t.Errorf("Run returned %s after cancel", took)
-	}
-	if strings.Contains(r.Text(), "word299") {
-		t.Error("stream ran to the end despite the cancel")
 	}
 }
 
@@ -322,35 +314,7 @@ func TestE2EResumeInFreshProcess(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
-	if r1.Err != nil {
-		t.Fatalf("run 1: %v", r1.Err)
-	}
-	sid := r1.SessionID()
-	if sid == "" {
-		t.Fatal("run 1 reported no thread id")
-	}
-	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.Err != nil {
-		t.Fatalf("run 2: %v", r2.Err)
-	}
-	// The resumed thread is reported once more, for the model it runs.
-	if s := r2.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != sid || s[0].Model != "fake-model" {
-		t.Errorf("resumed run's session.updated %+v, want thread %q with its model", s, sid)
-	}
-	if last := r2.Last(); last.Type != agent.EventRunCompleted || last.Text != "The word was alpha." {
-		t.Errorf("run 2 last event %+v", last)
-	}
-	reqs := h.fake.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("fake saw %d requests, want 2", len(reqs))
-	}
-	tr := reqs[1].Transcript()
-	for _, want := range []string{"user: e2e-remember the word alpha", "assistant: Noted: the word is alpha.", "user: e2e-recall the word"} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("resumed request lacks %q; transcript:\n%s", want, tr)
-		}
-	}
+	providertest.CheckResume(t, h.runTurn, "fake-model", func() []string { return providertest.Transcripts(h.fake.Requests()) })
 }
 
 func TestE2EResumeUnknownThread(t *testing.T) {
@@ -382,13 +346,7 @@ func TestE2EAPIError(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-bad request"}, nil)
-	if !errors.Is(r.Err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "scripted failure") {
-		t.Errorf("last event %+v", last)
-	}
+	providertest.CheckAPIError(t, h.runTurn, "scripted failure")
 }
 
 // TestE2EDetection: the registry's probe of the descriptor reads the real

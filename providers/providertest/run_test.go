@@ -133,3 +133,14 @@ func TestScale(t *testing.T) {
 		}
 	}
 }
+
+type transcribed struct{ text string }
+
+func (r *transcribed) Transcript() string { return "user: " + r.text }
+
+func TestTranscripts(t *testing.T) {
+	got := Transcripts([]transcribed{{"a"}, {"b"}})
+	if len(got) != 2 || got[0] != "user: a" || got[1] != "user: b" {
+		t.Errorf("Transcripts = %q", got)
+	}
+}
