@@ -133,7 +133,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		}
 	}
 	fmt.Fprintf(stdout, "Type a message. /help lists commands; Ctrl-C stops a turn; Ctrl-D quits. Reopen with --chat %s\n", c.ID)
-	con := &console.Console{Bot: a.bot, In: stdin, Out: stdout, Interrupts: presses, By: "console:" + userName(), Log: log}
+	con := &console.Console{Bot: a.bot, In: stdin, Out: stdout, Interrupts: presses, By: "console:" + userName(), Log: log, Projects: a.store}
 	return con.Run(ctx, c)
 }
 
