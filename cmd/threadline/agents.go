@@ -62,6 +62,7 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
+	builtins = withCodexDiscovery(builtins, log)
 	defs, err := registry.Apply(builtins, profiles)
 	if err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
