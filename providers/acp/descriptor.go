@@ -30,6 +30,24 @@ func shape(id, name, exe string, base ...string) registry.Definition {
 	}
 }
 
+// npmVerified is d as installed from the npm package pkg, verified at
+// version by its end-to-end test against the real CLI (TestE2E/<id>).
+func npmVerified(d registry.Definition, pkg, version, docs string) registry.Definition {
+	d.VerifiedVersions = []string{version}
+	d.Verified = registry.RealCLI("providers/acp TestE2E/" + d.ID)
+	d.InstallHint = "npm install -g " + pkg
+	d.Docs = docs
+	return d
+}
+
+// fromDocs states that d's launch syntax follows its docs (checked by
+// TestDefinitionsLaunch, the protocol by the fake agent's tests) and why
+// no real CLI runs here.
+func fromDocs(d registry.Definition, reason string) registry.Definition {
+	d.Verified = registry.Fixtures("providers/acp TestDefinitionsLaunch", reason)
+	return d
+}
+
 // opencodeDescriptor is `opencode acp`; it shares the executable, versions,
 // models and sign-in files of OpenCode's run mode. OpenCode over ACP does not
 // fork.
@@ -39,6 +57,7 @@ func opencodeDescriptor() registry.Definition {
 	d.Fallbacks, d.VerifiedVersions, d.Models, d.Auth = run.Fallbacks, run.VerifiedVersions, run.Models, run.Auth
 	d.PassEnv = append([]string(nil), run.PassEnv...)
 	d.InstallHint, d.Docs = run.InstallHint, "https://opencode.ai/docs/acp/"
+	d.Verified = registry.RealCLI("providers/acp TestE2E/opencode")
 	return d
 }
 
@@ -46,31 +65,25 @@ func opencodeDescriptor() registry.Definition {
 func geminiDescriptor() registry.Definition {
 	d := shape("gemini", "Gemini CLI", "gemini", "--acp")
 	d.Resume = registry.ResumeNone
-	d.VerifiedVersions = []string{"0.61.0"}
 	d.Models.Fallback = []string{"gemini-2.5-pro", "gemini-2.5-flash"}
 	d.PassEnv = []string{"GOOGLE_GEMINI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"},
 		Files: []string{"~/.gemini/oauth_creds.json"},
 	}
-	d.InstallHint = "npm install -g @google/gemini-cli"
-	d.Docs = "https://github.com/google-gemini/gemini-cli"
-	return d
+	return npmVerified(d, "@google/gemini-cli", "0.61.0", "https://github.com/google-gemini/gemini-cli")
 }
 
 // qwenDescriptor is `qwen --acp`.
 func qwenDescriptor() registry.Definition {
 	d := shape("qwen", "Qwen Code", "qwen", "--acp")
-	d.VerifiedVersions = []string{"0.24.4"}
 	d.Models.Fallback = []string{"qwen3-coder-plus", "qwen3-coder-flash"}
 	d.PassEnv = []string{"OPENAI_BASE_URL", "OPENAI_MODEL"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 		Files: []string{"~/.qwen/oauth_creds.json"},
 	}
-	d.InstallHint = "npm install -g @qwen-code/qwen-code"
-	d.Docs = "https://github.com/QwenLM/qwen-code"
-	return d
+	return npmVerified(d, "@qwen-code/qwen-code", "0.24.4", "https://github.com/QwenLM/qwen-code")
 }
 
 // kiroDescriptor is `kiro-cli acp`.
@@ -78,15 +91,13 @@ func kiroDescriptor() registry.Definition {
 	d := shape("kiro", "Kiro CLI", "kiro-cli", "acp")
 	d.InstallHint = "curl -fsSL https://cli.kiro.dev/install | bash"
 	d.Auth.Note = "login is kept by kiro-cli itself; not checked"
-	return d
+	return fromDocs(d, "Kiro CLI installs with its own script from kiro.dev and runs on a Kiro account; neither is reachable here")
 }
 
 // kiloDescriptor is `kilo acp` (also installed as kilocode).
 func kiloDescriptor() registry.Definition {
 	d := shape("kilo", "Kilo", "kilo", "acp")
 	d.Fallbacks = []string{"kilocode"}
-	d.VerifiedVersions = []string{"7.7.7"}
-	d.Verified = registry.RealCLI("providers/acp TestE2E/kilo")
 	d.PassEnv = []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"KILO_API_KEY"},
@@ -94,17 +105,13 @@ func kiloDescriptor() registry.Definition {
 		Note:  "providers configured with their keys in kilo.json (BYOK, enabled_providers) are not checked",
 		Login: "kilo auth login",
 	}
-	d.InstallHint = "npm install -g @kilocode/cli"
-	d.Docs = "https://kilo.ai/docs/cli"
-	return d
+	return npmVerified(d, "@kilocode/cli", "7.7.7", "https://kilo.ai/docs/cli")
 }
 
 // copilotDescriptor is `copilot --acp` (GitHub Copilot CLI; its JSON mode is
 // the jsonstream copilot definition).
 func copilotDescriptor() registry.Definition {
 	d := shape("copilot-acp", "GitHub Copilot CLI (ACP)", "copilot", "--acp", "--no-auto-update", "--disable-client-telemetry")
-	d.VerifiedVersions = []string{"1.0.102"}
-	d.Verified = registry.RealCLI("providers/acp TestE2E/copilot-acp")
 	d.PassEnv = []string{"COPILOT_HOME", "COPILOT_OFFLINE", "COPILOT_PROVIDER_TYPE", "COPILOT_MODEL"}
 	d.Auth = registry.AuthCheck{
 		// A BYOK provider (COPILOT_PROVIDER_BASE_URL, usually with
@@ -114,16 +121,12 @@ func copilotDescriptor() registry.Definition {
 		Note:  "the OAuth token may live in the system keyring",
 		Login: "copilot login",
 	}
-	d.InstallHint = "npm install -g @github/copilot"
-	d.Docs = "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli"
-	return d
+	return npmVerified(d, "@github/copilot", "1.0.102", "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli")
 }
 
 // droidDescriptor is `droid exec --output-format acp` (Factory).
 func droidDescriptor() registry.Definition {
 	d := shape("droid", "Factory Droid", "droid", "exec", "--output-format", "acp")
-	d.VerifiedVersions = []string{"0.225.2"}
-	d.Verified = registry.RealCLI("providers/acp TestE2E/droid")
 	d.PassEnv = []string{"FACTORY_AIRGAP_ENABLED", "FACTORY_DISABLE_KEYRING"}
 	d.Auth = registry.AuthCheck{
 		// Airgap mode runs the custom_models of ~/.factory/config.json
@@ -133,9 +136,7 @@ func droidDescriptor() registry.Definition {
 		Note:  "a login kept in the system keyring is not checked",
 		Login: "droid (then /login)",
 	}
-	d.InstallHint = "npm install -g @factory/cli"
-	d.Docs = "https://docs.factory.ai/cli/droid-exec/overview"
-	return d
+	return npmVerified(d, "@factory/cli", "0.225.2", "https://docs.factory.ai/cli/droid-exec/overview")
 }
 
 // codexACPDescriptor is Zed's codex-acp (Codex as an ACP agent).
@@ -143,8 +144,6 @@ func codexACPDescriptor() registry.Definition {
 	d := shape("codex-acp", "Codex (ACP, Zed's codex-acp)", "codex-acp")
 	// codex-acp has no --version: the npm package's package.json says it.
 	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
-	d.VerifiedVersions = []string{"0.16.0"}
-	d.Verified = registry.RealCLI("providers/acp TestE2E/codex-acp")
 	d.PassEnv = []string{"OPENAI_BASE_URL", "CODEX_HOME"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
@@ -152,9 +151,7 @@ func codexACPDescriptor() registry.Definition {
 		Note:  "a custom model provider in config.toml (its env_key) is not checked",
 		Login: "codex login",
 	}
-	d.InstallHint = "npm install -g @zed-industries/codex-acp"
-	d.Docs = "https://github.com/zed-industries/codex-acp"
-	return d
+	return npmVerified(d, "@zed-industries/codex-acp", "0.16.0", "https://github.com/zed-industries/codex-acp")
 }
 
 // claudeAgentACPDescriptor is Zed's claude-agent-acp (the Claude Agent SDK
@@ -164,17 +161,13 @@ func claudeAgentACPDescriptor() registry.Definition {
 	// --version prints nothing (and --cli --version is the bundled Claude
 	// Code's): the npm package's package.json says it.
 	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
-	d.VerifiedVersions = []string{"0.23.1"}
-	d.Verified = registry.RealCLI("providers/acp TestE2E/claude-agent-acp")
 	d.PassEnv = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_EXECUTABLE"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
 		Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
 		Login: "claude /login",
 	}
-	d.InstallHint = "npm install -g @zed-industries/claude-agent-acp"
-	d.Docs = "https://github.com/zed-industries/claude-agent-acp"
-	return d
+	return npmVerified(d, "@zed-industries/claude-agent-acp", "0.23.1", "https://github.com/zed-industries/claude-agent-acp")
 }
 
 // devinDescriptor is `devin acp`. OpenDesign adds --permission-mode
@@ -184,7 +177,7 @@ func devinDescriptor() registry.Definition {
 	d.Models.Fallback = []string{"adaptive", "swe", "opus", "sonnet"}
 	d.InstallHint = "see https://cli.devin.ai/docs"
 	d.Auth.Note = "login is kept by devin itself; not checked"
-	return d
+	return fromDocs(d, "Devin for Terminal has its own installer and runs on a Devin account; neither is reachable here")
 }
 
 // hermesDescriptor is `hermes acp`.
@@ -192,7 +185,7 @@ func hermesDescriptor() registry.Definition {
 	d := shape("hermes", "Hermes Agent", "hermes", "acp")
 	d.Auth = registry.AuthCheck{Env: []string{"XAI_API_KEY", "OPENAI_API_KEY"}, Files: []string{"~/.hermes/.env", "~/.hermes/auth.json"}}
 	d.InstallHint = "see https://github.com/NousResearch/hermes-agent"
-	return d
+	return fromDocs(d, "Hermes Agent installs from its GitHub repository, which is not reachable here")
 }
 
 // vibeDescriptor is `vibe-acp`.
@@ -200,7 +193,7 @@ func vibeDescriptor() registry.Definition {
 	d := shape("vibe", "Mistral Vibe", "vibe-acp")
 	d.Auth = registry.AuthCheck{Env: []string{"MISTRAL_API_KEY"}, Files: []string{"~/.vibe/.env"}}
 	d.InstallHint = "uv tool install mistral-vibe"
-	return d
+	return fromDocs(d, "Mistral Vibe is a Python package; PyPI is not reachable here")
 }
 
 // reasonixDescriptor is `reasonix acp` (also installed as dsnix).
@@ -210,7 +203,7 @@ func reasonixDescriptor() registry.Definition {
 	d.Models.Fallback = []string{"deepseek-v4-pro", "deepseek-v4-flash"}
 	d.Auth = registry.AuthCheck{Env: []string{"DEEPSEEK_API_KEY"}, Files: []string{"~/.reasonix/config.json"}}
 	d.InstallHint = "see https://github.com/esengine/DeepSeek-Reasonix"
-	return d
+	return fromDocs(d, "DeepSeek Reasonix installs from its GitHub repository, which is not reachable here")
 }
 
 // velaDescriptor is `vela agent run --runtime opencode` (AMR).
@@ -219,7 +212,7 @@ func velaDescriptor() registry.Definition {
 	d.PassEnv = []string{"VELA_LINK_URL"}
 	d.Auth = registry.AuthCheck{Env: []string{"VELA_RUNTIME_KEY"}}
 	d.InstallHint = "install the vela CLI and set VELA_RUNTIME_KEY and VELA_LINK_URL"
-	return d
+	return fromDocs(d, "the vela CLI is in no registry reachable here")
 }
 
 // traeDescriptor is `traecli acp serve`. OpenDesign adds --yolo; Threadline
@@ -229,5 +222,5 @@ func traeDescriptor() registry.Definition {
 	d.Version.Timeout = 10 * time.Second
 	d.InstallHint = "see https://docs.trae.ai/cli"
 	d.Auth.Note = "login is kept by traecli itself; not checked"
-	return d
+	return fromDocs(d, "Trae CLI has its own installer and runs on a Trae account; neither is reachable here")
 }
