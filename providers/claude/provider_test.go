@@ -23,6 +23,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // Fake CLI environment.
@@ -47,14 +48,12 @@ func fakeClaude() int {
 		fmt.Println("2.1.328 (Claude Code)")
 		return 0
 	}
-	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
 	}
 	defer rec.Close()
-	argv, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ()})
-	rec.Write(append(argv, '\n'))
 
 	path := os.Getenv(envTranscript)
 	data, err := os.ReadFile(path)
@@ -221,24 +220,8 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[stri
 	case <-time.After(40 * time.Second):
 		t.Fatal("Run did not return")
 	}
-	data, err := os.ReadFile(recPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		if i == 0 {
-			var v struct {
-				Argv []string
-				Env  []string
-			}
-			if err := json.Unmarshal(l, &v); err != nil {
-				t.Fatal(err)
-			}
-			f.argv, f.env = v.Argv, v.Env
-			continue
-		}
-		f.stdin = append(f.stdin, json.RawMessage(l))
-	}
+	rec := providertest.ReadRecord(t, recPath)
+	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
 	return f
 }
 

@@ -50,14 +50,12 @@ func TestMain(m *testing.M) {
 }
 
 func fakeAppServer() int {
-	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
 	}
 	defer rec.Close()
-	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ()})
-	rec.Write(append(head, '\n'))
 	if slices.Contains(os.Args[1:], "debug") {
 		b, err := os.ReadFile(os.Getenv(envDebug))
 		if err != nil {
@@ -336,24 +334,8 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	if terminals > 1 {
 		t.Errorf("%d terminal events", terminals)
 	}
-	data, err := os.ReadFile(recPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i, l := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
-		if i == 0 {
-			var v struct {
-				Argv []string
-				Env  []string
-			}
-			if err := json.Unmarshal(l, &v); err != nil {
-				t.Fatal(err)
-			}
-			f.argv, f.env = v.Argv, v.Env
-			continue
-		}
-		f.stdin = append(f.stdin, json.RawMessage(l))
-	}
+	rec := providertest.ReadRecord(t, recPath)
+	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
 	t.Logf("events: %v (err %v, %s)", f.types(), f.err, f.elapsed.Round(time.Millisecond))
 	return f
 }
