@@ -9,20 +9,18 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // fakeCLI writes a fake CLI that records argv (one per line) to dir/args and
 // stdin to dir/stdin, then prints the fixture (if any) and runs body.
 func fakeCLI(t *testing.T, fixture, body string) (bin, dir string) {
 	t.Helper()
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "cli")
 	cat := ""
 	if fixture != "" {
 		abs, err := filepath.Abs(filepath.Join("testdata", fixture))
@@ -31,29 +29,11 @@ func fakeCLI(t *testing.T, fixture, body string) (bin, dir string) {
 		}
 		cat = "cat \"" + abs + "\"\n"
 	}
-	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\ncat > \"" + dir + "/stdin\"\n" + cat + body + "\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, dir
+	return providertest.FakeCLI(t, "cli", `cat > "$DIR/stdin"`+"\n"+cat+body)
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []agent.Event
-}
-
-func (r *recorder) emit(ev agent.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-func (r *recorder) types() []agent.EventType {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return types(r.evs)
-}
+// recorder collects a run's events.
+type recorder = providertest.Events
 
 func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 	t.Helper()
@@ -89,11 +69,11 @@ func TestRunEachDialectCompletes(t *testing.T) {
 		t.Run(string(tc.d), func(t *testing.T) {
 			bin, dir := fakeCLI(t, tc.fixture, "")
 			var rec recorder
-			err := newTestProvider(t, tc.d, bin).Run(t.Context(), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, rec.emit)
+			err := newTestProvider(t, tc.d, bin).Run(t.Context(), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, rec.Emit)
 			if err != nil {
 				t.Fatalf("Run: %v", err)
 			}
-			got := rec.types()
+			got := rec.Types()
 			if got[len(got)-1] != agent.EventRunCompleted {
 				t.Fatalf("events = %v", got)
 			}
@@ -152,11 +132,11 @@ func TestCommand(t *testing.T) {
 func TestRunOpenCodeErrorFails(t *testing.T) {
 	bin, _ := fakeCLI(t, "opencode-http500.jsonl", "exit 1")
 	var rec recorder
-	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
-	if got := rec.types(); !slices.Equal(got, []agent.EventType{agent.EventRunFailed}) {
+	if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventRunFailed}) {
 		t.Fatalf("events = %v", got)
 	}
 }
@@ -167,11 +147,11 @@ func TestRunExitWithoutEndFails(t *testing.T) {
 echo "opencode: killed by the OOM reaper" >&2
 exit 137`)
 	var rec recorder
-	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
-	last := rec.evs[len(rec.evs)-1]
+	last := rec.Last()
 	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "OOM reaper") {
 		t.Fatalf("last = %+v", last)
 	}
@@ -194,7 +174,7 @@ exec sleep 30`)
 	done := make(chan error, 1)
 	go func() {
 		done <- newTestProvider(t, OpenCode, bin).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-			rec.emit(ev)
+			rec.Emit(ev)
 			if ev.Type == agent.EventSessionUpdated {
 				cancel()
 			}
@@ -208,7 +188,7 @@ exec sleep 30`)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not stop")
 	}
-	if got := rec.types(); got[len(got)-1] != agent.EventRunInterrupted {
+	if got := rec.Types(); got[len(got)-1] != agent.EventRunInterrupted {
 		t.Fatalf("events = %v", got)
 	}
 }
@@ -217,18 +197,18 @@ func TestRunResumeAndFork(t *testing.T) {
 	// Resuming the same session reports no session.updated; a fork does.
 	bin, _ := fakeCLI(t, "opencode-text.jsonl", "")
 	var rec recorder
-	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01"}, rec.emit); err != nil {
+	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01"}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(rec.types(), agent.EventSessionUpdated) {
-		t.Errorf("resume re-announced the session: %v", rec.types())
+	if slices.Contains(rec.Types(), agent.EventSessionUpdated) {
+		t.Errorf("resume re-announced the session: %v", rec.Types())
 	}
 	rec = recorder{}
-	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01", Fork: true}, rec.emit); err != nil {
+	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01", Fork: true}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(rec.types(), agent.EventSessionUpdated) {
-		t.Errorf("fork did not report its session: %v", rec.types())
+	if !slices.Contains(rec.Types(), agent.EventSessionUpdated) {
+		t.Errorf("fork did not report its session: %v", rec.Types())
 	}
 }
 
@@ -287,9 +267,9 @@ func TestGrokCLIPromptTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rec recorder
-	err = p.Run(t.Context(), agent.RunRequest{Prompt: "a prompt of 25 characters"}, rec.emit)
-	if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || !slices.Equal(rec.types(), []agent.EventType{agent.EventRunFailed}) {
-		t.Fatalf("Run = %v, events %v", err, rec.types())
+	err = p.Run(t.Context(), agent.RunRequest{Prompt: "a prompt of 25 characters"}, rec.Emit)
+	if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || !slices.Equal(rec.Types(), []agent.EventType{agent.EventRunFailed}) {
+		t.Fatalf("Run = %v, events %v", err, rec.Types())
 	}
 	if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
 		t.Errorf("the CLI ran: %v", err)
@@ -317,13 +297,13 @@ func TestGrokCLIOutcomes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			bin, _ := fakeCLI(t, tc.fixture, tc.body)
 			var rec recorder
-			err := newTestProvider(t, GrokCLI, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
-			last := rec.evs[len(rec.evs)-1]
+			err := newTestProvider(t, GrokCLI, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
+			last := rec.Last()
 			if last.Type != tc.want || !strings.Contains(last.Text, tc.text) || (err == nil) != (tc.want == agent.EventRunCompleted) {
 				t.Fatalf("Run = %v, last %s %q; want %s %q", err, last.Type, last.Text, tc.want, tc.text)
 			}
-			if tc.want == agent.EventRunFailed && strings.Contains(text(rec.evs, agent.EventAssistantDelta), tc.text) {
-				t.Errorf("the failure was also shown as the answer: %v", rec.evs)
+			if tc.want == agent.EventRunFailed && strings.Contains(text(rec.All(), agent.EventAssistantDelta), tc.text) {
+				t.Errorf("the failure was also shown as the answer: %v", rec.All())
 			}
 		})
 	}

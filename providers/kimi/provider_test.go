@@ -9,43 +9,23 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// fakeKimi writes a fake CLI that records its argv (one per line) to
-// dir/args and its stdin to dir/stdin, then runs body.
+// fakeKimi writes a fake kimi that records its argv (see
+// providertest.FakeCLI), then runs body.
 func fakeKimi(t *testing.T, body string) (bin, dir string) {
 	t.Helper()
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "kimi")
-	script := "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\n" + body + "\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return bin, dir
+	return providertest.FakeCLI(t, "kimi", body)
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []agent.Event
-}
-
-func (r *recorder) emit(ev agent.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-func (r *recorder) types() []agent.EventType {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return types(r.evs)
-}
+// recorder collects a run's events.
+type recorder = providertest.Events
 
 func newTestProvider(opts Options) *Provider {
 	opts.HostEnv = func() []string { return []string{"PATH=/usr/bin:/bin"} }
@@ -55,11 +35,7 @@ func newTestProvider(opts Options) *Provider {
 
 func readArgs(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "args"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return providertest.FakeArgs(t, dir)
 }
 
 func TestRunCompletes(t *testing.T) {
@@ -72,11 +48,11 @@ func TestRunCompletes(t *testing.T) {
 	err = newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{
 		Prompt: "fix the test", Model: "kimi-k2.5", ResumeID: "session_old", Args: []string{"--yolo"},
 		Env: map[string]string{"KIMI_API_KEY": "k"},
-	}, rec.emit)
+	}, rec.Emit)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	got := rec.types()
+	got := rec.Types()
 	if got[len(got)-1] != agent.EventRunCompleted || !slices.Contains(got, agent.EventToolCompleted) {
 		t.Fatalf("events = %v", got)
 	}
@@ -109,7 +85,7 @@ echo '{"role":"assistant","content":"got it"}'
 echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	prompt := strings.Repeat("long prompt ", 100)
 	var rec recorder
-	if err := newTestProvider(Options{Bin: bin, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.emit); err != nil {
+	if err := newTestProvider(Options{Bin: bin, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
 	args := readArgs(t, dir)
@@ -123,7 +99,7 @@ echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	if !strings.HasPrefix(string(stdin), `{"content":"long prompt long prompt`) || !strings.Contains(string(stdin), `"role":"user"`) || !strings.HasSuffix(string(stdin), "}\n") {
 		t.Fatalf("stdin = %.120q", stdin)
 	}
-	if got := rec.types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
+	if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
 		t.Fatalf("events = %v", got)
 	}
 }
@@ -133,11 +109,11 @@ func TestRunFailsWithoutHint(t *testing.T) {
 echo "Error: LLM provider error: 401 invalid api key" >&2
 exit 1`)
 	var rec recorder
-	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
-	last := rec.evs[len(rec.evs)-1]
+	last := rec.Last()
 	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "401 invalid api key") {
 		t.Fatalf("last event = %+v", last)
 	}
@@ -151,7 +127,7 @@ exec sleep 30`)
 	done := make(chan error, 1)
 	go func() {
 		done <- newTestProvider(Options{Bin: bin}).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-			rec.emit(ev)
+			rec.Emit(ev)
 			if ev.Type == agent.EventAssistantDelta {
 				cancel()
 			}
@@ -165,7 +141,7 @@ exec sleep 30`)
 	case <-time.After(10 * time.Second):
 		t.Fatal("Run did not stop after cancel")
 	}
-	got := rec.types()
+	got := rec.Types()
 	if got[len(got)-1] != agent.EventRunInterrupted {
 		t.Fatalf("events = %v", got)
 	}
@@ -181,9 +157,9 @@ func TestRunNotInstalled(t *testing.T) {
 func TestRunImagesDropped(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"meta","type":"session.resume_hint","session_id":"s"}'`)
 	var rec recorder
-	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.emit)
-	if err != nil || rec.evs[0].Type != agent.EventSystem || rec.evs[0].Subtype != "images_dropped" {
-		t.Fatalf("err %v, events %+v", err, rec.evs)
+	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
+	if err != nil || rec.All()[0].Type != agent.EventSystem || rec.All()[0].Subtype != "images_dropped" {
+		t.Fatalf("err %v, events %+v", err, rec.All())
 	}
 }
 

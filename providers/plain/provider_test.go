@@ -9,47 +9,27 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // fake writes a fake CLI recording argv (one per line) to dir/args and
 // stdin to dir/stdin, then running body. $BRAIN is the brain directory.
 func fake(t *testing.T, body string) (bin, dir string) {
 	t.Helper()
-	dir = t.TempDir()
-	bin = filepath.Join(dir, "cli")
-	script := "#!/bin/sh\nBRAIN=\"" + filepath.Join(dir, "brain") + "\"\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"" + dir + "/args\"\n" +
-		"if [ \"$FAKE_STDIN\" = 1 ]; then cat > \"" + dir + "/stdin\"; fi\n" + body + "\n"
-	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
-		t.Fatal(err)
-	}
+	bin, dir = providertest.FakeCLI(t, "cli", "BRAIN=\"$DIR/brain\"\n"+`if [ "$FAKE_STDIN" = 1 ]; then cat > "$DIR/stdin"; fi`+"\n"+body)
 	if err := os.Mkdir(filepath.Join(dir, "brain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	return bin, dir
 }
 
-type recorder struct {
-	mu  sync.Mutex
-	evs []agent.Event
-}
-
-func (r *recorder) emit(ev agent.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.evs = append(r.evs, ev)
-}
-
-func (r *recorder) events() []agent.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]agent.Event(nil), r.evs...)
-}
+// recorder collects a run's events.
+type recorder = providertest.Events
 
 func types(evs []agent.Event) []agent.EventType {
 	out := make([]agent.EventType, len(evs))
@@ -82,11 +62,7 @@ func provider(t *testing.T, cli CLI, bin, dir string, env map[string]string) *Pr
 
 func args(t *testing.T, dir string) []string {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(dir, "args"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	return providertest.FakeArgs(t, dir)
 }
 
 const markdown = "# Plan\n\nFirst paragraph.\n\n\n- item one\n- item two\n\n```go\nfmt.Println(\"héllo\")\n```\n"
@@ -102,11 +78,11 @@ func TestAntigravityStreamsAndDiscoversSession(t *testing.T) {
 		"sleep 0.1\n"+
 		"printf '\\251llo\")\\n```\\n'\n")
 	var rec recorder
-	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "make a plan", Cwd: dir, Model: "gemini-2.5-pro"}, rec.emit)
+	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "make a plan", Cwd: dir, Model: "gemini-2.5-pro"}, rec.Emit)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	evs := rec.events()
+	evs := rec.All()
 	text, n := deltas(evs)
 	if text != markdown {
 		t.Errorf("text = %q\nwant %q", text, markdown)
@@ -133,10 +109,10 @@ func TestAntigravityAmbiguousSession(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			bin, dir := fake(t, tc.mk+"\necho answer")
 			var rec recorder
-			if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit); err != nil {
+			if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit); err != nil {
 				t.Fatal(err)
 			}
-			if got := types(rec.events()); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
+			if got := types(rec.All()); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
 				t.Errorf("events = %v", got)
 			}
 		})
@@ -146,10 +122,10 @@ func TestAntigravityAmbiguousSession(t *testing.T) {
 func TestAntigravityResumeAndFork(t *testing.T) {
 	bin, dir := fake(t, `mkdir -p "$BRAIN/new-$$"; echo continued`)
 	var rec recorder
-	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "more", ResumeID: "old-id"}, rec.emit); err != nil {
+	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "more", ResumeID: "old-id"}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	if got := types(rec.events()); slices.Contains(got, agent.EventSessionUpdated) {
+	if got := types(rec.All()); slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("a resumed run discovered a session: %v", got)
 	}
 	if a := args(t, dir); !slices.Equal(a[len(a)-3:], []string{"--resume", "old-id", "more"}) {
@@ -157,13 +133,13 @@ func TestAntigravityResumeAndFork(t *testing.T) {
 	}
 	// A fork cannot continue natively: fresh run, new session discovered.
 	rec = recorder{}
-	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "branch", ResumeID: "old-id", Fork: true}, rec.emit); err != nil {
+	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "branch", ResumeID: "old-id", Fork: true}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
 	if a := args(t, dir); slices.Contains(a, "--resume") {
 		t.Errorf("fork passed --resume: %q", a)
 	}
-	if got := types(rec.events()); !slices.Contains(got, agent.EventSessionUpdated) {
+	if got := types(rec.All()); !slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("fork did not discover its session: %v", got)
 	}
 }
@@ -174,11 +150,11 @@ echo "Waiting for authentication (timeout 30s)..."
 echo "Error: authentication timed out." >&2
 exit 1`)
 	var rec recorder
-	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
-	evs := rec.events()
+	evs := rec.All()
 	last := evs[len(evs)-1]
 	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "Run `agy` once in a terminal") {
 		t.Fatalf("last = %+v", last)
@@ -193,11 +169,11 @@ func TestFailureCarriesTail(t *testing.T) {
 echo "fatal: model quota exhausted" >&2
 exit 3`)
 	var rec recorder
-	err := provider(t, Grok, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
+	err := provider(t, Grok, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
-	last := rec.events()[len(rec.events())-1]
+	last := rec.Last()
 	if last.Type != agent.EventRunFailed || !strings.HasPrefix(last.Text, "Grok Build exited with status 3: ") || !strings.Contains(last.Text, "model quota exhausted") || strings.Contains(last.Text, "noise line 1 ") {
 		t.Fatalf("last = %.300q", last.Text)
 	}
@@ -206,9 +182,9 @@ exit 3`)
 func TestNoOutputFails(t *testing.T) {
 	bin, dir := fake(t, `exit 0`)
 	var rec recorder
-	err := provider(t, DeepSeek, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
-	if !errors.Is(err, agent.ErrRunFailed) || rec.events()[0].Type != agent.EventRunFailed {
-		t.Fatalf("err %v, events %+v", err, rec.events())
+	err := provider(t, DeepSeek, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
+	if !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
+		t.Fatalf("err %v, events %+v", err, rec.All())
 	}
 }
 
@@ -224,7 +200,7 @@ func TestCancel(t *testing.T) {
 			done := make(chan error, 1)
 			go func() {
 				done <- provider(t, Aider, bin, dir, nil).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-					rec.emit(ev)
+					rec.Emit(ev)
 					if ev.Type == agent.EventAssistantDelta {
 						cancel()
 					}
@@ -238,7 +214,7 @@ func TestCancel(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("Run did not stop")
 			}
-			got := types(rec.events())
+			got := types(rec.All())
 			if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
 				t.Fatalf("events = %v", got)
 			}
@@ -250,10 +226,10 @@ func TestPromptDelivery(t *testing.T) {
 	t.Run("atomcode prompt file", func(t *testing.T) {
 		bin, dir := fake(t, `while [ $# -gt 0 ]; do if [ "$1" = --prompt-file ]; then cat "$2"; echo; echo "$2" > "$(dirname "$0")/pf"; fi; shift; done`)
 		var rec recorder
-		if err := provider(t, AtomCode, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "from a file\n\nwith lines", Approval: agent.ApprovalAccept, Model: "glm-5.2"}, rec.emit); err != nil {
+		if err := provider(t, AtomCode, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "from a file\n\nwith lines", Approval: agent.ApprovalAccept, Model: "glm-5.2"}, rec.Emit); err != nil {
 			t.Fatal(err)
 		}
-		if text, _ := deltas(rec.events()); text != "from a file\n\nwith lines\n" {
+		if text, _ := deltas(rec.All()); text != "from a file\n\nwith lines\n" {
 			t.Errorf("text = %q", text)
 		}
 		pf, _ := os.ReadFile(filepath.Join(dir, "pf"))
@@ -268,7 +244,7 @@ func TestPromptDelivery(t *testing.T) {
 	t.Run("qwen stdin", func(t *testing.T) {
 		bin, dir := fake(t, `echo ok`)
 		var rec recorder
-		if err := provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}).Run(t.Context(), agent.RunRequest{Prompt: "via stdin"}, rec.emit); err != nil {
+		if err := provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}).Run(t.Context(), agent.RunRequest{Prompt: "via stdin"}, rec.Emit); err != nil {
 			t.Fatal(err)
 		}
 		if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "via stdin\n" {
@@ -292,9 +268,9 @@ func TestPromptDelivery(t *testing.T) {
 		bin, dir := fake(t, `echo never`)
 		var rec recorder
 		p, _ := New(nil, Options{CLI: Grok, Bin: bin, ArgvLimit: 10, TempDir: dir})
-		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.emit)
-		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.events()[0].Type != agent.EventRunFailed {
-			t.Fatalf("err %v, events %+v", err, rec.events())
+		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.Emit)
+		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
+			t.Fatalf("err %v, events %+v", err, rec.All())
 		}
 		if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
 			t.Error("the CLI ran")
@@ -398,7 +374,7 @@ func TestCrushRun(t *testing.T) {
 	bin, dir := fake(t, `read -r line; echo "You asked: $line"`)
 	var rec recorder
 	p := provider(t, Crush, bin, dir, map[string]string{"FAKE_STDIN": "1"})
-	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"}, rec.emit); err != nil {
+	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "hello crush\n" {
@@ -409,8 +385,8 @@ func TestCrushRun(t *testing.T) {
 	}
 	bin, dir = fake(t, `echo "Error: no providers configured - please run 'crush' to set up a provider interactively" >&2; exit 1`)
 	rec = recorder{}
-	err := provider(t, Crush, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.emit)
-	evs := rec.events()
+	err := provider(t, Crush, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
+	evs := rec.All()
 	if !errors.Is(err, agent.ErrRunFailed) || evs[0].Subtype != SubtypeSignIn || !strings.Contains(evs[len(evs)-1].Text, "run `crush` once") {
 		t.Fatalf("Run = %v, events %+v", err, evs)
 	}

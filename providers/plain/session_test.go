@@ -79,10 +79,10 @@ echo done > "$(dirname "$0")/finished"`)
 	var first recorder
 	done := make(chan error, 1)
 	go func() {
-		done <- p.Run(procrun.WithRelay(t.Context(), rr), agent.RunRequest{Prompt: "p", RunID: "run-1"}, first.emit)
+		done <- p.Run(procrun.WithRelay(t.Context(), rr), agent.RunRequest{Prompt: "p", RunID: "run-1"}, first.Emit)
 	}()
 	waitFor(t, "the first lines", func() bool {
-		text, _ := deltas(first.events())
+		text, _ := deltas(first.All())
 		return strings.Contains(text, "of a line\n")
 	})
 	if !rr.Relayed() {
@@ -106,10 +106,10 @@ echo done > "$(dirname "$0")/finished"`)
 	})
 
 	var second recorder
-	if err := p.Run(procrun.WithRelay(t.Context(), relay.Reattach("run-1")), agent.RunRequest{Prompt: "p", RunID: "run-1"}, second.emit); err != nil {
+	if err := p.Run(procrun.WithRelay(t.Context(), relay.Reattach("run-1")), agent.RunRequest{Prompt: "p", RunID: "run-1"}, second.Emit); err != nil {
 		t.Fatalf("reattached Run: %v", err)
 	}
-	evs := second.events()
+	evs := second.All()
 	want := []string{"# Title\n", "\n", "first part of a line\n", "after the restart\n", "\n", "~~~\n", "code\n", "~~~\n"}
 	var got []string
 	for _, ev := range evs {
@@ -124,7 +124,7 @@ echo done > "$(dirname "$0")/finished"`)
 		t.Errorf("reattached run ended %v", types(evs))
 	}
 	var live []string
-	for _, ev := range first.events() {
+	for _, ev := range first.All() {
 		if ev.Type == agent.EventAssistantDelta {
 			live = append(live, ev.Text)
 		}
@@ -144,7 +144,7 @@ func TestRelayedRunCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(procrun.WithRelay(t.Context(), testRelay(t).Run("run-c")))
 	var rec recorder
 	err := provider(t, Aider, bin, dir, nil).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-		rec.emit(ev)
+		rec.Emit(ev)
 		if ev.Type == agent.EventAssistantDelta {
 			cancel()
 		}
@@ -152,7 +152,7 @@ func TestRelayedRunCancel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cancelled Run returned %v", err)
 	}
-	got := types(rec.events())
+	got := types(rec.All())
 	if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
 		t.Fatalf("events = %v", got)
 	}
@@ -211,13 +211,13 @@ func TestIsolatedRunAsAgentUser(t *testing.T) {
 				ctx = procrun.WithRelay(ctx, rr)
 			}
 			var rec recorder
-			if err := p.Run(ctx, agent.RunRequest{Prompt: "the private prompt", Cwd: dir}, rec.emit); err != nil {
-				t.Fatalf("Run: %v (events %+v)", err, rec.events())
+			if err := p.Run(ctx, agent.RunRequest{Prompt: "the private prompt", Cwd: dir}, rec.Emit); err != nil {
+				t.Fatalf("Run: %v (events %+v)", err, rec.All())
 			}
 			if relayed != rr.Relayed() {
 				t.Errorf("relayed = %v, want %v", rr.Relayed(), relayed)
 			}
-			text, _ := deltas(rec.events())
+			text, _ := deltas(rec.All())
 			uid, gid := strconv.Itoa(int(iso.UID)), strconv.Itoa(int(iso.GID))
 			st := map[string]string{}
 			for _, line := range strings.Split(text, "\n") {
@@ -260,8 +260,8 @@ func TestIsolatedRunRefusesWritableCLI(t *testing.T) {
 	}
 	p, _ := New(nil, Options{CLI: Grok, Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
 	var rec recorder
-	err := p.Run(procrun.WithIsolation(t.Context(), iso), agent.RunRequest{Prompt: "p"}, rec.emit)
-	if !errors.Is(err, procrun.ErrWritableExecutable) || len(rec.events()) != 0 {
-		t.Fatalf("err %v, events %+v", err, rec.events())
+	err := p.Run(procrun.WithIsolation(t.Context(), iso), agent.RunRequest{Prompt: "p"}, rec.Emit)
+	if !errors.Is(err, procrun.ErrWritableExecutable) || len(rec.All()) != 0 {
+		t.Fatalf("err %v, events %+v", err, rec.All())
 	}
 }

@@ -133,3 +133,34 @@ func RunCancelledOnFile(t testing.TB, p Runner, req agent.RunRequest, path strin
 		return res, 0
 	}
 }
+
+// LeftBehind is a shell command that leaves a process holding marker in the
+// background (in the CLI's process group, output detached), for a tool call
+// whose run must not end with it still alive (see NoOrphans).
+func LeftBehind(marker string) string {
+	return "(sh -c 'sleep 300; : " + marker + "' >/dev/null 2>&1 &)"
+}
+
+// Holding is a shell command that writes the file started in the tool's
+// working directory, then holds the tool call with a process holding marker:
+// the turn to cancel in CheckCancelled.
+func Holding(started, marker string) string {
+	return "echo started > " + started + "; sh -c 'sleep 120; : " + marker + "'"
+}
+
+// CheckCancelled runs one turn of p whose scripted tool call runs
+// Holding(filepath.Base(started), marker), cancels it once started exists,
+// and checks that the run ended with run.interrupted, that Run returned nil
+// within Scale(limit) of the cancel, and that no process holding marker is
+// left.
+func CheckCancelled(t testing.TB, p Runner, req agent.RunRequest, started, marker string, limit time.Duration) {
+	t.Helper()
+	r, took := RunCancelledOnFile(t, p, req, started)
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("cancelled run: %v, last %+v", r.Err, r.Last())
+	}
+	if took == 0 || took > Scale(limit) {
+		t.Errorf("the cancel took %s (limit %s)", took, Scale(limit))
+	}
+	NoOrphans(t, marker)
+}

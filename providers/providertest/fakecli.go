@@ -1,0 +1,78 @@
+// Fake CLIs for the providers' unit tests: a shell script that records how
+// it was started, and a collector of the events a run emits.
+
+package providertest
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+)
+
+// FakeCLI writes an executable shell script called name into a fresh
+// temporary directory dir. It records its arguments, one a line, in
+// dir/args, then runs body, in which $DIR is dir (e.g. `cat > "$DIR/stdin"`
+// keeps stdin, `cat "$DIR/../fixture.jsonl"` prints a fixture).
+func FakeCLI(t testing.TB, name, body string) (bin, dir string) {
+	t.Helper()
+	dir = t.TempDir()
+	bin = filepath.Join(dir, name)
+	script := "#!/bin/sh\nDIR='" + dir + "'\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done > \"$DIR/args\"\n" + body + "\n"
+	if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return bin, dir
+}
+
+// FakeArgs returns the arguments a FakeCLI in dir was last started with.
+func FakeArgs(t testing.TB, dir string) []string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+}
+
+// Events collects the events of runs; Emit may be called from any goroutine.
+type Events struct {
+	mu  sync.Mutex
+	evs []agent.Event
+}
+
+// Emit records ev (the emit function of a Run).
+func (e *Events) Emit(ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+// All returns a copy of the events so far.
+func (e *Events) All() []agent.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]agent.Event(nil), e.evs...)
+}
+
+// Types returns the types of the events so far.
+func (e *Events) Types() []agent.EventType {
+	evs := e.All()
+	out := make([]agent.EventType, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.Type
+	}
+	return out
+}
+
+// Last returns the last event so far (the zero event when there is none).
+func (e *Events) Last() agent.Event {
+	evs := e.All()
+	if len(evs) == 0 {
+		return agent.Event{}
+	}
+	return evs[len(evs)-1]
+}
