@@ -112,34 +112,20 @@ type modelServer interface {
 type chatServer struct{ *fakeopenai.Server }
 
 func (s chatServer) endpoint(e *acp.Endpoint) { e.OpenAIBaseURL = s.URL() + "/v1" }
-func (s chatServer) transcripts() []string {
-	var out []string
-	for _, r := range s.ChatRequests() {
-		out = append(out, r.Transcript())
-	}
-	return out
-}
+func (s chatServer) transcripts() []string    { return providertest.Transcripts(s.ChatRequests()) }
 
 type responsesServer struct{ *fakeresponses.Server }
 
 func (s responsesServer) endpoint(e *acp.Endpoint) { e.ResponsesBaseURL = s.BaseURL() }
 func (s responsesServer) transcripts() []string {
-	var out []string
-	for _, r := range s.Requests() {
-		out = append(out, r.Transcript())
-	}
-	return out
+	return providertest.Transcripts(s.Requests())
 }
 
 type messagesServer struct{ *fakeapi.Server }
 
 func (s messagesServer) endpoint(e *acp.Endpoint) { e.AnthropicBaseURL = s.URL() }
 func (s messagesServer) transcripts() []string {
-	var out []string
-	for _, r := range s.MessageRequests() {
-		out = append(out, r.Transcript())
-	}
-	return out
+	return providertest.Transcripts(s.MessageRequests())
 }
 
 // startModel starts the server of a with the scenes scripted.
@@ -476,7 +462,7 @@ func testFamilyResume(t *testing.T, c familyCLI) {
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
+	r1 := h.run(agent.RunRequest{Prompt: providertest.RememberPrompt}, nil)
 	if r1.Err != nil || r1.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("run 1 = %v, last %+v; transcripts:\n%s", r1.Err, r1.Last(), h.transcripts())
 	}
@@ -484,23 +470,35 @@ func testFamilyResume(t *testing.T, c familyCLI) {
 	if sid == "" {
 		t.Fatal("run 1 reported no session id")
 	}
-	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
+	checkResumed(t, h.run, sid, h.model.transcripts)
+}
+
+// checkResumed runs the recall turn on session sid and checks it: it
+// completes with the recall text alone (the history session/load replays is
+// not emitted again), stays on that session (no session.updated), and the
+// model saw the first turn in the recall's request.
+func checkResumed(t *testing.T, run providertest.Turn, sid string, transcripts func() []string) {
+	t.Helper()
+	r2 := run(agent.RunRequest{Prompt: providertest.RecallPrompt, ResumeID: sid}, nil)
 	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("run 2 = %v, last %+v", r2.Err, r2.Last())
 	}
-	if got := r2.Text(); got != "The word was alpha." {
+	if got := r2.Text(); got != providertest.RecallText {
 		t.Errorf("run 2 text %q: the replayed history must not be emitted again", got)
 	}
-	trs := h.model.transcripts()
-	last := ""
+	if n := len(r2.Of(agent.EventSessionUpdated)); n != 0 {
+		t.Errorf("run 2 moved to another session (%d session.updated)", n)
+	}
+	trs := transcripts()
+	recall := ""
 	for _, tr := range trs {
-		if strings.Contains(tr, "e2e-recall the word") {
-			last = tr
+		if strings.Contains(tr, providertest.RecallPrompt) {
+			recall = tr
 		}
 	}
-	for _, want := range []string{"e2e-remember the word alpha", "Noted: the word is alpha.", "e2e-recall the word"} {
-		if !strings.Contains(last, want) {
-			t.Errorf("resumed request lacks %q; transcripts:\n%s", want, h.transcripts())
+	for _, want := range []string{providertest.RememberPrompt, providertest.RememberText, providertest.RecallPrompt} {
+		if !strings.Contains(recall, want) {
+			t.Errorf("resumed request lacks %q; transcripts:\n%s", want, strings.Join(trs, "\n---\n"))
 		}
 	}
 }

@@ -299,28 +299,7 @@ func testResume(t *testing.T, c cli) {
 	if sid == "" {
 		t.Fatal("run 1 reported no session id")
 	}
-	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid}, nil)
-	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("run 2 = %v, last %+v", r2.Err, r2.Last())
-	}
-	if got := r2.Text(); got != "The word was alpha." {
-		t.Errorf("run 2 text %q: the replayed history must not be emitted again", got)
-	}
-	if n := len(r2.Of(agent.EventSessionUpdated)); n != 0 {
-		t.Errorf("run 2 moved to another session (%d session.updated)", n)
-	}
-	// The model saw the first turn in the resumed turn's request.
-	var tr string
-	for _, req := range h.fake.ChatRequests() {
-		if req.LastUserText() == "e2e-recall the word" || strings.HasSuffix(req.LastUserText(), "\ne2e-recall the word") {
-			tr = req.Transcript()
-		}
-	}
-	for _, want := range []string{"e2e-remember the word alpha", "Noted: the word is alpha.", "e2e-recall the word"} {
-		if !strings.Contains(tr, want) {
-			t.Errorf("resumed request lacks %q; transcripts:\n%s", want, transcripts(h.fake))
-		}
-	}
+	checkResumed(t, h.run, sid, func() []string { return providertest.Transcripts(h.fake.ChatRequests()) })
 }
 
 func testBogusSession(t *testing.T, c cli) {
