@@ -52,6 +52,13 @@ type ChatForker interface {
 	ForkChat(ctx context.Context, fromID, newID string) error
 }
 
+// ReportedModels is an optional interface of the ChatStore given to New:
+// the model the agent itself reported in the chat's latest run that reported
+// one (runs.agent_model), which `status` shows beside the chat's setting.
+type ReportedModels interface {
+	LastAgentModel(ctx context.Context, chatID string) (string, error)
+}
+
 // ErrNoFork is returned by Chats.Fork when the store cannot fork chats.
 var ErrNoFork = errors.New("chatops: this store cannot fork chats")
 

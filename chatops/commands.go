@@ -344,7 +344,13 @@ func runStatus(ctx context.Context, c *call) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	s := fmt.Sprintf("chat %s · agent %s · model %s · mode %s · cwd %s", ch.ID, ch.Agent, orDefault(ch.Model), ch.Mode, ch.Cwd)
+	model := orDefault(ch.Model)
+	if rm, ok := c.bot.chats.(ReportedModels); ok {
+		if reported, err := rm.LastAgentModel(ctx, c.chatID); err == nil && reported != "" && reported != ch.Model {
+			model += " (the agent reports " + reported + ")"
+		}
+	}
+	s := fmt.Sprintf("chat %s · agent %s · model %s · mode %s · cwd %s", ch.ID, ch.Agent, model, ch.Mode, ch.Cwd)
 	if r, ok := c.bot.Active(c.chatID); ok {
 		s += " · running " + r.ID
 	} else {

@@ -4,9 +4,11 @@
 package chatops_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/store"
@@ -63,4 +65,40 @@ func TestConsoleFork(t *testing.T) {
 			t.Fatal("forking a missing chat worked")
 		}
 	})
+}
+
+// TestStatusShowsReportedModel: `status` shows the model the agent reported
+// in its latest run (stored with the run) beside the chat's own setting.
+func TestStatusShowsReportedModel(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	ctx := t.Context()
+	stack := chatopstest.NewStack(t, st, nil)
+	c, err := stack.Bot.NewChat(ctx, chatops.Chat{Agent: "fake", Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stack.Prov.Add(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s1", Model: "fake-large-2"})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	})
+	status := func() string {
+		t.Helper()
+		res, err := stack.Bot.Execute(ctx, c.ID, chatops.Command{Name: "status"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Text
+	}
+	if s := status(); !strings.Contains(s, "model (default) ·") {
+		t.Fatalf("status before any run: %q", s)
+	}
+	r, err := stack.Bot.Send(ctx, chatops.Prompt{ChatID: c.ID, Text: "hi", By: "console"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-r.Done()
+	if s := status(); !strings.Contains(s, "model (default) (the agent reports fake-large-2)") {
+		t.Fatalf("status after the run: %q", s)
+	}
 }

@@ -89,6 +89,12 @@ func (s Store) SetAgentModel(ctx context.Context, runID, model string) error {
 	return s.St.SetAgentModel(ctx, runID, model)
 }
 
+// LastAgentModel returns the model the agent reported in the chat's latest
+// run that reported one (chatops.ReportedModels).
+func (s Store) LastAgentModel(ctx context.Context, chatID string) (string, error) {
+	return s.St.LastAgentModel(ctx, chatID)
+}
+
 // NoticeVersion records a chat's version notice (prompt.VersionNoticer).
 func (s Store) NoticeVersion(ctx context.Context, chatID, what string) (bool, error) {
 	return s.St.NoticeVersion(ctx, chatID, what)
