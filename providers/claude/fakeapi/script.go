@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Script answers one Messages request. It returns nil when the request is not
@@ -140,26 +142,12 @@ func Error(status int, typ, msg string) Script {
 
 // When routes to s the requests whose Prompt contains substr.
 func When(substr string, s Script) Script {
-	return func(req *Request) *Reply {
-		if !strings.Contains(req.Prompt(), substr) {
-			return nil
-		}
-		return s(req)
-	}
+	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.Prompt(), substr) }, s)
 }
 
 // Sequence answers the i-th request it sees with scripts[i] (the last one
 // repeats). Useful for "fail once, then succeed".
-func Sequence(scripts ...Script) Script {
-	var n atomic.Int64
-	return func(req *Request) *Reply {
-		i := int(n.Add(1) - 1)
-		if i >= len(scripts) {
-			i = len(scripts) - 1
-		}
-		return scripts[i](req)
-	}
-}
+func Sequence(scripts ...Script) Script { return fakehttp.Sequence(scripts...) }
 
 // stopReason is the reply's effective stop_reason.
 func (r *Reply) stopReason() string {

@@ -86,10 +86,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reply(req *Request) *Reply {
-	for _, sc := range s.scripts {
-		if r := sc(req); r != nil {
-			return r
-		}
+	if r := fakehttp.Pick(s.scripts, req); r != nil {
+		return r
 	}
 	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.Prompt(), 200)))
 }

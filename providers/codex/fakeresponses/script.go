@@ -7,8 +7,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Request is one recorded POST /v1/responses (the Authorization header is
@@ -284,22 +285,8 @@ func When(substr string, s Script) Script {
 
 // WhenLast routes to s the requests whose last user message contains substr.
 func WhenLast(substr string, s Script) Script {
-	return func(req *Request) *Reply {
-		if !strings.Contains(req.Prompt(), substr) {
-			return nil
-		}
-		return s(req)
-	}
+	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.Prompt(), substr) }, s)
 }
 
 // Sequence answers the i-th request it sees with scripts[i] (the last repeats).
-func Sequence(scripts ...Script) Script {
-	var n atomic.Int64
-	return func(req *Request) *Reply {
-		i := int(n.Add(1) - 1)
-		if i >= len(scripts) {
-			i = len(scripts) - 1
-		}
-		return scripts[i](req)
-	}
-}
+func Sequence(scripts ...Script) Script { return fakehttp.Sequence(scripts...) }

@@ -123,12 +123,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Record(rec)
 	s.Logf("POST %s model=%s prompt=%q inputs=%d", r.URL.Path, rec.Body.Model, fakehttp.Clip(rec.Prompt(), 80), len(rec.Body.Input))
 
-	var reply *Reply
-	for _, sc := range s.scripts {
-		if reply = sc(&rec); reply != nil {
-			break
-		}
-	}
+	reply := fakehttp.Pick(s.scripts, &rec)
 	if reply == nil {
 		reply = TextReply("No scenario for this prompt.")
 	}

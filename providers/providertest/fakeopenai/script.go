@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // Script answers one chat request. It returns nil when the request is not its
@@ -78,37 +80,16 @@ func Reasoning(thinking []string, text ...string) Script {
 
 // When routes to s the requests whose last user text contains substr.
 func When(substr string, s Script) Script {
-	return func(req *Request) *Reply {
-		if !strings.Contains(req.LastUserText(), substr) {
-			return nil
-		}
-		return s(req)
-	}
+	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.LastUserText(), substr) }, s)
 }
 
 // WithTools passes to s only requests that offer tools (the agent's real
 // turns, not side calls such as title generation).
-func WithTools(s Script) Script {
-	return func(req *Request) *Reply {
-		if !req.HasTools() {
-			return nil
-		}
-		return s(req)
-	}
-}
+func WithTools(s Script) Script { return fakehttp.Filter((*Request).HasTools, s) }
 
 // Sequence answers the i-th request it sees with scripts[i]; the last one
 // repeats.
-func Sequence(scripts ...Script) Script {
-	var n atomic.Int64
-	return func(req *Request) *Reply {
-		i := int(n.Add(1) - 1)
-		if i >= len(scripts) {
-			i = len(scripts) - 1
-		}
-		return scripts[i](req)
-	}
-}
+func Sequence(scripts ...Script) Script { return fakehttp.Sequence(scripts...) }
 
 // Slow streams n text deltas "slow-00 ", "slow-01 ", ... with delay before
 // each; for cancel tests.

@@ -112,10 +112,8 @@ func (s *Server) record(rec *Request) {
 
 // reply picks the reply for req.
 func (s *Server) reply(req *Request) *Reply {
-	for _, sc := range s.scripts {
-		if r := sc(req); r != nil {
-			return r
-		}
+	if r := fakehttp.Pick(s.scripts, req); r != nil {
+		return r
 	}
 	if !req.HasTools() {
 		return TextReply("Fake title")

@@ -1,0 +1,41 @@
+// Scripts: how a fake server picks its reply to a request. A script is a
+// function of the request that returns the reply, or nil when the request
+// is not its business; each fake names its own Script type
+// (func(*Request) *Reply) and builds on these.
+
+package fakehttp
+
+import "sync/atomic"
+
+// Pick returns the reply of the first script that answers req (nil if none).
+func Pick[S ~func(*Q) *A, Q, A any](scripts []S, req *Q) *A {
+	for _, s := range scripts {
+		if r := s(req); r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// Filter passes to s only the requests for which ok holds.
+func Filter[S ~func(*Q) *A, Q, A any](ok func(*Q) bool, s S) S {
+	return func(req *Q) *A {
+		if !ok(req) {
+			return nil
+		}
+		return s(req)
+	}
+}
+
+// Sequence answers the i-th request it sees with scripts[i]; the last one
+// repeats (e.g. "fail once, then succeed", or a turn of several calls).
+func Sequence[S ~func(*Q) *A, Q, A any](scripts ...S) S {
+	var n atomic.Int64
+	return func(req *Q) *A {
+		i := int(n.Add(1) - 1)
+		if i >= len(scripts) {
+			i = len(scripts) - 1
+		}
+		return scripts[i](req)
+	}
+}

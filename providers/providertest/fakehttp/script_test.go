@@ -1,0 +1,28 @@
+package fakehttp
+
+import (
+	"strings"
+	"testing"
+)
+
+type req struct{ text string }
+type reply struct{ text string }
+type script func(*req) *reply
+
+func say(s string) script { return func(*req) *reply { return &reply{s} } }
+
+func TestScripts(t *testing.T) {
+	hello := Filter(func(r *req) bool { return r.text == "hello" }, say("hi"))
+	seq := Sequence(say("one"), say("two"))
+	scripts := []script{hello, seq}
+	var got []string
+	for _, r := range []string{"hello", "x", "hello", "y", "z"} {
+		got = append(got, Pick(scripts, &req{r}).text)
+	}
+	if want := "hi one hi two two"; strings.Join(got, " ") != want {
+		t.Errorf("replies %q, want %q", strings.Join(got, " "), want)
+	}
+	if r := Pick([]script{hello}, &req{"nope"}); r != nil {
+		t.Errorf("no script answers, got %+v", r)
+	}
+}
