@@ -249,12 +249,14 @@ func CopilotACP() Definition {
 }
 
 // Droid is `droid exec --output-format acp` (@factory/cli 0.225.1 with its
-// platform binary 0.225.2, verified with 0.225.2).
+// platform binary 0.225.2, verified with 0.225.2). Its model is chosen over
+// ACP (session/set_model), not with --model.
 func Droid() Definition {
 	return define(droidDescriptor(), Definition{
 		Env: map[string]string{"FACTORY_DROID_AUTO_UPDATE_ENABLED": "false"},
-		Wiring: "custom_models in ~/.factory/config.json (provider generic-chat-completion-api, base_url, api_key, model) " +
-			"selected as custom:<model>, and FACTORY_AIRGAP_ENABLED=1 (else session/new asks for FACTORY_API_KEY); FACTORY_DISABLE_KEYRING=1",
+		Wiring: "custom_models in ~/.factory/config.json (provider generic-chat-completion-api, base_url, api_key, model), " +
+			"offered over ACP as custom:<model>-<index> (the first is the default), and FACTORY_AIRGAP_ENABLED=1 " +
+			"(else session/new asks for FACTORY_API_KEY); FACTORY_DISABLE_KEYRING=1",
 		Configure: configureDroid,
 	})
 }

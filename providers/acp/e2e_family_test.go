@@ -44,8 +44,6 @@ type familyCLI struct {
 	envVar string // overrides the executable
 	api    api
 	model  string
-	// args are added to every run (RunRequest.Args, as agents.<id>.args).
-	args []string
 	// buffered: the CLI sends the answer's text at its end, not as it
 	// streams (droid), so a cancel mid-turn is sent once the model request
 	// is in flight.
@@ -63,8 +61,7 @@ type familyCLI struct {
 var familyCLIs = []familyCLI{
 	{def: acp.Kilo(), envVar: "THREADLINE_KILO_BIN", api: chatCompletions, model: fakeopenai.DefaultModel},
 	{def: acp.CopilotACP(), envVar: "THREADLINE_COPILOT_BIN", api: chatCompletions, model: fakeopenai.DefaultModel, sharedCache: true},
-	{def: acp.Droid(), envVar: "THREADLINE_DROID_BIN", api: chatCompletions, model: fakeopenai.DefaultModel, buffered: true,
-		args: []string{"--model", "custom:" + fakeopenai.DefaultModel}},
+	{def: acp.Droid(), envVar: "THREADLINE_DROID_BIN", api: chatCompletions, model: fakeopenai.DefaultModel, buffered: true},
 	// A model id Codex has metadata for (else it says so as the answer).
 	{def: acp.CodexACP(), envVar: "THREADLINE_CODEX_ACP_BIN", api: responsesAPI, model: "gpt-5.4", declineStops: true},
 	{def: acp.ClaudeAgentACP(), envVar: "THREADLINE_CLAUDE_AGENT_ACP_BIN", api: messagesAPI, model: "claude-sonnet-4-5"},
@@ -182,7 +179,6 @@ func startModel(t *testing.T, a api, scenes ...scene) modelServer {
 // familyHarness runs one CLI against its model server.
 type familyHarness struct {
 	t      *testing.T
-	c      familyCLI
 	model  modelServer
 	prov   *acp.Provider
 	cwd    string
@@ -219,7 +215,7 @@ func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
 	env[markerEnv] = marker
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	return &familyHarness{
-		t: t, c: c, model: model, cwd: t.TempDir(), marker: marker,
+		t: t, model: model, cwd: t.TempDir(), marker: marker,
 		prov: acp.New(c.def, logger, acp.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
 	}
 }
@@ -232,7 +228,6 @@ func (h *familyHarness) run(req agent.RunRequest, onEvent providertest.OnEvent) 
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	req.Args = append(req.Args, h.c.args...)
 	running := -1
 	r := providertest.Run(h.t, h.prov, req, func(ev agent.Event, cancel context.CancelFunc) {
 		if running < 0 {
