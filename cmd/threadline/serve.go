@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/health"
+	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/configs"
 )
 
@@ -41,14 +41,6 @@ var frontEndBuilders []func(ctx context.Context, a *app) (frontEnd, error)
 
 // shutdownGrace bounds how long running runs get to stop on SIGTERM.
 const shutdownGrace = 20 * time.Second
-
-// Limits of the HTTP listeners' connections.
-const (
-	httpReadHeaderTimeout = 5 * time.Second
-	httpReadTimeout       = 15 * time.Second
-	httpWriteTimeout      = 30 * time.Second
-	httpIdleTimeout       = 60 * time.Second
-)
 
 func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", stdout, stderr, "threadline serve [--config F] [--http-only]: the chat front-ends of the config, /healthz and /metrics")
@@ -106,9 +98,8 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return serve(ctx, a, fronts)
 }
 
-// serve runs the front-ends and the HTTP server until ctx ends, then shuts down:
-// stop intake, interrupt runs with a deadline, flush the event writer, close the
-// database.
+// serve runs the front-ends and the HTTP server until ctx ends or a
+// front-end fails, then shuts down (lifecycle.Shutdown).
 func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 	log := a.log
 	healthCtx, stopHealth := context.WithCancel(context.WithoutCancel(ctx))
@@ -121,11 +112,11 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		go hc.Run(healthCtx)
 		checks = append(checks, health.Check{Name: f.Name(), Check: hc.Last})
 	}
-	routes := http.NewServeMux()
+	mux := http.NewServeMux()
 	public := false
 	for _, f := range fronts {
 		for path, h := range f.Handlers() {
-			routes.Handle(path, h)
+			mux.Handle(path, h)
 			public = true
 		}
 	}
@@ -134,31 +125,17 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		a.Close()
 		return err
 	}
-	var servers []*http.Server
-	for _, l := range plan {
-		h := http.Handler(routes)
+	routes := make([]health.Route, len(plan))
+	for i, l := range plan {
+		routes[i] = health.Route{Key: l.Key, Addr: l.Addr, Handler: mux, Serves: l.Serves()}
 		if l.Admin {
-			h = adminHandler(a.metrics, checks)
+			routes[i].Handler = adminHandler(a.metrics, checks)
 		}
-		ln, err := net.Listen("tcp", l.Addr)
-		if err != nil {
-			for _, srv := range servers {
-				_ = srv.Close()
-			}
-			a.Close()
-			return fmt.Errorf("%s %s: %w", l.Key, l.Addr, err)
-		}
-		// Timeouts against slow clients (slowloris): the Slack endpoints read
-		// at most 1 MiB and answer at once; nothing here streams.
-		srv := &http.Server{Handler: h, ReadHeaderTimeout: httpReadHeaderTimeout, ReadTimeout: httpReadTimeout,
-			WriteTimeout: httpWriteTimeout, IdleTimeout: httpIdleTimeout}
-		servers = append(servers, srv)
-		go func() {
-			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				log.Error("http server", "listen", l.Addr, "err", err)
-			}
-		}()
-		log.Info("listening", "addr", ln.Addr().String(), "serves", l.Serves())
+	}
+	servers, err := health.Listen(routes, log)
+	if err != nil {
+		a.Close()
+		return err
 	}
 	log.Info("serving", "front-ends", len(fronts))
 
@@ -181,44 +158,21 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		log.Error("shutdown: a front-end failed", "err", runErr)
 	}
 
-	log.Info("shutdown 1/4: stop intake")
-	stopIntake()
-	wg.Wait()
-	stopHealth()
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	for _, srv := range servers {
-		_ = srv.Shutdown(sctx)
-	}
-	cancel()
-
-	log.Info("shutdown 2/4: detach relayed runs, interrupt the others", "deadline", shutdownGrace)
-	sctx, cancel = context.WithTimeout(context.Background(), shutdownGrace)
-	n, err := a.prompt.Detach(sctx)
-	if err != nil {
-		log.Warn("shutdown: runs still ending", "err", err)
-	}
-	if n > 0 {
-		log.Info("shutdown: runs detached, the next start reattaches them", "runs", n)
-	}
-	cancel()
+	var closeDesk func() error
 	if a.threads != nil {
-		// After the runs ended, so that their last state is rendered.
-		if err := a.threads.Close(); err != nil {
-			log.Warn("shutdown: front desk", "err", err)
-		}
+		closeDesk = a.threads.Close
 	}
-
-	log.Info("shutdown 3/4: flush the event writer")
-	a.stopLive()
-	<-a.liveDone
-	if err := a.hub.Close(); err != nil {
-		log.Warn("shutdown: flush events", "err", err)
-	}
-	log.Info("shutdown 4/4: close the database")
-	if err := a.store.Close(); err != nil {
-		log.Warn("shutdown: close database", "err", err)
-	}
-	log.Info("shutdown complete")
+	lifecycle.Shutdown{Log: log, Grace: shutdownGrace,
+		StopIntake: func() {
+			stopIntake()
+			wg.Wait()
+			stopHealth()
+			servers.Shutdown()
+		},
+		Detach: a.prompt.Detach, CloseDesk: closeDesk,
+		StopLive:    func() { a.stopLive(); <-a.liveDone },
+		FlushEvents: a.hub.Close, CloseStore: a.store.Close,
+	}.Run()
 	return runErr
 }
 

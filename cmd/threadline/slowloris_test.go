@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/configs"
 )
 
@@ -116,7 +117,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 				if _, err := c.Write([]byte{tail[i%len(tail)]}); err != nil {
 					return <-closed, nil
 				}
-			case <-time.After(httpReadTimeout + margin + 10*time.Second):
+			case <-time.After(health.ReadTimeout + margin + 10*time.Second):
 				return 0, errors.New("still open")
 			}
 		}
@@ -148,7 +149,7 @@ func TestSlowClientsAreCut(t *testing.T) {
 		}
 		took[r.kind] = append(took[r.kind], r.took)
 	}
-	for kind, limit := range map[string]time.Duration{"headers": httpReadHeaderTimeout, "body": httpReadTimeout} {
+	for kind, limit := range map[string]time.Duration{"headers": health.ReadHeaderTimeout, "body": health.ReadTimeout} {
 		ds := took[kind]
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 		if len(ds) != n {
