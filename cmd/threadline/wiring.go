@@ -49,9 +49,10 @@ func builtinTable() []builtin {
 		acpRow(acp.Trae()), acpRow(acp.CopilotACP()), acpRow(acp.Droid()), acpRow(acp.CodexACP()),
 		acpRow(acp.ClaudeAgentACP()),
 		jsonRow(jsonstream.OpenCode), jsonRow(jsonstream.Mimo), jsonRow(jsonstream.CursorAgent),
-		jsonRow(jsonstream.Copilot), jsonRow(jsonstream.Qoder),
+		jsonRow(jsonstream.Copilot), jsonRow(jsonstream.Qoder), jsonRow(jsonstream.GrokCLI),
 		plainRow(plain.Antigravity), plainRow(plain.Aider), plainRow(plain.Grok), plainRow(plain.DeepSeek),
-		plainRow(plain.AtomCode),
+		plainRow(plain.AtomCode), plainRow(plain.Continue), plainRow(plain.Crush),
+		{plain.JulesDescriptor(), nil},
 	}
 }
 
@@ -64,7 +65,7 @@ func acpRow(d acp.Definition) builtin {
 func jsonRow(d jsonstream.Dialect) builtin {
 	desc, _ := jsonstream.Descriptor(d)
 	return builtin{desc, func(l *slog.Logger) (agent.Provider, error) {
-		return jsonstream.New(l, jsonstream.Options{Dialect: d, ID: agent.ProviderID(desc.ID)})
+		return jsonstream.New(l, jsonstream.Options{Dialect: d, ID: agent.ProviderID(desc.ID), ArgvLimit: argvLimit()})
 	}}
 }
 

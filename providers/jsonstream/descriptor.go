@@ -172,7 +172,7 @@ var GrokCLIVerified = []string{"0.0.34"}
 var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
 
 // grokCLIDescriptor is @vibe-kit/grok-cli's headless mode, `grok
-// --prompt=P`. Its executable is named grok like x.ai's Grok Build (the
+// --prompt P`. Its executable is named grok like x.ai's Grok Build (the
 // plain "grok" definition); an operator with both sets agents.<id>.bin.
 // `grok --version` of 0.0.34 prints 1.0.1 (its command line declares that,
 // not the package's version), so the version is read from the package.json

@@ -1,4 +1,4 @@
-// grok-cli (@vibe-kit/grok-cli) `grok --prompt=P` JSON lines → agent.Events.
+// grok-cli (@vibe-kit/grok-cli) `grok --prompt P` JSON lines → agent.Events.
 
 package jsonstream
 

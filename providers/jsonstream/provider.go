@@ -156,7 +156,7 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 //	                [--force] [--model=M] [--resume ID] [--workspace CWD]
 //	copilot         --output-format json [--allow-all-tools] [--model=M] [--resume ID]
 //	qoder           -p --output-format stream-json [--yolo] [-w CWD] [--model=M] [-r ID]
-//	grok-cli        [--model=M] --prompt=PROMPT   (headless: every tool is allowed)
+//	grok-cli        [--model=M] --prompt PROMPT   (headless: every tool is allowed)
 //
 // The approval flags (--auto, --force, --allow-all-tools, --yolo) are passed
 // only for ApprovalAccept: these print modes cannot ask, so without them the
@@ -246,8 +246,9 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 		if req.Model != "" {
 			args = append(args, "--model="+req.Model)
 		}
-		// Bound to its flag, a prompt starting with '-' is no option.
-		return append(append(args, req.Args...), "--prompt="+req.Prompt), nil
+		// grok-cli's parser (commander) takes the argument after --prompt
+		// as its value even when it starts with '-'.
+		return append(append(args, req.Args...), "--prompt", req.Prompt), nil
 	}
 	return append(args, req.Args...), nil
 }

@@ -3,7 +3,6 @@
 package jsonstream
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -113,8 +112,8 @@ func TestCommand(t *testing.T) {
 		{Copilot, accept, []string{"--output-format", "json", "--allow-all-tools", "--model=m", "--resume", "s1", "--extra"}},
 		{Copilot, fork, []string{"--output-format", "json", "--model=m", "--extra"}},
 		{Qoder, accept, []string{"-p", "--output-format", "stream-json", "--yolo", "-w", "/w", "--model=m", "-r", "s1", "--extra"}},
-		{GrokCLI, accept, []string{"--model=m", "--extra", "--prompt="}},
-		{GrokCLI, agent.RunRequest{Prompt: "-rf all\nof it"}, []string{"--prompt=-rf all\nof it"}},
+		{GrokCLI, accept, []string{"--model=m", "--extra", "--prompt", ""}},
+		{GrokCLI, agent.RunRequest{Prompt: "-rf all\nof it"}, []string{"--prompt", "-rf all\nof it"}},
 	} {
 		got, err := Command(tc.d, tc.req, DefaultArgvLimit)
 		if err != nil || !slices.Equal(got, tc.want) {
@@ -169,28 +168,8 @@ func mustAbs(t *testing.T, p string) string {
 func TestRunCancelled(t *testing.T) {
 	bin, _ := fakeCLI(t, "", `echo '{"type":"step_start","sessionID":"ses_x","part":{}}'
 exec sleep 30`)
-	ctx, cancel := context.WithCancel(t.Context())
-	var rec recorder
-	done := make(chan error, 1)
-	go func() {
-		done <- newTestProvider(t, OpenCode, bin).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-			rec.Emit(ev)
-			if ev.Type == agent.EventSessionUpdated {
-				cancel()
-			}
-		})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("cancelled Run returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop")
-	}
-	if got := rec.Types(); got[len(got)-1] != agent.EventRunInterrupted {
-		t.Fatalf("events = %v", got)
-	}
+	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p"},
+		providertest.CancelOn(agent.EventSessionUpdated)))
 }
 
 func TestRunResumeAndFork(t *testing.T) {
@@ -239,8 +218,8 @@ func TestDescriptors(t *testing.T) {
 		if deny, _ := Command(dl, agent.RunRequest{}, DefaultArgvLimit); len(d.Args.Accept) > 0 && containsRun(deny, d.Args.Accept) {
 			t.Errorf("%s: %q without accept", dl, d.Args.Accept)
 		}
-		if d.Prompt == registry.DeliverArgv && !slices.Contains(args, d.Args.Prompt+"=") {
-			t.Errorf("%s: args %q lack the prompt bound to %s", dl, args, d.Args.Prompt)
+		if d.Prompt == registry.DeliverArgv && !containsRun(args, []string{d.Args.Prompt, ""}) {
+			t.Errorf("%s: args %q lack the prompt after %s", dl, args, d.Args.Prompt)
 		}
 	}
 	if _, ok := Descriptor("nosuch"); ok {

@@ -3,7 +3,6 @@
 package kimi
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -122,29 +121,8 @@ exit 1`)
 func TestRunCancelled(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"thinking..."}'
 exec sleep 30`)
-	ctx, cancel := context.WithCancel(t.Context())
-	var rec recorder
-	done := make(chan error, 1)
-	go func() {
-		done <- newTestProvider(Options{Bin: bin}).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-			rec.Emit(ev)
-			if ev.Type == agent.EventAssistantDelta {
-				cancel()
-			}
-		})
-	}()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("cancelled Run returned %v", err)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not stop after cancel")
-	}
-	got := rec.Types()
-	if got[len(got)-1] != agent.EventRunInterrupted {
-		t.Fatalf("events = %v", got)
-	}
+	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(Options{Bin: bin}), agent.RunRequest{Prompt: "p"},
+		providertest.CancelOn(agent.EventAssistantDelta)))
 }
 
 func TestRunNotInstalled(t *testing.T) {

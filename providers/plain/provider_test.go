@@ -3,7 +3,6 @@
 package plain
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -195,29 +194,8 @@ func TestCancel(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin, dir := fake(t, tc.body)
-			ctx, cancel := context.WithCancel(t.Context())
-			var rec recorder
-			done := make(chan error, 1)
-			go func() {
-				done <- provider(t, Aider, bin, dir, nil).Run(ctx, agent.RunRequest{Prompt: "p"}, func(ev agent.Event) {
-					rec.Emit(ev)
-					if ev.Type == agent.EventAssistantDelta {
-						cancel()
-					}
-				})
-			}()
-			select {
-			case err := <-done:
-				if err != nil {
-					t.Fatalf("cancelled Run returned %v", err)
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Run did not stop")
-			}
-			got := types(rec.All())
-			if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
-				t.Fatalf("events = %v", got)
-			}
+			providertest.CheckInterrupted(t, providertest.Run(t, provider(t, Aider, bin, dir, nil), agent.RunRequest{Prompt: "p"},
+				providertest.CancelOn(agent.EventAssistantDelta)))
 		})
 	}
 }

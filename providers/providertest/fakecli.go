@@ -4,6 +4,7 @@
 package providertest
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,4 +76,23 @@ func (e *Events) Last() agent.Event {
 		return agent.Event{}
 	}
 	return evs[len(evs)-1]
+}
+
+// CancelOn returns an OnEvent (see Run) that cancels the run at its first
+// event of type typ.
+func CancelOn(typ agent.EventType) OnEvent {
+	return func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == typ {
+			cancel()
+		}
+	}
+}
+
+// CheckInterrupted fails t unless r is a cancelled run's result: Run
+// returned nil, the last event is run.interrupted and no run.completed came.
+func CheckInterrupted(t testing.TB, r *Result) {
+	t.Helper()
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted || len(r.Of(agent.EventRunCompleted)) > 0 {
+		t.Fatalf("cancelled run: Run = %v, events %+v", r.Err, r.Events)
+	}
 }
