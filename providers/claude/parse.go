@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -505,11 +506,8 @@ func (p *Parser) endPending() []agent.Event {
 
 func (p *Parser) drop(key string) {
 	delete(p.pending, key)
-	for i, k := range p.pendingOrder {
-		if k == key {
-			p.pendingOrder = append(p.pendingOrder[:i], p.pendingOrder[i+1:]...)
-			break
-		}
+	if i := slices.Index(p.pendingOrder, key); i >= 0 {
+		p.pendingOrder = slices.Delete(p.pendingOrder, i, i+1)
 	}
 }
 

@@ -642,11 +642,8 @@ func (in *interactions) endAll() []agent.Event {
 
 func (in *interactions) drop(id string) {
 	delete(in.pending, id)
-	for i, k := range in.order {
-		if k == id {
-			in.order = append(in.order[:i], in.order[i+1:]...)
-			break
-		}
+	if i := slices.Index(in.order, id); i >= 0 {
+		in.order = slices.Delete(in.order, i, i+1)
 	}
 }
 
