@@ -42,9 +42,7 @@ type rpcMessage struct {
 }
 
 // hasID reports whether the message carries a non-null id.
-func (m *rpcMessage) hasID() bool {
-	return len(m.ID) > 0 && string(m.ID) != "null"
-}
+func (m *rpcMessage) hasID() bool { return jsonrpc.HasID(m.ID) }
 
 // Outgoing request and notification shapes.
 
@@ -201,9 +199,7 @@ type inMessage struct {
 	Error  *jsonrpc.Error  `json:"error"`
 }
 
-func (m *inMessage) hasID() bool {
-	return len(m.ID) > 0 && string(m.ID) != "null"
-}
+func (m *inMessage) hasID() bool { return jsonrpc.HasID(m.ID) }
 
 // inParams is the union of the params the client reads.
 type inParams struct {

@@ -115,7 +115,7 @@ func Decode(line []byte) (Message, error) {
 	if err := json.Unmarshal(line, &env); err != nil {
 		return Message{}, fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
-	hasID := len(env.ID) > 0 && !isNull(env.ID)
+	hasID := HasID(env.ID)
 	if hasID {
 		if err := checkID(env.ID); err != nil {
 			return Message{}, err
@@ -171,6 +171,9 @@ func checkID(id json.RawMessage) error {
 }
 
 func isNull(raw json.RawMessage) bool { return string(raw) == "null" }
+
+// HasID reports whether a raw id member is present and not null.
+func HasID(id json.RawMessage) bool { return len(id) > 0 && !isNull(id) }
 
 func clone(b json.RawMessage) json.RawMessage {
 	if b == nil {

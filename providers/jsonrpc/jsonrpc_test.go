@@ -91,3 +91,14 @@ func TestEncodeEchoesIDsByteExact(t *testing.T) {
 		t.Error("EncodeResult accepted invalid JSON")
 	}
 }
+
+func TestHasID(t *testing.T) {
+	for id, want := range map[string]bool{"": false, "null": false, "0": true, `"0"`: true, `"9e33f37c"`: true} {
+		if got := HasID(json.RawMessage(id)); got != want {
+			t.Errorf("HasID(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if HasID(nil) {
+		t.Error("HasID(nil)")
+	}
+}
