@@ -14,7 +14,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"database/sql"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,6 +37,7 @@ import (
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/id"
 	"maunium.net/go/mautrix/synapseadmin"
+	_ "modernc.org/sqlite" // to create Dendrite's databases in WAL mode
 )
 
 // Version is the Dendrite version the harness expects.
@@ -235,11 +238,55 @@ func writeConfig(bin, dir string, opts Options) error {
 			return err
 		}
 	}
+	if err := walDatabases(cfg); err != nil {
+		return err
+	}
 	out, err := yaml.Marshal(cfg)
 	if err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "dendrite.yaml"), out, 0o600)
+}
+
+// walDatabases creates each SQLite database of the config in WAL mode, which
+// SQLite keeps in the file. Dendrite opens its databases in the default
+// rollback-journal mode, where a reader holds writers off: on a loaded
+// machine a /sync kept the sync database busy past Dendrite's 10 s
+// busy_timeout, the roomserver consumer's write failed ("database is locked",
+// then "cannot start a transaction within a transaction") and Dendrite
+// panicked. With WAL, readers and the writer do not wait for each other.
+func walDatabases(cfg map[string]any) error {
+	var paths []string
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, sub := range x {
+				if s, ok := sub.(string); ok && k == "connection_string" && strings.HasPrefix(s, "file:") {
+					paths = append(paths, strings.TrimPrefix(s, "file:"))
+				}
+				walk(sub)
+			}
+		case []any:
+			for _, sub := range x {
+				walk(sub)
+			}
+		}
+	}
+	walk(cfg)
+	for _, p := range paths {
+		db, err := sql.Open("sqlite", p)
+		if err != nil {
+			return fmt.Errorf("create %s: %w", p, err)
+		}
+		var mode string
+		err = db.QueryRow("PRAGMA journal_mode=WAL").Scan(&mode)
+		_ = db.Close()
+		if err != nil || mode != "wal" {
+			return fmt.Errorf("set WAL mode on %s: %q %v", p, mode, err)
+		}
+	}
+	return nil
 }
 
 // start launches Dendrite on a random loopback port and waits until it answers.
@@ -358,6 +405,95 @@ func (s *Server) LogTail(n int) string {
 	return string(b)
 }
 
+// EnvScale multiplies the harness's waits on a slow machine.
+const EnvScale = "THREADLINE_TEST_TIMEOUT_SCALE"
+
+// Scale returns d multiplied by $THREADLINE_TEST_TIMEOUT_SCALE (unset or
+// invalid: 1).
+func Scale(d time.Duration) time.Duration {
+	if f, err := strconv.ParseFloat(os.Getenv(EnvScale), 64); err == nil && f > 0 {
+		return time.Duration(float64(d) * f)
+	}
+	return d
+}
+
+// busyLimit bounds how long Transport keeps retrying one request.
+const busyLimit = 60 * time.Second
+
+// Transport returns a RoundTripper over base (nil: http.DefaultTransport)
+// that retries the answers a loaded Dendrite gives a test's users: 429
+// M_LIMIT_EXCEEDED after the retry_after_ms it asks for, and a 500 whose
+// SQLite database was locked, with a backoff from 50 ms to 1 s. It keeps
+// trying while the server runs, for up to 60 s (scaled by
+// THREADLINE_TEST_TIMEOUT_SCALE) per request; a server that exited, the
+// request's context or the limit end it with the last answer.
+func (s *Server) Transport(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &busyTransport{next: base, done: s.done}
+}
+
+type busyTransport struct {
+	next http.RoundTripper
+	done <-chan struct{}
+}
+
+// busyWait reports whether an answer is a passing overload of the server and
+// how long to wait before trying again (0: the backoff).
+func busyWait(status int, body []byte) (bool, time.Duration) {
+	switch status {
+	case http.StatusTooManyRequests:
+		var e struct {
+			RetryAfterMS int64 `json:"retry_after_ms"`
+		}
+		_ = json.Unmarshal(body, &e)
+		return true, time.Duration(e.RetryAfterMS) * time.Millisecond
+	case http.StatusInternalServerError:
+		return bytes.Contains(body, []byte("database is locked")) || bytes.Contains(body, []byte("SQLITE_BUSY")), 0
+	}
+	return false, 0
+}
+
+func (t *busyTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	deadline := time.Now().Add(Scale(busyLimit))
+	backoff := 50 * time.Millisecond
+	for {
+		resp, err := t.next.RoundTrip(req)
+		if err != nil || (resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusInternalServerError) {
+			return resp, err
+		}
+		body, rerr := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		busy, wait := busyWait(resp.StatusCode, body)
+		if rerr != nil || !busy || (req.Body != nil && req.GetBody == nil) || time.Now().After(deadline) {
+			return resp, nil
+		}
+		if wait <= 0 {
+			wait, backoff = backoff, min(backoff*2, time.Second)
+		}
+		timer := time.NewTimer(wait)
+		select {
+		case <-req.Context().Done():
+			timer.Stop()
+			return resp, nil
+		case <-t.done:
+			timer.Stop()
+			return resp, nil
+		case <-timer.C:
+		}
+		if req.GetBody != nil {
+			nb, err := req.GetBody()
+			if err != nil {
+				return nil, err
+			}
+			req = req.Clone(req.Context())
+			req.Body = nb
+		}
+	}
+}
+
 // User is a registered account.
 type User struct {
 	ID       id.UserID
@@ -379,6 +515,7 @@ func (s *Server) Register(t testing.TB, name string) User {
 	}
 	cli.DefaultHTTPRetries = 5
 	cli.DefaultHTTPBackoff = 200 * time.Millisecond
+	cli.Client = &http.Client{Timeout: 180 * time.Second, Transport: s.Transport(nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	resp, err := (&synapseadmin.Client{Client: cli}).SharedSecretRegister(ctx, SharedSecret,
@@ -400,6 +537,7 @@ func (s *Server) Login(t testing.TB, u User, device id.DeviceID) *mautrix.Client
 	}
 	cli.DefaultHTTPRetries = 5
 	cli.DefaultHTTPBackoff = 200 * time.Millisecond
+	cli.Client = &http.Client{Timeout: 180 * time.Second, Transport: s.Transport(nil)}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	_, err = cli.Login(ctx, &mautrix.ReqLogin{

@@ -1,6 +1,7 @@
 package dendritetest_test
 
 import (
+	"database/sql"
 	"errors"
 	"net"
 	"net/url"
@@ -79,6 +80,31 @@ func TestServer(t *testing.T) {
 	// Open registration stays refused: only the shared secret registers.
 	if _, _, err := ac.Register(t.Context(), &mautrix.ReqRegister[any]{Username: "mallory", Password: "x"}); err == nil {
 		t.Fatal("open registration succeeded")
+	}
+
+	// Dendrite kept its databases in WAL mode (readers do not hold off its
+	// writers), and made its tables in them (the relay and MSC databases stay
+	// empty: relays and MSCs are off).
+	dbs, _ := filepath.Glob(filepath.Join(s.Dir, "data", "*.db"))
+	if len(dbs) < 5 {
+		t.Fatalf("databases %v", dbs)
+	}
+	for _, p := range dbs {
+		db, err := sql.Open("sqlite", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mode string
+		var tables int
+		err = db.QueryRow("PRAGMA journal_mode").Scan(&mode)
+		if err == nil {
+			err = db.QueryRow("SELECT count(*) FROM sqlite_master WHERE type='table'").Scan(&tables)
+		}
+		_ = db.Close()
+		used := !strings.Contains(p, "relayapi") && !strings.Contains(p, "mscs")
+		if err != nil || mode != "wal" || used && tables == 0 {
+			t.Errorf("%s: journal mode %q, %d tables (%v)", filepath.Base(p), mode, tables, err)
+		}
 	}
 
 	if err := s.Stop(); err != nil {
