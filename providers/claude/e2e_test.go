@@ -412,3 +412,30 @@ func TestE2EPlanFromTaskTools(t *testing.T) {
 		t.Errorf("%d tool.completed, want 5 (the tool events stay)", n)
 	}
 }
+
+// TestE2EAskMultiSelect: the options picked on a multi-select question (one
+// a line) reach the model as the CLI reports them.
+func TestE2EAskMultiSelect(t *testing.T) {
+	h := setupE2E(t, fakeapi.When("e2e-multi", fakeapi.ToolUse("AskUserQuestion", map[string]any{
+		"questions": []map[string]any{{
+			"question": "Which toppings?", "header": "Pizza", "multiSelect": true,
+			"options": []map[string]any{{"label": "Ham", "description": "salty"}, {"label": "Olives", "description": "briny"}, {"label": "Basil", "description": "fresh"}},
+		}},
+	})))
+	if h == nil {
+		return
+	}
+	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+		if len(in.Questions) != 1 || !in.Questions[0].MultiSelect || !in.Questions[0].AllowOther {
+			t.Errorf("questions %+v", in.Questions)
+		}
+		return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{"Which toppings?": "Ham\nBasil"}, By: "tester"}
+	})
+	r := h.run(agent.RunRequest{Prompt: "e2e-multi pick", Approval: agent.ApprovalAsk, Responses: ch}, on)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+	}
+	if !strings.Contains(r.Text(), `"Which toppings?"="Ham, Basil"`) {
+		t.Errorf("the answer did not reach the model: %q", r.Text())
+	}
+}

@@ -548,16 +548,32 @@ func sessionScoped(suggestions []json.RawMessage) []json.RawMessage {
 }
 
 // withAnswers returns AskUserQuestion's input plus "answers": {question: label}.
+// A multi-select answer (options one per line, agent.Question.MultiSelect)
+// is sent as the CLI takes it: the labels joined with ", ".
 func withAnswers(input json.RawMessage, answers map[string]string) json.RawMessage {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(input, &m) != nil || m == nil {
 		m = map[string]json.RawMessage{}
 	}
-	if answers == nil {
-		answers = map[string]string{}
+	var a askInput
+	_ = json.Unmarshal(input, &a)
+	out := make(map[string]string, len(answers))
+	for k, v := range answers {
+		out[k] = v
 	}
-	a, _ := json.Marshal(answers)
-	m["answers"] = a
+	for _, q := range a.Questions {
+		if v, ok := out[q.Question]; ok && q.MultiSelect {
+			var picked []string
+			for _, l := range strings.Split(v, "\n") {
+				if l = strings.TrimSpace(l); l != "" {
+					picked = append(picked, l)
+				}
+			}
+			out[q.Question] = strings.Join(picked, ", ")
+		}
+	}
+	a2, _ := json.Marshal(out)
+	m["answers"] = a2
 	b, _ := json.Marshal(m)
 	return b
 }

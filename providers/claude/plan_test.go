@@ -116,3 +116,20 @@ func TestRespondApproveForSession(t *testing.T) {
 		t.Errorf("sent %s", out)
 	}
 }
+
+// TestRespondMultiSelect: a multi-select answer (one option a line) reaches
+// the CLI as it takes it, the labels joined with ", "; others as typed.
+func TestRespondMultiSelect(t *testing.T) {
+	p := NewParser("")
+	mustParse(t, p, `{"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[`+
+		`{"question":"Which toppings?","header":"Pizza","multiSelect":true,"options":[{"label":"Ham"},{"label":"Olives"},{"label":"Basil"}]},`+
+		`{"question":"Size?","header":"Size","multiSelect":false,"options":[{"label":"S"},{"label":"L"}]}]},"tool_use_id":"tu-q"}}`)
+	if _, err := p.Respond(agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionAnswer,
+		Answers: map[string]string{"Which toppings?": "Ham\nBasil\n", "Size?": "XL, please"}}); err != nil {
+		t.Fatal(err)
+	}
+	out := p.TakeOutgoing()
+	if len(out) != 1 || !strings.Contains(string(out[0]), `"answers":{"Size?":"XL, please","Which toppings?":"Ham, Basil"}`) {
+		t.Errorf("sent %s", out)
+	}
+}

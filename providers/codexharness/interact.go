@@ -48,10 +48,11 @@ type pendingRequest struct {
 	method   string
 	kind     agent.InteractionKind
 
-	permissions json.RawMessage // item/permissions/requestApproval: what was asked
-	mcpApproval bool            // an MCP tool-call approval elicitation
-	form        []formField     // an elicitation form's fields, in question order
-	url         bool            // a URL elicitation (accept carries no content)
+	permissions json.RawMessage  // item/permissions/requestApproval: what was asked
+	mcpApproval bool             // an MCP tool-call approval elicitation
+	form        []formField      // an elicitation form's fields, in question order
+	questions   []agent.Question // requestUserInput: what was asked
+	url         bool             // a URL elicitation (accept carries no content)
 	// autoResolve is the agent's own deadline (requestUserInput
 	// autoResolutionMs): unanswered by then, the harness answers it empty.
 	autoResolve time.Duration
@@ -252,6 +253,7 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 			}
 			it.Questions = append(it.Questions, qq)
 		}
+		pr.questions = it.Questions
 		if v.AutoResolutionMs != nil && *v.AutoResolutionMs > 0 {
 			pr.autoResolve = time.Duration(min(*v.AutoResolutionMs, uint64(maxAutoResolve/time.Millisecond))) * time.Millisecond
 		}
@@ -375,6 +377,18 @@ func (in *interactions) describe(pr *pendingRequest, it *agent.Interaction, para
 	return nil
 }
 
+// checkChoice refuses an answer to question id that is none of its options
+// when the question takes no answer of the user's own (isOther false).
+func checkChoice(qs []agent.Question, id, answer string) error {
+	for _, q := range qs {
+		if q.ID != id || q.AllowOther || len(q.Options) == 0 || slices.Contains(q.Options, answer) {
+			continue
+		}
+		return fmt.Errorf("%w: %q is not one of %s", ErrBadAnswer, answer, strings.Join(q.Options, ", "))
+	}
+	return nil
+}
+
 // maxAutoResolve caps an agent's own deadline (autoResolutionMs).
 const maxAutoResolve = 24 * time.Hour
 
@@ -488,6 +502,9 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 		case agent.DecisionAnswer, agent.DecisionApprove, agent.DecisionApproveSession:
 			answers := map[string]map[string][]string{}
 			for k, v := range resp.Answers {
+				if err := checkChoice(pr.questions, k, v); err != nil {
+					return answer{}, "", false, err
+				}
 				answers[k] = map[string][]string{"answers": {v}}
 			}
 			return result(map[string]any{"answers": answers}), agent.StatusAnswered, false, nil

@@ -293,3 +293,32 @@ func TestRunPlanUpdated(t *testing.T) {
 		t.Errorf("another thread's plan: %+v", evs)
 	}
 }
+
+// TestRunQuestionChoiceRefused: a question that takes no answer of the
+// user's own (isOther false) refuses one that is none of its options; the
+// request stays open for a valid one.
+func TestRunQuestionChoiceRefused(t *testing.T) {
+	line := `{"method":"item/tool/requestUserInput","id":12,"params":{"threadId":"t-1","turnId":"u-1","itemId":"call-9","isBlocking":true,"autoResolutionMs":null,` +
+		`"questions":[{"id":"go","header":"Go","question":"Proceed?","isOther":false,"isSecret":false,"options":[{"label":"Yes","description":""},{"label":"No","description":""}]}]}}`
+	f := injected(t, line, func(*agent.Interaction) []agent.InteractionResponse {
+		return []agent.InteractionResponse{
+			{Decision: agent.DecisionAnswer, Answers: map[string]string{"go": "Maybe"}},
+			{Decision: agent.DecisionAnswer, Answers: map[string]string{"go": "No"}, By: "alice"},
+		}
+	})
+	var refused []string
+	for _, ev := range f.of(agent.EventSystem) {
+		if ev.Subtype == agent.SystemAnswerRefused {
+			refused = append(refused, ev.Text)
+		}
+	}
+	if len(refused) != 1 || !strings.Contains(refused[0], `"Maybe" is not one of Yes, No`) {
+		t.Errorf("refusals %q", refused)
+	}
+	if a := f.answers(); len(a) != 1 || a[0] != `{"id":12,"result":{"answers":{"go":{"answers":["No"]}}}}` {
+		t.Errorf("answers %q", a)
+	}
+	if s := f.statuses(); len(s) != 1 || s[0] != "answered/alice" {
+		t.Errorf("resolutions %v", s)
+	}
+}
