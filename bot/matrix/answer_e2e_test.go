@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/bot/matrix"
+	"github.com/threadline-bot/threadline/chatops"
 )
 
 // twentyKB is an answer of 20,000 bytes of ordinary Markdown (paragraphs
@@ -246,4 +247,69 @@ func TestStepsAndPlanInTheAnswer(t *testing.T) {
 		}
 	}
 	t.Logf("steps and plan: %d edits of one message, final content %d bytes", len(editsOf(evs, answer.ID)), contentSize(editsOf(evs, answer.ID)[len(editsOf(evs, answer.ID))-1]))
+}
+
+// TestParallelAnswersWithinBudget: ten 20 KB answers stream at once in ten
+// threads with the production budget (progress edits of a message at least
+// 1 s apart, 50 edits a minute in a burst of 5 for the workspace): each is
+// one message with its whole text, no message is edited faster than the
+// budget, and the workspace's edits stay within the bucket.
+func TestParallelAnswersWithinBudget(t *testing.T) {
+	w := newWorld(t, "postgres")
+	w.budget = &chatops.Budget{}
+	w.startBot(false)
+	alice, bob := w.human(w.alice, false), w.human(w.bob, false)
+	room := w.room(alice, bob, false)
+	bot := w.botUser.ID
+	const runs = 10
+	pieces, whole := twentyKB()
+	roots := make([]id.EventID, runs)
+	for i := range runs {
+		w.prov.add(script{before: pieces, pause: 100 * time.Millisecond}.turn)
+		roots[i] = alice.say(room, "", fmt.Sprintf("%s: write 20 KB, number %d", w.botUser.Name, i), bot)
+	}
+	start := time.Now()
+	evs := alice.wait("ten whole answers", 4*waitLong, func(evs []*event.Event) bool {
+		for _, root := range roots {
+			p := postWith(evs, bot, room, root, "Paragraph 000")
+			if p == nil || !strings.Contains(current(evs, p).Body, "Done") {
+				return false
+			}
+		}
+		return true
+	})
+	took := time.Since(start)
+	budget := chatops.Budget{}.WithDefaults()
+	var all []int64 // every edit's server time
+	most := 0
+	for _, root := range roots {
+		posts := botPosts(evs, bot, room, root)
+		if len(posts) != 1 || !strings.Contains(current(evs, posts[0]).Body, whole) {
+			t.Fatalf("thread %s: %d messages, whole text %v", root, len(posts), len(posts) == 1 && strings.Contains(current(evs, posts[0]).Body, whole))
+		}
+		edits := editsOf(evs, posts[0].ID)
+		most = max(most, len(edits))
+		for i, e := range edits {
+			all = append(all, e.Timestamp)
+			if i > 0 && i < len(edits)-1 {
+				if gap := time.Duration(e.Timestamp-edits[i-1].Timestamp) * time.Millisecond; gap < budget.MinInterval*2/3 {
+					t.Errorf("thread %s: edits %d and %d are %s apart, budget %s", root, i-1, i, gap, budget.MinInterval)
+				}
+			}
+		}
+	}
+	// The workspace's bucket: in any window, at most the burst plus the rate
+	// (and a little for the server's clock against the bot's).
+	slices.Sort(all)
+	for i := range all {
+		for j := i; j < len(all); j++ {
+			window := time.Duration(all[j]-all[i]) * time.Millisecond
+			allowed := float64(budget.Update.Burst) + budget.Update.PerMinute*(window+500*time.Millisecond).Minutes() + 1
+			if float64(j-i+1) > allowed {
+				t.Fatalf("%d edits in %s, the budget allows %.1f", j-i+1, window, allowed)
+			}
+		}
+	}
+	t.Logf("%d parallel 20 KB answers: %d edits in all (at most %d for one answer), %d posts, done in %s, %d rate-limited answers from the homeserver",
+		runs, len(all), most, runs, took.Round(100*time.Millisecond), w.bot.RateLimited())
 }

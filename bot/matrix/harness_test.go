@@ -192,6 +192,9 @@ type world struct {
 	homeserver string
 	// maxEventBytes is the bot's Config.MaxEventBytes (0: the default).
 	maxEventBytes int
+	// budget, when set, is the desk's budget instead of the tests' quick
+	// one (MinInterval minInterval, default rates).
+	budget *chatops.Budget
 
 	botUser    dendritetest.User
 	alice, bob dendritetest.User
@@ -235,9 +238,13 @@ func (w *world) startBot(encryption bool) {
 	t.Helper()
 	// The desk serves Matrix alone here, so its answer parts take the
 	// Matrix part limit of the bot's event size.
+	budget := chatops.Budget{MinInterval: minInterval}
+	if w.budget != nil {
+		budget = *w.budget
+	}
 	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
-		Budget: chatops.Budget{MinInterval: minInterval},
+		Budget: budget,
 		Render: chatops.RenderOptions{PartLimit: matrix.PartLimit(w.maxEventBytes)},
 	}, w.log)
 	hsURL := w.homeserver
