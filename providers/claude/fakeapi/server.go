@@ -28,15 +28,13 @@ type Logger = fakehttp.Logger
 // http://127.0.0.1:41234 (for ANTHROPIC_BASE_URL); Requests returns every
 // recorded request, in arrival order.
 type Server struct {
-	*fakehttp.Server[Request]
-	scripts []Script
+	*fakehttp.Scripted[Request, Script]
 }
 
 // New starts a fake API on 127.0.0.1:0. log may be nil; when it is a
 // testing.TB (anything with Cleanup) the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	s := &Server{scripts: scripts}
-	s.Server = fakehttp.Listen[Request]("fakeapi", log)
+	s := &Server{fakehttp.NewScripted[Request]("fakeapi", log, scripts)}
 	s.Serve(s)
 	return s
 }
@@ -86,7 +84,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) reply(req *Request) *Reply {
-	if r := fakehttp.Pick(s.scripts, req); r != nil {
+	if r := fakehttp.Pick(s.Scripts, req); r != nil {
 		return r
 	}
 	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.Prompt(), 200)))

@@ -32,15 +32,13 @@ type Logger = fakehttp.Logger
 // http://127.0.0.1:41234; Requests returns every recorded POST /v1/responses,
 // in order.
 type Server struct {
-	*fakehttp.Server[Request]
-	scripts []Script
+	*fakehttp.Scripted[Request, Script]
 }
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	s := &Server{scripts: scripts}
-	s.Server = fakehttp.Listen[Request]("fakeresponses", log)
+	s := &Server{fakehttp.NewScripted[Request]("fakeresponses", log, scripts)}
 	s.Serve(s)
 	return s
 }
@@ -123,7 +121,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.Record(rec)
 	s.Logf("POST %s model=%s prompt=%q inputs=%d", r.URL.Path, rec.Body.Model, fakehttp.Clip(rec.Prompt(), 80), len(rec.Body.Input))
 
-	reply := fakehttp.Pick(s.scripts, &rec)
+	reply := fakehttp.Pick(s.Scripts, &rec)
 	if reply == nil {
 		reply = TextReply("No scenario for this prompt.")
 	}

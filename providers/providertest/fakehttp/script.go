@@ -39,3 +39,15 @@ func Sequence[S ~func(*Q) *A, Q, A any](scripts ...S) S {
 		return scripts[i](req)
 	}
 }
+
+// Scripted is a recording server that answers from scripts of type S.
+type Scripted[R, S any] struct {
+	*Server[R]
+	Scripts []S
+}
+
+// NewScripted listens like Listen; the caller serves its handler (which
+// embeds the Scripted) with Serve.
+func NewScripted[R, S any](name string, log Logger, scripts []S) *Scripted[R, S] {
+	return &Scripted[R, S]{Server: Listen[R](name, log), Scripts: scripts}
+}

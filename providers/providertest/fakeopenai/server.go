@@ -49,15 +49,13 @@ const DefaultModel = "fake-model"
 // the Gemini base URL is URL(). Requests returns every recorded request, in
 // arrival order.
 type Server struct {
-	*fakehttp.Server[Request]
-	scripts []Script
+	*fakehttp.Scripted[Request, Script]
 }
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // (anything with Cleanup) the server is closed at cleanup.
 func New(log Logger, scripts ...Script) *Server {
-	s := &Server{scripts: scripts}
-	s.Server = fakehttp.Listen[Request]("fakeopenai", log)
+	s := &Server{fakehttp.NewScripted[Request]("fakeopenai", log, scripts)}
 	s.Serve(s)
 	return s
 }
@@ -112,7 +110,7 @@ func (s *Server) record(rec *Request) {
 
 // reply picks the reply for req.
 func (s *Server) reply(req *Request) *Reply {
-	if r := fakehttp.Pick(s.scripts, req); r != nil {
+	if r := fakehttp.Pick(s.Scripts, req); r != nil {
 		return r
 	}
 	if !req.HasTools() {
