@@ -199,45 +199,18 @@ func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
 
 // fakeRun is one harness run against the fake.
 type fakeRun struct {
-	events  []agent.Event
-	err     error
-	argv    []string
-	env     []string
-	stdin   []json.RawMessage
-	elapsed time.Duration
+	providertest.Result
+	argv  []string
+	env   []string
+	stdin []json.RawMessage
 }
 
 func (f *fakeRun) types() []agent.EventType {
 	var out []agent.EventType
-	for _, ev := range f.events {
+	for _, ev := range f.Events {
 		out = append(out, ev.Type)
 	}
 	return out
-}
-
-func (f *fakeRun) last() agent.Event {
-	if len(f.events) == 0 {
-		return agent.Event{}
-	}
-	return f.events[len(f.events)-1]
-}
-
-func (f *fakeRun) of(t agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range f.events {
-		if ev.Type == t {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (f *fakeRun) text() string {
-	var b strings.Builder
-	for _, ev := range f.of(agent.EventAssistantDelta) {
-		b.WriteString(ev.Text)
-	}
-	return b.String()
 }
 
 // sent returns the client lines whose method is method ("" = responses).
@@ -305,11 +278,11 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	start := time.Now()
 	go func() {
 		defer close(done)
-		f.err = h.Run(ctx, req, func(ev agent.Event) {
+		f.Err = h.Run(ctx, req, func(ev agent.Event) {
 			if returned {
 				t.Errorf("event %s after Run returned", ev.Type)
 			}
-			f.events = append(f.events, ev)
+			f.Events = append(f.Events, ev)
 			if fo.onEvent != nil {
 				fo.onEvent(ev, cancel, answer)
 			}
@@ -321,13 +294,13 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	case <-time.After(40 * time.Second):
 		t.Fatal("Run did not return")
 	}
-	f.elapsed = time.Since(start)
+	f.Elapsed = time.Since(start)
 	terminals := 0
-	for i, ev := range f.events {
+	for i, ev := range f.Events {
 		if ev.Type.Terminal() {
 			terminals++
-			if i != len(f.events)-1 {
-				t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(f.events))
+			if i != len(f.Events)-1 {
+				t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(f.Events))
 			}
 		}
 	}
@@ -336,7 +309,7 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	}
 	rec := providertest.ReadRecord(t, recPath)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
-	t.Logf("events: %v (err %v, %s)", f.types(), f.err, f.elapsed.Round(time.Millisecond))
+	t.Logf("events: %v (err %v, %s)", f.types(), f.Err, f.Elapsed.Round(time.Millisecond))
 	return f
 }
 
@@ -362,16 +335,16 @@ func TestRunText(t *testing.T) {
 	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "Say hello [text]", Cwd: t.TempDir()}, fakeOpts{
 		opts: func(o *Options) { o.CodexHome = "/srv/codex-home"; o.Args = []string{"-c", "x=1"} },
 	})
-	if f.err != nil {
-		t.Fatal(f.err)
+	if f.Err != nil {
+		t.Fatal(f.Err)
 	}
-	if f.text() != "Hello from the fake model. This is plain text." {
-		t.Errorf("text %q", f.text())
+	if f.Text() != "Hello from the fake model. This is plain text." {
+		t.Errorf("text %q", f.Text())
 	}
-	if l := f.last(); l.Type != agent.EventRunCompleted || l.Text != "Hello from the fake model. This is plain text." || l.Native.Provider != "testprov" {
+	if l := f.Last(); l.Type != agent.EventRunCompleted || l.Text != "Hello from the fake model. This is plain text." || l.Native.Provider != "testprov" {
 		t.Errorf("last %+v", l)
 	}
-	s := f.of(agent.EventSessionUpdated)
+	s := f.Of(agent.EventSessionUpdated)
 	if len(s) != 1 || s[0].SessionID != "01a22afb-4cc2-7650-b466-92a916d43e6d" || s[0].Model != "fake-model" {
 		t.Errorf("session.updated %+v", s)
 	}
@@ -421,17 +394,17 @@ func TestRunApprovals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.transcript, func(t *testing.T) {
 			f := runFake(t, tt.transcript, agent.RunRequest{Prompt: "x"}, fakeOpts{onEvent: answerWith(tt.decision, nil)})
-			if f.err != nil {
-				t.Fatal(f.err)
+			if f.Err != nil {
+				t.Fatal(f.Err)
 			}
-			if f.last().Type != tt.terminal {
-				t.Errorf("last %+v", f.last())
+			if f.Last().Type != tt.terminal {
+				t.Errorf("last %+v", f.Last())
 			}
 			answers := f.sent("")
 			if len(answers) != 1 || strings.TrimSpace(string(answers[0])) != tt.answer {
 				t.Errorf("answers %s, want %s", answers, tt.answer)
 			}
-			req, res := f.of(agent.EventInteractionRequested), f.of(agent.EventInteractionResolved)
+			req, res := f.Of(agent.EventInteractionRequested), f.Of(agent.EventInteractionResolved)
 			if len(req) != 1 || len(res) != 1 {
 				t.Fatalf("requested %d, resolved %d", len(req), len(res))
 			}
@@ -449,8 +422,8 @@ func TestRunQuestionInPlanMode(t *testing.T) {
 	f := runFake(t, "ask.jsonl", agent.RunRequest{Prompt: "Ask me something [ask]", Mode: agent.ModePlan}, fakeOpts{
 		onEvent: answerWith(agent.DecisionAnswer, map[string]string{"color": "Red (Recommended)"}),
 	})
-	if f.err != nil || f.last().Type != agent.EventRunCompleted {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
 	turn := f.sent("turn/start")
 	if len(turn) != 1 || !bytes.Contains(turn[0], []byte(`"collaborationMode":{"mode":"plan","settings":{"model":"fake-model"`)) {
@@ -460,7 +433,7 @@ func TestRunQuestionInPlanMode(t *testing.T) {
 	if a := f.sent(""); len(a) != 1 || strings.TrimSpace(string(a[0])) != want {
 		t.Errorf("answer %s", a)
 	}
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
+	if r := f.Of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
 		t.Errorf("resolved %+v", r)
 	}
 }
@@ -478,8 +451,8 @@ func TestRunMCPElicitations(t *testing.T) {
 			}
 		},
 	})
-	if f.err != nil || f.last().Type != agent.EventRunCompleted {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
 	got := f.sent("")
 	want := []string{`{"id":0,"result":{"action":"accept","content":{},"_meta":null}}`, `{"id":1,"result":{"action":"accept","content":{"confirm":true},"_meta":null}}`}
@@ -492,15 +465,15 @@ func TestRunDynamicToolCall(t *testing.T) {
 	f := runFake(t, "dynamic-tool.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{
 		onEvent: answerWith(agent.DecisionAnswer, map[string]string{AnswerOutput: "T-42: deploy blocked (status=open)"}),
 	})
-	if f.err != nil || f.last().Type != agent.EventRunCompleted {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
 	want := `{"id":0,"result":{"contentItems":[{"type":"inputText","text":"T-42: deploy blocked (status=open)"}],"success":true}}`
 	if a := f.sent(""); len(a) != 1 || strings.TrimSpace(string(a[0])) != want {
 		t.Errorf("answer %s", a)
 	}
 	// No serverRequest/resolved comes for item/tool/call: our answer closed it.
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
+	if r := f.Of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusAnswered {
 		t.Errorf("resolved %+v", r)
 	}
 }
@@ -512,10 +485,10 @@ func TestRunUnknownServerRequest(t *testing.T) {
 			env:     map[string]string{envInject: inject},
 			onEvent: answerWith(agent.DecisionAnswer, map[string]string{AnswerJSON: `{"ok": true}`}),
 		})
-		if f.err != nil || f.last().Type != agent.EventRunCompleted {
-			t.Fatalf("err %v, last %+v", f.err, f.last())
+		if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+			t.Fatalf("err %v, last %+v", f.Err, f.Last())
 		}
-		req := f.of(agent.EventInteractionRequested)
+		req := f.Of(agent.EventInteractionRequested)
 		if len(req) != 1 || req[0].Interaction.Kind != agent.KindUnknown || string(req[0].Interaction.NativeID) != "41" {
 			t.Errorf("requested %+v", req)
 		}
@@ -536,14 +509,14 @@ func TestRunUnknownServerRequest(t *testing.T) {
 				}
 			},
 		})
-		if f.err != nil || f.last().Type != agent.EventRunCompleted {
-			t.Fatalf("err %v, last %+v", f.err, f.last())
+		if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+			t.Fatalf("err %v, last %+v", f.Err, f.Last())
 		}
 		a := f.sent("")
 		if len(a) != 1 || strings.TrimSpace(string(a[0])) != `{"id":41,"error":{"code":-32000,"message":"declined by the user"}}` {
 			t.Errorf("answers %s", a)
 		}
-		if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusDeclined {
+		if r := f.Of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusDeclined {
 			t.Errorf("resolved %+v", r)
 		}
 	})
@@ -551,13 +524,13 @@ func TestRunUnknownServerRequest(t *testing.T) {
 		f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "x", Approval: agent.ApprovalAccept}, fakeOpts{
 			env: map[string]string{envInject: inject}, noAnswer: true,
 		})
-		if f.err != nil {
-			t.Fatal(f.err)
+		if f.Err != nil {
+			t.Fatal(f.Err)
 		}
 		if a := f.sent(""); len(a) != 1 || strings.TrimSpace(string(a[0])) != `{"id":41,"error":{"code":-32601,"message":"unsupported request: x/future/ask"}}` {
 			t.Errorf("answer %s", a)
 		}
-		if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.By != ByPolicy {
+		if r := f.Of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.By != ByPolicy {
 			t.Errorf("resolved %+v", r)
 		}
 	})
@@ -575,13 +548,13 @@ func TestRunPolicyAnswers(t *testing.T) {
 	} {
 		t.Run(string(tt.approval), func(t *testing.T) {
 			f := runFake(t, "approve.jsonl", agent.RunRequest{Prompt: "x", Approval: tt.approval}, fakeOpts{noAnswer: true})
-			if f.err != nil {
-				t.Fatal(f.err)
+			if f.Err != nil {
+				t.Fatal(f.Err)
 			}
 			if a := f.sent(""); len(a) != 1 || strings.TrimSpace(string(a[0])) != tt.answer {
 				t.Errorf("answer %s", a)
 			}
-			req, res := f.of(agent.EventInteractionRequested), f.of(agent.EventInteractionResolved)
+			req, res := f.Of(agent.EventInteractionRequested), f.Of(agent.EventInteractionResolved)
 			if len(req) != 1 || len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.By != ByPolicy {
 				t.Errorf("requested %d, resolved %+v", len(req), res)
 			}
@@ -591,43 +564,43 @@ func TestRunPolicyAnswers(t *testing.T) {
 
 func TestRunDuplicateRequestIDFails(t *testing.T) {
 	f := runFake(t, "approve.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envDup: "1"}})
-	if !errors.Is(f.err, agent.ErrRunFailed) || !errors.Is(f.err, agent.ErrDuplicateRequest) {
-		t.Fatalf("err %v", f.err)
+	if !errors.Is(f.Err, agent.ErrRunFailed) || !errors.Is(f.Err, agent.ErrDuplicateRequest) {
+		t.Fatalf("err %v", f.Err)
 	}
-	if l := f.last(); l.Type != agent.EventRunFailed || !strings.Contains(l.Text, agent.ErrDuplicateRequest.Error()) {
+	if l := f.Last(); l.Type != agent.EventRunFailed || !strings.Contains(l.Text, agent.ErrDuplicateRequest.Error()) {
 		t.Errorf("last %+v", l)
 	}
-	if n := len(f.of(agent.EventInteractionRequested)); n != 1 {
+	if n := len(f.Of(agent.EventInteractionRequested)); n != 1 {
 		t.Errorf("%d interactions requested", n)
 	}
 	// The pending request is closed before the terminal event.
-	if r := f.of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusTurnEnded {
+	if r := f.Of(agent.EventInteractionResolved); len(r) != 1 || r[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("resolved %+v", r)
 	}
 }
 
 func TestRunSkipsMalformedLines(t *testing.T) {
 	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envNoise: "1"}})
-	if f.err != nil || f.last().Type != agent.EventRunCompleted || f.text() != "Hello from the fake model. This is plain text." {
-		t.Fatalf("err %v, events %v", f.err, f.types())
+	if f.Err != nil || f.Last().Type != agent.EventRunCompleted || f.Text() != "Hello from the fake model. This is plain text." {
+		t.Fatalf("err %v, events %v", f.Err, f.types())
 	}
-	if f.events[0].Type != agent.EventSystem || f.events[0].Subtype != "warning" {
-		t.Errorf("noise produced events: %+v", f.events[0])
+	if f.Events[0].Type != agent.EventSystem || f.Events[0].Subtype != "warning" {
+		t.Errorf("noise produced events: %+v", f.Events[0])
 	}
 }
 
 func TestRunProcessDiesMidTurn(t *testing.T) {
 	// Line 16 of text.jsonl's server side is the third agent message delta.
 	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envDieAfter: "16"}})
-	if !errors.Is(f.err, agent.ErrRunFailed) {
-		t.Fatalf("err %v", f.err)
+	if !errors.Is(f.Err, agent.ErrRunFailed) {
+		t.Fatalf("err %v", f.Err)
 	}
-	l := f.last()
+	l := f.Last()
 	if l.Type != agent.EventRunFailed || !strings.Contains(l.Text, "exited before the turn completed") || !strings.Contains(l.Text, "boom: the app-server crashed") {
 		t.Errorf("last %+v", l)
 	}
-	if f.text() == "" || f.of(agent.EventRunCompleted) != nil {
-		t.Errorf("text %q, events %v", f.text(), f.types())
+	if f.Text() == "" || f.Of(agent.EventRunCompleted) != nil {
+		t.Errorf("text %q, events %v", f.Text(), f.types())
 	}
 }
 
@@ -639,8 +612,8 @@ func TestRunInterrupt(t *testing.T) {
 			}
 		},
 	})
-	if f.err != nil || f.last().Type != agent.EventRunInterrupted || f.last().Text != "interrupted" {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunInterrupted || f.Last().Text != "interrupted" {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
 	want := `{"id":4,"method":"turn/interrupt","params":{"threadId":"01a22afb-89ce-7c40-bdcf-a3587a1688ae","turnId":"01a22afb-89e1-7951-9c40-4444205ff6da"}}`
 	if got := f.sent("turn/interrupt"); len(got) != 1 || strings.TrimSpace(string(got[0])) != want {
@@ -657,17 +630,17 @@ func TestRunInterruptDeadlineKills(t *testing.T) {
 			}
 		},
 	})
-	if f.err != nil {
-		t.Fatalf("err %v", f.err)
+	if f.Err != nil {
+		t.Fatalf("err %v", f.Err)
 	}
-	if l := f.last(); l.Type != agent.EventRunInterrupted || !strings.Contains(l.Text, "killed after the interrupt deadline") {
+	if l := f.Last(); l.Type != agent.EventRunInterrupted || !strings.Contains(l.Text, "killed after the interrupt deadline") {
 		t.Errorf("last %+v", l)
 	}
 	if len(f.sent("turn/interrupt")) != 1 {
 		t.Error("no single turn/interrupt")
 	}
-	if f.elapsed > 8*time.Second {
-		t.Errorf("took %s with a 1 s interrupt deadline", f.elapsed)
+	if f.Elapsed > 8*time.Second {
+		t.Errorf("took %s with a 1 s interrupt deadline", f.Elapsed)
 	}
 }
 
@@ -679,10 +652,10 @@ func TestRunInterruptWithPendingApproval(t *testing.T) {
 			}
 		},
 	})
-	if f.err != nil || f.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
-	res := f.of(agent.EventInteractionResolved)
+	res := f.Of(agent.EventInteractionResolved)
 	if len(res) != 1 || res[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("resolved %+v", res)
 	}
@@ -710,10 +683,10 @@ func TestRunNotInstalled(t *testing.T) {
 
 func TestRunResumeMissingThread(t *testing.T) {
 	f := runFake(t, "resume-missing.jsonl", agent.RunRequest{Prompt: "x", ResumeID: "8d6bec71-ca4b-471f-b230-a7fc02bcf0c8"}, fakeOpts{})
-	if !errors.Is(f.err, agent.ErrSessionNotFound) || errors.Is(f.err, agent.ErrRunFailed) {
-		t.Fatalf("err %v", f.err)
+	if !errors.Is(f.Err, agent.ErrSessionNotFound) || errors.Is(f.Err, agent.ErrRunFailed) {
+		t.Fatalf("err %v", f.Err)
 	}
-	for _, ev := range f.events {
+	for _, ev := range f.Events {
 		if ev.Type.Terminal() || ev.Type == agent.EventSessionUpdated {
 			t.Errorf("event %s for a missing thread", ev.Type)
 		}
@@ -731,24 +704,24 @@ func TestRunResumeAndFork(t *testing.T) {
 	const src = "01a22afb-54d3-7ad1-b062-e100d14532e8"
 	t.Run("resume", func(t *testing.T) {
 		f := runFake(t, "resume.jsonl", agent.RunRequest{Prompt: "Continue please [text]", ResumeID: src}, fakeOpts{})
-		if f.err != nil || f.last().Type != agent.EventRunCompleted {
-			t.Fatalf("err %v, last %+v", f.err, f.last())
+		if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+			t.Fatalf("err %v, last %+v", f.Err, f.Last())
 		}
 		// The same thread, reported once for the model the agent runs.
-		if s := f.of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != src || s[0].Model != "fake-model" {
+		if s := f.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != src || s[0].Model != "fake-model" {
 			t.Errorf("session.updated on resuming the same thread: %+v", s)
 		}
-		u := f.of(agent.EventUsageUpdated)
+		u := f.Of(agent.EventUsageUpdated)
 		if len(u) != 1 || u[0].Usage.InputTokens != 120 {
 			t.Errorf("usage %+v (the restored totals must not count)", u)
 		}
 	})
 	t.Run("fork", func(t *testing.T) {
 		f := runFake(t, "fork.jsonl", agent.RunRequest{Prompt: "Continue in the fork [text]", ResumeID: src, Fork: true}, fakeOpts{})
-		if f.err != nil || f.last().Type != agent.EventRunCompleted {
-			t.Fatalf("err %v, last %+v", f.err, f.last())
+		if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+			t.Fatalf("err %v, last %+v", f.Err, f.Last())
 		}
-		if s := f.of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != "01a22afc-2592-7283-92ed-3cdbf1e97716" {
+		if s := f.Of(agent.EventSessionUpdated); len(s) != 1 || s[0].SessionID != "01a22afc-2592-7283-92ed-3cdbf1e97716" {
 			t.Errorf("session.updated %+v", s)
 		}
 		if r := f.sent("thread/fork"); len(r) != 1 || !bytes.Contains(r[0], []byte(src)) {
@@ -759,10 +732,10 @@ func TestRunResumeAndFork(t *testing.T) {
 
 func TestRunTurnFailed(t *testing.T) {
 	f := runFake(t, "error.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{})
-	if !errors.Is(f.err, agent.ErrRunFailed) || !strings.Contains(f.err.Error(), "fake server: scripted bad request") {
-		t.Fatalf("err %v", f.err)
+	if !errors.Is(f.Err, agent.ErrRunFailed) || !strings.Contains(f.Err.Error(), "fake server: scripted bad request") {
+		t.Fatalf("err %v", f.Err)
 	}
-	if l := f.last(); l.Type != agent.EventRunFailed || l.Text != "fake server: scripted bad request" {
+	if l := f.Last(); l.Type != agent.EventRunFailed || l.Text != "fake server: scripted bad request" {
 		t.Errorf("last %+v", l)
 	}
 }

@@ -30,8 +30,8 @@ func injected(t *testing.T, line string, decide func(in *agent.Interaction) []ag
 		}
 	}
 	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envInject: line}, onEvent: on})
-	if f.err != nil || f.last().Type != agent.EventRunCompleted {
-		t.Fatalf("err %v, last %+v", f.err, f.last())
+	if f.Err != nil || f.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("err %v, last %+v", f.Err, f.Last())
 	}
 	return f
 }
@@ -47,7 +47,7 @@ func (f *fakeRun) answers() []string {
 
 func (f *fakeRun) statuses() []string {
 	var out []string
-	for _, ev := range f.of(agent.EventInteractionResolved) {
+	for _, ev := range f.Of(agent.EventInteractionResolved) {
 		out = append(out, ev.Resolution.Status+"/"+ev.Resolution.By)
 	}
 	return out
@@ -127,7 +127,7 @@ func TestRunUnanswerableRequests(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := injected(t, tt.line, nil) // nobody answers: the harness did
-			req := f.of(agent.EventInteractionRequested)
+			req := f.Of(agent.EventInteractionRequested)
 			if len(req) != 1 || req[0].Interaction.Title != tt.title || !strings.Contains(req[0].Interaction.Reason, tt.reason) || len(req[0].Interaction.Options) != 0 {
 				t.Fatalf("card %+v", req)
 			}
@@ -161,7 +161,7 @@ func TestRunCurrentTimeRead(t *testing.T) {
 		*v.Result.CurrentTimeAt < before || *v.Result.CurrentTimeAt > time.Now().Unix() {
 		t.Errorf("answer %s (%v)", a[0], err)
 	}
-	if n := len(f.of(agent.EventInteractionRequested)) + len(f.of(agent.EventInteractionResolved)); n != 0 {
+	if n := len(f.Of(agent.EventInteractionRequested)) + len(f.Of(agent.EventInteractionResolved)); n != 0 {
 		t.Errorf("%d interaction events for the time", n)
 	}
 }
@@ -214,7 +214,7 @@ func TestRunBadAnswerStaysPending(t *testing.T) {
 		}
 	})
 	var refused []string
-	for _, ev := range f.of(agent.EventSystem) {
+	for _, ev := range f.Of(agent.EventSystem) {
 		if ev.Subtype == agent.SystemAnswerRefused {
 			if ev.Interaction == nil || ev.Interaction.ID != "rpc-9" || !strings.Contains(ev.Text, "still waiting") {
 				t.Errorf("refusal %+v", ev)
@@ -307,7 +307,7 @@ func TestRunQuestionChoiceRefused(t *testing.T) {
 		}
 	})
 	var refused []string
-	for _, ev := range f.of(agent.EventSystem) {
+	for _, ev := range f.Of(agent.EventSystem) {
 		if ev.Subtype == agent.SystemAnswerRefused {
 			refused = append(refused, ev.Text)
 		}
