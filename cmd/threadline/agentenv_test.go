@@ -18,7 +18,7 @@ import (
 // composes it from the host environment and the agent's configured env.
 func childEnviron(t *testing.T, set *agentSet, id string) []string {
 	t.Helper()
-	c, ok := set.configs[id]
+	c, ok := set.Configs[id]
 	if !ok {
 		t.Fatalf("no agent %s", id)
 	}
@@ -94,8 +94,8 @@ agents:
 			t.Errorf("%q is not redacted: %q", v, got)
 		}
 	}
-	if !slices.Contains(set.secrets, "sk-ant-exported-1234") {
-		t.Errorf("agentSet.secrets (the relays' mask) lack the passed key: %d values", len(set.secrets))
+	if !slices.Contains(set.Secrets, "sk-ant-exported-1234") {
+		t.Errorf("agentSet.secrets (the relays' mask) lack the passed key: %d values", len(set.Secrets))
 	}
 }
 

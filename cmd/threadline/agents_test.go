@@ -18,32 +18,32 @@ func TestLoadAgents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := set.configs["fast"]; c.Provider != "claude" || c.Model != "haiku" {
+	if c := set.Configs["fast"]; c.Provider != "claude" || c.Model != "haiku" {
 		t.Errorf("profile fast: %+v", c)
 	}
-	if c := set.configs["claude"]; c.Provider != "claude" || c.Bin != "/opt/claude" || !slices.Equal(c.Args, []string{"--foo"}) || c.Env["K"] != "V" || c.Model != "sonnet" {
+	if c := set.Configs["claude"]; c.Provider != "claude" || c.Bin != "/opt/claude" || !slices.Equal(c.Args, []string{"--foo"}) || c.Env["K"] != "V" || c.Model != "sonnet" {
 		t.Errorf("claude override: %+v", c)
 	}
 	// Every built-in has a provider, except those whose CLI speaks a format no
 	// provider here was verified against.
 	var runnable []string
-	for _, p := range set.providers {
+	for _, p := range set.Providers {
 		runnable = append(runnable, string(p.ID()))
 	}
 	for _, b := range builtinTable() {
-		if d := b.desc; !slices.Contains(runnable, d.ID) && set.noRunner[d.ID] == nil {
+		if d := b.desc; !slices.Contains(runnable, d.ID) && set.NoRunner[d.ID] == nil {
 			t.Errorf("%s: neither a provider nor a reason", d.ID)
 		}
 	}
 	for _, id := range []string{"claude", "codex", "minimax", "opencode", "opencode-run", "gemini", "qwen", "kimi", "cursor-agent", "antigravity", "aider", "pi"} {
 		if !slices.Contains(runnable, id) {
-			t.Errorf("no provider for %s (%v)", id, set.noRunner[id])
+			t.Errorf("no provider for %s (%v)", id, set.NoRunner[id])
 		}
 	}
-	if _, _, err := set.launch("nosuch"); err == nil || !strings.Contains(err.Error(), `unknown agent "nosuch"`) {
+	if _, _, err := set.Launch("nosuch"); err == nil || !strings.Contains(err.Error(), `unknown agent "nosuch"`) {
 		t.Errorf("launch(nosuch): %v", err)
 	}
-	if _, _, err := set.launch("amp"); err == nil || !strings.Contains(err.Error(), "no runner") {
+	if _, _, err := set.Launch("amp"); err == nil || !strings.Contains(err.Error(), "no runner") {
 		t.Errorf("launch(amp): %v", err)
 	}
 }

@@ -64,7 +64,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		return nil, err
 	}
 	if o.relay.Dir != "" {
-		o.relay.Mask = append(cfg.Secrets(), agents.secrets...) // relays scrub them from their journals
+		o.relay.Mask = append(cfg.Secrets(), agents.Secrets...) // relays scrub them from their journals
 	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
@@ -78,7 +78,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		return nil, err
 	}
 	m := metrics.New()
-	m.Known(agents.runnable(), knownMethods(platformsOf(cfg)...))
+	m.Known(agents.Runnable(), knownMethods(platformsOf(cfg)...))
 	hub := runhub.New(st, log, runhub.Options{Owner: owner, Persisted: m.Persisted})
 	chats := chatstore.Store{St: st}
 	// Secrets of the config and of projects (added as runs load them) are
@@ -89,13 +89,13 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
 	versions := &versionCheck{}
 	popts := prompt.Options{Reclaimer: life, Versions: versions,
-		Agents: agents.configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
+		Agents: agents.Configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
 	}
 	if router != nil {
 		popts.Router = router
 	}
-	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.providers, o.isolation, o.workRoot), log, popts)
+	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.Providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
 	versions.table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
@@ -134,12 +134,12 @@ func (a *app) Close() error {
 
 // launch resolves an agent id to its definition and executable, as a run would.
 func (a *app) launch(id string) (registry.Definition, string, error) {
-	return a.agentTable().launch(id)
+	return a.agentTable().Launch(id)
 }
 
 // Agents reports every known agent; it implements chatops.Agents.
 func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
-	return agentInfos(a.agentTable().probe(ctx, a.log))
+	return agentInfos(a.agentTable().Probe(ctx, a.log))
 }
 
 // defaultAgents are tried in this order when the config names no default.

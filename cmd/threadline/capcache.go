@@ -74,7 +74,7 @@ func (v *versionCheck) CheckVersion(ctx context.Context, agentID string) (string
 		return "", ""
 	}
 	s := v.table()
-	d, ok := s.byID[agentID]
+	d, ok := s.ByID[agentID]
 	if !ok {
 		return "", ""
 	}

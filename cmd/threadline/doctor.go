@@ -47,11 +47,11 @@ func (d doctorAgents) Probe(ctx context.Context) ([]registry.Report, error) {
 	if d.err != nil {
 		return nil, d.err
 	}
-	return d.set.probe(ctx, d.log), nil
+	return d.set.Probe(ctx, d.log), nil
 }
 
 func (d doctorAgents) Definition(id string) (registry.Definition, bool) {
-	def, ok := d.set.byID[id]
+	def, ok := d.set.ByID[id]
 	return def, ok
 }
 
@@ -61,5 +61,5 @@ func (d doctorAgents) Default() string {
 	if d.cfg.Defaults.Agent != "" {
 		return d.cfg.Defaults.Agent
 	}
-	return firstInstalled(d.set)
+	return d.set.First(defaultAgents)
 }

@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -64,7 +63,7 @@ var _ chatops.AgentLookup = (*app)(nil)
 // agent, from its definition; only an agent whose closed model list comes
 // from its CLI (e.g. cursor-agent models) is probed, and only that one.
 func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
-	d, ok := a.agentTable().byID[id]
+	d, ok := a.agentTable().ByID[id]
 	if !ok {
 		return chatops.AgentInfo{}, false
 	}
@@ -77,15 +76,7 @@ func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
 }
 
 // AgentIDs lists the known agent ids (chatops.AgentLookup).
-func (a *app) AgentIDs() []string {
-	defs := a.agentTable().defs
-	ids := make([]string, len(defs))
-	for i, d := range defs {
-		ids[i] = d.ID
-	}
-	sort.Strings(ids)
-	return ids
-}
+func (a *app) AgentIDs() []string { return a.agentTable().IDs() }
 
 // policy builds the access policy of the config's channels and rooms.
 func (a *app) policy() *chatops.Policy { return access.Policy(a.cfg, a.cfg.Defaults.Agent) }

@@ -32,10 +32,10 @@ func TestIdleTimeoutConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := set.configs["claude"].IdleTimeout; got != tc.claude {
+			if got := set.Configs["claude"].IdleTimeout; got != tc.claude {
 				t.Errorf("claude idle timeout = %v, want %v", got, tc.claude)
 			}
-			if got := set.configs["codex"].IdleTimeout; got != tc.codex {
+			if got := set.Configs["codex"].IdleTimeout; got != tc.codex {
 				t.Errorf("codex idle timeout = %v, want %v", got, tc.codex)
 			}
 		})

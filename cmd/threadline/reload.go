@@ -127,24 +127,14 @@ func (a *app) reloadLocked(path string) (reloadResult, error) {
 	res := reloadResult{Applied: plan.Applied, Restart: plan.Restart}
 	eff := plan.Effective
 	a.reloadedAgents.Store(set)
-	a.prompt.Reconfigure(set.configs, eff.Skills())
+	a.prompt.Reconfigure(set.Configs, eff.Skills())
 	if a.threads != nil {
 		def := eff.Defaults.Agent
 		if def == "" {
-			def = firstInstalled(set)
+			def = set.First(defaultAgents)
 		}
 		a.threads.Policy().Replace(access.Policy(eff, def))
 	}
 	a.applied = eff
 	return res, nil
-}
-
-// firstInstalled is the first of defaultAgents that set can launch, or "".
-func firstInstalled(set *agentSet) string {
-	for _, id := range defaultAgents {
-		if _, _, err := set.launch(id); err == nil {
-			return id
-		}
-	}
-	return ""
 }

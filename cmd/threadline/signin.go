@@ -19,7 +19,7 @@ func (a *app) warnSignIn(agentID, project string, w io.Writer) bool {
 	if project != "" {
 		return false // the agent runs in the project's container
 	}
-	d, ok := a.agents.byID[agentID]
+	d, ok := a.agents.ByID[agentID]
 	if !ok {
 		return false
 	}
