@@ -57,9 +57,31 @@ func (c *card) button(id string) (chatops.Button, bool) {
 type cardBook struct {
 	mu      sync.Mutex
 	byEvent map[id.EventID]*card
+	// read are the threads whose cards were read back from the homeserver.
+	read map[chatops.Place]bool
 }
 
-func newCardBook() *cardBook { return &cardBook{byEvent: map[id.EventID]*card{}} }
+func newCardBook() *cardBook {
+	return &cardBook{byEvent: map[id.EventID]*card{}, read: map[chatops.Place]bool{}}
+}
+
+// toRead reports whether the thread's cards are to be read back from the
+// homeserver: the first time it is asked for a thread of which no card is
+// known.
+func (cb *cardBook) toRead(p chatops.Place) bool {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if cb.read[p] {
+		return false
+	}
+	cb.read[p] = true
+	for _, c := range cb.byEvent {
+		if c.place == p {
+			return false
+		}
+	}
+	return true
+}
 
 const cardTTL = 7 * 24 * time.Hour
 
@@ -184,6 +206,37 @@ func (b *Bot) lookupCard(ctx context.Context, room id.RoomID, evt id.EventID) (*
 	c := &card{place: b.place(room, thread), buttons: buttons, at: time.UnixMilli(orig.Timestamp)}
 	b.cards.put(evt, c.place, c.buttons)
 	return c, nil
+}
+
+// readCards reads back the open cards of a thread the bot knows no card of
+// (it posted them before a restart): its messages with buttons among the
+// thread's latest 50 events, each with its latest edit. Once per thread.
+func (b *Bot) readCards(ctx context.Context, room id.RoomID, p chatops.Place) {
+	if p.Thread == "" || !b.cards.toRead(p) {
+		return
+	}
+	rels, err := b.cli.GetRelations(ctx, room, id.EventID(p.Thread), &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: 50})
+	if err != nil {
+		b.log.InfoContext(ctx, "read the cards of a thread", "room_id", room, "thread", p.Thread, "err", err)
+		return
+	}
+	for i := len(rels.Chunk) - 1; i >= 0; i-- { // oldest first: the newest card ends up newest
+		e := rels.Chunk[i]
+		if e.Sender != b.me {
+			continue
+		}
+		e.RoomID = room
+		dec, err := b.decrypted(ctx, e)
+		if err != nil || dec.Type != event.EventMessage {
+			continue
+		}
+		if bs, ok := buttonsOf(dec.Content.Raw); !ok || !(&card{buttons: bs}).open() {
+			continue
+		}
+		if _, err := b.lookupCard(ctx, room, e.ID); err != nil {
+			b.log.InfoContext(ctx, "read a card of a thread", "room_id", room, "event_id", e.ID, "err", err)
+		}
+	}
 }
 
 // fetch gets an event, decrypted when it is encrypted.

@@ -176,6 +176,7 @@ func (b *Bot) direct(ctx context.Context, room id.RoomID) bool {
 // answerCard treats a reply in a thread with an open card as its answer. It
 // reports whether the message was taken as one.
 func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place, text string, mentioned bool) bool {
+	b.readCards(ctx, evt.RoomID, p)
 	cards := b.cards.openIn(p)
 	if len(cards) == 0 {
 		return false

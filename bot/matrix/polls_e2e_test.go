@@ -176,3 +176,23 @@ func TestPollAfterRestart(t *testing.T) {
 		t.Error("a vote in the ended poll was taken")
 	}
 }
+
+// TestReplyAfterRestart: a question asked before a restart is answered
+// after it by a reply with an option's number: the restarted bot reads the
+// thread's open card back from the homeserver, the answer reaches the exact
+// request, and the question's poll is ended.
+func TestReplyAfterRestart(t *testing.T) {
+	w, alice, _, room := started(t, "sqlite", false)
+	bot := w.botUser.ID
+	root, card, poll := askColor(w, alice, room)
+	w.stopBot()
+	w.startBot(false)
+	alice.say(room, root, "2")
+	evs := alice.wait("the answer using green and the poll's end", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "You chose green.")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done") && len(pollEnds(evs, poll.ID)) == 1
+	})
+	if b := current(evs, card).Body; !strings.Contains(b, "Answered") {
+		t.Errorf("card after the reply: %q", b)
+	}
+}
