@@ -136,40 +136,19 @@ func fakeClaude() int {
 
 // fakeRun is one provider run against the fake.
 type fakeRun struct {
-	events []agent.Event
-	err    error
-	argv   []string
-	env    []string
-	stdin  []json.RawMessage
+	providertest.Result
+	argv  []string
+	env   []string
+	stdin []json.RawMessage
 }
-
-func (f *fakeRun) types() []agent.EventType {
-	var out []agent.EventType
-	for _, ev := range f.events {
-		out = append(out, ev.Type)
-	}
-	return out
-}
-
-func (f *fakeRun) last() agent.Event { return f.events[len(f.events)-1] }
 
 func (f *fakeRun) find(t agent.EventType) *agent.Event {
-	for i := range f.events {
-		if f.events[i].Type == t {
-			return &f.events[i]
+	for i := range f.Events {
+		if f.Events[i].Type == t {
+			return &f.Events[i]
 		}
 	}
 	return nil
-}
-
-func (f *fakeRun) text() string {
-	var b strings.Builder
-	for _, ev := range f.events {
-		if ev.Type == agent.EventAssistantDelta {
-			b.WriteString(ev.Text)
-		}
-	}
-	return b.String()
 }
 
 // stdinOf returns the stdin lines whose "type" is typ.
@@ -208,8 +187,8 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[stri
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		f.err = p.Run(ctx, req, func(ev agent.Event) {
-			f.events = append(f.events, ev)
+		f.Err = p.Run(ctx, req, func(ev agent.Event) {
+			f.Events = append(f.Events, ev)
 			if onEvent != nil {
 				onEvent(ctx, cancel, ev)
 			}
@@ -235,11 +214,11 @@ func mustAbs(t *testing.T, p string) string {
 
 func TestRunBasic(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "make out.txt", Model: "opus", Approval: agent.ApprovalDeny}, nil, nil)
-	if f.err != nil {
-		t.Fatal(f.err)
+	if f.Err != nil {
+		t.Fatal(f.Err)
 	}
-	if f.last().Type != agent.EventRunCompleted || f.text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
-		t.Fatalf("events: %v, text %q", f.types(), f.text())
+	if f.Last().Type != agent.EventRunCompleted || f.Text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
+		t.Fatalf("events: %v, text %q", f.Types(), f.Text())
 	}
 	if s := f.find(agent.EventSessionUpdated); s == nil || s.SessionID != "d42c6bf8-6b22-455e-aaba-f4b82658199f" {
 		t.Errorf("session.updated = %+v", s)
@@ -272,38 +251,38 @@ func TestRunBasic(t *testing.T) {
 // the run fails saying so) while the rest of the stream is still parsed.
 func TestRunMalformedAndHugeLines(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envNoise: "1"}, nil)
-	if !errors.Is(f.err, agent.ErrRunFailed) || f.last().Type != agent.EventRunFailed || !strings.Contains(f.last().Text, "16 MiB limit") {
-		t.Fatalf("err %v, events %v, last %+v", f.err, f.types(), f.last())
+	if !errors.Is(f.Err, agent.ErrRunFailed) || f.Last().Type != agent.EventRunFailed || !strings.Contains(f.Last().Text, "16 MiB limit") {
+		t.Fatalf("err %v, events %v, last %+v", f.Err, f.Types(), f.Last())
 	}
-	if types := f.types(); types[0] != agent.EventSystem || types[1] != agent.EventSessionUpdated {
+	if types := f.Types(); types[0] != agent.EventSystem || types[1] != agent.EventSessionUpdated {
 		t.Errorf("noise produced other events: %v", types[:3])
 	}
-	if f.text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
-		t.Errorf("text %q", f.text())
+	if f.Text() != "I'll create the file now.Tool finished. is_error=False; result='(Bash completed with no output)'. Done." {
+		t.Errorf("text %q", f.Text())
 	}
 }
 
 func TestRunExitWithoutResult(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envStopAfter: "10"}, nil)
-	if !errors.Is(f.err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v, want ErrRunFailed", f.err)
+	if !errors.Is(f.Err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v, want ErrRunFailed", f.Err)
 	}
-	last := f.last()
+	last := f.Last()
 	if last.Type != agent.EventRunFailed || last.Text != "claude exited without a result: fatal: something broke" {
 		t.Fatalf("last = %+v", last)
 	}
-	if n := len(f.events); f.find(agent.EventRunCompleted) != nil || n < 2 {
-		t.Fatalf("events = %v", f.types())
+	if n := len(f.Events); f.find(agent.EventRunCompleted) != nil || n < 2 {
+		t.Fatalf("events = %v", f.Types())
 	}
 }
 
 func TestRunResumeUnknown(t *testing.T) {
 	f := runFake(t, "resume-unknown.jsonl", agent.RunRequest{Prompt: "x", ResumeID: "6bc61bc3-84be-4d9a-9e80-341723eeb890", Fork: true}, map[string]string{envExit: "1"}, nil)
-	if !errors.Is(f.err, agent.ErrSessionNotFound) {
-		t.Fatalf("err = %v, want ErrSessionNotFound", f.err)
+	if !errors.Is(f.Err, agent.ErrSessionNotFound) {
+		t.Fatalf("err = %v, want ErrSessionNotFound", f.Err)
 	}
-	if slices.ContainsFunc(f.events, func(ev agent.Event) bool { return ev.Type.Terminal() }) {
-		t.Errorf("a terminal event was emitted: %v", f.types())
+	if slices.ContainsFunc(f.Events, func(ev agent.Event) bool { return ev.Type.Terminal() }) {
+		t.Errorf("a terminal event was emitted: %v", f.Types())
 	}
 	if !slices.Equal(f.argv[len(f.argv)-5:], []string{"--resume", "6bc61bc3-84be-4d9a-9e80-341723eeb890", "--fork-session", "--permission-prompt-tool", "stdio"}) {
 		t.Errorf("argv = %q", f.argv)
@@ -312,14 +291,14 @@ func TestRunResumeUnknown(t *testing.T) {
 
 func TestRunAPIError(t *testing.T) {
 	f := runFake(t, "api-error-400.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envExit: "1"}, nil)
-	if !errors.Is(f.err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", f.err)
+	if !errors.Is(f.Err, agent.ErrRunFailed) {
+		t.Fatalf("err = %v", f.Err)
 	}
-	if last := f.last(); last.Type != agent.EventRunFailed || last.Text != "API Error: 400 fake: scripted failure" {
+	if last := f.Last(); last.Type != agent.EventRunFailed || last.Text != "API Error: 400 fake: scripted failure" {
 		t.Fatalf("last = %+v", last)
 	}
-	if f.text() != "" {
-		t.Errorf("API error text emitted as assistant text: %q", f.text())
+	if f.Text() != "" {
+		t.Errorf("API error text emitted as assistant text: %q", f.Text())
 	}
 }
 
@@ -382,8 +361,8 @@ func TestRunApprovals(t *testing.T) {
 		t.Run(tt.transcript, func(t *testing.T) {
 			ch := make(chan agent.InteractionResponse, 4)
 			f := runFake(t, tt.transcript, agent.RunRequest{Prompt: "x", Approval: agent.ApprovalAsk, Responses: ch}, nil, answerWith(tt.resp, ch))
-			if f.err != nil {
-				t.Fatalf("err = %v (events %v)", f.err, f.types())
+			if f.Err != nil {
+				t.Fatalf("err = %v (events %v)", f.Err, f.Types())
 			}
 			if !slices.Contains(f.argv, "--permission-prompt-tool") {
 				t.Errorf("argv = %q", f.argv)
@@ -399,8 +378,8 @@ func TestRunApprovals(t *testing.T) {
 			if res == nil || res.Resolution.Status != tt.status || res.Resolution.By != "U1" {
 				t.Fatalf("resolution = %+v", res)
 			}
-			if f.last().Type != tt.last {
-				t.Fatalf("last = %+v (events %v)", f.last(), f.types())
+			if f.Last().Type != tt.last {
+				t.Fatalf("last = %+v (events %v)", f.Last(), f.Types())
 			}
 			sent := f.stdinOf("control_response")
 			if len(sent) != 1 {
@@ -436,11 +415,11 @@ func TestRunInterrupt(t *testing.T) {
 	}
 	t.Run("streaming", func(t *testing.T) {
 		f := runFake(t, "interrupt.drive.jsonl", agent.RunRequest{Prompt: "x"}, nil, cancelOnFirst(agent.EventAssistantDelta))
-		if f.err != nil {
-			t.Fatalf("err = %v", f.err)
+		if f.Err != nil {
+			t.Fatalf("err = %v", f.Err)
 		}
-		if f.last().Type != agent.EventRunInterrupted || f.find(agent.EventRunFailed) != nil {
-			t.Fatalf("events = %v", f.types())
+		if f.Last().Type != agent.EventRunInterrupted || f.find(agent.EventRunFailed) != nil {
+			t.Fatalf("events = %v", f.Types())
 		}
 		sent := f.stdinOf("control_request")
 		if len(sent) != 1 || string(sent[0]) != `{"type":"control_request","request_id":"int-1","request":{"subtype":"interrupt"}}` {
@@ -450,25 +429,25 @@ func TestRunInterrupt(t *testing.T) {
 	t.Run("pending permission", func(t *testing.T) {
 		ch := make(chan agent.InteractionResponse)
 		f := runFake(t, "interrupt-pending-permission.drive.jsonl", agent.RunRequest{Prompt: "x", Responses: ch, Approval: agent.ApprovalAsk}, nil, cancelOnFirst(agent.EventInteractionRequested))
-		if f.err != nil {
-			t.Fatalf("err = %v", f.err)
+		if f.Err != nil {
+			t.Fatalf("err = %v", f.Err)
 		}
 		res := f.find(agent.EventInteractionResolved)
 		if res == nil || res.Resolution.Status != agent.StatusCancelled {
 			t.Fatalf("resolution = %+v", res)
 		}
-		if f.last().Type != agent.EventRunInterrupted {
-			t.Fatalf("events = %v", f.types())
+		if f.Last().Type != agent.EventRunInterrupted {
+			t.Fatalf("events = %v", f.Types())
 		}
 	})
 	t.Run("unresponsive cli is killed", func(t *testing.T) {
 		start := time.Now()
 		f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envStopAfter: "5", envHang: "1"}, cancelOnFirst(agent.EventSessionUpdated))
-		if f.err != nil {
-			t.Fatalf("err = %v", f.err)
+		if f.Err != nil {
+			t.Fatalf("err = %v", f.Err)
 		}
-		if f.last().Type != agent.EventRunInterrupted {
-			t.Fatalf("events = %v", f.types())
+		if f.Last().Type != agent.EventRunInterrupted {
+			t.Fatalf("events = %v", f.Types())
 		}
 		if d := time.Since(start); d > 15*time.Second {
 			t.Errorf("took %v", d)

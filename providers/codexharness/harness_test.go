@@ -205,14 +205,6 @@ type fakeRun struct {
 	stdin []json.RawMessage
 }
 
-func (f *fakeRun) types() []agent.EventType {
-	var out []agent.EventType
-	for _, ev := range f.Events {
-		out = append(out, ev.Type)
-	}
-	return out
-}
-
 // sent returns the client lines whose method is method ("" = responses).
 func (f *fakeRun) sent(method string) []json.RawMessage {
 	var out []json.RawMessage
@@ -309,7 +301,7 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	}
 	rec := providertest.ReadRecord(t, recPath)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
-	t.Logf("events: %v (err %v, %s)", f.types(), f.Err, f.Elapsed.Round(time.Millisecond))
+	t.Logf("events: %v (err %v, %s)", f.Types(), f.Err, f.Elapsed.Round(time.Millisecond))
 	return f
 }
 
@@ -582,7 +574,7 @@ func TestRunDuplicateRequestIDFails(t *testing.T) {
 func TestRunSkipsMalformedLines(t *testing.T) {
 	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "x"}, fakeOpts{env: map[string]string{envNoise: "1"}})
 	if f.Err != nil || f.Last().Type != agent.EventRunCompleted || f.Text() != "Hello from the fake model. This is plain text." {
-		t.Fatalf("err %v, events %v", f.Err, f.types())
+		t.Fatalf("err %v, events %v", f.Err, f.Types())
 	}
 	if f.Events[0].Type != agent.EventSystem || f.Events[0].Subtype != "warning" {
 		t.Errorf("noise produced events: %+v", f.Events[0])
@@ -600,7 +592,7 @@ func TestRunProcessDiesMidTurn(t *testing.T) {
 		t.Errorf("last %+v", l)
 	}
 	if f.Text() == "" || f.Of(agent.EventRunCompleted) != nil {
-		t.Errorf("text %q, events %v", f.Text(), f.types())
+		t.Errorf("text %q, events %v", f.Text(), f.Types())
 	}
 }
 

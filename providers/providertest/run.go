@@ -173,6 +173,15 @@ func (r *Result) Of(typ agent.EventType) []agent.Event {
 	return out
 }
 
+// Types returns the type of each event, in order.
+func (r *Result) Types() []agent.EventType {
+	out := make([]agent.EventType, len(r.Events))
+	for i, ev := range r.Events {
+		out[i] = ev.Type
+	}
+	return out
+}
+
 // Last returns the last event (the zero event when there was none).
 func (r *Result) Last() agent.Event {
 	if len(r.Events) == 0 {
