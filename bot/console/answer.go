@@ -149,6 +149,12 @@ func (s *session) answer(ctx context.Context, text string) {
 	s.respond(ctx, p.runID, resp)
 }
 
+// asksSecret reports whether the next answer is a secret question's.
+func (p pendingInteraction) asksSecret() bool {
+	qs := p.in.Questions
+	return p.in.Kind == agent.KindQuestion && len(p.answers) < len(qs) && qs[len(p.answers)].Secret
+}
+
 func (s *session) respond(ctx context.Context, runID string, resp agent.InteractionResponse) {
 	if err := s.Bot.Respond(ctx, s.chat.ID, runID, resp); err != nil {
 		s.r.line("error: " + err.Error())

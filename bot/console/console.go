@@ -218,14 +218,14 @@ func (s *session) ready() bool { return s.runID == "" || len(s.pending) > 0 }
 // the output when idle.
 func (s *session) prompt() {
 	if s.ed != nil {
-		p := "> "
+		p, secret := "> ", false
 		switch {
 		case len(s.pending) > 0:
-			p = "? "
+			p, secret = "? ", s.pending[0].asksSecret()
 		case s.runID != "":
 			p = "… " // a message typed now is queued
 		}
-		s.ed.setPrompt(p)
+		s.ed.setPrompt(p, secret)
 		return
 	}
 	if s.runID == "" && !s.eof {

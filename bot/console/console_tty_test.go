@@ -139,3 +139,49 @@ func TestConsoleTerminalStreamsAboveThePrompt(t *testing.T) {
 		t.Errorf("left on the screen:\n%s", strings.Join(rows, "\n"))
 	}
 }
+
+// TestConsoleTerminalSecretAnswer: the answer to a secret question is typed
+// masked (never on the screen), reaches the agent marked secret, and is not
+// kept in the history.
+func TestConsoleTerminalSecretAnswer(t *testing.T) {
+	s, chat := stack(t)
+	got := make(chan agent.InteractionResponse, 1)
+	s.Prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
+			ID: "q1", NativeID: []byte(`"q1"`), Kind: agent.KindQuestion,
+			Questions: []agent.Question{{ID: "token", Text: "Your token?", Secret: true}}}})
+		select {
+		case r := <-req.Responses:
+			got <- r
+			emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: "q1", Status: agent.StatusAnswered, By: r.By}})
+		case <-ctx.Done():
+		}
+		emit(agent.Event{Type: agent.EventAssistantDelta, Text: "thanks"})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	})
+	p := consoletest.Open(t)
+	hist := filepath.Join(t.TempDir(), "chat_history")
+	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: hist}
+	wait := runConsole(t, con, chat)
+	p.Screen.Wait(t, "> ")
+	p.Type(t, "log in", consoletest.Enter)
+	p.Screen.Wait(t, "Your token?")
+	p.Screen.Wait(t, "? ")
+	p.Type(t, "hunter2", consoletest.Enter)
+	p.Screen.Wait(t, "thanks")
+	p.Screen.Wait(t, "— done")
+	p.Type(t, consoletest.CtrlD)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if r := <-got; r.Answers["token"] != "hunter2" || !r.Secret {
+		t.Errorf("answer %+v", r)
+	}
+	if strings.Contains(p.Screen.String(), "hunter") {
+		t.Errorf("the secret was echoed:\n%q", p.Screen.String())
+	}
+	if b, err := os.ReadFile(hist); err != nil || string(b) != "log in\n" {
+		t.Errorf("history %q (%v)", b, err)
+	}
+}

@@ -161,8 +161,14 @@ func (e *editor) remember(line string) {
 	_ = e.rl.SaveHistory(line)
 }
 
-// setPrompt changes the prompt and redraws the line being edited.
-func (e *editor) setPrompt(p string) {
+// setPrompt changes the prompt and redraws the line being edited; mask
+// shows what is typed as * (the answer to a secret question).
+func (e *editor) setPrompt(p string, mask bool) {
+	if cfg := e.rl.Config; cfg.EnableMask != mask {
+		c := *cfg
+		c.Prompt, c.EnableMask, c.MaskRune = p, mask, '*'
+		e.rl.SetConfig(&c)
+	}
 	e.rl.SetPrompt(p)
 	e.rl.Refresh()
 }
