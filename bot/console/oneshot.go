@@ -138,6 +138,11 @@ func (s *oneShotRun) show(ctx context.Context, ev chatops.Event) (bool, error) {
 			io.WriteString(s.Out, e.Text)
 			s.midLine = e.Text != "" && e.Text[len(e.Text)-1] != '\n'
 		}
+	case agent.EventSystem:
+		if e.Subtype == prompt.SubtypeVersionNotice { // once per agent@version in a chat
+			s.endLine()
+			fmt.Fprintf(s.Err, "threadline: %s\n", e.Text)
+		}
 	case agent.EventRunFailed:
 		fmt.Fprintf(s.Err, "threadline: run failed: %s\n", e.Text)
 	case agent.EventRunInterrupted:
