@@ -528,7 +528,13 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		}
 		o.buckets[op].take(now)
 		if render.IsAnswer(best.rm.Slot) && best.want.Priority == render.PriorityProgress {
-			o.runSent[best.rm.RunID] = now
+			// A placeholder's first text goes at once but borrows the next
+			// interval, so that the run stays within one call per interval.
+			if paced := o.runSent[best.rm.RunID].Add(o.budget.MinInterval); paced.After(now) {
+				o.runSent[best.rm.RunID] = paced
+			} else {
+				o.runSent[best.rm.RunID] = now
+			}
 		}
 	}
 	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: op, hash: best.want.View.Hash()}, 0

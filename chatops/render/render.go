@@ -380,15 +380,18 @@ func (r *Run) Views() []SlotView {
 			v.Plan = r.plan
 			v.Steps = r.stepLines()
 			v.Activity = r.Activity()
-			if overflow {
-				v.Body += fmt.Sprintf("\n\n_… the answer is %d bytes long; the whole answer is %s._",
-					len(body), map[bool]string{true: "attached as answer.md", false: "attached when the run ends"}[final])
+			if overflow && !final {
+				// Not in the body, which a native stream only appends to.
+				v.Steps = append([]string{fmt.Sprintf("… the answer is longer than %d messages: the whole answer is attached when the run ends", o.MaxParts)}, v.Steps...)
 			}
 			if v.Body == "" && !final {
 				v.Body, v.Working = "_Working…_", true
 			}
 			if final {
 				v.Footer = r.footer()
+				if overflow {
+					v.Footer += fmt.Sprintf(" · the whole answer (%d bytes) is attached as answer.md", len(body))
+				}
 			} else {
 				v.Buttons = []Button{{ID: ButtonStop, Label: "Stop", Style: StyleDanger,
 					Value: Ref{ChatID: r.chatID, RunID: r.runID}.Encode()}}

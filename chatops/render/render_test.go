@@ -196,12 +196,12 @@ func TestLongAnswerIsUploaded(t *testing.T) {
 	l.add(0, agent.Event{Type: agent.EventAssistantDelta, Text: body})
 	opts := render.RenderOptions{PartLimit: 200, MaxParts: 2}
 	vs := render.RenderRun("c1", "", opts, l.evs)
-	if len(vs) != 2 || !strings.Contains(vs[1].View.Body, "attached when the run ends") {
+	if len(vs) != 2 || !strings.Contains(strings.Join(vs[1].View.Steps, "\n"), "attached when the run ends") || strings.Contains(vs[1].View.Body, "attached") {
 		t.Fatalf("live views %+v", vs)
 	}
 	l.add(time.Second, agent.Event{Type: agent.EventRunCompleted})
 	vs = render.RenderRun("c1", "", opts, l.evs)
-	if len(vs) != 3 || vs[2].Slot != render.SlotFile || vs[2].Upload != body || !vs[2].Final {
+	if len(vs) != 3 || vs[2].Slot != render.SlotFile || vs[2].Upload != body || !vs[2].Final || !strings.HasSuffix(vs[1].View.Footer, " · the whole answer (1120 bytes) is attached as answer.md") {
 		t.Fatalf("final views %+v", vs)
 	}
 	for i, sv := range vs[:2] {
