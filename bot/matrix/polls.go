@@ -44,16 +44,31 @@ const (
 // ErrNoPoll is returned for an event that is not one of the bot's polls.
 var ErrNoPoll = errors.New("matrix: not a poll of this bot")
 
-// pollBook remembers the bot's polls: card → poll and poll → card.
+// pollBook remembers the bot's polls: card → poll and poll → card, and the
+// polls of others that votes came for (so each is fetched once).
 type pollBook struct {
 	mu     sync.Mutex
 	byCard map[id.EventID]id.EventID
 	byPoll map[id.EventID]id.EventID
 	ended  map[id.EventID]bool
+	others map[id.EventID]bool
 }
 
 func newPollBook() *pollBook {
-	return &pollBook{byCard: map[id.EventID]id.EventID{}, byPoll: map[id.EventID]id.EventID{}, ended: map[id.EventID]bool{}}
+	return &pollBook{byCard: map[id.EventID]id.EventID{}, byPoll: map[id.EventID]id.EventID{},
+		ended: map[id.EventID]bool{}, others: map[id.EventID]bool{}}
+}
+
+// other records that poll is not one of the bot's; it reports whether that
+// was known already.
+func (pb *pollBook) other(poll id.EventID, mark bool) bool {
+	pb.mu.Lock()
+	defer pb.mu.Unlock()
+	known := pb.others[poll]
+	if mark {
+		pb.others[poll] = true
+	}
+	return known
 }
 
 func (pb *pollBook) put(card, poll id.EventID) {
@@ -249,12 +264,16 @@ func (b *Bot) pollCard(ctx context.Context, room id.RoomID, poll id.EventID) (id
 	if c, ok := b.polls.cardOf(poll); ok {
 		return c, nil
 	}
+	if b.polls.other(poll, false) {
+		return "", fmt.Errorf("%w: %s", ErrNoPoll, poll)
+	}
 	e, err := b.fetch(ctx, room, poll)
 	if err != nil {
 		return "", err
 	}
 	c, _ := e.Content.Raw[cardField].(string)
 	if e.Sender != b.me || e.Type != event.EventUnstablePollStart || c == "" {
+		b.polls.other(poll, true)
 		return "", fmt.Errorf("%w: %s", ErrNoPoll, poll)
 	}
 	b.polls.put(id.EventID(c), poll)
@@ -292,7 +311,7 @@ func (b *Bot) onPollResponse(ctx context.Context, evt *event.Event) {
 		return
 	}
 	poll, answers := pollVote(evt.Content.Raw)
-	if poll == "" || len(answers) == 0 || !b.firstSeen(ctx, evt) {
+	if poll == "" || len(answers) == 0 {
 		return
 	}
 	cardID, err := b.pollCard(ctx, evt.RoomID, poll)
@@ -300,6 +319,9 @@ func (b *Bot) onPollResponse(ctx context.Context, evt *event.Event) {
 		if !errors.Is(err, ErrNoPoll) {
 			b.log.InfoContext(ctx, "vote in an unknown poll", "event_id", evt.ID, "err", err)
 		}
+		return
+	}
+	if !b.firstSeen(ctx, evt) {
 		return
 	}
 	c, err := b.lookupCard(ctx, evt.RoomID, cardID)

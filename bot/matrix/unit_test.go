@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -368,5 +370,42 @@ func TestStepsAndPlan(t *testing.T) {
 	}
 	if a, b := content(v, nil), content(v, nil); a.Body != b.Body || a.FormattedBody != b.FormattedBody {
 		t.Error("the same view renders differently")
+	}
+}
+
+// TestVoteInAnotherPoll: votes in a poll that is not the bot's press
+// nothing, and that poll is fetched once, not for every vote.
+func TestVoteInAnotherPoll(t *testing.T) {
+	var fetches atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(r.URL.Path, "/event/") {
+			fetches.Add(1)
+			_, _ = w.Write([]byte(`{"type":"org.matrix.msc3381.poll.start","sender":"@bob:fuzz.test","event_id":"$bobs","room_id":"!room:fuzz.test",` +
+				`"content":{"org.matrix.msc3381.poll.start":{"kind":"org.matrix.msc3381.poll.disclosed","max_selections":1,"question":{"org.matrix.msc1767.text":"Lunch?"},"answers":[{"id":"tl_option_0","org.matrix.msc1767.text":"yes"}]},"org.threadline.card":"$card"}}`))
+			return
+		}
+		w.WriteHeader(http.StatusNotFound)
+		_, _ = w.Write([]byte(`{"errcode":"M_NOT_FOUND","error":"no"}`))
+	}))
+	defer hs.Close()
+	b, desk := offlineBot(t)
+	cli, err := mautrix.NewClient(hs.URL, b.me, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cli.StateStore = mautrix.NewMemoryStateStore()
+	b.cli = cli
+	for i := range 3 {
+		evt := &event.Event{Type: event.EventUnstablePollResponse, Sender: "@alice:fuzz.test", RoomID: "!room:fuzz.test", ID: id.EventID("$vote" + itoa(i))}
+		evt.Content.Raw = map[string]any{"m.relates_to": map[string]any{"rel_type": "m.reference", "event_id": "$bobs"},
+			"org.matrix.msc3381.poll.response": map[string]any{"answers": []any{"tl_option_0"}}}
+		b.onPollResponse(t.Context(), evt)
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("bob's poll fetched %d times, want 1", n)
+	}
+	if len(desk.clicks) != 0 {
+		t.Errorf("a vote in bob's poll (naming the bot's card) pressed %+v", desk.clicks)
 	}
 }
