@@ -108,8 +108,11 @@ type modelServer interface {
 
 type chatServer struct{ *fakeopenai.Server }
 
-func (s chatServer) endpoint(e *acp.Endpoint) { e.OpenAIBaseURL = s.URL() + "/v1" }
-func (s chatServer) transcripts() []string    { return providertest.Transcripts(s.ChatRequests()) }
+// endpoint: fakeopenai also serves the Gemini API (for gemini).
+func (s chatServer) endpoint(e *acp.Endpoint) {
+	e.OpenAIBaseURL, e.GeminiBaseURL = s.URL()+"/v1", s.URL()
+}
+func (s chatServer) transcripts() []string { return providertest.Transcripts(s.ChatRequests()) }
 
 type responsesServer struct{ *fakeresponses.Server }
 
@@ -188,13 +191,23 @@ type familyHarness struct {
 // markerEnv marks the children of one harness, to find any left behind.
 const markerEnv = "E2E_RUN_MARKER"
 
+// setupFamily returns nil in the outer test process (the test then ran, or
+// was skipped, in the netns child) and, inside the netns, the harness of c
+// against the server of its API with the scenes scripted.
 func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
+	t.Helper()
+	return newHarness(t, c, func() modelServer { return startModel(t, c.api, scenes...) })
+}
+
+// newHarness is setupFamily with the model server that start starts
+// (inside the netns only).
+func newHarness(t *testing.T, c familyCLI, start func() modelServer) *familyHarness {
 	t.Helper()
 	bin := providertest.FindCLI(t, c.def.Bin, c.envVar)
 	if !providertest.InNetns(t) {
 		return nil
 	}
-	model := startModel(t, c.api, scenes...)
+	model := start()
 	ep := acp.Endpoint{APIKey: "sk-fake", Model: c.model}
 	model.endpoint(&ep)
 	env, err := c.def.Configure(t.TempDir(), ep)
@@ -208,6 +221,8 @@ func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
 		}
 		env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
 	}
+	// Anything that is not loopback fails at once: there is no route, and
+	// proxy-aware clients get a dead local proxy.
 	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
 	b := make([]byte, 8)
 	_, _ = rand.Read(b)

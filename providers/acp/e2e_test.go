@@ -15,7 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,60 +27,31 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
-// cli is one CLI under test.
-type cli struct {
-	def    acp.Definition
-	envVar string // overrides the executable
-	model  string
+var clis = []familyCLI{
+	{def: acp.Opencode(), envVar: "THREADLINE_OPENCODE_BIN", model: fakeopenai.DefaultModel},
+	{def: acp.Qwen(), envVar: "THREADLINE_QWEN_BIN", model: fakeopenai.DefaultModel},
+	{def: acp.Gemini(), envVar: "THREADLINE_GEMINI_BIN", model: fakeopenai.GeminiModel},
 }
 
-var clis = []cli{
-	{acp.Opencode(), "THREADLINE_OPENCODE_BIN", fakeopenai.DefaultModel},
-	{acp.Qwen(), "THREADLINE_QWEN_BIN", fakeopenai.DefaultModel},
-	{acp.Gemini(), "THREADLINE_GEMINI_BIN", fakeopenai.GeminiModel},
-}
-
+// e2e is a harness whose fake is fakeopenai, read directly.
 type e2e struct {
-	t    *testing.T
+	*familyHarness
 	fake *fakeopenai.Server
-	prov *acp.Provider
-	cwd  string
 }
 
-// setup returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and the harness inside the netns.
-func setup(t *testing.T, c cli, scripts ...fakeopenai.Script) *e2e {
+// setup returns nil in the outer test process and the harness inside the
+// netns (see setupFamily), its fake answering with scripts.
+func setup(t *testing.T, c familyCLI, scripts ...fakeopenai.Script) *e2e {
 	t.Helper()
-	bin := providertest.FindCLI(t, c.def.Bin, c.envVar)
-	if !providertest.InNetns(t) {
+	var fake *fakeopenai.Server
+	h := newHarness(t, c, func() modelServer {
+		fake = fakeopenai.New(t, scripts...)
+		return chatServer{fake}
+	})
+	if h == nil {
 		return nil
 	}
-	fake := fakeopenai.New(t, scripts...)
-	env, err := c.def.Configure(t.TempDir(), acp.Endpoint{
-		OpenAIBaseURL: fake.URL() + "/v1", GeminiBaseURL: fake.URL(), APIKey: "sk-fake", Model: c.model,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Anything that is not loopback fails at once: there is no route, and
-	// proxy-aware clients get a dead local proxy.
-	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return &e2e{
-		t:    t,
-		fake: fake,
-		prov: acp.New(c.def, logger, acp.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
-		cwd:  t.TempDir(),
-	}
-}
-
-// run executes one turn in the harness's cwd (unless req sets one).
-func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.t.Helper()
-	if req.Cwd == "" {
-		req.Cwd = h.cwd
-	}
-	return providertest.Run(h.t, h.prov, req, onEvent)
+	return &e2e{familyHarness: h, fake: fake}
 }
 
 // transcripts renders what the fake saw, for failure messages.
@@ -119,7 +89,7 @@ func TestE2E(t *testing.T) {
 }
 
 // testTool: a shell tool round trip under the accept policy.
-func testTool(t *testing.T, c cli) {
+func testTool(t *testing.T, c familyCLI) {
 	h := setup(t, c, fakeopenai.When("e2e-tool", fakeopenai.Shell("echo e2e-tool-ok > marker.txt && cat marker.txt")))
 	if h == nil {
 		return
@@ -162,7 +132,7 @@ func testTool(t *testing.T, c cli) {
 }
 
 // testPermission: the agent asks, the chat answers d.
-func testPermission(t *testing.T, c cli, d agent.Decision) {
+func testPermission(t *testing.T, c familyCLI, d agent.Decision) {
 	file := "allowed.txt"
 	if d == agent.DecisionDecline {
 		file = "rejected.txt"
@@ -205,7 +175,7 @@ func testPermission(t *testing.T, c cli, d agent.Decision) {
 	}
 }
 
-func testCancel(t *testing.T, c cli) {
+func testCancel(t *testing.T, c familyCLI) {
 	h := setup(t, c, fakeopenai.When("e2e-slow", fakeopenai.WithTools(fakeopenai.Slow(300, 100*time.Millisecond))))
 	if h == nil {
 		return
@@ -240,7 +210,7 @@ func testCancel(t *testing.T, c cli) {
 	}
 }
 
-func testCancelPermission(t *testing.T, c cli) {
+func testCancelPermission(t *testing.T, c familyCLI) {
 	h := setup(t, c, fakeopenai.When("e2e-never", fakeopenai.Shell("echo never > never.txt")))
 	if h == nil {
 		return
@@ -271,7 +241,7 @@ func testCancelPermission(t *testing.T, c cli) {
 	}
 }
 
-func testResume(t *testing.T, c cli) {
+func testResume(t *testing.T, c familyCLI) {
 	h := setup(t, c,
 		fakeopenai.When("e2e-remember", fakeopenai.Text("Noted: ", "the word is ", "alpha.")),
 		fakeopenai.When("e2e-recall", fakeopenai.Text("The word ", "was alpha.")),
@@ -302,7 +272,7 @@ func testResume(t *testing.T, c cli) {
 	checkResumed(t, h.run, sid, func() []string { return providertest.Transcripts(h.fake.ChatRequests()) })
 }
 
-func testBogusSession(t *testing.T, c cli) {
+func testBogusSession(t *testing.T, c familyCLI) {
 	// gemini is never resumed (see acp.Gemini); load anyway to check how
 	// its real "no such session" error maps.
 	c.def.Resume = true
@@ -329,7 +299,7 @@ func testBogusSession(t *testing.T, c cli) {
 // testFlagModel: a model that reads as a flag ("--auto") is refused before
 // the CLI starts, whatever bypassed the chat's check; the next run (the
 // agent's default model) still asks before the bash tool runs.
-func testFlagModel(t *testing.T, c cli) {
+func testFlagModel(t *testing.T, c familyCLI) {
 	h := setup(t, c, fakeopenai.When("e2e-flag", fakeopenai.Shell("echo flag > asked.txt")))
 	if h == nil {
 		return

@@ -18,12 +18,13 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // Fake agent environment.
 const (
 	envFake      = "ACP_FAKE"        // "1" turns the test binary into the fake agent
-	envRecord    = "ACP_FAKE_RECORD" // argv, env and every stdin line are appended here
+	envRecord    = "ACP_FAKE_RECORD" // argv, env and every stdin line are appended here (providertest.OpenRecord), the cwd is in <record>.cwd
 	envProto     = "ACP_FAKE_PROTO"  // protocolVersion answered (default 1)
 	envNoLoad    = "ACP_FAKE_NOLOAD" // "1": loadSession false
 	envLateLoad  = "ACP_FAKE_LATE"   // "1": answer session/load first, replay after
@@ -95,19 +96,18 @@ func (c *fakeConn) cancelled(d time.Duration) bool {
 }
 
 func fakeAgent() int {
-	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("fake-acp 9.9.9")
+		return 0
+	}
+	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
 	}
 	defer rec.Close()
-	if slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("fake-acp 9.9.9")
-		return 0
-	}
 	cwd, _ := os.Getwd()
-	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ(), "cwd": cwd})
-	rec.Write(append(head, '\n'))
+	_ = os.WriteFile(os.Getenv(envRecord)+".cwd", []byte(cwd), 0o600)
 	c := &fakeConn{out: bufio.NewWriter(os.Stdout), waiters: map[string]chan json.RawMessage{}, cancel: make(chan struct{}, 1), cwd: cwd}
 	in := bufio.NewReader(os.Stdin)
 	var prompts sync.WaitGroup

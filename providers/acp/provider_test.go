@@ -3,8 +3,6 @@
 package acp
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -69,31 +67,20 @@ func (h *harness) run(req agent.RunRequest, onEvent providertest.OnEvent) *provi
 	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
-// recorded returns the fake's record: its argv/env/cwd head and the client's
-// stdin lines.
-func (h *harness) recorded() (head map[string]any, lines []rpcMessage, raw []string) {
+// recorded returns the fake's record (providertest.Record: argv, env and
+// the client's stdin lines) with those lines decoded and raw.
+func (h *harness) recorded() (rec providertest.Record, lines []rpcMessage, raw []string) {
 	h.t.Helper()
-	data, err := os.ReadFile(h.record)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(nil, 1<<20)
-	first := true
-	for sc.Scan() {
-		if first {
-			first = false
-			_ = json.Unmarshal(sc.Bytes(), &head)
-			continue
-		}
+	rec = providertest.ReadRecord(h.t, h.record)
+	for _, l := range rec.Stdin {
 		var m rpcMessage
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			h.t.Fatalf("client wrote a non-JSON line %q", sc.Text())
+		if err := json.Unmarshal(l, &m); err != nil {
+			h.t.Fatalf("client wrote a non-JSON line %q", l)
 		}
 		lines = append(lines, m)
-		raw = append(raw, sc.Text())
+		raw = append(raw, string(l))
 	}
-	return head, lines, raw
+	return rec, lines, raw
 }
 
 func (h *harness) sent(method string) []rpcMessage {
@@ -141,8 +128,8 @@ func TestRunText(t *testing.T) {
 	if last := r.Last(); last.Text != "Hello" {
 		t.Errorf("run.completed text %q", last.Text)
 	}
-	head, lines, _ := h.recorded()
-	if cwd, _ := head["cwd"].(string); cwd != h.cwd {
+	_, lines, _ := h.recorded()
+	if cwd, _ := os.ReadFile(h.record + ".cwd"); string(cwd) != h.cwd {
 		t.Errorf("agent ran in %q, want %q", cwd, h.cwd)
 	}
 	var methods []string
@@ -637,17 +624,13 @@ func TestRunLaunch(t *testing.T) {
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
-	head, _, _ := h.recorded()
-	var argv []string
-	for _, a := range head["argv"].([]any) {
-		argv = append(argv, a.(string))
-	}
-	if !slices.Equal(argv, []string{"acp", "--policy", "ask", "--extra"}) {
-		t.Errorf("argv %q", argv)
+	rec, _, _ := h.recorded()
+	if !slices.Equal(rec.Argv, []string{"acp", "--policy", "ask", "--extra"}) {
+		t.Errorf("argv %q", rec.Argv)
 	}
 	env := map[string]bool{}
-	for _, e := range head["env"].([]any) {
-		env[e.(string)] = true
+	for _, e := range rec.Env {
+		env[e] = true
 	}
 	for _, want := range []string{"FAKE_POLICY=ask", "FROM_OPTIONS=1", "FROM_RUN=2"} {
 		if !env[want] {
