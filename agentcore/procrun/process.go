@@ -328,13 +328,8 @@ func (p *Process) Each(handle func(line []byte) error) error {
 	return eachLineReport(r, MaxLineBytes, p.logger, handle, p.tooLong)
 }
 
-// eachLine is Each over any reader, for tests of the limits.
-func eachLine(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error) error {
-	return eachLineReport(r, max, logger, handle, nil)
-}
-
-// eachLineReport is eachLine that also tells tooLong (if not nil) the size
-// of each discarded over-long line.
+// eachLineReport reads r line by line with Each's limits, and tells tooLong
+// (if not nil) the size of each discarded over-long line.
 func eachLineReport(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error, tooLong func(int)) error {
 	var (
 		buf       []byte
