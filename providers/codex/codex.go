@@ -39,6 +39,11 @@ const (
 // (the reference captures and the end-to-end tests).
 var VerifiedVersions = []string{"0.169.0"}
 
+// DefaultArgs come before the subcommand on every codex command line: the
+// plan tool (update_plan) on, whatever the model's metadata says, so that
+// the agent's plan reaches the chat (turn/plan/updated → plan.updated).
+var DefaultArgs = []string{"-c", "tools.update_plan.enabled=true"}
+
 // CredentialEnv are the variables whose values key the capability cache.
 var CredentialEnv = []string{"OPENAI_API_KEY", "CODEX_API_KEY"}
 
@@ -89,6 +94,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		Provider:         ProviderID,
 		Label:            "Codex",
 		Bin:              opts.Bin,
+		Args:             DefaultArgs,
 		Env:              opts.Env,
 		CodexHome:        opts.CodexHome,
 		HostEnv:          opts.HostEnv,

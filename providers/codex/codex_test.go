@@ -18,7 +18,8 @@ func TestIdentity(t *testing.T) {
 	if p.ID() != "codex" || d.ID != "codex" || d.Executable != codex.DefaultBin || d.InstallHint != "npm install -g @openai/codex" || !slices.Equal(d.VerifiedVersions, []string{"0.169.0"}) {
 		t.Errorf("id %q descriptor %+v", p.ID(), d)
 	}
-	if o := p.Harness().Options(); o.Provider != "codex" || o.Label != "Codex" || o.Bin != "codex" || o.ApprovalPolicy != "untrusted" {
+	if o := p.Harness().Options(); o.Provider != "codex" || o.Label != "Codex" || o.Bin != "codex" || o.ApprovalPolicy != "untrusted" ||
+		!slices.Equal(o.Args, []string{"-c", "tools.update_plan.enabled=true"}) {
 		t.Errorf("harness options %+v", o)
 	}
 }

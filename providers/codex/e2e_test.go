@@ -369,10 +369,10 @@ func TestE2EDetection(t *testing.T) {
 	}
 }
 
-// TestE2EPlanUpdated: the model's update_plan call (the tool enabled with
-// -c tools.update_plan.enabled=true: the fake model has no catalog
-// metadata that offers it) reaches the chat as plan.updated, the tool's
-// own output going back to the model as usual.
+// TestE2EPlanUpdated: the model's update_plan call (the tool is on by
+// DefaultArgs: the fake model has no catalog metadata that would offer it)
+// reaches the chat as plan.updated, the tool's own output going back to the
+// model as usual.
 func TestE2EPlanUpdated(t *testing.T) {
 	h := setupE2E(t, fakeresponses.When("e2e-plan", fakeresponses.ToolCall("update_plan", map[string]any{
 		"explanation": "Fix the bug",
@@ -381,7 +381,7 @@ func TestE2EPlanUpdated(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan it", Args: []string{"-c", "tools.update_plan.enabled=true"}}, nil)
+	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan it"}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
