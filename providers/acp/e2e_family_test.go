@@ -340,8 +340,9 @@ func testFamilyPermission(t *testing.T, c familyCLI, d agent.Decision) {
 	for _, o := range in.Options {
 		kinds[o.Kind] = true
 	}
-	if !kinds[agent.DecisionApprove] || !kinds[agent.DecisionDecline] {
-		t.Errorf("interaction options %+v", in.Options)
+	if in.Kind != agent.KindCommandApproval || !strings.Contains(in.Command, "echo perm") || len(in.NativeID) == 0 ||
+		!kinds[agent.DecisionApprove] || !kinds[agent.DecisionDecline] {
+		t.Errorf("interaction %+v", in)
 	}
 	want := agent.StatusApproved
 	if d == agent.DecisionDecline {
@@ -361,6 +362,9 @@ func testFamilyPermission(t *testing.T, c familyCLI, d agent.Decision) {
 	}
 	if started := r.Of(agent.EventToolStarted); len(started) != 1 {
 		t.Errorf("tool.started %+v", started)
+	}
+	if completed := r.Of(agent.EventToolCompleted); len(completed) != 1 || completed[0].Tool.IsError != (d == agent.DecisionDecline) {
+		t.Errorf("tool.completed %+v", completed)
 	}
 }
 

@@ -72,8 +72,8 @@ func TestE2E(t *testing.T) {
 	for _, c := range clis {
 		t.Run(string(c.def.ID), func(t *testing.T) {
 			t.Run("tool", func(t *testing.T) { testTool(t, c) })
-			t.Run("allow", func(t *testing.T) { testPermission(t, c, agent.DecisionApprove) })
-			t.Run("reject", func(t *testing.T) { testPermission(t, c, agent.DecisionDecline) })
+			t.Run("allow", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionApprove) })
+			t.Run("reject", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionDecline) })
 			t.Run("cancel", func(t *testing.T) { testCancel(t, c) })
 			t.Run("cancel-permission", func(t *testing.T) { testCancelPermission(t, c) })
 			t.Run("resume", func(t *testing.T) { testResume(t, c) })
@@ -128,50 +128,6 @@ func testTool(t *testing.T, c familyCLI) {
 	}
 	if u := r.Of(agent.EventUsageUpdated); len(u) != 1 || u[0].Usage.InputTokens == 0 {
 		t.Errorf("usage %+v", u)
-	}
-}
-
-// testPermission: the agent asks, the chat answers d.
-func testPermission(t *testing.T, c familyCLI, d agent.Decision) {
-	file := "allowed.txt"
-	if d == agent.DecisionDecline {
-		file = "rejected.txt"
-	}
-	h := setup(t, c, fakeopenai.When("e2e-perm", fakeopenai.Shell("echo perm > "+file)))
-	if h == nil {
-		return
-	}
-	responses := make(chan agent.InteractionResponse, 4)
-	r := h.run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses}, providertest.Answer(responses, providertest.Always(d, nil)))
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
-	req := r.Of(agent.EventInteractionRequested)
-	if len(req) != 1 {
-		t.Fatalf("%d interaction.requested", len(req))
-	}
-	in := req[0].Interaction
-	kinds := map[agent.Decision]bool{}
-	for _, o := range in.Options {
-		kinds[o.Kind] = true
-	}
-	if in.Kind != agent.KindCommandApproval || !strings.Contains(in.Command, "echo perm") || string(in.NativeID) != "0" || !kinds[agent.DecisionApprove] || !kinds[agent.DecisionDecline] {
-		t.Errorf("interaction %+v", in)
-	}
-	res := r.Of(agent.EventInteractionResolved)
-	want := agent.StatusApproved
-	if d == agent.DecisionDecline {
-		want = agent.StatusDeclined
-	}
-	if len(res) != 1 || res[0].Resolution.Status != want || res[0].Resolution.By != "e2e" {
-		t.Fatalf("resolution %+v", res)
-	}
-	if got := exists(filepath.Join(h.cwd, file)); got != (d == agent.DecisionApprove) {
-		t.Errorf("%s exists = %v after %s", file, got, d)
-	}
-	completed := r.Of(agent.EventToolCompleted)
-	if len(completed) != 1 || completed[0].Tool.IsError != (d == agent.DecisionDecline) {
-		t.Errorf("tool.completed %+v", completed)
 	}
 }
 
