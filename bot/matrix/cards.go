@@ -294,6 +294,9 @@ type replyAnswer struct {
 	button chatops.Button
 	text   string
 	qid    string
+	// options is set for free text to a question that takes only its
+	// options (no Answer button: the agent allows no other answer).
+	options int
 }
 
 func parseReply(c *card, text string) (replyAnswer, bool) {
@@ -302,7 +305,8 @@ func parseReply(c *card, text string) (replyAnswer, bool) {
 	if t == "" {
 		return replyAnswer{}, false
 	}
-	if _, isQuestion := c.button(chatops.ButtonAnswer); isQuestion {
+	_, free := c.button(chatops.ButtonAnswer)
+	if options := len(pollOptions(chatops.View{Buttons: c.buttons})); free || options > 0 {
 		if n, err := strconv.Atoi(t); err == nil {
 			if bt, ok := c.button(chatops.ButtonOptionPrefix + strconv.Itoa(n-1)); ok {
 				return replyAnswer{button: bt}, true
@@ -313,6 +317,9 @@ func parseReply(c *card, text string) (replyAnswer, bool) {
 			if bt, ok := c.button(chatops.ButtonDecline); ok {
 				return replyAnswer{button: bt}, true
 			}
+		}
+		if !free {
+			return replyAnswer{options: options}, true
 		}
 		return replyAnswer{text: strings.TrimSpace(text), qid: questionID(c)}, true
 	}

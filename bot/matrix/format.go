@@ -157,8 +157,13 @@ func hint(v chatops.View) string {
 	if !isCard(v) {
 		return s
 	}
-	if options > 0 || hasButton(v, chatops.ButtonAnswer) {
-		return s + ", or reply in this thread with an option's number or your answer."
+	switch free := hasButton(v, chatops.ButtonAnswer); {
+	case options > 0 && free:
+		return s + ", or reply in this thread with an option's number or with your own answer (free text is accepted)."
+	case options > 0:
+		return s + ", or reply in this thread with an option's number."
+	case free:
+		return s + ", or reply in this thread with your answer."
 	}
 	return s + ", or reply in this thread: approve, approve session, deny or stop."
 }

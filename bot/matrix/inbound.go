@@ -191,6 +191,9 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		if ans.button.ID == "" && !mentioned {
 			return false // free text from someone else: an ordinary message
 		}
+		if ans.options > 0 {
+			return false // neither an answer nor a decision: an ordinary message
+		}
 		if err := b.Ephemeral(ctx, p, u, "You are not allowed to answer the agent's requests here; ask an approver."); err != nil {
 			b.log.WarnContext(ctx, "refuse an answer", "err", err)
 		}
@@ -198,6 +201,10 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 	}
 	if ans.button.ID != "" {
 		b.click(ctx, p, u, ans.button)
+		return true
+	}
+	if ans.options > 0 {
+		_ = b.Ephemeral(ctx, p, u, fmt.Sprintf("This question takes one of its options: reply with its number (1–%d), vote in the poll or react.", ans.options))
 		return true
 	}
 	ref, err := b.answerRef(c)

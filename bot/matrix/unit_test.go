@@ -224,6 +224,24 @@ func TestParseReply(t *testing.T) {
 	if a, ok := parseReply(question, "7"); !ok || a.text != "7" {
 		t.Errorf("a number out of range is free text: %+v %v", a, ok)
 	}
+	// Without an Answer button the question takes only its options: other
+	// text is no answer (and says how many options there are).
+	closed := &card{buttons: []chatops.Button{opt(0, "red"), opt(1, "green"), {ID: chatops.ButtonDecline, Value: ref(base)}}}
+	if a, ok := parseReply(closed, "1"); !ok || a.button.ID != chatops.ButtonOptionPrefix+"0" {
+		t.Errorf("option 1 of a closed question → %+v %v", a, ok)
+	}
+	if a, ok := parseReply(closed, "Teal, please"); !ok || a.text != "" || a.options != 2 {
+		t.Errorf("free text to a closed question → %+v %v", a, ok)
+	}
+	for v, want := range map[*chatops.View]string{
+		{Buttons: question.buttons}: "with your own answer (free text is accepted).",
+		{Buttons: closed.buttons}:   "with an option's number.",
+		{Buttons: []chatops.Button{{ID: chatops.ButtonAnswer, Value: ref(base)}}}: "with your answer.",
+	} {
+		if h := hint(*v); !strings.HasSuffix(h, want) {
+			t.Errorf("hint %q, want it to end %q", h, want)
+		}
+	}
 }
 
 func TestAddressed(t *testing.T) {
