@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +42,7 @@ func setupE2E(t *testing.T, scripts ...fakeapi.Script) *e2e {
 		return nil
 	}
 	fake := fakeapi.New(t, scripts...)
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := providertest.Logger(t)
 	env := fake.ClaudeEnv(t.TempDir())
 	return &e2e{
 		t:    t,

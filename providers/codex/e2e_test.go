@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -61,7 +60,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 		return nil
 	}
 	fake := fakeresponses.New(t, scripts...)
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := providertest.Logger(t)
 	home, env, err := fake.CodexHome(t.TempDir(), "fake-model")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -253,4 +254,10 @@ func scaleText() string {
 		return fmt.Sprintf("%q", v)
 	}
 	return "unset"
+}
+
+// Logger is a debug-level text logger writing to t's output, for the
+// provider under test.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
