@@ -74,14 +74,21 @@ func TestEncryptedBesideAnotherMautrixSchema(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _, _ = db.ExecContext(context.Background(), "DROP SCHEMA "+other+" CASCADE") })
+	encryptedHello(w, "Hello beside a bridge.")
+}
+
+// encryptedHello starts the bot with encryption, and has alice mention it
+// in a new encrypted room and get its answer, text, encrypted.
+func encryptedHello(w *world, text string) {
+	w.t.Helper()
 	w.startBot(true)
 	alice := w.human(w.alice, true)
 	bob := w.human(w.bob, true)
 	room := w.room(alice, bob, true)
-	w.prov.add(script{before: []string{"Hello beside a bridge."}}.turn)
+	w.prov.add(script{before: []string{text}}.turn)
 	root := alice.say(room, "", w.botUser.Name+": hi", w.botUser.ID)
 	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
-		p := postWith(evs, w.botUser.ID, room, root, "Hello beside")
+		p := postWith(evs, w.botUser.ID, room, root, text[:10])
 		return p != nil && p.Mautrix.WasEncrypted && strings.Contains(current(evs, p).Body, "Done")
 	})
 }
@@ -117,15 +124,5 @@ func TestUndecryptableNotice(t *testing.T) {
 // TestEncryptedOnSQLite runs the encrypted flow with the keys in Threadline's
 // SQLite database (one connection, shared with the store).
 func TestEncryptedOnSQLite(t *testing.T) {
-	w := newWorld(t, "sqlite")
-	w.startBot(true)
-	alice := w.human(w.alice, true)
-	bob := w.human(w.bob, true)
-	room := w.room(alice, bob, true)
-	w.prov.add(script{before: []string{"Hello from **SQLite**."}}.turn)
-	root := alice.say(room, "", w.botUser.Name+": hi", w.botUser.ID)
-	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
-		p := postWith(evs, w.botUser.ID, room, root, "Hello from")
-		return p != nil && p.Mautrix.WasEncrypted && strings.Contains(current(evs, p).Body, "Done")
-	})
+	encryptedHello(newWorld(t, "sqlite"), "Hello from **SQLite**.")
 }
