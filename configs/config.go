@@ -19,11 +19,13 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
@@ -44,6 +46,32 @@ type Config struct {
 	path string
 	// envRefs are the environment variables the file references as ${VAR}.
 	envRefs []string
+	// red is the redactor of the secrets (Redactor).
+	red *redact.Redactor
+}
+
+// redMu guards Config.red for a Config that did not come from Load.
+var redMu sync.Mutex
+
+// Redactor is the redactor of c's secrets, the same one every call: the
+// logger, the prompt service and the front-ends share it, so that the
+// project secrets a run adds are scrubbed from all of them.
+func (c *Config) Redactor() *redact.Redactor {
+	redMu.Lock()
+	defer redMu.Unlock()
+	if c.red == nil {
+		c.red = redact.New(c.Secrets()...)
+	}
+	return c.red
+}
+
+// ShareRedactor makes r, with c's secrets added, c's redactor: a reloaded
+// config keeps the running process's one redactor.
+func (c *Config) ShareRedactor(r *redact.Redactor) {
+	r.Add(c.Secrets()...)
+	redMu.Lock()
+	defer redMu.Unlock()
+	c.red = r
 }
 
 // Path is the file the config came from, "" for the built-in defaults.

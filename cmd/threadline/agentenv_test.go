@@ -88,7 +88,7 @@ agents:
 		}
 	}
 	// The passed values join the redaction set.
-	red := redactorOf(cfg)
+	red := cfg.Redactor()
 	for _, v := range []string{"sk-ant-exported-1234", "sk-openai-exported-5678", "proxy-pass-9"} {
 		if got := red.String("x " + v + " y"); strings.Contains(got, v) {
 			t.Errorf("%q is not redacted: %q", v, got)

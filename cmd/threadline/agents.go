@@ -43,7 +43,7 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
 	}
 	caps := newCapCache(cfg.Database.URL, log)
 	s.Prober = caps.probe
-	redactorOf(cfg).Add(s.Secrets...)
+	cfg.Redactor().Add(s.Secrets...)
 	return &agentSet{Set: s, caps: caps}, nil
 }
 

@@ -84,7 +84,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	// Secrets of the config and of projects (added as runs load them) are
 	// scrubbed from every event before it is persisted (so from replay, every
 	// front-end and --events jsonl), from everything posted to chat, and from logs.
-	red := redactorOf(cfg)
+	red := cfg.Redactor()
 	life := lifecycle.New(lifestore.Store{St: st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
 	versions := &versionCheck{}

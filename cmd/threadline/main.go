@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"sync"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
@@ -154,19 +153,5 @@ func newLogger(w io.Writer, def slog.Level, cfg *configs.Config) *slog.Logger {
 		_ = level.UnmarshalText([]byte(strings.ToUpper(v)))
 	}
 	h := slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
-	return slog.New(redact.Handler(h, redactorOf(cfg)))
-}
-
-// redactors holds the process's redactor of each loaded config (*configs.Config ->
-// *redact.Redactor): the logger, the prompt service and the front-ends share
-// it, so the project secrets a run adds are scrubbed from all of them.
-var redactors sync.Map
-
-// redactorOf returns the redactor of cfg's secrets, the same one every call.
-func redactorOf(cfg *configs.Config) *redact.Redactor {
-	if r, ok := redactors.Load(cfg); ok {
-		return r.(*redact.Redactor)
-	}
-	r, _ := redactors.LoadOrStore(cfg, redact.New(cfg.Secrets()...))
-	return r.(*redact.Redactor)
+	return slog.New(redact.Handler(h, cfg.Redactor()))
 }

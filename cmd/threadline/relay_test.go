@@ -26,6 +26,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -516,7 +517,9 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 		}
 		runs[chat] = r.ID
 	}
-	time.Sleep(time.Duration(fakeChunks/3) * fakeTick)
+	// Mid-stream: every run has streamed ten deltas (watching the database;
+	// a run may start late on a loaded machine, after its version probe).
+	chatopstest.WaitFor(t, "both runs streaming", func() bool { return allStreaming(a.store, runs, 10) })
 	front := &fakeFront{ran: make(chan struct{}), stopped: make(chan struct{})}
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)

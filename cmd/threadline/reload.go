@@ -112,9 +112,7 @@ func (a *app) reloadLocked(path string) (reloadResult, error) {
 	// The new file's secrets join the one redactor of the logger, the
 	// prompt service and the front-ends (loadAgents adds the host
 	// credentials it passes to it too), so that nothing below logs them.
-	a.redactor.Add(next.Secrets()...)
-	redactors.Store(next, a.redactor)
-	defer redactors.Delete(next)
+	next.ShareRedactor(a.redactor)
 	set, err := loadAgents(next, a.log)
 	if err != nil {
 		return reloadResult{}, err
