@@ -18,19 +18,22 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 )
 
-// twentyKB is an answer of 20,000 bytes of ordinary Markdown (paragraphs
-// with some bold, code and links, a list now and then) in pieces of about
-// 500 bytes, as an agent streams it.
-func twentyKB() (pieces []string, whole string) {
+// twentyKB is an answer of 20,000 bytes of ordinary Markdown.
+func twentyKB() (pieces []string, whole string) { return answerOf(20000) }
+
+// answerOf is an answer of n bytes of ordinary Markdown (paragraphs with
+// some bold, code and links, a list now and then) in pieces of about 500
+// bytes, as an agent streams it.
+func answerOf(n int) (pieces []string, whole string) {
 	var b strings.Builder
-	for i := 0; b.Len() < 20000; i++ {
+	for i := 0; b.Len() < n; i++ {
 		fmt.Fprintf(&b, "Paragraph %03d of the answer has a **bold** word, a `code` span and a [link](https://example.org/%d), "+
 			"then plain words that go on for a while, as prose does.\n\n", i, i)
 		if i%5 == 4 {
 			b.WriteString("- a list item\n- another item\n\n")
 		}
 	}
-	whole = b.String()[:20000]
+	whole = b.String()[:n]
 	for len(whole[len(strings.Join(pieces, "")):]) > 0 {
 		rest := whole[len(strings.Join(pieces, "")):]
 		pieces = append(pieces, rest[:min(500, len(rest))])
@@ -125,6 +128,37 @@ func twentyKBFlow(t *testing.T, encrypted bool) {
 	}
 	t.Logf("a %d-byte answer (encrypted %v): 1 message, %d edits, largest edit content %d bytes, largest edit stored as %d bytes, HTML kept %v (max_event_bytes %d, part limit %d)",
 		len(whole), encrypted, len(edits), biggest, stored, final.FormattedBody != "", matrix.DefaultMaxEventBytes, matrix.PartLimit(0))
+}
+
+// TestLargestEvents: with max_event_bytes at its largest (64,512), a
+// message of a whole part (27 KB of answer) with its HTML is one event that
+// Dendrite takes: the allowance for what the homeserver adds is enough.
+func TestLargestEvents(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	w.maxEventBytes = matrix.MaxEventBytesLimit
+	w.startBot(false)
+	alice, bob := w.human(w.alice, false), w.human(w.bob, false)
+	room := w.room(alice, bob, false)
+	bot := w.botUser.ID
+	limit := matrix.PartLimit(matrix.MaxEventBytesLimit)
+	pieces, whole := answerOf(limit - 100)
+	w.prov.add(script{before: pieces, pause: 10 * time.Millisecond}.turn)
+	root := alice.say(room, "", w.botUser.Name+": write a lot", bot)
+	evs := alice.wait("the whole answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, bot, room, root, "Paragraph 000")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	posts := botPosts(evs, bot, room, root)
+	if len(posts) != 1 || !strings.Contains(current(evs, posts[0]).Body, whole) {
+		t.Fatalf("%d messages for a %d-byte answer (part limit %d)", len(posts), len(whole), limit)
+	}
+	edits := editsOf(evs, posts[0].ID)
+	last := edits[len(edits)-1]
+	stored := alice.storedSize(room, last.ID)
+	if stored > matrix.HardEventLimit-500 || current(evs, posts[0]).FormattedBody == "" {
+		t.Errorf("the final edit is %d bytes stored (HTML %d bytes)", stored, len(current(evs, posts[0]).FormattedBody))
+	}
+	t.Logf("a %d-byte answer at max_event_bytes %d: final edit %d bytes of content, %d stored", len(whole), matrix.MaxEventBytesLimit, contentSize(last), stored)
 }
 
 // TestLongAnswerContinues: an answer longer than one message continues in
