@@ -29,6 +29,7 @@ Usage:
   threadline run --agent ID [--model M] [--chat ID] [--cwd DIR] [--project P] [--interactions deny|accept]
                  [--config F] [--events jsonl] "prompt"
   threadline chats [-n N] [--json] [--config F]      (recent chats; reopen with chat --chat ID)
+  threadline init [--platform none|slack|matrix] [--config F]   (a starter config, never overwritten)
   threadline migrate [--config F]
   threadline audit [--chat ID] [--since T] [--json] [--config F]
   threadline agents [--all] [--json] [--config F]
@@ -86,6 +87,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdMigrate(ctx, args[1:], stdout, stderr)
 	case "chats":
 		err = cmdChats(ctx, args[1:], stdout, stderr)
+	case "init":
+		err = cmdInit(ctx, args[1:], stdout, stderr)
 	case "audit":
 		err = cmdAudit(ctx, args[1:], stdout, stderr)
 	case "agents":
