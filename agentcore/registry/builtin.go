@@ -22,7 +22,7 @@ var ErrInvalidDefinition = errors.New("invalid agent definition")
 var (
 	idPattern = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 	envName   = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
-	dialects  = []string{DialectOpenCode, DialectCursorAgent, DialectMimo, DialectCopilot, DialectQoder, DialectGrokCLI}
+	dialects  = []string{DialectOpenCode, DialectCursorAgent, DialectMimo, DialectCopilot, DialectQoder, DialectGrokCLI, DialectKilo}
 )
 
 // Validate reports the first inconsistency of a built-in definition (an

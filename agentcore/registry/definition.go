@@ -35,6 +35,8 @@ const (
 	DialectMimo        = "mimo"
 	DialectCopilot     = "copilot"
 	DialectQoder       = "qoder"
+	// DialectKilo is Kilo Code's `kilo run --format json`, OpenCode's events.
+	DialectKilo = "kilo"
 	// DialectGrokCLI is @vibe-kit/grok-cli's headless JSON lines: the
 	// turn's OpenAI-style messages, printed after the turn.
 	DialectGrokCLI = "grok-cli"

@@ -48,7 +48,7 @@ func builtinTable() []builtin {
 		acpRow(acp.Devin()), acpRow(acp.Hermes()), acpRow(acp.Vibe()), acpRow(acp.Reasonix()), acpRow(acp.Vela()),
 		acpRow(acp.Trae()), acpRow(acp.CopilotACP()), acpRow(acp.Droid()), acpRow(acp.CodexACP()),
 		acpRow(acp.ClaudeAgentACP()),
-		jsonRow(jsonstream.OpenCode), jsonRow(jsonstream.Mimo), jsonRow(jsonstream.CursorAgent),
+		jsonRow(jsonstream.OpenCode), jsonRow(jsonstream.Mimo), jsonRow(jsonstream.Kilo), jsonRow(jsonstream.CursorAgent),
 		jsonRow(jsonstream.Copilot), jsonRow(jsonstream.Qoder), jsonRow(jsonstream.GrokCLI),
 		plainRow(plain.Antigravity), plainRow(plain.Aider), plainRow(plain.Grok), plainRow(plain.DeepSeek),
 		plainRow(plain.AtomCode), plainRow(plain.Continue), plainRow(plain.Crush),

@@ -20,6 +20,8 @@ func Descriptor(d Dialect) (registry.Definition, bool) {
 		return openCodeDescriptor(), true
 	case Mimo:
 		return mimoDescriptor(), true
+	case Kilo:
+		return kiloDescriptor(), true
 	case CursorAgent:
 		return cursorDescriptor(), true
 	case Copilot:
@@ -83,6 +85,32 @@ func mimoDescriptor() registry.Definition {
 	d.Auth = registry.AuthCheck{Note: "providers are configured with `mimo providers`; not checked"}
 	d.InstallHint = "install MiMo Code (the `mimo` CLI, an OpenCode derivative) from Xiaomi's release page"
 	d.Docs = "https://github.com/XiaomiMiMo"
+	return d
+}
+
+// KiloVerified are the Kilo Code CLI versions the e2e tests ran.
+var KiloVerified = []string{"7.7.7"}
+
+// kiloDescriptor is Kilo Code's `kilo run --format json`, an OpenCode fork
+// with OpenCode's command line and events; the id "kilo" is Kilo over ACP.
+func kiloDescriptor() registry.Definition {
+	d := openCodeDescriptor()
+	d.ID, d.Name, d.Executable, d.Fallbacks = "kilo-run", "Kilo Code (run --format json)", "kilo", []string{"kilocode"}
+	d.VerifiedVersions = append([]string(nil), KiloVerified...)
+	d.Verified = registry.RealCLI("providers/jsonstream TestKiloRunE2E")
+	d.Dialect = registry.DialectKilo
+	// Offline switches; the operator's provider config stays theirs.
+	d.Env = map[string]string{"KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_SHARE": "1", "KILO_TELEMETRY_LEVEL": "off"}
+	// As Kilo over ACP (providers/acp) declares them.
+	d.PassEnv = []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
+	d.Auth = registry.AuthCheck{
+		Env:   []string{"KILO_API_KEY"},
+		Files: []string{"${XDG_DATA_HOME}/kilo/auth.json", "~/.local/share/kilo/auth.json"},
+		Note:  "providers configured with their keys in kilo.json (BYOK, enabled_providers) are not checked",
+		Login: "kilo auth login",
+	}
+	d.InstallHint = "npm install -g @kilocode/cli"
+	d.Docs = "https://kilo.ai/docs/cli"
 	return d
 }
 

@@ -1,7 +1,8 @@
 // Package jsonstream runs the agent CLIs whose print mode writes one JSON
 // event per stdout line and (all but grok-cli) read the prompt from stdin: OpenCode
 // (`opencode run --format json`, verified with 1.18.33), MiMo Code (an
-// OpenCode derivative, same events), Cursor Agent (`--output-format
+// OpenCode derivative, same events), Kilo Code (`kilo run --format json`, an
+// OpenCode fork, verified with 7.7.7), Cursor Agent (`--output-format
 // stream-json`), GitHub Copilot CLI (`--output-format json`), Qoder CLI
 // (`-p --output-format stream-json`) and grok-cli (@vibe-kit/grok-cli's
 // headless `--prompt`, verified with 0.0.34). Each
@@ -17,7 +18,7 @@
 // fixtures are the real grok-cli's output against the scripted fake (the
 // e2e tests, grokcli_e2e_test.go, run it).
 //
-// # OpenCode / MiMo
+// # OpenCode / MiMo / Kilo
 //
 //	step_start (root session)            session.updated when the sessionID is new
 //	text                                 assistant.delta (whole parts; a blank line
@@ -91,10 +92,14 @@
 //
 // # Sessions, forks, cancellation
 //
-// ResumeID becomes the dialect's resume flag. Only OpenCode and MiMo fork
-// natively (-s ID --fork); for the others a Fork starts a fresh session. A
+// ResumeID becomes the dialect's resume flag. Only OpenCode, MiMo and Kilo
+// fork natively (-s ID --fork); for the others a Fork starts a fresh session. A
 // cancelled ctx sends SIGINT, waits Options.StopGrace, then kills the process
 // group; the run ends with run.interrupted and Run returns nil. Once the CLI
-// exited (finished or cancelled) its process group is killed, so a tool it
-// left in the background does not outlive the run.
+// exited (finished or cancelled) its process group is killed, then every
+// process whose environment carries the run's random RunTokenEnv value
+// (OpenCode and Kilo start each shell command in a session of its own, out
+// of the group's reach; the e2e tests showed those outliving the run), so a
+// tool it left in the background does not outlive the run. A process of
+// another user whose environment cannot be read is not found that way.
 package jsonstream

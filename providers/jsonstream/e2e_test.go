@@ -39,8 +39,11 @@ func TestOpenCodeE2E(t *testing.T) {
 		return
 	}
 	bin := providertest.FindCLI(t, "opencode", "THREADLINE_OPENCODE_BIN")
+	// opencode runs each shell command in a session of its own: what the
+	// tool leaves behind is found by the run's token (RunTokenEnv).
+	left := providertest.OrphanMarker("opencode-run")
 	fake := fakeopenai.New(t,
-		fakeopenai.When("Run it", fakeopenai.WithTools(fakeopenai.Shell("echo e2e-marker"))),
+		fakeopenai.When("Run it", fakeopenai.WithTools(fakeopenai.Shell("echo e2e-marker; "+providertest.LeftBehind(left)))),
 		fakeopenai.When("And again", fakeopenai.WithTools(fakeopenai.Text("Second turn answer."))),
 		fakeopenai.When("Slowly", fakeopenai.WithTools(fakeopenai.Slow(200, 100*time.Millisecond))),
 	)
@@ -71,6 +74,7 @@ func TestOpenCodeE2E(t *testing.T) {
 		t.Fatalf("first run events = %v", types(evs))
 	}
 	session := evs[0].SessionID
+	providertest.NoOrphans(t, left)
 	var out string
 	for _, e := range evs {
 		if e.Type == agent.EventToolCompleted {

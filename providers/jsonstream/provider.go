@@ -4,6 +4,7 @@ package jsonstream
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -28,10 +29,13 @@ const (
 	Qoder       Dialect = "qoder"
 	// GrokCLI is @vibe-kit/grok-cli, whose executable is also named grok.
 	GrokCLI Dialect = "grok-cli"
+	// Kilo is Kilo Code's run mode, an OpenCode fork with its command line
+	// and events.
+	Kilo Dialect = "kilo"
 )
 
 // Dialects lists every supported dialect.
-var Dialects = []Dialect{OpenCode, Mimo, CursorAgent, Copilot, Qoder, GrokCLI}
+var Dialects = []Dialect{OpenCode, Mimo, Kilo, CursorAgent, Copilot, Qoder, GrokCLI}
 
 // Errors.
 var (
@@ -132,7 +136,7 @@ func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
 // continues session known ("" when fresh).
 func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser, error) {
 	switch d {
-	case OpenCode, Mimo:
+	case OpenCode, Mimo, Kilo:
 		return NewOpenCodeParser(id, known), nil
 	case CursorAgent:
 		return NewCursorParser(known), nil
@@ -151,7 +155,8 @@ func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser
 // argument of at most argvLimit bytes (a longer one, or one holding a NUL
 // byte, is ErrPromptTooLarge). Per dialect:
 //
-//	opencode, mimo  run --format json --thinking [--model=M] [--variant=E] [-s ID [--fork]] [--auto]
+//	opencode, mimo,
+//	kilo            run --format json --thinking [--model=M] [--variant=E] [-s ID [--fork]] [--auto]
 //	cursor-agent    --print --output-format stream-json --stream-partial-output --trust
 //	                [--force] [--model=M] [--resume ID] [--workspace CWD]
 //	copilot         --output-format json [--allow-all-tools] [--model=M] [--resume ID]
@@ -182,7 +187,7 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 	}
 	var args []string
 	switch d {
-	case OpenCode, Mimo:
+	case OpenCode, Mimo, Kilo:
 		args = []string{"run", "--format", "json", "--thinking"}
 		if req.Model != "" {
 			args = append(args, "--model="+req.Model)
@@ -299,6 +304,10 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Container: req.Container,
 	}
 	w := &wire{parser: parser}
+	if req.Container == nil { // a container's processes end with its exec
+		w.tokenEntry = RunTokenEnv + "=" + rand.Text()
+		spec.Env = append(spec.Env, w.tokenEntry)
+	}
 	if !p.info.argv {
 		// One write of the whole prompt; WriteLine adds the final newline.
 		w.stdin = []byte(req.Prompt)

@@ -287,3 +287,19 @@ func TestGrokCLIOutcomes(t *testing.T) {
 		})
 	}
 }
+
+// TestRunSweepsEscapedTools: a tool the CLI started in a session of its own
+// (as opencode and kilo start shell commands) is out of reach of the process
+// group kill; it carries the run's token, and is killed by it once the run
+// ended.
+func TestRunSweepsEscapedTools(t *testing.T) {
+	marker := providertest.OrphanMarker("escaped")
+	bin, _ := fakeCLI(t, "opencode-text.jsonl", `[ -n "$`+RunTokenEnv+`" ] || exit 9
+setsid sh -c "echo > '$DIR/up'; sleep 300; : `+marker+`" >/dev/null 2>&1 &
+while [ ! -e "$DIR/up" ]; do sleep 0.01; done`)
+	var rec recorder
+	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit); err != nil || rec.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, events %v", err, rec.Types())
+	}
+	providertest.NoOrphans(t, marker)
+}

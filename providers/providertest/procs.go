@@ -25,7 +25,7 @@ func OrphanMarker(name string) string {
 }
 
 // Procs returns the live processes (zombies excluded) whose command line
-// contains marker, as "pid: command line".
+// contains marker, as "pid (ppid P, group G, session S): command line".
 func Procs(marker string) []string {
 	entries, _ := os.ReadDir("/proc")
 	var out []string
@@ -39,13 +39,20 @@ func Procs(marker string) []string {
 		if err != nil || !strings.Contains(string(cmd), marker) {
 			continue
 		}
+		// "pid (comm) S ppid pgrp session ...": the fields after the last ')'.
+		var state, ppid, pgrp, sid string
 		if st, err := os.ReadFile(filepath.Join(dir, "stat")); err == nil {
-			// "pid (comm) S ...": the state follows the last ')'.
-			if i := strings.LastIndexByte(string(st), ')'); i >= 0 && strings.HasPrefix(strings.TrimSpace(string(st[i+1:])), "Z") {
-				continue
+			if i := strings.LastIndexByte(string(st), ')'); i >= 0 {
+				if f := strings.Fields(string(st[i+1:])); len(f) >= 4 {
+					state, ppid, pgrp, sid = f[0], f[1], f[2], f[3]
+				}
 			}
 		}
-		out = append(out, fmt.Sprintf("%d: %s", pid, strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
+		if state == "Z" {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%d (ppid %s, group %s, session %s): %s", pid, ppid, pgrp, sid,
+			strings.ReplaceAll(strings.TrimRight(string(cmd), "\x00"), "\x00", " ")))
 	}
 	return out
 }
@@ -63,7 +70,7 @@ func NoOrphans(t testing.TB, marker string) {
 		}
 		if time.Now().After(deadline) {
 			for _, p := range left {
-				if pid, err := strconv.Atoi(strings.SplitN(p, ":", 2)[0]); err == nil {
+				if pid, err := strconv.Atoi(strings.Fields(p)[0]); err == nil {
 					if proc, err := os.FindProcess(pid); err == nil {
 						_ = proc.Kill()
 					}
