@@ -17,7 +17,9 @@ import (
 	"github.com/threadline-bot/threadline/store"
 )
 
-const waitLong = 45 * time.Second
+// waitLong bounds a wait for what the bot does (45 s, scaled by
+// THREADLINE_TEST_TIMEOUT_SCALE).
+var waitLong = dendritetest.Scale(45 * time.Second)
 
 // cardPost returns the bot's post in the thread that carries approval buttons.
 func cardPost(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.EventID) *event.Event {
@@ -211,7 +213,11 @@ func restartFlow(t *testing.T, encrypted bool) {
 	case <-time.After(waitLong):
 		t.Fatal("run did not end")
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Everything sent before alice's note has reached her once the note has.
+	note := alice.say(room, "", "while the bot is down")
+	alice.wait("alice's own note", waitLong, func(evs []*event.Event) bool {
+		return slices.ContainsFunc(evs, func(e *event.Event) bool { return e.ID == note })
+	})
 	if n := len(editsOf(alice.snapshot(), answer.ID)); n != before {
 		t.Fatalf("the answer was edited while the bot was down (%d → %d edits)", before, n)
 	}
