@@ -271,3 +271,35 @@ func TestAnswerQuestion(t *testing.T) {
 		}
 	}
 }
+
+// TestConsoleFork: /fork switches the console to a new chat forked from this
+// one (chatops' one fork); the next message goes to the fork, the parent is
+// left as it was.
+func TestConsoleFork(t *testing.T) {
+	s, chat := stack(t)
+	s.Prov.Add(chatopstest.Answer("first answer"), chatopstest.Answer("in the fork"))
+	var out lockedBuffer
+	con := &console.Console{Bot: s.Bot, In: strings.NewReader("first\n/fork\nnext\n"), Out: &out, By: "console:t", History: "-"}
+	if err := runConsole(t, con, chat)(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Prov.Requests()
+	if len(reqs) != 2 || reqs[0].ChatID != chat || reqs[1].ChatID == chat {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if o := out.String(); !strings.Contains(o, "Forked chat "+chat+" into a new chat "+reqs[1].ChatID) || !strings.Contains(o, "in the fork") {
+		t.Errorf("out:\n%s", o)
+	}
+	if !strings.Contains(reqs[1].Prompt, "first answer") && !reqs[1].Fork {
+		t.Errorf("the fork carries nothing of its parent: %+v", reqs[1])
+	}
+	evs, err := s.St.EventsAfter(t.Context(), chat, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if strings.Contains(string(ev.Payload), "in the fork") || strings.Contains(string(ev.Payload), `"next"`) {
+			t.Errorf("the parent got the fork's event %s", ev.Payload)
+		}
+	}
+}
