@@ -195,6 +195,8 @@ func TestSettingsCommands(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitFor(t, "second run", func() bool { return len(f.prov.Requests()) == 2 })
+			// project is refused while a turn runs: the run must have ended.
+			waitFor(t, "the second run to end", func() bool { _, ok := f.bot.Active(chatID); return !ok })
 			for _, req := range f.prov.Requests() {
 				if req.Model != "m1" || strings.Contains(req.Model+req.Effort+string(req.Mode), "--auto") {
 					t.Fatalf("run request %+v", req)
