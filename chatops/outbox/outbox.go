@@ -93,7 +93,14 @@ type bucket struct {
 	at     time.Time
 }
 
+// rateMargin is how far under a documented rate a bucket refills: the
+// platform counts calls when they arrive, and a call that took longer than
+// the next one on the way there would otherwise find the platform's bucket
+// a hair short of a token.
+const rateMargin = 0.95
+
 func newBucket(r Rate, now time.Time) *bucket {
+	r.PerMinute *= rateMargin
 	return &bucket{rate: r, tokens: float64(r.Burst), at: now}
 }
 
@@ -459,6 +466,7 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 	}
 	var (
 		best     *oslot
+		bestOp   opKind
 		earliest = now.Add(idleWait)
 	)
 	// A run's answer parts are posted in order, and its file after them.
@@ -513,21 +521,32 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 			earliest = earlier(earliest, ready)
 			continue
 		}
+		op := o.opFor(s)
+		if op != opNone {
+			// A call whose kind has no token now does not hold up the
+			// calls of other kinds.
+			if at := o.buckets[op].ready(now); at.After(now) {
+				earliest = earlier(earliest, at)
+				if !o.appendFirst(s, op, now) {
+					continue
+				}
+				// The stop has to wait (chat.stopStream's tier is low): the
+				// end of the text goes out as an append meanwhile.
+				op = opAppend
+			}
+		}
 		if best == nil || s.want.Priority > best.want.Priority ||
 			(s.want.Priority == best.want.Priority && s.since.Before(best.since)) {
-			best = s
+			best, bestOp = s, op
 		}
 	}
 	if best == nil {
 		return nil, earliest.Sub(now)
 	}
-	op := o.opFor(best)
+	op := bestOp
 	if op != opNone {
-		if at := o.buckets[op].ready(now); at.After(now) {
-			return nil, at.Sub(now)
-		}
 		o.buckets[op].take(now)
-		if render.IsAnswer(best.rm.Slot) && best.want.Priority == render.PriorityProgress {
+		if render.IsAnswer(best.rm.Slot) && (best.want.Priority == render.PriorityProgress || op == opAppend) {
 			// A placeholder's first text goes at once but borrows the next
 			// interval, so that the run stays within one call per interval.
 			if paced := o.runSent[best.rm.RunID].Add(o.budget.MinInterval); paced.After(now) {
@@ -558,6 +577,17 @@ func (o *Outbox) opFor(s *oslot) opKind {
 	default:
 		return opUpdate
 	}
+}
+
+// appendFirst reports whether a stream whose stop waits for a token should
+// send its new text and cards as an append now: there are some, the
+// append's bucket has a token and the run's pace allows a call. o.mu is held.
+func (o *Outbox) appendFirst(s *oslot, op opKind, now time.Time) bool {
+	if op != opStop || o.buckets[opAppend].ready(now).After(now) || o.runSent[s.rm.RunID].Add(o.budget.MinInterval).After(now) {
+		return false
+	}
+	chunks, _, ok := s.streamed.diff(s.want.View)
+	return ok && len(chunks) > 0
 }
 
 // frozen reports whether an answer part has a next part: its content never
@@ -670,6 +700,13 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	var rle *RateLimitError
 	switch {
 	case err == nil:
+		if j.op == opAppend && j.sv.Final {
+			// Only the text went: the stop is still to come.
+			s.streaming, s.streamed = streaming, next
+			s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
+			o.mu.Unlock()
+			return
+		}
 		s.rm.MessageID, s.rm.Hash, s.rm.LastSeq, s.rm.Final = id, j.hash, j.seq, j.sv.Final
 		if frozen {
 			// An earlier part whose stream ended: it never changes again.
