@@ -55,9 +55,9 @@ type Definition struct {
 	// ResumeID returns agent.ErrSessionNotFound at once.
 	Resume bool
 	// ExitTimeout, when positive, is how long the agent may live after its
-	// turn ended and stdin closed before its process group is killed, for
-	// agents that do not exit at stdin's end (codex-acp, claude-agent-acp);
-	// zero is Options.InterruptTimeout.
+	// turn ended (completed, failed or cancelled) and stdin closed before its
+	// process group is killed, for agents that do not exit at stdin's end
+	// (codex-acp, claude-agent-acp); zero is Options.InterruptTimeout.
 	ExitTimeout time.Duration
 	// LoadQuiet, when positive, keeps treating history updates as the
 	// session/load replay after the load answer until none arrived for this

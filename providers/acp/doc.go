@@ -26,7 +26,8 @@
 // itself (NpmNative: the platform package next to the wrapper, as Node would
 // find it; anything else on PATH is launched as it is). codex-acp and
 // claude-agent-acp do not exit at stdin's end: their Definition.ExitTimeout
-// (1 s) ends the wait before the group is killed. The e2e tests check that
+// (1 s from the end of the turn, a cancelled one too) ends the wait before
+// the group is killed. The e2e tests check that
 // no process carrying the run's environment marker is left after a finished,
 // declined or cancelled run, and after a cancel while a tool runs.
 //

@@ -28,6 +28,7 @@ const (
 	envProto     = "ACP_FAKE_PROTO"  // protocolVersion answered (default 1)
 	envNoLoad    = "ACP_FAKE_NOLOAD" // "1": loadSession false
 	envLateLoad  = "ACP_FAKE_LATE"   // "1": answer session/load first, replay after
+	envStay      = "ACP_FAKE_STAY"   // "1": stay after stdin's end until killed (codex-acp, claude-agent-acp)
 	fakeSession  = "fake-session-1"
 	knownSession = "known-session"
 )
@@ -192,6 +193,9 @@ func fakeAgent() int {
 		}
 	}
 	prompts.Wait()
+	if os.Getenv(envStay) == "1" {
+		select {}
+	}
 	return 0
 }
 

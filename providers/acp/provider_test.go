@@ -379,6 +379,36 @@ func TestRunCancelPendingPermission(t *testing.T) {
 	}
 }
 
+// TestExitTimeout: an agent that stays after stdin's end is killed
+// Definition.ExitTimeout after its turn ended, a completed or a cancelled
+// one, however long InterruptTimeout is; without it, after InterruptTimeout.
+func TestExitTimeout(t *testing.T) {
+	const interrupt = 1500 * time.Millisecond
+	stay := map[string]string{envStay: "1"}
+	h := newHarness(t, stay, func(d *Definition) { d.ExitTimeout = 50 * time.Millisecond })
+	h.prov.opts.InterruptTimeout = 20 * interrupt
+	r := h.run(agent.RunRequest{Prompt: "stop:end_turn"}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Elapsed > 10*interrupt {
+		t.Errorf("completed turn: Run = %v in %s, events %s", r.Err, r.Elapsed, types(r))
+	}
+	var cancelledAt time.Time
+	r = h.run(agent.RunRequest{Prompt: "slow"}, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel()
+		}
+	})
+	if took := time.Since(cancelledAt); r.Err != nil || r.Last().Type != agent.EventRunInterrupted || r.Last().Text != "cancelled" || took > 10*interrupt {
+		t.Errorf("cancelled turn: Run = %v %s after the cancel, events %s", r.Err, took, types(r))
+	}
+	// Without it the agent lives until the interrupt deadline.
+	h = newHarness(t, stay)
+	h.prov.opts.InterruptTimeout = interrupt
+	if r := h.run(agent.RunRequest{Prompt: "stop:end_turn"}, nil); r.Elapsed < interrupt {
+		t.Errorf("without ExitTimeout Run returned in %s, before the %s deadline", r.Elapsed, interrupt)
+	}
+}
+
 func TestRunCancelKillsAfterDeadline(t *testing.T) {
 	h := newHarness(t, nil)
 	h.prov.opts.InterruptTimeout = 300 * time.Millisecond

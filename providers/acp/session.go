@@ -25,6 +25,7 @@ const (
 const (
 	timerStart = "start" // StartTimeout, until the prompt is sent
 	timerQuiet = "quiet" // Definition.LoadQuiet of replay silence after session/load
+	timerExit  = "exit"  // Definition.ExitTimeout after the turn ended, also a cancelled one
 )
 
 // setupCall is one request sent between session setup and the prompt.
@@ -95,6 +96,9 @@ func (w *wire) Timer(name string, c *procrun.Conn) {
 		c.Logger().Warn("agent did not get ready in time, killing", "timeout", w.p.opts.StartTimeout)
 		c.Emit(agent.Event{Type: agent.EventRunFailed, Text: fmt.Sprintf("%s did not start a session within %s", w.p.def.ID, w.p.opts.StartTimeout)})
 		w.kill(c)
+	case timerExit:
+		c.Logger().Info("agent stays after its turn ended, killing", "exit_timeout", w.p.def.ExitTimeout)
+		c.Kill()
 	case timerQuiet:
 		w.quiet = false
 		for _, ev := range w.parser.EndReplay() {
@@ -124,6 +128,12 @@ func (w *wire) done(c *procrun.Conn) {
 	}
 	w.phase = phaseDone
 	c.Done()
+	// The Session's kill deadline is armed once: a cancelled turn keeps
+	// InterruptTimeout. An agent known to stay after stdin's end has its
+	// own, shorter one from the turn's end.
+	if d := w.p.def.ExitTimeout; d > 0 {
+		c.After(timerExit, d)
+	}
 }
 
 // onReply sequences the protocol: initialize → session/new or session/load
