@@ -9,6 +9,7 @@ package matrix
 
 import (
 	"html"
+	"regexp"
 	"strings"
 
 	"github.com/threadline-bot/threadline/chatops"
@@ -19,10 +20,6 @@ import (
 // of a busy message are summed up by group ("✓ 7 steps: Read, Bash"), so the
 // steps stay within the room PartLimit leaves.
 const maxTaskItems = 12
-
-// notePrefix marks the notes among a view's step lines (a recovered session,
-// an API retry); the other lines repeat the plan and the steps.
-const notePrefix = "⚠ "
 
 // chunk is a stretch of the answer's text and the steps that followed it.
 type chunk struct {
@@ -198,15 +195,34 @@ func planParts(p *render.Plan) (plain string, htmlPart string) {
 	return strings.Join(p.Lines(), "\n"), b.String()
 }
 
-// stepNotes are the notes among the view's compact step lines (a recovered
-// session, an API retry); the other lines repeat the plan and the steps,
-// which the message shows as lists.
+// earlierSteps is the step line that counts the steps View.Steps leaves out.
+var earlierSteps = regexp.MustCompile(`^… \d+ earlier steps$`)
+
+// stepNotes are the view's compact step lines that are not its steps and
+// plan, which the message shows as lists: the notes (a recovered session, an
+// API retry), the note that the answer is longer than its messages.
 func stepNotes(v chatops.View) []string {
+	plan := map[string]bool{}
+	for _, l := range v.Plan.Lines() {
+		plan[l] = true
+	}
 	var out []string
 	for _, s := range v.Steps {
-		if strings.HasPrefix(s, notePrefix) {
-			out = append(out, s)
+		if plan[s] || earlierSteps.MatchString(s) || isStepLine(s) {
+			continue
 		}
+		out = append(out, s)
 	}
 	return out
+}
+
+// isStepLine reports whether s is a step's compact line (render.Step.Line):
+// a status mark, a space, the title.
+func isStepLine(s string) bool {
+	for _, st := range []render.StepStatus{render.StatusDone, render.StatusFailed, render.StatusRunning, render.StatusPending} {
+		if strings.HasPrefix(s, st.Mark()+" ") {
+			return true
+		}
+	}
+	return false
 }

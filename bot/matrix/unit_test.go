@@ -354,12 +354,13 @@ func TestStepsAndPlan(t *testing.T) {
 			{ID: "2", Tool: "Read", Title: "Read: <a.txt>", Status: render.StatusFailed, Output: "no such file\nmore", At: len("I'll create the file now.")},
 			{ID: "3", Tool: "Edit", Title: "Edit: x.go", Status: render.StatusRunning, At: strings.Index(body, "x := 1")}, // inside the code block
 		},
-		Plan:  &render.Plan{Title: "Plan", Items: []render.PlanItem{{Text: "Write", Status: render.StatusDone}, {Text: "Test", Status: render.StatusRunning}, {Text: "Ship", Status: render.StatusPending}}},
-		Steps: []string{"⚠ session recovered", "📋 Plan", "  ✓ Write", "✓ Bash: touch a.txt"},
+		Plan: &render.Plan{Title: "Plan", Items: []render.PlanItem{{Text: "Write", Status: render.StatusDone}, {Text: "Test", Status: render.StatusRunning}, {Text: "Ship", Status: render.StatusPending}}},
+		Steps: []string{"… the answer is longer than 8 messages: the whole answer is attached when the run ends", "⚠ session recovered",
+			"📋 Plan", "  ✓ Write", "  ⏺ Test", "  ○ Ship", "… 3 earlier steps", "✓ Bash: earlier part", "✓ Bash: touch a.txt"},
 	}
 	c := content(v, nil)
 	wantPlain := "claude · opus\n\nI'll create the file now.\n\n✓ Bash: touch a.txt\n✗ Read: <a.txt>: no such file\n\nTool finished.\n\n```go\nx := 1\n```\n\n⏺ Edit: x.go\n\nDone.\n\n" +
-		"📋 Plan\n  ✓ Write\n  ⏺ Test\n  ○ Ship\n\n⚠ session recovered"
+		"📋 Plan\n  ✓ Write\n  ⏺ Test\n  ○ Ship\n\n… the answer is longer than 8 messages: the whole answer is attached when the run ends\n⚠ session recovered"
 	if c.Body != wantPlain {
 		t.Errorf("plain body\n%s\nwant\n%s", c.Body, wantPlain)
 	}
@@ -367,7 +368,7 @@ func TestStepsAndPlan(t *testing.T) {
 		"<p>I'll create the file now.</p>\n<ul><li>✓ <code>Bash: touch a.txt</code></li><li>✗ <code>Read: &lt;a.txt&gt;</code> — <em>no such file</em></li></ul>\n<p>Tool finished.</p>",
 		"</code></pre>\n<ul><li>⏺ <code>Edit: x.go</code></li></ul>\n<p>Done.</p>",
 		"<p><strong>📋 Plan</strong></p><ol><li>✓ <del>Write</del></li><li>⏺ <strong>Test</strong></li><li>○ Ship</li></ol>",
-		"<ul><li>⚠ session recovered</li></ul>",
+		"<ul><li>… the answer is longer than 8 messages: the whole answer is attached when the run ends</li><li>⚠ session recovered</li></ul>",
 	} {
 		if !strings.Contains(c.FormattedBody, w) {
 			t.Errorf("HTML lacks %q:\n%s", w, c.FormattedBody)
