@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/chzyer/readline"
 )
@@ -56,6 +57,8 @@ type editor struct {
 	mu     sync.Mutex
 	raw    *readline.State // the terminal's state before raw mode
 	closed bool
+
+	masked atomic.Bool // the line is drawn as * (maskPainter)
 }
 
 // errEditorClosed keeps a closed editor from taking the terminal again.
@@ -83,6 +86,7 @@ func newEditor(in, out *os.File, history string, newLine func()) (*editor, error
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "\n",
 		Stdin:                  e.stdin,
+		Painter:                maskPainter{&e.masked},
 		Stdout:                 out,
 		Stderr:                 out,
 		FuncIsTerminal:         func() bool { return true },
@@ -164,13 +168,25 @@ func (e *editor) remember(line string) {
 // setPrompt changes the prompt and redraws the line being edited; mask
 // shows what is typed as * (the answer to a secret question).
 func (e *editor) setPrompt(p string, mask bool) {
-	if cfg := e.rl.Config; cfg.EnableMask != mask {
-		c := *cfg
-		c.Prompt, c.EnableMask, c.MaskRune = p, mask, '*'
-		e.rl.SetConfig(&c)
-	}
+	e.masked.Store(mask)
 	e.rl.SetPrompt(p)
 	e.rl.Refresh()
+}
+
+// maskPainter draws the line being edited as is, or as * while masked (set
+// at any time: readline's own mask is a Config field it reads unlocked).
+type maskPainter struct{ masked *atomic.Bool }
+
+// Paint implements readline.Painter.
+func (m maskPainter) Paint(line []rune, _ int) []rune {
+	if !m.masked.Load() {
+		return line
+	}
+	out := make([]rune, len(line))
+	for i := range out {
+		out[i] = '*'
+	}
+	return out
 }
 
 // writer writes above the line being edited.
