@@ -379,6 +379,10 @@ func (s *session) command(ctx context.Context, cmd chatops.Command) error {
 		s.prompt()
 		return nil
 	}
+	if cmd.Name == "help" {
+		res.Text += "\nAn unknown /command is refused, not sent; start a message with // to send one that begins with / (//help sends /help)." +
+			"\nA message typed while a turn runs is queued and sent when it ends; /stop or Ctrl-C stops the turn and drops the queue."
+	}
 	if cmd.Name == "stop" && len(s.queue) > 0 {
 		res.Text += fmt.Sprintf(" Dropped %d queued message(s).", len(s.queue))
 		s.queue = nil
