@@ -124,3 +124,30 @@ func TestRecapStartsAtAMessage(t *testing.T) {
 		t.Errorf("recap:\n%s\nwant:\n%s", b.String(), want)
 	}
 }
+
+// TestRecapLongAnswer: a last answer longer than the first window read
+// (hundreds of streamed deltas) is still recapped from the message that
+// asked for it.
+func TestRecapLongAnswer(t *testing.T) {
+	s, chat := stack(t)
+	chunks := make([]string, 900)
+	for i := range chunks {
+		chunks[i] = "w "
+	}
+	s.Prov.Add(chatopstest.Answer(chunks...))
+	run, err := s.Bot.Send(t.Context(), chatops.Prompt{ChatID: chat, Text: "write a lot", By: "console:t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-run.Done()
+	if last, err := s.St.LastSeq(t.Context(), chat); err != nil || last < 900 {
+		t.Fatalf("only %d events (%v): the test needs more than a window", last, err)
+	}
+	var b bytes.Buffer
+	if err := console.Recap(t.Context(), s.Bot, chat, &b, 6); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "… earlier in this chat:\n  you: write a lot\n  agent: w w w") {
+		t.Errorf("recap:\n%s", b.String())
+	}
+}

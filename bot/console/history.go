@@ -6,14 +6,19 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
-// recapEvents bounds how far back a recap reads.
-const recapEvents = 400
+// A recap reads the last recapEvents events, four times as many while that
+// holds no message of the user's (a long answer), up to recapMaxEvents.
+const (
+	recapEvents    = 400
+	recapMaxEvents = 25600
+)
 
 // Recap prints the last turns of a chat (the user's messages and the
 // assistant's answers, each cut to a few lines) before the prompt. The turns
@@ -25,17 +30,16 @@ func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, 
 	if err != nil || last == 0 {
 		return err
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	from := max(0, last-recapEvents)
-	var fold chatlog.Fold
-	for ev := range bot.Subscribe(ctx, chatID, from) {
-		fold.Add(ev.Type, ev.Payload)
-		if ev.Seq >= last {
+	var all []chatlog.Turn
+	for window := int64(recapEvents); ; window *= 4 {
+		from := max(0, last-window)
+		if all, err = recapTurns(ctx, bot, chatID, from, last); err != nil {
+			return err
+		}
+		if from == 0 || window >= recapMaxEvents || slices.ContainsFunc(all, func(t chatlog.Turn) bool { return t.Role == chatlog.RoleUser }) {
 			break
 		}
 	}
-	all := fold.Turns()
 	if len(all) > turns {
 		all = all[len(all)-turns:]
 	}
@@ -56,6 +60,23 @@ func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, 
 		fmt.Fprintf(w, "  %s: %s\n", who, clip(t.Text, 4, 400))
 	}
 	return nil
+}
+
+// recapTurns folds the chat's events after from up to last into turns.
+func recapTurns(ctx context.Context, bot *chatops.Chats, chatID string, from, last int64) ([]chatlog.Turn, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var fold chatlog.Fold
+	for ev := range bot.Subscribe(ctx, chatID, from) {
+		fold.Add(ev.Type, ev.Payload)
+		if ev.Seq >= last {
+			return fold.Turns(), nil
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return fold.Turns(), nil
 }
 
 // clip keeps the first lines and bytes of s, marking what it cut.
