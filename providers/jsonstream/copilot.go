@@ -5,6 +5,7 @@ package jsonstream
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -50,6 +51,13 @@ var copilotNoise = map[string]bool{
 	"session.skills_loaded": true, "session.tools_updated": true, "session.info": true,
 	"user.message": true, "assistant.turn_start": true, "assistant.turn_end": true,
 	"assistant.message_start": true, "session.task_complete": true,
+	// Seen from the real CLI (1.0.102): its model calls, the tool call's
+	// streamed arguments (the call itself comes as tool.execution_start)
+	// and bookkeeping.
+	"model.call_start": true, "model.call_finished": true, "model.call_final_result": true,
+	"assistant.tool_call_delta": true, "assistant.idle": true, "session.background_tasks_changed": true,
+	// The shell's output again, as tool.execution_partial_result carries it.
+	"tool.shell_output": true,
 }
 
 // CopilotParser parses Copilot CLI JSON events: dotted types with the
@@ -60,13 +68,14 @@ type CopilotParser struct {
 	join      textJoin
 	streamed  map[string]bool // message / reasoning ids that had deltas
 	tools     map[string]string
+	partial   map[string]string // tool call id → the output it reported so far
 	lastError string
 	model     string
 }
 
 // NewCopilotParser returns a parser for one run continuing session known.
 func NewCopilotParser(known string) *CopilotParser {
-	return &CopilotParser{session: session{id: known}, streamed: map[string]bool{}, tools: map[string]string{}}
+	return &CopilotParser{session: session{id: known}, streamed: map[string]bool{}, tools: map[string]string{}, partial: map[string]string{}}
 }
 
 // Parse implements procrun.LineParser.
@@ -123,10 +132,14 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 			ID: d.ToolCallID, Name: d.ToolName, Input: input, Summary: summary(d.ToolName, input),
 		}, Native: nativeRef(CopilotProviderID, ev.Type, d.ToolCallID)}}, nil
 	case "tool.execution_partial_result":
-		if d.ToolCallID == "" || d.PartialOutput == "" {
+		// The output so far (the real CLI repeats it whole): only what is
+		// new since the last one is emitted.
+		text, _ := strings.CutPrefix(d.PartialOutput, p.partial[d.ToolCallID])
+		if d.ToolCallID == "" || text == "" {
 			return nil, nil
 		}
-		return []agent.Event{{Type: agent.EventToolOutput, Text: d.PartialOutput, Tool: &agent.Tool{ID: d.ToolCallID, Name: p.tools[d.ToolCallID]}}}, nil
+		p.partial[d.ToolCallID] = d.PartialOutput
+		return []agent.Event{{Type: agent.EventToolOutput, Text: text, Tool: &agent.Tool{ID: d.ToolCallID, Name: p.tools[d.ToolCallID]}}}, nil
 	case "tool.execution_complete":
 		if d.ToolCallID == "" {
 			break

@@ -142,12 +142,17 @@ func cursorDescriptor() registry.Definition {
 	}
 }
 
-// copilotDescriptor is `copilot --output-format json`.
+// CopilotVerified are the Copilot CLI versions the JSON mode's e2e test ran.
+var CopilotVerified = []string{"1.0.102"}
+
+// copilotDescriptor is `copilot --output-format json`. Its npm wrapper
+// forwards no signal: a cancelled run is killed with its process group
+// after the grace (copilot-acp launches the platform binary instead).
 func copilotDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(CopilotProviderID), Name: "GitHub Copilot CLI", Executable: "copilot",
-		Verified: registry.Fixtures("providers/jsonstream TestCopilotFixtures",
-			"the JSON mode has no real-CLI test yet; the ACP mode of the same CLI (copilot-acp) runs the real CLI"),
+		VerifiedVersions: append([]string(nil), CopilotVerified...),
+		Verified:         registry.RealCLI("providers/jsonstream TestCopilotJSONE2E"),
 		// BYOK providers take their own model ids (COPILOT_MODEL).
 		Models: registry.Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}, FreeForm: true},
 		Args: registry.ArgSpec{
@@ -157,9 +162,11 @@ func copilotDescriptor() registry.Definition {
 		},
 		Prompt: registry.DeliverStdin, Format: registry.FormatJSONEvents, Dialect: registry.DialectCopilot, Resume: registry.ResumeCLIFlag,
 		Skills:  registry.SkillsInstructions,
-		PassEnv: []string{"COPILOT_HOME", "COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_TYPE", "COPILOT_OFFLINE"},
+		PassEnv: []string{"COPILOT_HOME", "COPILOT_OFFLINE", "COPILOT_PROVIDER_TYPE", "COPILOT_MODEL"},
+		// A BYOK provider (COPILOT_PROVIDER_BASE_URL and its key) needs no
+		// GitHub login, as for copilot-acp.
 		Auth: registry.AuthCheck{
-			Env:   []string{"COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN", "COPILOT_PROVIDER_API_KEY"},
+			Env:   []string{"COPILOT_PROVIDER_BASE_URL", "COPILOT_PROVIDER_API_KEY", "COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"},
 			Files: []string{"~/.copilot/config.json"},
 			Note:  "the OAuth token may live in the system keyring",
 		},

@@ -3,7 +3,8 @@
 // (`opencode run --format json`, verified with 1.18.33), MiMo Code (an
 // OpenCode derivative, same events), Kilo Code (`kilo run --format json`, an
 // OpenCode fork, verified with 7.7.7), Cursor Agent (`--output-format
-// stream-json`), GitHub Copilot CLI (`--output-format json`), Qoder CLI
+// stream-json`), GitHub Copilot CLI (`--output-format json`, verified with
+// 1.0.102 over BYOK), Qoder CLI
 // (`-p --output-format stream-json`) and grok-cli (@vibe-kit/grok-cli's
 // headless `--prompt`, verified with 0.0.34). Each
 // dialect has its own LineParser; the Provider runs it on a procrun.Session.
@@ -56,12 +57,14 @@
 //	assistant.reasoning_delta / .reasoning   reasoning.delta (the same rule)
 //	assistant.usage                      usage.updated (cumulative)
 //	tool.execution_start                 tool.started
-//	tool.execution_partial_result        tool.output
+//	tool.execution_partial_result        tool.output (the part not in the previous one: the
+//	                                     real CLI repeats the output so far)
 //	tool.execution_complete              tool.completed {result.content, success=false → is_error}
 //	session.error                        system {subtype error}; its text becomes the failure
 //	result                               session.updated (sessionId), then run.completed when
 //	                                     exitCode is 0 (or success is true), else run.failed
-//	session.*, user.message, turn marks  (none)
+//	session.*, user.message, turn marks, (none)
+//	model.call_*, tool.shell_output
 //
 // # Qoder
 //
