@@ -128,8 +128,8 @@ func starterConfig(now time.Time, agentID, platform, secrets string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `# Threadline configuration, written by threadline init on %s.
 # Every key and its default: docs/config.md. ${VAR} is the environment
-# variable VAR (an unset one is an error); a secret can come from a file
-# with <key>_file, which is what this file does.
+# variable VAR (an unset one is an error); a secret is best kept in a file
+# named by <key>_file (mode 0600), as below.
 
 # The store: SQLite under $XDG_DATA_HOME/threadline/ (~/.local/share/threadline)
 # unless a URL is set here. Postgres, for several replicas:
@@ -139,7 +139,7 @@ func starterConfig(now time.Time, agentID, platform, secrets string) string {
 defaults:
 `, now.UTC().Format("2006-01-02"), filepath.Join(secrets, "database_url"))
 	if agentID != "" {
-		fmt.Fprintf(&b, "  agent: %s                 # detected: the first installed agent CLI (threadline agents)\n", agentID)
+		fmt.Fprintf(&b, "  %-27s # detected: the first installed agent CLI (threadline agents)\n", "agent: "+agentID)
 	} else {
 		b.WriteString("  # agent: claude            # no agent CLI was installed when this was written\n")
 	}
