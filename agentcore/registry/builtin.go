@@ -30,8 +30,8 @@ var (
 // or install hint, an unknown format, dialect, resume mechanism, prompt
 // delivery or skills strategy, a resume, fork or prompt mechanism without
 // its flag (or a flag without its mechanism), a declared model or effort
-// that is no valid argument, profile fields set, or a Verified statement
-// that lacks what its kind needs (see Verification).
+// that is no valid argument, profile fields set, or a missing Verified
+// statement or one that lacks what its kind needs (see Verification).
 func Validate(d Definition) error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrInvalidDefinition, d.ID, fmt.Sprintf(format, a...))

@@ -56,6 +56,9 @@ func testBuiltins(t *testing.T) []Definition {
 		Prompt: DeliverStdin, Format: FormatJSONEvents, Dialect: DialectQoder, Resume: ResumeCLIFlag,
 		Skills: SkillsInstructions, InstallHint: "npm install -g @qoder-ai/qodercli",
 	}
+	for _, d := range []*Definition{&claude, &codex, &opencode, &mimo, &qoder} {
+		d.Verified = Fixtures("agentcore/registry testBuiltins", "a test definition")
+	}
 	defs, err := Builtins(qoder, opencode, mimo, codex, claude)
 	if err != nil {
 		t.Fatal(err)

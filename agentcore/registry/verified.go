@@ -53,7 +53,8 @@ func DocsOnly(reason string) Verification { return Verification{By: VerifiedDocs
 type VerifiedReport struct {
 	By VerifiedBy `json:"by"`
 	// How is the one-line statement: "real CLI 1.18.33 in CI", "fixtures
-	// from docs", "docs only (detection)" or "not stated".
+	// from docs", "docs only (detection)" or, for a definition that was not
+	// validated as a built-in, "not stated".
 	How    string `json:"how"`
 	Test   string `json:"test,omitempty"`
 	Reason string `json:"reason,omitempty"`
@@ -76,17 +77,14 @@ func verifiedReport(d Definition) VerifiedReport {
 	return r
 }
 
-// validateVerified reports what is inconsistent in d.Verified: a real-CLI
-// verification needs a verified version and a test, fixtures need a test
-// and a reason, docs a reason; an empty one is allowed while definitions
-// adopt the field (reported as "not stated").
+// validateVerified reports what is missing in d.Verified: every built-in
+// states it; a real-CLI verification needs a verified version and a test,
+// fixtures need a test and a reason, docs a reason.
 func validateVerified(d Definition) string {
 	v := d.Verified
 	switch v.By {
 	case "":
-		if v.Test != "" || v.Reason != "" {
-			return "Verified has a test or reason but no kind"
-		}
+		return "Verified is not stated: say what verified the definition (RealCLI, Fixtures or DocsOnly)"
 	case VerifiedRealCLI:
 		if len(d.VerifiedVersions) == 0 || v.Test == "" {
 			return "a real-CLI verification needs VerifiedVersions and the test"

@@ -16,17 +16,17 @@ func TestValidateVerified(t *testing.T) {
 		v    Verification
 		want string // "" accepts
 	}{
-		"real cli":             {"claude", RealCLI("providers/claude TestE2EResume"), ""},
-		"real cli no version":  {"codex", RealCLI("providers/codex TestE2EApprove"), "needs VerifiedVersions"},
-		"real cli no test":     {"claude", RealCLI(""), "needs VerifiedVersions and the test"},
-		"fixtures":             {"qoder", Fixtures("providers/jsonstream TestQoder", "needs a Qoder login"), ""},
-		"fixtures no reason":   {"qoder", Fixtures("providers/jsonstream TestQoder", ""), "reason"},
-		"fixtures no test":     {"qoder", Fixtures("", "needs a Qoder login"), "the test"},
-		"docs":                 {"qoder", DocsOnly("its backend only"), ""},
-		"docs no reason":       {"qoder", DocsOnly(""), "needs the reason"},
-		"unknown kind":         {"qoder", Verification{By: "hearsay", Reason: "x"}, "unknown verification"},
-		"reason without kind":  {"qoder", Verification{Reason: "x"}, "no kind"},
-		"not stated (allowed)": {"qoder", Verification{}, ""},
+		"real cli":            {"claude", RealCLI("providers/claude TestE2EResume"), ""},
+		"real cli no version": {"codex", RealCLI("providers/codex TestE2EApprove"), "needs VerifiedVersions"},
+		"real cli no test":    {"claude", RealCLI(""), "needs VerifiedVersions and the test"},
+		"fixtures":            {"qoder", Fixtures("providers/jsonstream TestQoder", "needs a Qoder login"), ""},
+		"fixtures no reason":  {"qoder", Fixtures("providers/jsonstream TestQoder", ""), "reason"},
+		"fixtures no test":    {"qoder", Fixtures("", "needs a Qoder login"), "the test"},
+		"docs":                {"qoder", DocsOnly("its backend only"), ""},
+		"docs no reason":      {"qoder", DocsOnly(""), "needs the reason"},
+		"unknown kind":        {"qoder", Verification{By: "hearsay", Reason: "x"}, "unknown verification"},
+		"reason without kind": {"qoder", Verification{Reason: "x"}, "not stated"},
+		"not stated":          {"qoder", Verification{}, "not stated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := testLookup(t, tc.id)
@@ -52,6 +52,7 @@ func TestReportStatesVerification(t *testing.T) {
 	amp := testLookup(t, "mimo")
 	amp.Verified = DocsOnly("its server only")
 	bare := testLookup(t, "codex")
+	bare.Verified = Verification{} // a definition Validate never saw (Probe takes any)
 	opts := testOpts(t.TempDir()) // nothing on PATH: every CLI is missing
 	reports := Probe(t.Context(), []Definition{claude, qoder, amp, bare}, opts)
 	want := []VerifiedReport{
