@@ -178,13 +178,27 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		VerifiedWith:    p.def.VerifiedWith,
 	})
 	w := &wire{p: p, parser: parser, req: req, cwd: cwd}
+	env := procrun.Environ(p.opts.HostEnv(), p.def.LaunchEnv(req, p.opts.Env), p.opts.Secret)
+	if req.Container == nil {
+		// Tools that left the agent's process group (kilo, copilot, droid
+		// and claude-agent-acp start each shell command in a session of its
+		// own) carry the run's token; they are killed once the run ended.
+		// A container's processes end with its exec.
+		token := procrun.RunToken()
+		env = append(env, token)
+		defer func() {
+			if n := procrun.Sweep(token); n > 0 {
+				logger.Info("killed processes the run left behind", "count", n)
+			}
+		}()
+	}
 	return procrun.Session{
 		Provider: p.def.ID,
 		Spec: procrun.Spec{
 			Bin:  bin,
 			Args: p.def.LaunchArgs(req),
 			Dir:  cwd,
-			Env:  procrun.Environ(p.opts.HostEnv(), p.def.LaunchEnv(req, p.opts.Env), p.opts.Secret),
+			Env:  env,
 			// A project chat runs in its container (procrun builds the lxc exec).
 			Container: req.Container,
 		},

@@ -27,9 +27,13 @@
 // find it; anything else on PATH is launched as it is). codex-acp and
 // claude-agent-acp do not exit at stdin's end: their Definition.ExitTimeout
 // (1 s from the end of the turn, a cancelled one too) ends the wait before
-// the group is killed. The e2e tests check that
-// no process carrying the run's environment marker is left after a finished,
-// declined or cancelled run, and after a cancel while a tool runs.
+// the group is killed. Most of these CLIs start each shell command in a
+// session of its own, outside the group: every run's child gets a
+// procrun.RunToken in its environment, and once the run ended procrun.Sweep
+// kills what still carries it (a tool left in the background). The e2e
+// tests check that no process carrying the run's marker is left after a
+// finished, declined or cancelled run, after a cancel while a tool runs, and
+// after a turn that left a tool in the background.
 //
 // # One run
 //

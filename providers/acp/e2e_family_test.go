@@ -307,6 +307,7 @@ func testFamily(t *testing.T, c familyCLI) {
 	t.Run("reject", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionDecline) })
 	t.Run("cancel", func(t *testing.T) { testFamilyCancel(t, c) })
 	t.Run("cancel-tool", func(t *testing.T) { testFamilyCancelTool(t, c) })
+	t.Run("background", func(t *testing.T) { testFamilyBackground(t, c) })
 	t.Run("resume", func(t *testing.T) { testFamilyResume(t, c) })
 }
 
@@ -462,6 +463,24 @@ func testFamilyCancelTool(t *testing.T, c familyCLI) {
 	t.Logf("cancel → Run returned in %s (%s)", time.Since(cancelledAt).Round(time.Millisecond), r.Last().Text)
 	if exists(filepath.Join(h.cwd, "late.txt")) {
 		t.Error("the command ran to its end despite the cancel")
+	}
+	providertest.NoOrphans(t, marker)
+}
+
+// testFamilyBackground: a finished turn whose shell tool left a process in
+// the background (a dev server, say) leaves nothing running after the run.
+func testFamilyBackground(t *testing.T, c familyCLI) {
+	marker := providertest.OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-"))
+	h := setupFamily(t, c, scene{trigger: "e2e-bg", shell: "(sleep 300; : " + marker + ") > /dev/null 2>&1 & echo bg > bg.txt"})
+	if h == nil {
+		return
+	}
+	r := h.run(agent.RunRequest{Prompt: "e2e-bg: run it", Approval: agent.ApprovalAccept}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+	}
+	if !exists(filepath.Join(h.cwd, "bg.txt")) {
+		t.Fatal("the tool did not run")
 	}
 	providertest.NoOrphans(t, marker)
 }

@@ -77,6 +77,7 @@ func TestE2E(t *testing.T) {
 			t.Run("cancel", func(t *testing.T) { testCancel(t, c) })
 			t.Run("cancel-permission", func(t *testing.T) { testCancelPermission(t, c) })
 			t.Run("resume", func(t *testing.T) { testResume(t, c) })
+			t.Run("background", func(t *testing.T) { testFamilyBackground(t, c) })
 			t.Run("bogus-session", func(t *testing.T) { testBogusSession(t, c) })
 			if c.def.ID == "opencode" {
 				t.Run("flag-model", func(t *testing.T) { testFlagModel(t, c) })
