@@ -55,6 +55,13 @@ type Console struct {
 	History string
 }
 
+// queued is a line typed while a turn ran, to run when it is over; echo
+// shows it as it runs (it was typed before the turn's end was shown).
+type queued struct {
+	text string
+	echo bool
+}
+
 // pendingInteraction is an interaction waiting for the console's answer;
 // a form's answers are collected one question at a time.
 type pendingInteraction struct {
@@ -87,7 +94,7 @@ type session struct {
 	ended, doneSeen bool
 	grace           <-chan time.Time
 	pending         []pendingInteraction
-	queue           []string
+	queue           []queued
 	eof             bool
 	lastInterrupt   time.Time
 
@@ -183,21 +190,29 @@ func (c *Console) Run(ctx context.Context, chat chatops.Chat) error {
 		case <-s.spin.C:
 			s.spinner()
 		case l, ok := <-in:
-			switch {
-			case !ok:
+			if !ok {
 				lines = nil
 				s.endOfInput(ctx)
-			case l.interrupt:
-				if s.interrupt() {
-					return nil
-				}
-			default:
-				if err := s.typed(ctx, l.text); err != nil {
-					return err
-				}
+				continue
+			}
+			quit, err := s.input(ctx, l)
+			if s.ed != nil {
+				s.ed.done()
+			}
+			if quit || err != nil {
+				return err
 			}
 		}
 	}
+}
+
+// input handles a typed line or a Ctrl-C at the editor; quit reports that
+// the user quit.
+func (s *session) input(ctx context.Context, l input) (quit bool, err error) {
+	if l.interrupt {
+		return s.interrupt(), nil
+	}
+	return false, s.typed(ctx, l.text)
 }
 
 func (c *Console) historyFile() (string, error) {
@@ -212,7 +227,12 @@ func (c *Console) historyFile() (string, error) {
 
 // ready reports whether a line typed now is taken at once: no turn runs, or
 // one waits for an answer.
-func (s *session) ready() bool { return s.runID == "" || len(s.pending) > 0 }
+func (s *session) ready() bool { return !s.busy() || len(s.pending) > 0 }
+
+// busy reports whether a turn runs and its end was not shown yet. After its
+// end is shown the run still has to be done (its process to exit) before
+// the next turn starts: a line typed meanwhile waits for that, unannounced.
+func (s *session) busy() bool { return s.runID != "" && !s.ended }
 
 // prompt shows where the next line goes: the editor's prompt, or "> " on
 // the output when idle.
@@ -222,7 +242,7 @@ func (s *session) prompt() {
 		switch {
 		case len(s.pending) > 0:
 			p, secret = "? ", s.pending[0].asksSecret()
-		case s.runID != "":
+		case s.busy():
 			p = "… " // a message typed now is queued
 		}
 		s.ed.setPrompt(p, secret)
@@ -249,6 +269,7 @@ func (s *session) event(ev chatops.Event) {
 		s.prompt()
 	case e.Type.Terminal() && ev.RunID == s.runID && s.runID != "":
 		s.ended = true
+		s.prompt()
 	}
 }
 
@@ -275,10 +296,12 @@ func shows(t agent.EventType) bool {
 // next runs the queued lines until one starts a turn, then prompts.
 func (s *session) next(ctx context.Context) error {
 	for s.runID == "" && len(s.queue) > 0 {
-		text := s.queue[0]
+		q := s.queue[0]
 		s.queue = s.queue[1:]
-		s.r.line("> " + oneLine(text, 200))
-		if err := s.do(ctx, text); err != nil {
+		if q.echo {
+			s.r.line("> " + oneLine(q.text, 200))
+		}
+		if err := s.do(ctx, q.text); err != nil {
 			return err
 		}
 	}
@@ -307,8 +330,12 @@ func (s *session) typed(ctx context.Context, line string) error {
 		if cmd, ok := chatops.ParseCommand(text); ok && slices.Contains(immediate, cmd.Name) {
 			return s.command(ctx, cmd)
 		}
-		s.queue = append(s.queue, text)
-		s.r.line(fmt.Sprintf("queued (%d): %s — runs when this turn ends; Ctrl-C stops the turn and drops the queue", len(s.queue), oneLine(text, 60)))
+		if !s.busy() { // the turn's end is shown: it runs in a moment
+			s.queue = append(s.queue, queued{text: text})
+			return nil
+		}
+		s.queue = append(s.queue, queued{text: text, echo: true})
+		s.r.line(fmt.Sprintf("queued (%d): %s (sent when this turn ends)", len(s.queue), oneLine(text, 50)))
 		s.prompt()
 		return nil
 	}
@@ -423,7 +450,7 @@ func (s *session) checkProject(ctx context.Context, name string) (string, bool) 
 // interrupt handles Ctrl-C: it stops the running turn (dropping the queue);
 // when idle, a second press within 2 s quits (reported true).
 func (s *session) interrupt() bool {
-	if s.runID != "" {
+	if s.busy() {
 		s.Bot.Stop(s.chat.ID)
 		s.r.line("[stopping…]")
 		if n := len(s.queue); n > 0 {
@@ -451,7 +478,7 @@ func (s *session) endOfInput(ctx context.Context) {
 			s.r.line("error: " + err.Error())
 		}
 	}
-	if s.runID != "" {
+	if s.busy() {
 		s.r.line("(end of input: waiting for the turn to finish; Ctrl-C stops it)")
 	}
 }

@@ -185,3 +185,40 @@ func TestConsoleTerminalSecretAnswer(t *testing.T) {
 		t.Errorf("history %q (%v)", b, err)
 	}
 }
+
+// TestConsoleTerminalAfterTheEnd: once a turn's end is shown the prompt is
+// idle again ("> "), although the run is not done yet (its process still
+// exits): a message typed then is not announced as queued, and is sent as
+// soon as the run is done; Ctrl-D then waits without a word.
+func TestConsoleTerminalAfterTheEnd(t *testing.T) {
+	s, chat := stack(t)
+	hold := make(chan struct{})
+	s.Prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventAssistantDelta, Text: "first\n"})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		<-hold // the run ends after its terminal event, as a CLI's exit does
+		return nil
+	}, chatopstest.Answer("second"))
+	p := consoletest.Open(t)
+	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
+	wait := runConsole(t, con, chat)
+	p.Screen.Wait(t, "> ")
+	p.Type(t, "one", consoletest.Enter)
+	p.Screen.Wait(t, "— done")
+	p.Screen.Wait(t, "> ")
+	p.Type(t, "two", consoletest.Enter)
+	p.Screen.Wait(t, "two")
+	close(hold)
+	p.Screen.Wait(t, "second")
+	p.Screen.Wait(t, "— done")
+	p.Type(t, consoletest.CtrlD)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(s.Prov); !slices.Equal(got, []string{"one", "two"}) {
+		t.Errorf("prompts %q", got)
+	}
+	if sc := p.Screen.String(); strings.Contains(sc, "queued") || strings.Contains(sc, "end of input") {
+		t.Errorf("announced:\n%s", strings.Join(p.Screen.Rows(80), "\n"))
+	}
+}

@@ -59,6 +59,8 @@ type editor struct {
 	closed bool
 
 	masked atomic.Bool // the line is drawn as * (maskPainter)
+	// handled is sent when the last input was handled (done).
+	handled chan struct{}
 }
 
 // errEditorClosed keeps a closed editor from taking the terminal again.
@@ -75,7 +77,7 @@ func newEditor(in, out *os.File, history string, newLine func()) (*editor, error
 			return nil, err
 		}
 	}
-	e := &editor{stdin: readline.NewCancelableStdin(in)}
+	e := &editor{stdin: readline.NewCancelableStdin(in), handled: make(chan struct{}, 1)}
 	fd := int(in.Fd())
 	cfg := &readline.Config{
 		Prompt:                 "> ",
@@ -133,12 +135,21 @@ func newEditor(in, out *os.File, history string, newLine func()) (*editor, error
 }
 
 // lines reads lines until the end of input (Ctrl-D on an empty line) or ctx
-// ends; Ctrl-C is an input with interrupt set.
+// ends; Ctrl-C is an input with interrupt set. After each input it waits for
+// handled before it draws the prompt again: what the line printed comes
+// first (while the editor reads, a write lands after the prompt it just drew).
 func (e *editor) lines(ctx context.Context) <-chan input {
 	out := make(chan input)
 	go func() {
 		defer close(out)
-		for ctx.Err() == nil {
+		for first := true; ctx.Err() == nil; first = false {
+			if !first {
+				select {
+				case <-e.handled:
+				case <-ctx.Done():
+					return
+				}
+			}
 			line, err := e.rl.Readline()
 			in := input{text: line}
 			switch {
@@ -155,6 +166,14 @@ func (e *editor) lines(ctx context.Context) <-chan input {
 		}
 	}()
 	return out
+}
+
+// done tells lines that the input it delivered was handled.
+func (e *editor) done() {
+	select {
+	case e.handled <- struct{}{}:
+	default:
+	}
 }
 
 // remember adds a line to the history (and its file).

@@ -27,6 +27,9 @@ type ttyWriter struct {
 	partial, status string
 	// rows is how many rows the drawn tail (partial or status) takes.
 	rows int
+	// broken: the line editor ended the streamed line (newLine); the newline
+	// that the next text starts with, if any, is already on the screen.
+	broken bool
 }
 
 func newTTYWriter(out io.Writer, width func() int) *ttyWriter {
@@ -37,6 +40,13 @@ func newTTYWriter(out io.Writer, width func() int) *ttyWriter {
 func (w *ttyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	n := len(p)
+	if w.broken {
+		w.broken = false
+		if w.partial == "" && len(p) > 0 && p[0] == '\n' {
+			p = p[1:]
+		}
+	}
 	s := w.partial + string(p)
 	done, rest := s, ""
 	if i := strings.LastIndexByte(s, '\n'); i < len(s)-1 {
@@ -46,7 +56,7 @@ func (w *ttyWriter) Write(p []byte) (int, error) {
 	if err := w.draw(done); err != nil {
 		return 0, err
 	}
-	return len(p), nil
+	return n, nil
 }
 
 // newLine leaves the drawn tail where it is: the line editor is about to
@@ -59,6 +69,7 @@ func (w *ttyWriter) newLine() {
 		// erase the status; it is drawn again under the new row
 		_, _ = io.WriteString(w.out, "\x1b[A\r\x1b[J")
 	}
+	w.broken = w.broken || w.partial != ""
 	w.partial, w.rows = "", 0
 }
 
