@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Reload is what a reload of next over a running process does. start is the
@@ -23,6 +24,8 @@ type Reload struct {
 	// Restart are the keys whose file value differs from the running one
 	// and that only a restart applies; they keep their running values.
 	Restart []string
+	// Took is how long the reload took (read, validate, swap).
+	Took time.Duration
 }
 
 // PlanReload compares next with the running configs. Keys are config keys,

@@ -120,7 +120,7 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		delete(m, "matrix") // removing a front-end needs a restart
 	})
 	writeConfigMap(t, path, v2)
-	var res reloadResult
+	var res configs.Reload
 	for i := range 5 { // back and forth, the last one to v2
 		if i%2 == 1 {
 			writeConfigMap(t, path, conf([]string{"U1"}, nil))

@@ -68,7 +68,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hup := hangups() // from here SIGHUP reloads the config (reload.go) instead of ending serve
+	hup := configs.Hangups() // from here SIGHUP reloads the config (reload.go) instead of ending serve
 	defer signal.Stop(hup)
 	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, cfg.WorkRoot()))
 	if err != nil {
@@ -94,7 +94,7 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	rctx, stopReload := context.WithCancel(ctx)
 	defer stopReload()
-	go a.reloadOn(rctx, hup, cfg.Path())
+	go a.reloads().On(rctx, hup, cfg.Path())
 	return serve(ctx, a, fronts)
 }
 
