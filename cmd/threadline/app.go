@@ -6,9 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
@@ -21,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/agentset"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/lifestore"
 )
@@ -143,20 +142,7 @@ func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
 }
 
 // defaultAgents are tried in this order when the config names no default.
-var defaultAgents = []string{"claude", "codex", "opencode", "gemini", "qwen", "pi", "kimi"}
+var defaultAgents = agentset.DefaultOrder
 
 // defaultAgent is the configured default, else the first installed agent.
-func (a *app) defaultAgent() (string, error) {
-	if a.cfg.Defaults.Agent != "" {
-		return a.cfg.Defaults.Agent, nil
-	}
-	var missing []string
-	for _, id := range defaultAgents {
-		_, _, err := a.launch(id)
-		if err == nil {
-			return id, nil
-		}
-		missing = append(missing, err.Error())
-	}
-	return "", fmt.Errorf("no agent CLI is installed:\n  %s\n(`threadline agents --all` lists every agent Threadline can run)", strings.Join(missing, "\n  "))
-}
+func (a *app) defaultAgent() (string, error) { return a.agentTable().Default(a.cfg.Defaults.Agent) }

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -119,6 +120,27 @@ func (s *Set) First(ids []string) string {
 		}
 	}
 	return ""
+}
+
+// DefaultOrder is the order agents are tried in when the config names no
+// default agent.
+var DefaultOrder = []string{"claude", "codex", "opencode", "gemini", "qwen", "pi", "kimi"}
+
+// Default is the config's default agent (def) when set, else the first of
+// DefaultOrder that can run here; with none, the error says why each cannot.
+func (s *Set) Default(def string) (string, error) {
+	if def != "" {
+		return def, nil
+	}
+	var missing []string
+	for _, id := range DefaultOrder {
+		_, _, err := s.Launch(id)
+		if err == nil {
+			return id, nil
+		}
+		missing = append(missing, err.Error())
+	}
+	return "", fmt.Errorf("no agent CLI is installed:\n  %s\n(`threadline agents --all` lists every agent Threadline can run)", strings.Join(missing, "\n  "))
 }
 
 // IDs lists the known agent ids, sorted.

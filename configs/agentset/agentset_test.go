@@ -53,6 +53,12 @@ func TestLoad(t *testing.T) {
 	if got := s.First([]string{"gemini", "fast", "claude"}); got != "fast" {
 		t.Errorf("First = %q, want fast", got)
 	}
+	if got, err := s.Default(""); err != nil || got != "claude" {
+		t.Errorf("Default() = %q, %v; want claude (first of DefaultOrder that runs)", got, err)
+	}
+	if got, _ := s.Default("fast"); got != "fast" {
+		t.Errorf("Default(fast) = %q", got)
+	}
 	if got := s.Runnable(); !slices.Contains(got, "claude") || slices.Contains(got, "gemini") {
 		t.Errorf("Runnable = %v", got)
 	}
