@@ -19,7 +19,8 @@ import (
 // TestChatTerminalEndToEnd (issue 16.3) drives `threadline chat` on a
 // pseudo-terminal with the real Claude CLI against the scripted Messages API:
 // the line is edited with the arrow keys, a message typed during a turn is
-// queued and runs next, /agent nosuch and an unknown command are refused,
+// queued and runs next, an approval is answered at the prompt, /agent nosuch
+// and an unknown command are refused,
 // Up recalls the history (kept 0600 in the state directory), Ctrl-D quits.
 func TestChatTerminalEndToEnd(t *testing.T) {
 	if !providertest.InNetns(t) {
@@ -30,6 +31,7 @@ func TestChatTerminalEndToEnd(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	srv := fakeapi.New(t,
 		fakeapi.When("SLOW", fakeapi.Slow(60, 50*time.Millisecond)),
+		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "touch approved.txt && echo approved-run", "description": "Create approved.txt"})),
 		fakeapi.Text("Hello", " from", " the fake", " API."),
 	)
 	cfg := e2eConfig(t, dir, bin, srv)
@@ -52,12 +54,19 @@ func TestChatTerminalEndToEnd(t *testing.T) {
 	p.Screen.Wait(t, "Hello from the fake API.")
 	p.Screen.Wait(t, "— done")
 
+	p.Type(t, "TOOL please", consoletest.Enter)
+	p.Screen.Wait(t, "[y] approve")
+	p.Type(t, "y", consoletest.Enter)
+	p.Screen.Wait(t, "approved")
+	p.Screen.Wait(t, "Tool result: approved-run")
+	p.Screen.Wait(t, "— done")
+
 	p.Type(t, "/agent nosuch", consoletest.Enter)
 	p.Screen.Wait(t, "There is no such agent here. Valid agents:")
 	p.Type(t, "/sttaus", consoletest.Enter)
 	p.Screen.Wait(t, "Unknown command /sttaus: /help lists the commands.")
 
-	p.Type(t, consoletest.Up, consoletest.Up, consoletest.Up, consoletest.Enter) // past /sttaus and /agent nosuch: "then this"
+	p.Type(t, consoletest.Up, consoletest.Up, consoletest.Up, consoletest.Up, consoletest.Enter) // past /sttaus, /agent nosuch, TOOL please (the "y" is no history): "then this"
 	p.Screen.Wait(t, "Hello from the fake API.")
 	p.Screen.Wait(t, "— done")
 	p.Type(t, consoletest.CtrlD)
@@ -70,11 +79,11 @@ func TestChatTerminalEndToEnd(t *testing.T) {
 		t.Fatal("chat did not end on Ctrl-D")
 	}
 
-	var prompts []string // one request a turn: no tools here
+	var prompts []string // one request a turn, two with the tool call
 	for _, r := range srv.MessageRequests() {
 		prompts = append(prompts, r.Prompt())
 	}
-	if want := []string{"say hello", "SLOW", "then this", "then this"}; !slices.Equal(prompts, want) {
+	if want := []string{"say hello", "SLOW", "then this", "TOOL please", "TOOL please", "then this"}; !slices.Equal(prompts, want) {
 		t.Errorf("the agent was sent %q, want %q", prompts, want)
 	}
 	hist := filepath.Join(dir, "state", "threadline", "chat_history")
@@ -82,7 +91,7 @@ func TestChatTerminalEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "say hello\nSLOW\nthen this\n/agent nosuch\n/sttaus\nthen this\n"; string(b) != want {
+	if want := "say hello\nSLOW\nthen this\nTOOL please\n/agent nosuch\n/sttaus\nthen this\n"; string(b) != want {
 		t.Errorf("history %q, want %q", b, want)
 	}
 	if fi, err := os.Stat(hist); err != nil || fi.Mode().Perm() != 0o600 {
