@@ -134,3 +134,66 @@ func (j *textJoin) next(s string) string {
 	j.out, j.lastNL = true, strings.HasSuffix(s, "\n")
 	return s
 }
+
+// turn is the state the tool-calling dialects' parsers share: the native
+// session (reported once per change), the model last named, the joining of
+// whole messages and the names of the tools started, by call id. The
+// provider id names the dialect in native envelopes.
+type turn struct {
+	provider agent.ProviderID
+	session  session
+	join     textJoin
+	tools    map[string]string
+	model    string
+}
+
+func newTurn(provider agent.ProviderID, known string) turn {
+	return turn{provider: provider, session: session{id: known}, tools: map[string]string{}}
+}
+
+// seen notes a record's session and model: a session.updated when the
+// session is new.
+func (t *turn) seen(sessionID, model string) []agent.Event {
+	if model != "" {
+		t.model = model
+	}
+	return t.session.update(sessionID, t.model)
+}
+
+// started is tool.started for call id, its name remembered for completed.
+func (t *turn) started(kind, id, name string, input json.RawMessage) agent.Event {
+	t.tools[id] = name
+	input = jsonInput(input)
+	return agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
+		ID: id, Name: name, Input: input, Summary: summary(name, input),
+	}, Native: nativeRef(t.provider, kind, id)}
+}
+
+// completed is tool.completed for call id (output bounded).
+func (t *turn) completed(kind, id, output string, isErr bool) agent.Event {
+	return agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
+		ID: id, Name: t.tools[id], Output: agent.Truncate(output, MaxToolOutput), IsError: isErr,
+	}, Native: nativeRef(t.provider, kind, id)}
+}
+
+// text is the assistant.delta of a whole message (none when it is empty),
+// joined to the previous one.
+func (t *turn) text(s string) []agent.Event {
+	if s = t.join.next(s); s == "" {
+		return nil
+	}
+	return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}
+}
+
+// unknown is the provider.native event of a valid record no mapping took,
+// its kind type[/subtype] ("unknown" without a type).
+func (t *turn) unknown(typ, subtype string, line []byte) agent.Event {
+	kind := typ
+	if subtype != "" {
+		kind += "/" + subtype
+	}
+	if kind == "" {
+		kind = "unknown"
+	}
+	return native(t.provider, kind, line)
+}

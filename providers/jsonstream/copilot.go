@@ -63,19 +63,16 @@ var copilotNoise = map[string]bool{
 // CopilotParser parses Copilot CLI JSON events: dotted types with the
 // payload under data, and a final top-level result. Use NewCopilotParser.
 type CopilotParser struct {
-	session   session
+	turn
 	usage     usageSum
-	join      textJoin
-	streamed  map[string]bool // message / reasoning ids that had deltas
-	tools     map[string]string
+	streamed  map[string]bool   // message / reasoning ids that had deltas
 	partial   map[string]string // tool call id → the output it reported so far
 	lastError string
-	model     string
 }
 
 // NewCopilotParser returns a parser for one run continuing session known.
 func NewCopilotParser(known string) *CopilotParser {
-	return &CopilotParser{session: session{id: known}, streamed: map[string]bool{}, tools: map[string]string{}, partial: map[string]string{}}
+	return &CopilotParser{turn: newTurn(CopilotProviderID, known), streamed: map[string]bool{}, partial: map[string]string{}}
 }
 
 // Parse implements procrun.LineParser.
@@ -105,10 +102,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 		if p.streamed["m:"+d.MessageID] {
 			return nil, nil
 		}
-		if s := p.join.next(d.Content); s != "" {
-			return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}, nil
-		}
-		return nil, nil
+		return p.text(d.Content), nil
 	case "assistant.reasoning_delta":
 		if d.DeltaContent == "" {
 			return nil, nil
@@ -126,11 +120,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 		if d.ToolCallID == "" {
 			break
 		}
-		p.tools[d.ToolCallID] = d.ToolName
-		input := jsonInput(d.Arguments)
-		return []agent.Event{{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: d.ToolCallID, Name: d.ToolName, Input: input, Summary: summary(d.ToolName, input),
-		}, Native: nativeRef(CopilotProviderID, ev.Type, d.ToolCallID)}}, nil
+		return []agent.Event{p.started(ev.Type, d.ToolCallID, d.ToolName, d.Arguments)}, nil
 	case "tool.execution_partial_result":
 		// The output so far (the real CLI repeats it whole): only what is
 		// new since the last one is emitted.
@@ -155,10 +145,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 				output = rawText(d.Error)
 			}
 		}
-		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: d.ToolCallID, Name: p.tools[d.ToolCallID], Output: agent.Truncate(output, MaxToolOutput),
-			IsError: d.Success != nil && !*d.Success,
-		}, Native: nativeRef(CopilotProviderID, ev.Type, d.ToolCallID)}}, nil
+		return []agent.Event{p.completed(ev.Type, d.ToolCallID, output, d.Success != nil && !*d.Success)}, nil
 	case "session.error":
 		msg := d.Message
 		if d.ErrorType != "" {
@@ -173,11 +160,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 			return nil, nil
 		}
 	}
-	kind := ev.Type
-	if kind == "" {
-		kind = "unknown"
-	}
-	return []agent.Event{native(CopilotProviderID, kind, line)}, nil
+	return []agent.Event{p.unknown(ev.Type, "", line)}, nil
 }
 
 // copilotResult renders a tool result: content, else detailedContent, else JSON.

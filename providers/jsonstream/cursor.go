@@ -50,16 +50,13 @@ type cursorMessage struct {
 // model_call_id); the echo only contributes what the deltas missed. Use
 // NewCursorParser.
 type CursorParser struct {
-	session session
-	join    textJoin
-	turn    strings.Builder // text emitted since the last consolidated echo
-	tools   map[string]string
-	model   string
+	turn
+	echoed strings.Builder // text emitted since the last consolidated echo
 }
 
 // NewCursorParser returns a parser for one run continuing session known.
 func NewCursorParser(known string) *CursorParser {
-	return &CursorParser{session: session{id: known}, tools: map[string]string{}}
+	return &CursorParser{turn: newTurn(CursorProviderID, known)}
 }
 
 // Parse implements procrun.LineParser.
@@ -68,10 +65,7 @@ func (p *CursorParser) Parse(line []byte) ([]agent.Event, error) {
 	if err := json.Unmarshal(line, &ev); err != nil {
 		return nil, fmt.Errorf("cursor-agent line: %w", err)
 	}
-	if ev.Model != "" {
-		p.model = ev.Model
-	}
-	out := p.session.update(ev.SessionID, p.model)
+	out := p.seen(ev.SessionID, ev.Model)
 	switch ev.Type {
 	case "system":
 		if ev.Subtype == "init" {
@@ -95,14 +89,7 @@ func (p *CursorParser) Parse(line []byte) ([]agent.Event, error) {
 	case "result":
 		return append(out, p.result(&ev)...), nil
 	}
-	kind := ev.Type
-	if ev.Subtype != "" {
-		kind += "/" + ev.Subtype
-	}
-	if kind == "" {
-		kind = "unknown"
-	}
-	return append(out, native(CursorProviderID, kind, line)), nil
+	return append(out, p.unknown(ev.Type, ev.Subtype, line)), nil
 }
 
 func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
@@ -120,13 +107,13 @@ func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
 		if text == "" {
 			return nil
 		}
-		p.turn.WriteString(text)
+		p.echoed.WriteString(text)
 		p.join.out, p.join.lastNL = true, strings.HasSuffix(text, "\n")
 		return []agent.Event{{Type: agent.EventAssistantDelta, Text: text}}
 	}
 	// A consolidated echo of the turn's text: emit only a missing suffix.
-	emitted := p.turn.String()
-	p.turn.Reset()
+	emitted := p.echoed.String()
+	p.echoed.Reset()
 	switch {
 	case text == "" || text == emitted:
 		return nil
@@ -177,25 +164,16 @@ func (p *CursorParser) toolCall(ev *cursorEvent) ([]agent.Event, bool) {
 	if name == "" {
 		name = "tool"
 	}
-	input = jsonInput(input)
-	ref := nativeRef(CursorProviderID, "tool_call/"+ev.Subtype, ev.CallID)
+	kind := "tool_call/" + ev.Subtype
 	if ev.Subtype == "started" {
-		p.tools[ev.CallID] = name
-		return []agent.Event{{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: ev.CallID, Name: name, Input: input, Summary: summary(name, input),
-		}, Native: ref}}, true
+		return []agent.Event{p.started(kind, ev.CallID, name, input)}, true
 	}
 	var out []agent.Event
 	if _, ok := p.tools[ev.CallID]; !ok {
-		p.tools[ev.CallID] = name
-		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: ev.CallID, Name: name, Input: input, Summary: summary(name, input),
-		}, Native: ref})
+		out = append(out, p.started(kind, ev.CallID, name, input))
 	}
 	output, isErr := cursorResult(call.Result)
-	return append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-		ID: ev.CallID, Name: p.tools[ev.CallID], Output: agent.Truncate(output, MaxToolOutput), IsError: isErr,
-	}, Native: ref}), true
+	return append(out, p.completed(kind, ev.CallID, output, isErr)), true
 }
 
 // cursorResult renders {"success": {...}} or {"error": {...}}.

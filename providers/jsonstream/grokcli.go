@@ -38,15 +38,14 @@ type grokCLIMessage struct {
 // (Finish): grok-cli reports a failed model call as an assistant message and
 // exit status 0. Use NewGrokCLIParser.
 type GrokCLIParser struct {
-	join  textJoin
-	tools map[string]string
+	turn
 	// final is the last assistant message without tool calls, not yet shown.
 	final    string
 	hasFinal bool
 }
 
 // NewGrokCLIParser returns a parser for one run. grok-cli keeps no session.
-func NewGrokCLIParser() *GrokCLIParser { return &GrokCLIParser{tools: map[string]string{}} }
+func NewGrokCLIParser() *GrokCLIParser { return &GrokCLIParser{turn: newTurn(GrokCLIProviderID, "")} }
 
 // Parse implements procrun.LineParser.
 func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) {
@@ -63,15 +62,9 @@ func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) {
 		if m.ToolCallID == "" {
 			break
 		}
-		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: m.ToolCallID, Name: p.tools[m.ToolCallID], Output: agent.Truncate(rawText(m.Content), MaxToolOutput),
-		}, Native: nativeRef(GrokCLIProviderID, "tool", m.ToolCallID)}}, nil
+		return []agent.Event{p.completed("tool", m.ToolCallID, rawText(m.Content), false)}, nil
 	}
-	kind := m.Role
-	if kind == "" {
-		kind = "unknown"
-	}
-	return []agent.Event{native(GrokCLIProviderID, kind, line)}, nil
+	return []agent.Event{p.unknown(m.Role, "", line)}, nil
 }
 
 func (p *GrokCLIParser) assistant(m *grokCLIMessage) []agent.Event {
@@ -90,21 +83,9 @@ func (p *GrokCLIParser) assistant(m *grokCLIMessage) []agent.Event {
 		if c.ID == "" {
 			continue
 		}
-		name := c.Function.Name
-		p.tools[c.ID] = name
-		input := jsonInput(c.Function.Arguments)
-		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: c.ID, Name: name, Input: input, Summary: summary(name, input),
-		}, Native: nativeRef(GrokCLIProviderID, "assistant/tool_calls", c.ID)})
+		out = append(out, p.started("assistant/tool_calls", c.ID, c.Function.Name, c.Function.Arguments))
 	}
 	return out
-}
-
-func (p *GrokCLIParser) text(s string) []agent.Event {
-	if s = p.join.next(s); s == "" {
-		return nil
-	}
-	return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}
 }
 
 // Finish ends the turn once grok-cli exited (exited reports a non-zero

@@ -59,26 +59,24 @@ type openCodeError struct {
 // OpenCodeParser parses OpenCode's JSON events. MiMo Code, an OpenCode
 // derivative, prints the same shapes. Use NewOpenCodeParser.
 type OpenCodeParser struct {
-	id      agent.ProviderID
-	root    string // the first session seen; child sessions (subagents) do not end the run
-	session session
-	usage   usageSum
-	join    textJoin
-	started map[string]bool // callID → tool.started emitted
-	ended   map[string]bool // callID → tool.completed emitted
+	turn         // tools: the calls whose tool.started was emitted
+	root  string // the first session seen; child sessions (subagents) do not end the run
+	usage usageSum
+	ended map[string]bool // callID → tool.completed emitted
 }
 
-// NewOpenCodeParser returns a parser for one run of provider id ("opencode"
-// or "mimo") that continues session known ("" when fresh).
+// NewOpenCodeParser returns a parser for one run of provider id
+// ("opencode-run", "mimo", "kilo-run") that continues session known (""
+// when fresh).
 func NewOpenCodeParser(id agent.ProviderID, known string) *OpenCodeParser {
-	return &OpenCodeParser{id: id, session: session{id: known}, started: map[string]bool{}, ended: map[string]bool{}}
+	return &OpenCodeParser{turn: newTurn(id, known), ended: map[string]bool{}}
 }
 
 // Parse implements procrun.LineParser.
 func (p *OpenCodeParser) Parse(line []byte) ([]agent.Event, error) {
 	var ev openCodeEvent
 	if err := json.Unmarshal(line, &ev); err != nil {
-		return nil, fmt.Errorf("%s line: %w", p.id, err)
+		return nil, fmt.Errorf("%s line: %w", p.provider, err)
 	}
 	if p.root == "" && ev.SessionID != "" {
 		p.root = ev.SessionID
@@ -87,7 +85,7 @@ func (p *OpenCodeParser) Parse(line []byte) ([]agent.Event, error) {
 	var part openCodePart
 	if len(ev.Part) > 0 {
 		if err := json.Unmarshal(ev.Part, &part); err != nil {
-			return nil, fmt.Errorf("%s %s part: %w", p.id, ev.Type, err)
+			return nil, fmt.Errorf("%s %s part: %w", p.provider, ev.Type, err)
 		}
 	}
 	switch ev.Type {
@@ -100,10 +98,7 @@ func (p *OpenCodeParser) Parse(line []byte) ([]agent.Event, error) {
 		if child {
 			return nil, nil
 		}
-		if s := p.join.next(part.Text); s != "" {
-			return []agent.Event{{Type: agent.EventAssistantDelta, Text: s}}, nil
-		}
-		return nil, nil
+		return p.text(part.Text), nil
 	case "reasoning":
 		if child || part.Text == "" {
 			return nil, nil
@@ -115,15 +110,11 @@ func (p *OpenCodeParser) Parse(line []byte) ([]agent.Event, error) {
 		return p.stepFinish(&part, child), nil
 	case "error":
 		if child {
-			return []agent.Event{native(p.id, "error", line)}, nil
+			return []agent.Event{native(p.provider, "error", line)}, nil
 		}
-		return []agent.Event{{Type: agent.EventRunFailed, Text: p.errorText(ev.Error), Native: &agent.Native{Provider: p.id, Kind: "error", Payload: agent.NativePayload(line, MaxNativePayload)}}}, nil
+		return []agent.Event{{Type: agent.EventRunFailed, Text: p.errorText(ev.Error), Native: &agent.Native{Provider: p.provider, Kind: "error", Payload: agent.NativePayload(line, MaxNativePayload)}}}, nil
 	}
-	kind := ev.Type
-	if kind == "" {
-		kind = "unknown"
-	}
-	return []agent.Event{native(p.id, kind, line)}, nil
+	return []agent.Event{p.unknown(ev.Type, "", line)}, nil
 }
 
 func (p *OpenCodeParser) tool(part *openCodePart) []agent.Event {
@@ -132,12 +123,8 @@ func (p *OpenCodeParser) tool(part *openCodePart) []agent.Event {
 	}
 	st := part.State
 	var out []agent.Event
-	input := jsonInput(st.Input)
-	if !p.started[part.CallID] {
-		p.started[part.CallID] = true
-		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: part.CallID, Name: part.Tool, Input: input, Summary: summary(part.Tool, input),
-		}, Native: nativeRef(p.id, "tool_use", part.CallID)})
+	if _, ok := p.tools[part.CallID]; !ok {
+		out = append(out, p.started("tool_use", part.CallID, part.Tool, st.Input))
 	}
 	switch st.Status {
 	case "completed", "error", "failed":
@@ -158,9 +145,7 @@ func (p *OpenCodeParser) tool(part *openCodePart) []agent.Event {
 			isErr = true
 		}
 	}
-	return append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-		ID: part.CallID, Name: part.Tool, Output: agent.Truncate(output, MaxToolOutput), IsError: isErr,
-	}, Native: nativeRef(p.id, "tool_use", part.CallID)})
+	return append(out, p.completed("tool_use", part.CallID, output, isErr))
 }
 
 // stepFinish reports usage and ends the run on the root session's final
@@ -207,5 +192,5 @@ func (p *OpenCodeParser) errorText(raw json.RawMessage) string {
 	if s := rawText(raw); s != "" {
 		return agent.Truncate(s, 1024)
 	}
-	return string(p.id) + " reported an error"
+	return string(p.provider) + " reported an error"
 }

@@ -48,16 +48,11 @@ type qoderBlock struct {
 
 // QoderParser parses Qoder's stream-json: system/init, assistant and user
 // messages with content blocks, and a final result. Use NewQoderParser.
-type QoderParser struct {
-	session session
-	join    textJoin
-	tools   map[string]string
-	model   string
-}
+type QoderParser struct{ turn }
 
 // NewQoderParser returns a parser for one run continuing session known.
 func NewQoderParser(known string) *QoderParser {
-	return &QoderParser{session: session{id: known}, tools: map[string]string{}}
+	return &QoderParser{turn: newTurn(QoderProviderID, known)}
 }
 
 // Parse implements procrun.LineParser.
@@ -66,10 +61,7 @@ func (p *QoderParser) Parse(line []byte) ([]agent.Event, error) {
 	if err := json.Unmarshal(line, &ev); err != nil {
 		return nil, fmt.Errorf("qoder line: %w", err)
 	}
-	if ev.Model != "" {
-		p.model = ev.Model
-	}
-	out := p.session.update(ev.SessionID, p.model)
+	out := p.seen(ev.SessionID, ev.Model)
 	switch ev.Type {
 	case "system":
 		if ev.Subtype == "init" {
@@ -82,14 +74,7 @@ func (p *QoderParser) Parse(line []byte) ([]agent.Event, error) {
 	case "result":
 		return append(out, p.result(&ev)...), nil
 	}
-	kind := ev.Type
-	if ev.Subtype != "" {
-		kind += "/" + ev.Subtype
-	}
-	if kind == "" {
-		kind = "unknown"
-	}
-	return append(out, native(QoderProviderID, kind, line)), nil
+	return append(out, p.unknown(ev.Type, ev.Subtype, line)), nil
 }
 
 func (p *QoderParser) blocks(raw json.RawMessage) (blocks []qoderBlock, text string) {
@@ -121,18 +106,12 @@ func (p *QoderParser) assistant(ev *qoderEvent) []agent.Event {
 			if b.ID == "" {
 				continue
 			}
-			p.tools[b.ID] = b.Name
-			input := jsonInput(b.Input)
-			out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-				ID: b.ID, Name: b.Name, Input: input, Summary: summary(b.Name, input),
-			}, Native: nativeRef(QoderProviderID, "assistant/tool_use", b.ID)})
+			out = append(out, p.started("assistant/tool_use", b.ID, b.Name, b.Input))
 		default:
 			text.WriteString(b.Text)
 		}
 	}
-	if s := p.join.next(text.String()); s != "" {
-		out = append(out, agent.Event{Type: agent.EventAssistantDelta, Text: s})
-	}
+	out = append(out, p.text(text.String())...)
 	if len(out) == 0 && len(bytes.TrimSpace(ev.Error)) > 0 {
 		msg := rawText(ev.Error)
 		var e struct {
@@ -164,9 +143,7 @@ func (p *QoderParser) user(ev *qoderEvent) []agent.Event {
 			}
 			output = strings.Join(s, "\n")
 		}
-		out = append(out, agent.Event{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: b.ToolUseID, Name: p.tools[b.ToolUseID], Output: agent.Truncate(output, MaxToolOutput), IsError: b.IsError,
-		}, Native: nativeRef(QoderProviderID, "user/tool_result", b.ToolUseID)})
+		out = append(out, p.completed("user/tool_result", b.ToolUseID, output, b.IsError))
 	}
 	return out
 }
