@@ -71,7 +71,7 @@ func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
 	if len(d.ConfigModels) > 0 || d.Models.FreeForm || !live {
 		return chatops.AgentInfo{ID: id, Args: registry.StaticArgRules(d)}, true
 	}
-	infos := agentInfos(registry.Probe(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: a.log}))
+	infos := agentInfos(a.agentTable().caps.probe(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: a.log}))
 	return infos[0], true
 }
 
