@@ -17,6 +17,9 @@ import (
 	"github.com/threadline-bot/threadline/store"
 )
 
+// capKeep is how long capability_cache rows are kept (far beyond the TTL).
+const capKeep = 24 * time.Hour
+
 // capCache is an in-memory registry.Cache that loads from and writes to the
 // database around each probe. Probes are serialized (they are rare), and the
 // database is open only while one runs.
@@ -56,6 +59,10 @@ func (c *capCache) probe(ctx context.Context, defs []registry.Definition, opts r
 		c.log.WarnContext(ctx, "capability cache: load", "err", err)
 	}
 	defer c.mem.Detach()
+	// Records of old builds are never read again: keep a day.
+	if _, err := st.PruneCapabilities(ctx, time.Now().Add(-capKeep)); err != nil {
+		c.log.WarnContext(ctx, "capability cache: prune", "err", err)
+	}
 	return registry.Probe(ctx, defs, opts)
 }
 
