@@ -36,6 +36,8 @@ func TestHelpExitsZero(t *testing.T) {
 		{[]string{"audit", "--help"}, "-since"},
 		{[]string{"agents", "--help"}, "-json"},
 		{[]string{"doctor", "--help"}, "-config"},
+		{[]string{"chats", "--help"}, "-json"},
+		{[]string{"init", "--help"}, "-platform"},
 		{[]string{"project", "--help"}, "threadline project add NAME"},
 		{[]string{"project", "add", "--help"}, "-container"},
 		{[]string{"project", "access", "web", "--help"}, "-channels"},

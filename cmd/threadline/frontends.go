@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -21,7 +20,6 @@ import (
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
-	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/configs/access"
 	"github.com/threadline-bot/threadline/configs/doctor"
 )
@@ -33,19 +31,9 @@ func init() {
 // desk returns the chatops front desk shared by every front-end of this process.
 func (a *app) desk() *chatops.Desk {
 	a.deskOnce.Do(func() {
-		policy := a.policy()
-		workdir := a.cfg.Workdir
-		if workdir == "" {
-			if dir, err := configs.DataDir(); err == nil {
-				workdir = filepath.Join(dir, "work")
-			}
-		}
-		agentID := a.cfg.Defaults.Agent
-		if agentID == "" {
-			agentID, _ = a.defaultAgent()
-		}
-		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, policy, chatops.DeskOptions{
-			DefaultAgent: agentID, Workdir: workdir, Stream: true, Redact: a.redactor,
+		agentID, _ := a.defaultAgent() // "" when none can run: chats say so
+		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, a.policy(), chatops.DeskOptions{
+			DefaultAgent: agentID, Workdir: a.cfg.WorkRoot(), Stream: true, Redact: a.redactor,
 			Projects: chatstore.Store{St: a.store},
 			RunRequester: func(ctx context.Context, runID string) (string, error) {
 				r, err := a.store.GetRun(ctx, runID)
