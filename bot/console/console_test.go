@@ -135,7 +135,7 @@ func TestConsoleCommandsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Prov.Add(chatopstest.Answer("ok1"), chatopstest.Answer("ok2"))
-	in := strings.Join([]string{"/sttaus", "//etc is empty", "/etc/hosts is empty", "/agent nosuch", "/project nosuch", "/project web", "/status", "/help"}, "\n") + "\n"
+	in := strings.Join([]string{"/sttaus", "//etc is empty", "/etc/hosts is empty", "/agent nosuch", "/project nosuch", "/project web", "/mode nosuch", "/status", "/help"}, "\n") + "\n"
 	var out lockedBuffer
 	con := &console.Console{Bot: bot, In: strings.NewReader(in), Out: &out, By: "console:t", Projects: s.St, History: "-"}
 	if err := runConsole(t, con, chat)(); err != nil {
@@ -150,6 +150,7 @@ func TestConsoleCommandsRefused(t *testing.T) {
 		"There is no such agent here. Valid agents: fake, other.",
 		"There is no project nosuch. Projects: web. Nothing was changed.",
 		"project set to web for this chat.",
+		"Usage: /mode plan|default.",
 		"Anything else is sent to the agent.\nAn unknown /command is refused, not sent; start a message with // to send one that begins with /",
 	} {
 		if !strings.Contains(o, want) {
