@@ -10,7 +10,6 @@
 package jsonstream_test
 
 import (
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -39,12 +38,7 @@ func TestCopilotJSONE2E(t *testing.T) {
 		fakeopenai.When("And again", fakeopenai.WithTools(fakeopenai.Text("Second turn answer."))),
 		fakeopenai.When("Hang", fakeopenai.WithTools(fakeopenai.Shell(providertest.Holding("started.txt", held)))),
 	)
-	cfg := acp.CopilotACP()
-	env, err := cfg.Configure(t.TempDir(), acp.Endpoint{OpenAIBaseURL: fake.URL() + "/v1", APIKey: "sk-fake", Model: fakeopenai.DefaultModel})
-	if err != nil {
-		t.Fatal(err)
-	}
-	maps.Copy(env, cfg.Env)
+	env := acpEnv(t, acp.CopilotACP(), fake)
 	root, err := providertest.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

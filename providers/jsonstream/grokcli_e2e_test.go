@@ -15,7 +15,6 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
-	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
@@ -107,11 +106,6 @@ func TestGrokCLIE2ECancel(t *testing.T) {
 // TestGrokCLIVersionProbe: detection reads the real grok-cli's version from
 // its package.json (its --version prints 1.0.1) and finds the verified one.
 func TestGrokCLIVersionProbe(t *testing.T) {
-	bin := providertest.FindCLI(t, "grok", "THREADLINE_GROK_CLI_BIN")
 	d, _ := Descriptor(GrokCLI)
-	d.Bin = bin
-	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
-	if r.Status != registry.StatusReady || r.Version != GrokCLIVerified[0] || r.VersionWarning != "" {
-		t.Fatalf("report %+v", r)
-	}
+	providertest.CheckVersion(t, d, providertest.FindCLI(t, "grok", "THREADLINE_GROK_CLI_BIN"))
 }

@@ -36,13 +36,8 @@ func TestKiloRunE2E(t *testing.T) {
 		fakeopenai.When("And again", fakeopenai.WithTools(fakeopenai.Text("Second turn answer."))),
 		fakeopenai.When("Hang", fakeopenai.WithTools(fakeopenai.Shell(providertest.Holding("started.txt", held)))),
 	)
-	kilo := acp.Kilo()
-	env, err := kilo.Configure(t.TempDir(), acp.Endpoint{OpenAIBaseURL: fake.URL() + "/v1", APIKey: "sk-fake", Model: fakeopenai.DefaultModel})
-	if err != nil {
-		t.Fatal(err)
-	}
+	env := acpEnv(t, acp.Kilo(), fake)
 	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
-	maps.Copy(env, kilo.Env)
 	maps.Copy(env, d.Env)
 	p, err := jsonstream.New(nil, jsonstream.Options{Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID), Bin: bin, Env: env, StopGrace: 3 * time.Second})
 	if err != nil {
@@ -73,4 +68,16 @@ func TestKiloRunE2E(t *testing.T) {
 
 	providertest.CheckCancelled(t, p, agent.RunRequest{Prompt: "Hang", Cwd: work, Approval: agent.ApprovalAccept},
 		filepath.Join(work, "started.txt"), held, 3*time.Second+5*time.Second)
+}
+
+// acpEnv is the child environment the CLI's ACP definition d configures
+// for fake (its config files under a fresh home), with d's offline switches.
+func acpEnv(t *testing.T, d acp.Definition, fake *fakeopenai.Server) map[string]string {
+	t.Helper()
+	env, err := d.Configure(t.TempDir(), acp.Endpoint{OpenAIBaseURL: fake.URL() + "/v1", APIKey: "sk-fake", Model: fakeopenai.DefaultModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps.Copy(env, d.Env)
+	return env
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
-	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
@@ -108,11 +107,6 @@ func TestContinueE2ECancel(t *testing.T) {
 // TestContinueVersionProbe: detection runs the real `cn --version` and
 // finds the verified version.
 func TestContinueVersionProbe(t *testing.T) {
-	bin := providertest.FindCLI(t, "cn", "THREADLINE_CONTINUE_BIN")
 	d, _ := Descriptor(Continue)
-	d.Bin = bin
-	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
-	if r.Status != registry.StatusReady || r.Version != ContinueVerified[0] || r.VersionWarning != "" {
-		t.Fatalf("report %+v", r)
-	}
+	providertest.CheckVersion(t, d, providertest.FindCLI(t, "cn", "THREADLINE_CONTINUE_BIN"))
 }

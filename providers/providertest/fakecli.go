@@ -7,11 +7,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // FakeCLI writes an executable shell script called name into a fresh
@@ -94,5 +96,16 @@ func CheckInterrupted(t testing.TB, r *Result) {
 	t.Helper()
 	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted || len(r.Of(agent.EventRunCompleted)) > 0 {
 		t.Fatalf("cancelled run: Run = %v, events %+v", r.Err, r.Events)
+	}
+}
+
+// CheckVersion probes d on the real CLI bin (as `threadline agents` does)
+// and fails t unless it is ready at one of d's verified versions.
+func CheckVersion(t testing.TB, d registry.Definition, bin string) {
+	t.Helper()
+	d.Bin = bin
+	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
+	if r.Status != registry.StatusReady || !slices.Contains(d.VerifiedVersions, r.Version) || r.VersionWarning != "" {
+		t.Fatalf("%s: report %+v, verified %q", d.ID, r, d.VerifiedVersions)
 	}
 }
