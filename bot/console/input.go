@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 
 	"github.com/chzyer/readline"
+
+	"github.com/threadline-bot/threadline/configs"
 )
 
 // input is a typed line, or a Ctrl-C press at the line editor.
@@ -247,16 +249,12 @@ func privateFile(path string) error {
 }
 
 // HistoryFile is where the terminal chat keeps the lines its user typed:
-// $XDG_STATE_HOME/threadline/chat_history (~/.local/state/threadline/...),
-// one file per user.
+// chat_history in the state directory, $XDG_STATE_HOME/threadline
+// (~/.local/state/threadline), one file per user.
 func HistoryFile() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("console: history: %w", err)
-		}
-		base = filepath.Join(home, ".local", "state")
+	dir, err := configs.StateDir()
+	if err != nil {
+		return "", fmt.Errorf("console: history: %w", err)
 	}
-	return filepath.Join(base, "threadline", "chat_history"), nil
+	return filepath.Join(dir, "chat_history"), nil
 }
