@@ -75,7 +75,13 @@ func rawText(raw json.RawMessage) string {
 }
 
 // summary renders a short human line for a tool call ("bash: ls -la").
-func summary(name string, input json.RawMessage) string {
+func summary(name string, input json.RawMessage) string { return ToolSummary(name, input) }
+
+// ToolSummary renders the short human line of a tool call from its JSON
+// input: the name, then the first of its command, path, pattern, URL,
+// query or description arguments ("bash: ls -la"), whitespace folded and cut
+// at 200 characters. The JSON-line providers (kimi, pi) use it too.
+func ToolSummary(name string, input json.RawMessage) string {
 	var v map[string]any
 	_ = json.Unmarshal(input, &v)
 	arg := ""

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonstream"
 )
 
 // ProviderID is the kimi provider's id.
@@ -145,7 +146,7 @@ func (p *Parser) assistant(m *message) []agent.Event {
 		p.tools[c.ID] = name
 		input := arguments(c.Function.Arguments)
 		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: c.ID, Name: name, Input: input, Summary: summary(name, input),
+			ID: c.ID, Name: name, Input: input, Summary: jsonstream.ToolSummary(name, input),
 		}, Native: &agent.Native{Provider: ProviderID, Kind: "assistant/tool_call", ID: jsonString(c.ID)}})
 	}
 	return out
@@ -206,24 +207,6 @@ func contentText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return strings.Join(b, "\n"), false
-}
-
-// summary renders a short human line for a tool call ("Shell: ls -la").
-func summary(name string, input json.RawMessage) string {
-	var v map[string]any
-	_ = json.Unmarshal(input, &v)
-	arg := ""
-	for _, k := range []string{"command", "path", "file_path", "pattern", "url", "query", "description"} {
-		if s, ok := v[k].(string); ok && s != "" {
-			arg = s
-			break
-		}
-	}
-	arg = strings.Join(strings.Fields(arg), " ")
-	if arg == "" {
-		return name
-	}
-	return name + ": " + agent.Truncate(arg, 200)
 }
 
 // native builds a provider.native event with a bounded payload.

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonstream"
 )
 
 // ProviderID is the pi provider's id.
@@ -335,7 +336,7 @@ func (p *Parser) toolStart(r *record) []agent.Event {
 	}
 	return []agent.Event{{
 		Type:   agent.EventToolStarted,
-		Tool:   &agent.Tool{ID: r.ToolCallID, Name: r.ToolName, Input: in, Summary: toolSummary(r.ToolName, r.Args)},
+		Tool:   &agent.Tool{ID: r.ToolCallID, Name: r.ToolName, Input: in, Summary: jsonstream.ToolSummary(r.ToolName, r.Args)},
 		Native: nat("tool_execution_start", agent.JSONString(r.ToolCallID), nil),
 	}}
 }
@@ -574,24 +575,6 @@ func contentText(raw json.RawMessage) string {
 		}
 	}
 	return strings.Join(parts, "")
-}
-
-// toolSummary is a one-line description such as "bash: ls -la".
-func toolSummary(name string, args json.RawMessage) string {
-	var v map[string]any
-	_ = json.Unmarshal(args, &v)
-	var arg string
-	for _, k := range []string{"command", "path", "file_path", "pattern", "query", "url"} {
-		if s, ok := v[k].(string); ok && s != "" {
-			arg = s
-			break
-		}
-	}
-	arg = strings.Join(strings.Fields(arg), " ")
-	if arg == "" {
-		return name
-	}
-	return name + ": " + agent.Truncate(arg, 200)
 }
 
 func system(subtype, text string, payload json.RawMessage) agent.Event {
