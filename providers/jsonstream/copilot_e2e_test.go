@@ -82,3 +82,10 @@ func TestCopilotJSONE2E(t *testing.T) {
 	providertest.CheckCancelled(t, p, agent.RunRequest{Prompt: "Hang", Cwd: work, Approval: agent.ApprovalAccept},
 		filepath.Join(work, "started.txt"), held, 3*time.Second+5*time.Second)
 }
+
+// TestCopilotVersionProbe: detection runs the real `copilot --version` and
+// finds the verified version.
+func TestCopilotVersionProbe(t *testing.T) {
+	d, _ := jsonstream.Descriptor(jsonstream.Copilot)
+	providertest.CheckVersion(t, d, providertest.FindCLI(t, "copilot", "THREADLINE_COPILOT_BIN"))
+}

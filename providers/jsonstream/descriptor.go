@@ -6,6 +6,7 @@ package jsonstream
 
 import (
 	"regexp"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
@@ -97,7 +98,9 @@ func kiloDescriptor() registry.Definition {
 	d := openCodeDescriptor()
 	d.ID, d.Name, d.Executable, d.Fallbacks = "kilo-run", "Kilo Code (run --format json)", "kilo", []string{"kilocode"}
 	d.VerifiedVersions = append([]string(nil), KiloVerified...)
-	d.Verified = registry.RealCLI("providers/jsonstream TestKiloRunE2E")
+	d.Verified = registry.RealCLI("providers/jsonstream TestKiloRunE2E, TestKiloRunVersionProbe")
+	// `kilo --version` takes over 4 s alone (it boots its runtime).
+	d.Version.Timeout = 30 * time.Second
 	d.Dialect = registry.DialectKilo
 	// Offline switches; the operator's provider config stays theirs.
 	d.Env = map[string]string{"KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_SHARE": "1", "KILO_TELEMETRY_LEVEL": "off"}
@@ -152,7 +155,7 @@ func copilotDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(CopilotProviderID), Name: "GitHub Copilot CLI", Executable: "copilot",
 		VerifiedVersions: append([]string(nil), CopilotVerified...),
-		Verified:         registry.RealCLI("providers/jsonstream TestCopilotJSONE2E"),
+		Verified:         registry.RealCLI("providers/jsonstream TestCopilotJSONE2E, TestCopilotVersionProbe"),
 		// BYOK providers take their own model ids (COPILOT_MODEL).
 		Models: registry.Models{Fallback: []string{"claude-sonnet-4.6", "gpt-5.2"}, FreeForm: true},
 		Args: registry.ArgSpec{

@@ -81,3 +81,10 @@ func acpEnv(t *testing.T, d acp.Definition, fake *fakeopenai.Server) map[string]
 	maps.Copy(env, d.Env)
 	return env
 }
+
+// TestKiloRunVersionProbe: detection runs the real `kilo --version` and finds
+// the verified version.
+func TestKiloRunVersionProbe(t *testing.T) {
+	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
+	providertest.CheckVersion(t, d, providertest.FindCLI(t, "kilo", "THREADLINE_KILO_BIN"))
+}
