@@ -6,7 +6,6 @@
 package main
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 
@@ -36,11 +35,6 @@ func (a *app) reloads() *configs.Reloader {
 		a.reloader = &configs.Reloader{Start: a.cfg, Redactor: a.redactor, Log: a.log, Apply: a.applyReload}
 	})
 	return a.reloader
-}
-
-// reload reloads the config file at path ("" the one serve started from).
-func (a *app) reload(ctx context.Context, path string) (configs.Reload, error) {
-	return a.reloads().Reload(ctx, path)
 }
 
 // applyReload puts a reloaded config's reloadable settings in force: the

@@ -127,7 +127,7 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		} else {
 			writeConfigMap(t, path, v2)
 		}
-		if res, err = a.reload(t.Context(), ""); err != nil {
+		if res, err = a.reloads().Reload(t.Context(), ""); err != nil {
 			t.Fatalf("reload %d: %v\n%s", i, err, logs.String())
 		}
 	}
@@ -194,7 +194,7 @@ func TestReloadSwapsRulesAgentsAndDefaults(t *testing.T) {
 		if want == nil {
 			t.Fatalf("%q loads", bad)
 		}
-		_, err := a.reload(t.Context(), "")
+		_, err := a.reloads().Reload(t.Context(), "")
 		if err == nil || err.Error() != want.Error() {
 			t.Errorf("%q: reload %v, want %v", bad, err, want)
 		}
