@@ -229,10 +229,11 @@ func grokCLIDescriptor() registry.Definition {
 		Prompt: registry.DeliverArgv, Format: registry.FormatJSONEvents, Dialect: registry.DialectGrokCLI,
 		Resume: registry.ResumeNone, Skills: registry.SkillsInstructions,
 		PassEnv: []string{"GROK_BASE_URL", "GROK_MODEL"},
+		// grok-cli writes ~/.grok/user-settings.json without an apiKey on
+		// its first start, so that file proves nothing and is not checked.
 		Auth: registry.AuthCheck{
-			Env:   []string{"GROK_API_KEY"},
-			Files: []string{"~/.grok/user-settings.json"},
-			Note:  "the settings file may exist without an apiKey; a run without one fails saying so",
+			Env:  []string{"GROK_API_KEY"},
+			Note: "an apiKey saved in ~/.grok/user-settings.json is not checked; a run without any key fails saying so",
 		},
 		InstallHint: "npm install -g @vibe-kit/grok-cli",
 		Docs:        "https://github.com/superagent-ai/grok-cli",
