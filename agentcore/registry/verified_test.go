@@ -53,7 +53,7 @@ func TestReportStatesVerification(t *testing.T) {
 	amp.Verified = DocsOnly("its server only")
 	bare := testLookup(t, "codex")
 	bare.Verified = Verification{} // a definition Validate never saw (Probe takes any)
-	opts := testOpts(t.TempDir()) // nothing on PATH: every CLI is missing
+	opts := testOpts(t.TempDir())  // nothing on PATH: every CLI is missing
 	reports := Probe(t.Context(), []Definition{claude, qoder, amp, bare}, opts)
 	want := []VerifiedReport{
 		{By: VerifiedRealCLI, How: "real CLI 2.1.328 in CI", Test: "providers/claude TestE2EResume"},
