@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/slack-go/slack"
@@ -21,6 +22,11 @@ const (
 	answerCallback = "tl_answer"
 	answerAction   = "answer"
 	questionPrefix = "q:"
+	// A question with options shows them as a choice (choiceAction in its
+	// q: block) and, when it allows another answer, a free-text field
+	// (answerAction in its o: block).
+	choiceAction = "choice"
+	otherPrefix  = "o:"
 )
 
 // parseInteractionBody parses an interactivity request body (a form with a
@@ -74,6 +80,8 @@ func (b *Bot) serveInteractivity(w http.ResponseWriter, r *http.Request) {
 type modalMeta struct {
 	Ref   string        `json:"ref"`
 	Place chatops.Place `json:"place"`
+	// Optional are the ids of the questions that may stay unanswered.
+	Optional []string `json:"optional,omitempty"`
 }
 
 // validateSubmission returns the response_action errors of an answer modal
@@ -83,12 +91,15 @@ func validateSubmission(cb slack.InteractionCallback) *slack.ViewSubmissionRespo
 	if cb.View.CallbackID != answerCallback || cb.View.State == nil {
 		return nil
 	}
+	var meta modalMeta
+	_ = json.Unmarshal([]byte(cb.View.PrivateMetadata), &meta)
 	errs := map[string]string{}
-	for blockID, actions := range cb.View.State.Values {
-		if !strings.HasPrefix(blockID, questionPrefix) {
+	for blockID := range cb.View.State.Values {
+		q, ok := strings.CutPrefix(blockID, questionPrefix)
+		if !ok || slices.Contains(meta.Optional, q) {
 			continue
 		}
-		if strings.TrimSpace(actions[answerAction].Value) == "" {
+		if strings.TrimSpace(submitted(cb.View.State.Values, q)) == "" {
 			errs[blockID] = "Write an answer, or close this and press Decline."
 		}
 	}
@@ -186,9 +197,9 @@ func (b *Bot) decodeInteraction(cb slack.InteractionCallback) []action {
 			return nil
 		}
 		answers := map[string]string{}
-		for blockID, actions := range cb.View.State.Values {
+		for blockID := range cb.View.State.Values {
 			if q, ok := strings.CutPrefix(blockID, questionPrefix); ok {
-				answers[q] = actions[answerAction].Value
+				answers[q] = submitted(cb.View.State.Values, q)
 			}
 		}
 		out = append(out, action{who: w, answer: &chatops.Answer{Place: meta.Place, User: user, Ref: ref, Answers: answers}})
@@ -232,20 +243,15 @@ func (b *Bot) openAnswer(ctx context.Context, trigger string, p chatops.Place, u
 		return
 	}
 	qs := b.questions(ctx, ref)
-	meta, _ := json.Marshal(modalMeta{Ref: value, Place: p})
+	mm := modalMeta{Ref: value, Place: p}
 	var blocks []slack.Block
 	for _, q := range qs {
-		label := q.text
-		if label == "" {
-			label = "Your answer"
+		if q.optional {
+			mm.Optional = append(mm.Optional, q.id)
 		}
-		in := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "Type your answer", false, false), answerAction).WithMultiline(true)
-		blk := slack.NewInputBlock(questionPrefix+q.id, slack.NewTextBlockObject(slack.PlainTextType, clip(label, 2000), false, false), nil, in)
-		if len(q.options) > 0 {
-			blk.Hint = slack.NewTextBlockObject(slack.PlainTextType, clip("Options: "+strings.Join(q.options, " · "), 2000), false, false)
-		}
-		blocks = append(blocks, blk)
+		blocks = append(blocks, questionBlocks(q)...)
 	}
+	meta, _ := json.Marshal(mm)
 	view := slack.ModalViewRequest{
 		Type: slack.VTModal, CallbackID: answerCallback, PrivateMetadata: string(meta),
 		Title:  slack.NewTextBlockObject(slack.PlainTextType, "Answer the agent", false, false),
@@ -262,6 +268,81 @@ func (b *Bot) openAnswer(ctx context.Context, trigger string, p chatops.Place, u
 type question struct {
 	id, text string
 	options  []string
+	// multi lets several options be picked; other also takes a typed
+	// answer; optional lets the question stay unanswered.
+	multi, other, optional bool
+}
+
+// Slack's limits on a choice: 10 radio buttons or checkboxes, option values
+// of 150 characters, labels of 75.
+const (
+	maxChoices     = 10
+	maxOptionValue = 150
+	maxOptionText  = 75
+)
+
+// questionBlocks are a question's input blocks: its options as radio
+// buttons (checkboxes when several may be picked), with a free-text field
+// beside them when another answer is allowed; a text field alone for a
+// question without options, or with more or longer options than a choice
+// holds (they are listed in its hint).
+func questionBlocks(q question) []slack.Block {
+	label := q.text
+	if label == "" {
+		label = "Your answer"
+	}
+	labelText := slack.NewTextBlockObject(slack.PlainTextType, clip(label, 2000), false, false)
+	choice := len(q.options) > 0 && len(q.options) <= maxChoices
+	for _, o := range q.options {
+		if o == "" || len([]rune(o)) > maxOptionValue {
+			choice = false
+		}
+	}
+	if !choice {
+		in := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "Type your answer", false, false), answerAction).WithMultiline(true)
+		blk := slack.NewInputBlock(questionPrefix+q.id, labelText, nil, in).WithOptional(q.optional)
+		if len(q.options) > 0 {
+			blk.Hint = slack.NewTextBlockObject(slack.PlainTextType, clip("Options: "+strings.Join(q.options, " · "), 2000), false, false)
+		}
+		return []slack.Block{blk}
+	}
+	opts := make([]*slack.OptionBlockObject, len(q.options))
+	for i, o := range q.options {
+		opts[i] = slack.NewOptionBlockObject(o, slack.NewTextBlockObject(slack.PlainTextType, clip(o, maxOptionText), false, false), nil)
+	}
+	var el slack.BlockElement = slack.NewRadioButtonsBlockElement(choiceAction, opts...)
+	if q.multi {
+		el = slack.NewCheckboxGroupsBlockElement(choiceAction, opts...)
+	}
+	// With another answer allowed, either field may carry the answer: Slack
+	// must not insist on the choice (the bot checks one of them is there).
+	out := []slack.Block{slack.NewInputBlock(questionPrefix+q.id, labelText, nil, el).WithOptional(q.optional || q.other)}
+	if q.other {
+		in := slack.NewPlainTextInputBlockElement(slack.NewTextBlockObject(slack.PlainTextType, "None of these? Type your answer", false, false), answerAction)
+		out = append(out, slack.NewInputBlock(otherPrefix+q.id, slack.NewTextBlockObject(slack.PlainTextType, "Or another answer", false, false), nil, in).WithOptional(true))
+	}
+	return out
+}
+
+// submitted is the answer to question q in a submitted modal: the typed
+// other answer when there is one, else the picked options (one per line),
+// else the text field.
+func submitted(values map[string]map[string]slack.BlockAction, q string) string {
+	if other := strings.TrimSpace(values[otherPrefix+q][answerAction].Value); other != "" {
+		return values[otherPrefix+q][answerAction].Value
+	}
+	a := values[questionPrefix+q]
+	if c, ok := a[choiceAction]; ok {
+		if len(c.SelectedOptions) > 0 {
+			picked := make([]string, 0, len(c.SelectedOptions))
+			for _, o := range c.SelectedOptions {
+				picked = append(picked, o.Value)
+			}
+			return strings.Join(picked, "\n")
+		}
+		return c.SelectedOption.Value
+	}
+	return a[answerAction].Value
 }
 
 // questions returns the questions of the interaction the ref names, from the
@@ -273,7 +354,7 @@ func (b *Bot) questions(ctx context.Context, ref chatops.Ref) []question {
 	}
 	out := make([]question, len(qs))
 	for i, q := range qs {
-		out[i] = question{id: q.ID, text: q.Text, options: q.Options}
+		out[i] = question{id: q.ID, text: q.Text, options: q.Options, multi: q.MultiSelect, other: q.AllowOther, optional: q.Optional}
 	}
 	return out
 }
