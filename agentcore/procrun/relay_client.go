@@ -544,7 +544,7 @@ func (rp *relayProc) readExit() (relayExitFile, error) {
 
 // each follows the journal from its start until the agent's exit is
 // recorded and every journaled byte was read.
-func (rp *relayProc) each(handle func([]byte) error, tooLong func(int)) error {
+func (rp *relayProc) each(handle func([]byte) error, hooks lineHooks) error {
 	f, err := os.Open(filepath.Join(rp.dir, relayOut))
 	if err != nil {
 		if rp.isDetached() {
@@ -554,7 +554,7 @@ func (rp *relayProc) each(handle func([]byte) error, tooLong func(int)) error {
 	}
 	defer f.Close()
 	fr := &follower{f: f, rp: rp}
-	err = eachLineReport(bufio.NewReaderSize(fr, 64<<10), MaxLineBytes, rp.logger, handle, tooLong)
+	err = eachLineReport(bufio.NewReaderSize(fr, readBufferBytes), MaxLineBytes, rp.logger, handle, hooks)
 	if err == nil && rp.isDetached() && !fr.done {
 		return ErrDetached
 	}

@@ -389,20 +389,11 @@ func (s Session) Run(ctx context.Context, emit func(agent.Event)) error {
 
 func (c *Conn) loop(ctx context.Context) error {
 	s := c.s
-	lines := make(chan readItem, 64)
+	batches := make(chan *readBatch, 4)
 	readDone := make(chan error, 1)
-	// Set before Each starts; told in order with the lines.
-	c.proc.tooLong = func(n int) { lines <- readItem{tooLong: n} }
 	go func() {
-		if s.Chunks {
-			readDone <- c.proc.Chunks(func(chunk []byte) { lines <- readItem{line: bytes.Clone(chunk)} })
-		} else {
-			readDone <- c.proc.Each(func(line []byte) error {
-				lines <- readItem{line: bytes.Clone(line)}
-				return nil
-			})
-		}
-		close(lines)
+		readDone <- c.read(batches)
+		close(batches)
 	}()
 	defer func() {
 		close(c.quit)
@@ -422,20 +413,25 @@ func (c *Conn) loop(ctx context.Context) error {
 	c.watchIdle(false)
 	responses := s.Responses
 	ctxDone := ctx.Done()
-	for lines != nil {
+	for batches != nil {
 		if c.ended {
 			responses = nil
 		}
 		select {
-		case it, ok := <-lines:
+		case b, ok := <-batches:
 			if !ok {
-				lines = nil
+				batches = nil
 				break
 			}
-			if it.tooLong > 0 {
-				c.lineTooLong(it.tooLong)
-			} else {
-				c.line(it.line)
+			at := 0
+			for _, it := range b.items {
+				if it.tooLong > 0 {
+					c.lineTooLong(it.tooLong)
+				} else {
+					c.line(b.buf[at : at+it.size : at+it.size])
+					at += it.size
+				}
+				c.settle()
 			}
 			c.pauseIdle() // output: the idle clock restarts below
 		case resp, ok := <-responses:
@@ -465,7 +461,7 @@ func (c *Conn) loop(ctx context.Context) error {
 			c.interrupt()
 		}
 		c.settle()
-		c.watchIdle(lines == nil)
+		c.watchIdle(batches == nil)
 	}
 	if err := <-readDone; err != nil {
 		c.logger.Warn("read stdout", "err", err)
@@ -473,11 +469,57 @@ func (c *Conn) loop(ctx context.Context) error {
 	return c.finish(c.wait())
 }
 
-// readItem is one read from stdout: a line (or chunk), or the size of a
+// readBatch is what the reader hands the loop at once: the lines (or
+// chunks) read since the last batch, in order, with the over-long lines
+// skipped between them. buf is the batch's own and is never reused, so a
+// wire may keep a line it was handed.
+type readBatch struct {
+	buf   []byte
+	items []readItem
+}
+
+// readItem is a line of size bytes, the next ones in buf, or the size of a
 // line skipped as over MaxLineBytes.
 type readItem struct {
-	line    []byte
+	size    int
 	tooLong int
+}
+
+// read reads stdout until EOF and sends what it read in batches: lines
+// are gathered while more complete lines are buffered and sent, copied
+// into one buffer, before a read that may block. A line is never held
+// back waiting for the next one, and a stream that comes faster than the
+// wire takes it is handed over a read buffer at a time instead of a line
+// (a copy and a channel send) at a time.
+func (c *Conn) read(out chan<- *readBatch) error {
+	var (
+		items []readItem
+		lines [][]byte // valid until send returns (see lineHooks.line)
+	)
+	send := func() {
+		if len(items) == 0 {
+			return
+		}
+		out <- &readBatch{buf: bytes.Join(lines, nil), items: items}
+		items, lines = nil, lines[:0]
+	}
+	if c.s.Chunks {
+		return c.proc.Chunks(func(chunk []byte) {
+			out <- &readBatch{buf: bytes.Clone(chunk), items: []readItem{{size: len(chunk)}}}
+		})
+	}
+	// Set before Each starts; called from this goroutine.
+	c.proc.hooks = lineHooks{
+		tooLong: func(n int) { items = append(items, readItem{tooLong: n}) },
+		wait:    send,
+		line: func(line []byte) {
+			items = append(items, readItem{size: len(line)})
+			lines = append(lines, line)
+		},
+	}
+	err := c.proc.Each(nil)
+	send()
+	return err
 }
 
 // watchIdle runs the idle watchdog while the turn runs and no interaction

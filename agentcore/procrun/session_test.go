@@ -23,6 +23,8 @@ import (
 // {"echo":...}, answers "interrupt" with {"type":"interrupted"} unless
 // DEAF is set, and at EOF (or after START when QUIT is set) prints {"type":"eof"} and exits with EXIT, or
 // lingers when LINGER is set. SIGINT is ignored when IGNORE_INT is set.
+// BURST is written in one write after START; a partial last line of it is
+// completed (as {"type":"x"}) before the next echo.
 func sessionChild() int {
 	if os.Getenv("IGNORE_INT") != "" {
 		signal.Ignore(os.Interrupt)
@@ -30,6 +32,7 @@ func sessionChild() int {
 	out := bufio.NewWriter(os.Stdout)
 	print := func(s string) { out.WriteString(s + "\n"); out.Flush() }
 	sc := bufio.NewScanner(os.Stdin)
+	var burst string
 	for sc.Scan() {
 		switch l := sc.Text(); {
 		case l == "prompt":
@@ -38,6 +41,9 @@ func sessionChild() int {
 					print(s)
 				}
 			}
+			burst = os.Getenv("BURST")
+			out.WriteString(burst)
+			out.Flush()
 			if os.Getenv("QUIT") != "" {
 				return quit()
 			}
@@ -45,6 +51,10 @@ func sessionChild() int {
 			print(`{"type":"interrupted"}`)
 			return 0
 		default:
+			if burst != "" && !strings.HasSuffix(burst, "\n") {
+				burst = ""
+				print(`"x"}`)
+			}
 			b, _ := json.Marshal(map[string]string{"echo": l})
 			print(string(b))
 		}
@@ -337,5 +347,25 @@ func TestSessionRelayed(t *testing.T) {
 	}
 	if _, err := os.Stat(rel.RunDir("run-s") + "/" + relayExit); err != nil {
 		t.Fatalf("relay left no exit record: %v", err)
+	}
+}
+
+// TestSessionBurstNotHeldBack: lines that came in one read with a partial
+// line after them reach the wire before the rest of that line, which the
+// child only writes once the wire answered the first of them.
+func TestSessionBurstNotHeldBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	answers := make(chan agent.InteractionResponse, 1)
+	r := runSession(t, ctx, &testWire{}, Session{Responses: answers}, func(ev agent.Event) {
+		if ev.Type == agent.EventInteractionRequested {
+			answers <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionAnswer}
+		}
+	}, "BURST={\"n\":1}\n{\"req\":\"a\"}\n{\"n\":2}\n{\"type\":")
+	if r.err != nil {
+		t.Fatalf("err = %v\n%s", r.err, r.logs)
+	}
+	if got, want := r.types(), "interaction.requested interaction.resolved(a:answered) run.completed"; got != want {
+		t.Fatalf("events = %s, want %s\n%s", got, want, r.logs)
 	}
 }

@@ -34,13 +34,34 @@ const (
 	envStopAfter  = "CLAUDE_FAKE_STOP_AFTER" // stop after N stdout lines...
 	envHang       = "CLAUDE_FAKE_HANG"       // ...and hang ignoring stdin and SIGINT (else exit 2)
 	envNoise      = "CLAUDE_FAKE_NOISE"      // print malformed and 20 MiB lines first
+	envStream     = "CLAUDE_FAKE_STREAM"     // copy this file to stdout as is, draining stdin (BenchmarkReadPath)
 )
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(envStream); path != "" {
+		os.Exit(fakeStream(path))
+	}
 	if os.Getenv(envTranscript) != "" || slices.Contains(os.Args[1:], "--version") && os.Getenv("CLAUDE_FAKE") != "" {
 		os.Exit(fakeClaude())
 	}
 	os.Exit(m.Run())
+}
+
+// fakeStream writes the file at path to stdout in large writes, as fast as
+// the reader takes it, while stdin (the control responses) is drained.
+func fakeStream(path string) int {
+	go io.Copy(io.Discard, os.Stdin)
+	f, err := os.Open(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 98
+	}
+	defer f.Close()
+	if _, err := io.Copy(os.Stdout, f); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 98
+	}
+	return 0
 }
 
 func fakeClaude() int {
