@@ -4,6 +4,8 @@
 package jsonstream
 
 import (
+	"errors"
+
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
@@ -61,8 +63,12 @@ func (w *wire) Interrupt(*procrun.Conn) error { return procrun.ErrNoNative }
 // Outcome kills what is left of the CLI's process group (a tool it left in
 // the background) and the processes carrying the run's token, then lets a
 // finishing parser end a turn that exited without a terminal event; the
-// Session maps the rest.
+// Session maps the rest. A run detached from its relay (the bot stopping)
+// is still running: nothing is killed.
 func (w *wire) Outcome(o procrun.Outcome, c *procrun.Conn) error {
+	if errors.Is(o.ExitErr, procrun.ErrDetached) {
+		return nil
+	}
 	c.Kill()
 	if w.tokenEntry != "" {
 		if n := sweep(w.tokenEntry); n > 0 {

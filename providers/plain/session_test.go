@@ -6,7 +6,6 @@ package plain
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,37 +17,16 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// relayEnv makes the test binary run as a relay.
-const relayEnv = "THREADLINE_PLAIN_TEST_RELAY"
-
 func TestMain(m *testing.M) {
-	if os.Getenv(relayEnv) == "1" {
-		logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-		if err := procrun.RunRelay(context.Background(), os.Args[len(os.Args)-1], os.Stdin, os.Stdout, logger); err != nil {
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
+	providertest.RunRelayIfAsked()
 	os.Exit(m.Run())
 }
 
-// testRelay is a relay run by this test binary, in a short directory (the
-// socket path must fit in 108 bytes).
-func testRelay(t *testing.T) procrun.Relay {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir, err := os.MkdirTemp("", "tlp")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	return procrun.Relay{Dir: dir, Command: []string{exe, "relay"}, Env: []string{relayEnv + "=1"}}
-}
+// testRelay is a relay run by this test binary.
+func testRelay(t *testing.T) procrun.Relay { return providertest.Relay(t) }
 
 // waitFor polls cond until it holds or a generous deadline passes.
 func waitFor(t *testing.T, what string, cond func() bool) {
