@@ -123,15 +123,6 @@ func init() {
 	}
 }
 
-// Commands returns the command table (for documentation and tests).
-func Commands() []CommandSpec {
-	out := make([]CommandSpec, len(commandTable))
-	for i, s := range commandTable {
-		out[i] = *s
-	}
-	return out
-}
-
 // lookupCommand finds a command by name or alias (case-insensitive).
 func lookupCommand(name string) (*CommandSpec, bool) {
 	name = strings.ToLower(name)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -81,9 +82,9 @@ func render(t testing.TB, def Definition, lines []providertest.TranscriptLine) [
 			case m.Method == "session/cancel":
 				r.Events(p.Cancel())
 				outgoing()
-			case m.Method != "" && m.hasID():
+			case m.Method != "" && jsonrpc.HasID(m.ID):
 				p.Track(m.ID, m.Method)
-			case m.Method == "" && m.hasID():
+			case m.Method == "" && jsonrpc.HasID(m.ID):
 				key := string(agent.CompactJSON(m.ID))
 				if !p.Pending(key) {
 					continue // answered by the parser already (policy, cancel, -32601)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -99,7 +100,7 @@ func (h *harness) answers() map[string]rpcMessage {
 	_, lines, _ := h.recorded()
 	out := map[string]rpcMessage{}
 	for _, m := range lines {
-		if m.Method == "" && m.hasID() {
+		if m.Method == "" && jsonrpc.HasID(m.ID) {
 			out[string(m.ID)] = m
 		}
 	}

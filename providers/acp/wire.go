@@ -41,9 +41,6 @@ type rpcMessage struct {
 	Error   *jsonrpc.Error  `json:"error,omitempty"`
 }
 
-// hasID reports whether the message carries a non-null id.
-func (m *rpcMessage) hasID() bool { return jsonrpc.HasID(m.ID) }
-
 // Outgoing request and notification shapes.
 
 type rpcRequest struct {
