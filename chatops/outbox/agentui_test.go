@@ -88,6 +88,22 @@ func TestStatusIndicator(t *testing.T) {
 			t.Fatalf("status calls %q, want %q", got, want)
 		}
 	})
+	t.Run("shown again after a post", func(t *testing.T) {
+		// Slack clears the status when the app posts in the thread (the
+		// companion message, a card, the next part).
+		s := &streaming{}
+		o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Hour}, true, nil)
+		start(t, o)
+		o.Put("c1", "r1", place, 1, 1, live(0, render.View{Body: "_Working…_", Working: true, Activity: render.ActivityThinking, Buttons: stopButton()}))
+		flush(t, o, "r1")
+		// The same activity again (each render repeats it) changes nothing.
+		o.Put("c1", "r1", place, 1, 2, live(0, render.View{Body: "_Working…_", Working: true, Activity: render.ActivityThinking, Buttons: stopButton()}))
+		flush(t, o, "r1")
+		if got, want := opsOf(s.log(), "start", "post", "status"), "start: status:is thinking… post: status:is thinking…"; got != want &&
+			got != "start: post: status:is thinking…" {
+			t.Fatalf("calls %q, want %q", got, want)
+		}
+	})
 	t.Run("unsupported", func(t *testing.T) {
 		s := &streaming{}
 		s.fail = func(c call, _ int) error {

@@ -725,8 +725,12 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if j.op == opPost && s.kind != kindStatus {
 			// A post in the thread clears its status (Slack does when the
 			// app replies): show it again.
-			if ss := o.slots[slotKey(rm.RunID, slotStatus)]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.want == nil && ss.shown.View.Status != "" {
-				ss.want, ss.since, ss.rm.Hash = ss.shown, now, ""
+			if ss := o.slots[slotKey(rm.RunID, slotStatus)]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.shown.View.Status != "" {
+				if ss.want == nil {
+					ss.want, ss.since = ss.shown, now
+				}
+				// What it showed is gone: show it again now.
+				ss.rm.Hash, ss.lastSent = "", time.Time{}
 			}
 		}
 		if isAnswer && j.op != opNone {
