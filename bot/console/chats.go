@@ -5,6 +5,7 @@ package console
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
@@ -23,22 +24,23 @@ type ChatHistory interface {
 	EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]store.Event, error)
 }
 
-// ChatSummary is one chat in the list of recent chats.
+// ChatSummary is one chat in the list of recent chats (a line of
+// `threadline chats --json`).
 type ChatSummary struct {
-	ID      string
-	Agent   string
-	Model   string
-	Project string
-	Cwd     string
+	ID string `json:"id"`
 	// Title is the chat's title, else its first message.
-	Title string
+	Title   string `json:"title"`
+	Agent   string `json:"agent"`
+	Model   string `json:"model,omitempty"`
+	Project string `json:"project,omitempty"`
+	Cwd     string `json:"cwd"`
 	// By is who wrote the first message ("console:alice", "slack:U0123").
-	By string
+	By string `json:"by,omitempty"`
 	// LastActivity is the time of the chat's last event, else of its last
 	// change of settings.
-	LastActivity time.Time
+	LastActivity time.Time `json:"last_activity"`
 	// Events counts the chat's events (0: nothing was ever sent).
-	Events int64
+	Events int64 `json:"events"`
 }
 
 // scanChats bounds how many chats RecentChats reads to sort by activity.
@@ -109,6 +111,17 @@ func WriteChats(w io.Writer, chats []ChatSummary, now time.Time) error {
 	}
 	_, err := fmt.Fprintln(w, "Reopen one with: threadline chat --chat ID")
 	return err
+}
+
+// WriteChatsJSON prints the chats as JSON, one object per line.
+func WriteChatsJSON(w io.Writer, chats []ChatSummary) error {
+	enc := json.NewEncoder(w)
+	for _, c := range chats {
+		if err := enc.Encode(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // ago says how long before now t was: "just now", "5m ago", "3h ago",

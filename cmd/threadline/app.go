@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -129,6 +130,20 @@ func (a *app) Close() error {
 		rerr = a.router.Close()
 	}
 	return errors.Join(rerr, a.hub.Close(), a.store.Close())
+}
+
+// openStore loads the config file (configs.Load) and opens its migrated
+// store, for the commands that need no more (migrate, chats, audit, project).
+func openStore(ctx context.Context, config string, stderr io.Writer) (*configs.Config, *store.Store, error) {
+	cfg, err := configs.Load(config)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn, cfg))
+	if err != nil {
+		return nil, nil, err
+	}
+	return cfg, st, nil
 }
 
 // launch resolves an agent id to its definition and executable, as a run would.

@@ -5,11 +5,8 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
 	"time"
 
-	"github.com/threadline-bot/threadline/configs"
-	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/auditlog"
 )
 
@@ -26,11 +23,7 @@ func cmdAudit(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return &exitError{2, err}
 	}
-	cfg, err := configs.Load(*config)
-	if err != nil {
-		return err
-	}
-	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn, cfg))
+	_, st, err := openStore(ctx, *config, stderr)
 	if err != nil {
 		return err
 	}

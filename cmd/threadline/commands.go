@@ -242,11 +242,7 @@ func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if _, err := parseExactly(fs, args); err != nil {
 		return err
 	}
-	cfg, err := configs.Load(*config)
-	if err != nil {
-		return err
-	}
-	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn, cfg))
+	_, st, err := openStore(ctx, *config, stderr)
 	if err != nil {
 		return err
 	}

@@ -130,25 +130,12 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return usageError(err)
 		}
 	}
-	cfg, st, err := openProjectStore(ctx, *config, stderr)
+	cfg, st, err := openStore(ctx, *config, stderr)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	return usageError(run(projects.Admin{St: st, Remote: cfg.LXD.Remote, Image: cfg.LXD.Image, Out: stdout, Err: stderr}, pos))
-}
-
-// openProjectStore loads the config and opens the migrated store.
-func openProjectStore(ctx context.Context, config string, stderr io.Writer) (*configs.Config, *store.Store, error) {
-	cfg, err := configs.Load(config)
-	if err != nil {
-		return nil, nil, err
-	}
-	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, newLogger(stderr, slog.LevelWarn, cfg))
-	if err != nil {
-		return nil, nil, err
-	}
-	return cfg, st, nil
 }
 
 // usageError gives projects.ErrUsage errors exit status 2.

@@ -21,7 +21,7 @@ func TestProjectAddAccess(t *testing.T) {
 	if !strings.Contains(out, "chats may use it in: C1, !room:example.org; bound by: U1, @alice:example.org (and admins)") {
 		t.Errorf("add: %q", out)
 	}
-	_, st, err := openProjectStore(t.Context(), cfg, io.Discard)
+	_, st, err := openStore(t.Context(), cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

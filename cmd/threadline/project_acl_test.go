@@ -34,7 +34,7 @@ func TestProjectAccessClosedByDefault(t *testing.T) {
 			c1 := chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"}
 			mayBind := func(t *testing.T, user string, pl chatops.Place) bool {
 				t.Helper()
-				_, st, err := openProjectStore(t.Context(), cfg, io.Discard)
+				_, st, err := openStore(t.Context(), cfg, io.Discard)
 				if err != nil {
 					t.Fatal(err)
 				}
