@@ -28,7 +28,18 @@ const (
 	eventParams    = 6
 	maxEventsChunk = 1000 // 6,000 parameters: far below Postgres' 65,535 and SQLite's 32,766.
 
+	// queryEventsAfter reads the window ($2, $3] of seqs forwards: keyset
+	// pagination on the (chat_id, seq) key, ORDER BY its order. Seqs have no gaps,
+	// so the window holds the page; bounding it keeps a planner without
+	// statistics (a fresh table: it estimates a handful of rows and picks a
+	// bitmap scan and a sort) from sorting all the rest of the chat for every
+	// page, which made a replay quadratic.
 	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
+WHERE chat_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`
+	// queryEventsFrom is the unbounded page, read only past a window that came
+	// back short: at the chat's end it finds nothing, past a hole the rest of
+	// the page.
+	queryEventsFrom = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	// queryEventsBefore reads the window [$3, $2) of seqs backwards. Seqs have
 	// no gaps, so the window holds the page; bounding it keeps a planner without
@@ -158,13 +169,23 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 }
 
 // EventsAfter returns up to limit events of the chat with seq > afterSeq, by seq.
+// It reads the window of the limit seqs above afterSeq, and past it only if
+// that window came back short (the chat's end, or a hole).
 func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
 	var rows []eventRow
-	if err := s.db.SelectContext(ctx, &rows, queryEventsAfter, chatID, afterSeq, limit); err != nil {
+	to := afterSeq + int64(limit)
+	if err := s.db.SelectContext(ctx, &rows, queryEventsAfter, chatID, afterSeq, to, limit); err != nil {
 		return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, afterSeq, translate(err))
+	}
+	if len(rows) < limit {
+		var more []eventRow
+		if err := s.db.SelectContext(ctx, &more, queryEventsFrom, chatID, to, limit-len(rows)); err != nil {
+			return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, to, translate(err))
+		}
+		rows = append(rows, more...)
 	}
 	return eventsOf(rows), nil
 }

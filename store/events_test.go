@@ -68,3 +68,38 @@ func TestEventsBefore(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsAfterHoles: the windowed page (seqs above afterSeq, limit wide)
+// goes on past a window that came back short, so a hole in the seqs (the hub
+// never leaves one) loses nothing and an end reads nothing more.
+func TestEventsAfterHoles(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		newChat(t, s, "c1")
+		all := append(append(events("c1", 1, 5), events("c1", 100, 102)...), events("c1", 5000, 5001)...)
+		if err := s.AppendEvents(ctx, all); err != nil {
+			t.Fatal(err)
+		}
+		for _, tt := range []struct {
+			after int64
+			limit int
+			want  string
+		}{
+			{0, 4, "[1 2 3 4]"},
+			{0, 7, "[1 2 3 4 5 100 101]"},
+			{3, 10, "[4 5 100 101 102 5000 5001]"},
+			{5, 2, "[100 101]"},
+			{102, 5, "[5000 5001]"},
+			{5001, 5, "[]"},
+		} {
+			evs, err := s.EventsAfter(ctx, "c1", tt.after, tt.limit)
+			seqs := []int64{}
+			for _, e := range evs {
+				seqs = append(seqs, e.Seq)
+			}
+			if err != nil || fmt.Sprint(seqs) != tt.want {
+				t.Errorf("EventsAfter(%d, %d) = %v, %v; want %s", tt.after, tt.limit, seqs, err, tt.want)
+			}
+		}
+	})
+}
