@@ -183,14 +183,29 @@ func (s *Service) appendEvent(ctx context.Context, run *Run, ev agent.Event) {
 	s.persist(ctx, run, scrubEvent(s.opts.Scrubber, ev))
 }
 
-// persist appends an event that is already scrubbed.
+// persist appends an event that is already scrubbed. The run's reader does not
+// wait for the commit (runhub.Hub.Enqueue: its events are pipelined, in order,
+// each broadcast once committed) except for a terminal event, after which the
+// run is ending: that one returns once it and all before it are committed.
+// Lease.Release waits for the rest.
 func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encode event", "type", ev.Type, "err", err)
 		return
 	}
-	if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
+	if ev.Type.Terminal() {
+		if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
+			s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+		}
+		return
+	}
+	err = s.hub.Enqueue(ctx, run.ChatID, run.ID, string(ev.Type), b, func(_ runhub.Event, err error) {
+		if err != nil {
+			s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+		}
+	})
+	if err != nil {
 		s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
 	}
 }

@@ -6,6 +6,12 @@
 // and completes the waiting Appends. A failed commit fails every Append of the
 // batch, broadcasts nothing and reloads the seqs, so the next append reuses them.
 //
+// Pipelining: Enqueue is Append without the wait, so that a run streams at the
+// rate of the writer's commits, not of one commit round trip per event: while
+// one batch commits, the run's next events queue up for the next one. Order and
+// persist-before-broadcast are those of Append; Sync (and Lease.Release) waits
+// for what was queued.
+//
 // Subscribe replays stored events from a seq and then follows live ones without
 // gaps or duplicates. A slow subscriber never blocks the writer: when its bounded
 // buffer is full it falls back to reading the store from its last delivered seq
@@ -46,8 +52,11 @@ var ErrClosed = errors.New("runhub: hub closed")
 
 // Defaults for Options.
 const (
-	DefaultMaxBatch         = 512
-	DefaultSubscriberBuffer = 256
+	DefaultMaxBatch = 512
+	// DefaultSubscriberBuffer holds two full batches of one chat: a pipelined
+	// run's commit then fits a subscriber that keeps reading, instead of
+	// sending it to the store to catch up.
+	DefaultSubscriberBuffer = 2 * DefaultMaxBatch
 
 	commitTimeout = 30 * time.Second
 	replayPage    = 500
@@ -61,7 +70,7 @@ type Options struct {
 	// events before committing a batch that is not full. Zero commits whatever is
 	// queued as soon as the previous commit finished.
 	MaxDelay time.Duration
-	// SubscriberBuffer is the live buffer of each subscriber (default 256). A
+	// SubscriberBuffer is the live buffer of each subscriber (default 1,024). A
 	// subscriber that falls further behind catches up from the store.
 	SubscriberBuffer int
 	// Owner is the replica id recorded on runs whose RunRecord has none.
@@ -95,8 +104,21 @@ type Hub struct {
 }
 
 type appendReq struct {
-	ev   Event
-	done chan error
+	ev Event
+	// Exactly one of done, queued or barrier says how the outcome is told.
+	done    chan error         // Append waits on it
+	queued  func(Event, error) // Enqueue's callback, may be nil
+	barrier bool               // Sync: no event, done once the batches before it are
+}
+
+// finish tells the request's outcome. It never blocks.
+func (r *appendReq) finish(err error) {
+	switch {
+	case r.done != nil:
+		r.done <- err
+	case r.queued != nil:
+		r.queued(r.ev, err)
+	}
 }
 
 type subscriber struct {
@@ -207,8 +229,8 @@ func (h *Hub) Running(chatID string) (runID string, ok bool) {
 	return runID, ok
 }
 
-// Release records the run's terminal status (FinishRun) and then frees the chat.
-// FinishRun runs even when ctx is already cancelled (bounded by a timeout). The
+// Release waits for the events queued before it (Sync), records the run's
+// terminal status (FinishRun) and then frees the chat. FinishRun runs even when ctx is already cancelled (bounded by a timeout). The
 // memory lock is freed even when FinishRun fails; that error is returned. Only the
 // first call does anything.
 func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMessage, errText string) error {
@@ -218,6 +240,9 @@ func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMes
 		// The lock must be recorded as released even when the run was cancelled.
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), commitTimeout)
 		defer cancel()
+		// The run's pipelined events land before its end; a closed hub has
+		// committed them already.
+		_ = l.hub.Sync(ctx)
 		if ferr := l.hub.st.FinishRun(ctx, l.run.ID, status, usage, errText); ferr != nil {
 			err = fmt.Errorf("runhub: finish run %s: %w", l.run.ID, ferr)
 		}
@@ -229,29 +254,14 @@ func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMes
 // it is committed and broadcast. If ctx ends while the commit is pending, Append
 // returns ctx's error; the event may still be stored and broadcast.
 func (h *Hub) Append(ctx context.Context, chatID, runID, typ string, payload json.RawMessage) (Event, error) {
-	if chatID == "" || typ == "" {
-		return Event{}, errors.New("runhub: append: chat id and type are required")
+	r, err := newReq(chatID, runID, typ, payload)
+	if err != nil {
+		return Event{}, err
 	}
-	if len(payload) == 0 {
-		payload = nil
+	r.done = make(chan error, 1)
+	if err := h.queue(ctx, r); err != nil {
+		return Event{}, err
 	}
-	r := &appendReq{
-		// Microseconds: what Postgres keeps, so live and replayed events are equal.
-		ev:   Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)},
-		done: make(chan error, 1),
-	}
-	h.closeMu.RLock()
-	if h.closed {
-		h.closeMu.RUnlock()
-		return Event{}, ErrClosed
-	}
-	select {
-	case h.reqs <- r:
-	case <-ctx.Done():
-		h.closeMu.RUnlock()
-		return Event{}, fmt.Errorf("runhub: append to chat %s: %w", chatID, ctx.Err())
-	}
-	h.closeMu.RUnlock()
 	select {
 	case err := <-r.done:
 		if err != nil {
@@ -260,6 +270,66 @@ func (h *Hub) Append(ctx context.Context, chatID, runID, typ string, payload jso
 		return r.ev, nil
 	case <-ctx.Done():
 		return Event{}, fmt.Errorf("runhub: append to chat %s: %w", chatID, ctx.Err())
+	}
+}
+
+// Enqueue queues one event of the chat as Append does but returns as soon as it
+// is queued, without waiting for its commit: a run's reader goes on reading
+// while the writer commits what it queued before (pipelining; the writer takes
+// all that is queued into its next commit). The events one goroutine queues, by
+// Enqueue or Append, get seqs and are committed and broadcast in the order it
+// queued them, and none is broadcast before it is committed. done, when not nil,
+// is called from the writer goroutine with the event (its seq set) and the
+// commit's error once the commit is over; it must not block. Enqueue blocks only
+// while the writer's queue is full; it fails, without calling done, when ctx
+// ends first or the hub is closed. Sync waits for what was queued.
+func (h *Hub) Enqueue(ctx context.Context, chatID, runID, typ string, payload json.RawMessage, done func(Event, error)) error {
+	r, err := newReq(chatID, runID, typ, payload)
+	if err != nil {
+		return err
+	}
+	r.queued = done
+	return h.queue(ctx, r)
+}
+
+// Sync returns once every event queued before it is committed (or failed) and
+// broadcast.
+func (h *Hub) Sync(ctx context.Context) error {
+	r := &appendReq{barrier: true, done: make(chan error, 1)}
+	if err := h.queue(ctx, r); err != nil {
+		return err
+	}
+	select {
+	case <-r.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runhub: sync: %w", ctx.Err())
+	}
+}
+
+func newReq(chatID, runID, typ string, payload json.RawMessage) (*appendReq, error) {
+	if chatID == "" || typ == "" {
+		return nil, errors.New("runhub: append: chat id and type are required")
+	}
+	if len(payload) == 0 {
+		payload = nil
+	}
+	// Microseconds: what Postgres keeps, so live and replayed events are equal.
+	return &appendReq{ev: Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)}}, nil
+}
+
+// queue hands r to the writer.
+func (h *Hub) queue(ctx context.Context, r *appendReq) error {
+	h.closeMu.RLock()
+	defer h.closeMu.RUnlock()
+	if h.closed {
+		return ErrClosed
+	}
+	select {
+	case h.reqs <- r:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("runhub: append to chat %s: %w", r.ev.ChatID, ctx.Err())
 	}
 }
 
@@ -319,12 +389,23 @@ func (h *Hub) commit(batch []*appendReq) {
 	h.syncSeqs(batch)
 	events := make([]Event, 0, len(batch))
 	ready := batch[:0:0]
+	var barriers []*appendReq
+	// Barriers are told last, once the events queued before them are done.
+	defer func() {
+		for _, r := range barriers {
+			r.done <- nil
+		}
+	}()
 	for _, r := range batch {
+		if r.barrier {
+			barriers = append(barriers, r)
+			continue
+		}
 		seq, ok := h.seqs[r.ev.ChatID]
 		if !ok {
 			last, err := h.st.LastSeq(ctx, r.ev.ChatID)
 			if err != nil {
-				r.done <- fmt.Errorf("last seq: %w", err)
+				r.finish(fmt.Errorf("last seq: %w", err))
 				continue
 			}
 			seq = last
@@ -345,7 +426,7 @@ func (h *Hub) commit(batch []*appendReq) {
 			delete(h.seqs, e.ChatID) // reload from the store on the next append
 		}
 		for _, r := range ready {
-			r.done <- err
+			r.finish(err)
 		}
 		return
 	}
@@ -354,7 +435,7 @@ func (h *Hub) commit(batch []*appendReq) {
 	}
 	h.broadcast(events)
 	for _, r := range ready {
-		r.done <- nil
+		r.finish(nil)
 	}
 }
 
@@ -368,6 +449,9 @@ func (h *Hub) syncSeqs(batch []*appendReq) {
 	}
 	clear(h.stale)
 	for _, r := range batch {
+		if r.barrier {
+			continue
+		}
 		if _, held := h.running[r.ev.ChatID]; !held {
 			delete(h.seqs, r.ev.ChatID)
 		}
