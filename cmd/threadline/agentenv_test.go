@@ -12,11 +12,12 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/agentset"
 )
 
 // childEnviron is what agent id's child process would get, as a provider
 // composes it from the host environment and the agent's configured env.
-func childEnviron(t *testing.T, set *agentSet, id string) []string {
+func childEnviron(t *testing.T, set *agentset.Set, id string) []string {
 	t.Helper()
 	c, ok := set.Configs[id]
 	if !ok {
@@ -95,7 +96,7 @@ agents:
 		}
 	}
 	if !slices.Contains(set.Secrets, "sk-ant-exported-1234") {
-		t.Errorf("agentSet.secrets (the relays' mask) lack the passed key: %d values", len(set.Secrets))
+		t.Errorf("agentset.Set.Secrets (the relays' mask) lack the passed key: %d values", len(set.Secrets))
 	}
 }
 

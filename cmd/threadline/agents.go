@@ -15,36 +15,34 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/configs/agentset"
+	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/codexharness"
 )
 
 // errNoRunner marks a detected CLI that this build cannot run yet.
 var errNoRunner = errors.New("no runner for this agent in this build")
 
-// agentSet is the config's agent table (configs/agentset) with its probe
-// cache (capcache.go).
-type agentSet struct {
-	*agentset.Set
-	// caps is the probe cache, persisted in the database (capcache.go).
-	caps *capCache
-}
-
 // loadAgents builds the agent table of cfg from the wiring table's
-// built-ins; the values it passes from the host join cfg's redactor.
-func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentSet, error) {
+// built-ins, probed through the capability cache of cfg's database; the
+// values it passes from the host join cfg's redactor.
+func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentset.Set, error) {
 	builtins, err := builtinDefinitions()
 	if err != nil {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
-	s, err := agentset.Load(cfg, withCodexDiscovery(builtins, log), builtinRunners, log)
+	builtins = codexharness.WithModelDiscovery(builtins, string(codex.ProviderID), func() *codexharness.Harness {
+		return codex.New(log.With("agent", "codex", "what", "model discovery"), codex.Options{}).Harness()
+	})
+	s, err := agentset.Load(cfg, builtins, builtinRunners, log)
 	if err != nil {
 		return nil, err
 	}
-	caps := newCapCache(cfg.Database.URL, log)
-	s.Prober = caps.probe
+	s.Prober = chatstore.NewProbeCache(cfg.Database.URL, log).Probe
 	cfg.Redactor().Add(s.Secrets...)
-	return &agentSet{Set: s, caps: caps}, nil
+	return s, nil
 }
 
 // builtinRunners builds the provider of every runnable built-in.

@@ -35,7 +35,7 @@ type app struct {
 	bot     *chatops.Chats
 	owner   string
 	metrics *metrics.Metrics
-	agents  *agentSet
+	agents  *agentset.Set
 	// redactor scrubs secret values from what is posted to chat.
 	redactor *redact.Redactor
 	// files creates attached files in chats' working directories for the
@@ -87,7 +87,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	red := cfg.Redactor()
 	life := lifecycle.New(lifestore.Store{St: st}, hub, lifecycle.Config{Owner: owner, RelayDir: cmp.Or(o.relay.Dir, configs.RelayDir()),
 		HeartbeatEvery: live.heartbeatEvery, StaleAfter: live.staleAfter, Log: log})
-	versions := &versionCheck{}
+	versions := &agentset.VersionCheck{Log: log}
 	popts := prompt.Options{Reclaimer: life, Versions: versions,
 		Agents: agents.Configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
@@ -97,7 +97,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	}
 	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.Providers, o.isolation, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
-	versions.table = a.agentTable
+	versions.Table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration

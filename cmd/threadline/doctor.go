@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/configs/agentset"
 	"github.com/threadline-bot/threadline/configs/doctor"
 )
 
@@ -38,7 +39,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 // doctor.Agents.
 type doctorAgents struct {
 	cfg *configs.Config
-	set *agentSet
+	set *agentset.Set
 	err error
 	log *slog.Logger
 }

@@ -51,7 +51,8 @@ var _ chatops.AgentLookup = (*app)(nil)
 // agent, from its definition; only an agent whose closed model list comes
 // from its CLI (e.g. cursor-agent models) is probed, and only that one.
 func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
-	d, ok := a.agentTable().ByID[id]
+	s := a.agentTable()
+	d, ok := s.ByID[id]
 	if !ok {
 		return chatops.AgentInfo{}, false
 	}
@@ -59,8 +60,8 @@ func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
 	if len(d.ConfigModels) > 0 || d.Models.FreeForm || !live {
 		return chatops.AgentInfo{ID: id, Args: registry.StaticArgRules(d)}, true
 	}
-	infos := agentInfos(a.agentTable().caps.probe(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: a.log}))
-	return infos[0], true
+	r, _ := s.ProbeOne(ctx, id, a.log)
+	return agentInfos([]registry.Report{r})[0], true
 }
 
 // AgentIDs lists the known agent ids (chatops.AgentLookup).

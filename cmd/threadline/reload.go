@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/configs/access"
+	"github.com/threadline-bot/threadline/configs/agentset"
 )
 
 // reloadState is embedded in app: what the last reload put in force.
@@ -18,11 +19,11 @@ type reloadState struct {
 	reloaderOnce sync.Once
 	reloader     *configs.Reloader
 	// reloadedAgents is the agent set of the last reload; nil means app.agents.
-	reloadedAgents atomic.Pointer[agentSet]
+	reloadedAgents atomic.Pointer[agentset.Set]
 }
 
 // agentTable is the agent set in force: the last reload's, else the start's.
-func (a *app) agentTable() *agentSet {
+func (a *app) agentTable() *agentset.Set {
 	if s := a.reloadedAgents.Load(); s != nil {
 		return s
 	}

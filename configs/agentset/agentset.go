@@ -185,3 +185,38 @@ func agentEnv(d registry.Definition, host []string, blocked func(string) bool) (
 	}
 	return env, passed
 }
+
+// ProbeOne detects the agent id alone through the Prober (no "detected
+// only" note); ok is false for an unknown id.
+func (s *Set) ProbeOne(ctx context.Context, id string, log *slog.Logger) (r registry.Report, ok bool) {
+	d, ok := s.ByID[id]
+	if !ok {
+		return registry.Report{}, false
+	}
+	return s.Prober(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})[0], true
+}
+
+// VersionCheck is prompt.VersionChecker over the agent table in force
+// (Table, reloads included): the probe of one agent through the Prober (the
+// capability cache), so a run pays for `--version` only when no process
+// probed the CLI within the cache's TTL.
+type VersionCheck struct {
+	// Table returns the agent set in force; nil checks nothing.
+	Table func() *Set
+	Log   *slog.Logger
+}
+
+var _ prompt.VersionChecker = (*VersionCheck)(nil)
+
+// CheckVersion returns the agent CLI's version and the registry's warning
+// when it is outside the verified versions; "" for an unknown agent.
+func (v *VersionCheck) CheckVersion(ctx context.Context, agentID string) (version, warning string) {
+	if v.Table == nil {
+		return "", ""
+	}
+	r, ok := v.Table().ProbeOne(ctx, agentID, v.Log)
+	if !ok {
+		return "", ""
+	}
+	return r.Version, r.VersionWarning
+}
