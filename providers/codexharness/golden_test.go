@@ -38,7 +38,7 @@ func transcripts(t testing.TB) []string {
 }
 
 // replay feeds server lines through the same pieces the run loop uses:
-// Decode, the Parser, the interactions (asking the chat: no policy) and the
+// decodeLine, the Parser, the interactions (asking the chat: no policy) and the
 // thread/turn results. Each event, parse error and response error is one
 // JSON line.
 func replay(t testing.TB, lines [][]byte) []byte {
@@ -47,7 +47,7 @@ func replay(t testing.TB, lines [][]byte) []byte {
 	p := NewParser("testprov")
 	in := newInteractions("testprov", "Test")
 	for _, l := range lines {
-		m, err := jsonrpc.Decode(l)
+		m, params, err := decodeLine(l)
 		if err != nil {
 			r.Error("decode_error", err)
 			continue
@@ -75,13 +75,13 @@ func replay(t testing.TB, lines [][]byte) []byte {
 		case jsonrpc.KindNotification:
 			if m.Method == "serverRequest/resolved" {
 				var v resolvedParams
-				_ = json.Unmarshal(m.Params, &v)
+				_ = params.decode(m.Method, &v)
 				// The chat answered: the golden shows the request closing.
 				evs = in.resolvedByServer(v.RequestID)
 				break
 			}
 			var err error
-			evs, err = p.Parse(m.Method, m.Params, l)
+			evs, err = p.parse(m.Method, params, l)
 			r.Error("parse_error", err)
 			for _, ev := range evs {
 				if ev.Type.Terminal() {

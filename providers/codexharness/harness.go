@@ -284,7 +284,7 @@ func (r *run) Line(line []byte, c *procrun.Conn) error {
 }
 
 func (r *run) handleLine(line []byte) error {
-	m, err := jsonrpc.Decode(line)
+	m, params, err := decodeLine(line)
 	if err != nil {
 		return err
 	}
@@ -300,7 +300,7 @@ func (r *run) handleLine(line []byte) error {
 		}
 		if m.Method == "serverRequest/resolved" {
 			var v resolvedParams
-			if err := decode(m.Method, m.Params, &v); err != nil {
+			if err := params.decode(m.Method, &v); err != nil {
 				return err
 			}
 			for _, ev := range r.inter.resolvedByServer(v.RequestID) {
@@ -308,7 +308,7 @@ func (r *run) handleLine(line []byte) error {
 			}
 			return nil
 		}
-		evs, err := r.parser.Parse(m.Method, m.Params, line)
+		evs, err := r.parser.parse(m.Method, params, line)
 		if err != nil {
 			r.c.Logger().Warn("stdout line skipped", "err", err, "method", m.Method, "excerpt", procrun.Excerpt(line, 256))
 		}

@@ -110,6 +110,14 @@ func (p *Parser) ours(thread string) bool {
 // payload of provider.native. Params that do not decode as the method's shape
 // return an error and no events; the caller logs and skips the line.
 func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+	return p.parse(method, paramsOf(params), raw)
+}
+
+// paramsOf is raw params, decoded as the method's type when read.
+func paramsOf(raw json.RawMessage) params { return params{raw: raw} }
+
+// parse is Parse with the params decoded with the line (decodeLine) or not.
+func (p *Parser) parse(method string, params params, raw []byte) ([]agent.Event, error) {
 	switch method {
 	case "item/agentMessage/delta", "item/plan/delta":
 		return ofThread(p, method, params, raw, func(v *deltaParams) ([]agent.Event, error) { return p.delta(method, agent.EventAssistantDelta, v, raw) })
@@ -133,7 +141,7 @@ func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]age
 		return p.threadStarted(method, params, raw)
 	case "turn/started":
 		var v turnParams
-		if err := decode(method, params, &v); err != nil {
+		if err := params.decode(method, &v); err != nil {
 			return nil, err
 		}
 		if p.ours(v.ThreadID) && p.turnID == "" {
@@ -146,7 +154,7 @@ func (p *Parser) Parse(method string, params json.RawMessage, raw []byte) ([]age
 		return ofThread(p, method, params, raw, func(v *planParams) ([]agent.Event, error) { return p.planUpdated(method, v, raw) })
 	case "model/rerouted":
 		var v modelReroutedParams
-		if err := decode(method, params, &v); err != nil {
+		if err := params.decode(method, &v); err != nil {
 			return nil, err
 		}
 		ev := p.native(method, raw)
@@ -168,9 +176,9 @@ type threaded interface{ thread() string }
 func ofThread[T any, P interface {
 	*T
 	threaded
-}](p *Parser, method string, params json.RawMessage, raw []byte, f func(v P) ([]agent.Event, error)) ([]agent.Event, error) {
+}](p *Parser, method string, params params, raw []byte, f func(v P) ([]agent.Event, error)) ([]agent.Event, error) {
 	v := P(new(T))
-	if err := decode(method, params, v); err != nil {
+	if err := params.decode(method, v); err != nil {
 		return nil, err
 	}
 	if !p.ours(v.thread()) {
@@ -563,9 +571,9 @@ func (p *Parser) warning(method string, v *warningParams, raw []byte) ([]agent.E
 	return []agent.Event{{Type: agent.EventSystem, Subtype: "warning", Text: text, Native: &agent.Native{Provider: p.provider, Kind: method}}}, nil
 }
 
-func (p *Parser) threadStarted(method string, params json.RawMessage, raw []byte) ([]agent.Event, error) {
+func (p *Parser) threadStarted(method string, params params, raw []byte) ([]agent.Event, error) {
 	var v threadStartedParams
-	if err := decode(method, params, &v); err != nil {
+	if err := params.decode(method, &v); err != nil {
 		return nil, err
 	}
 	if v.Thread.ID == "" || v.Thread.ID == p.threadID || p.threadID != "" {

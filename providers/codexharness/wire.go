@@ -42,10 +42,13 @@ type scope struct {
 }
 
 type threadStartedParams struct {
-	Thread struct {
-		ID    string `json:"id"`
-		Model string `json:"model"`
-	} `json:"thread"`
+	Thread threadRef `json:"thread"`
+}
+
+// threadRef is the thread of thread/started.
+type threadRef struct {
+	ID    string `json:"id"`
+	Model string `json:"model"`
 }
 
 type turnParams struct {
@@ -83,12 +86,14 @@ type warningParams struct {
 }
 
 type tokenUsageParams struct {
-	ThreadID   string `json:"threadId"`
-	TurnID     string `json:"turnId"`
-	TokenUsage struct {
-		Total tokenBreakdown `json:"total"`
-		Last  tokenBreakdown `json:"last"`
-	} `json:"tokenUsage"`
+	ThreadID   string     `json:"threadId"`
+	TurnID     string     `json:"turnId"`
+	TokenUsage tokenUsage `json:"tokenUsage"`
+}
+
+type tokenUsage struct {
+	Total tokenBreakdown `json:"total"`
+	Last  tokenBreakdown `json:"last"`
 }
 
 type tokenBreakdown struct {
@@ -102,13 +107,15 @@ type tokenBreakdown struct {
 
 // planParams is turn/plan/updated.
 type planParams struct {
-	ThreadID    string  `json:"threadId"`
-	TurnID      string  `json:"turnId"`
-	Explanation *string `json:"explanation"`
-	Plan        []struct {
-		Step   string `json:"step"`
-		Status string `json:"status"`
-	} `json:"plan"`
+	ThreadID    string     `json:"threadId"`
+	TurnID      string     `json:"turnId"`
+	Explanation *string    `json:"explanation"`
+	Plan        []planStep `json:"plan"`
+}
+
+type planStep struct {
+	Step   string `json:"step"`
+	Status string `json:"status"`
 }
 
 type resolvedParams struct {

@@ -1,0 +1,126 @@
+// BenchmarkParseReference: the notification parser on a reference stream
+// of a few MB built from the codex app-server captures (issue 19).
+
+package codexharness
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
+)
+
+// Reference stream shape, as the Claude one's: every delta line repeated
+// refDeltaRepeat times, the unit repeated to at least refStreamBytes.
+const (
+	refDeltaRepeat = 8
+	refStreamBytes = 8 << 20
+)
+
+// referenceRuns returns the reference stream as runs: the server → client
+// lines of every transcript in $CODEX_STREAM_REFERENCE (default the
+// reference captures in ../shared beside the repository), in file-name
+// order, each delta notification repeated; the transcripts repeated until
+// the lines reach the size. Each transcript is one run (one thread, one
+// parser), as in production.
+func referenceRuns(b *testing.B) (runs [][][]byte, size int64) {
+	dir := os.Getenv("CODEX_STREAM_REFERENCE")
+	if dir == "" {
+		dir = filepath.Join("..", "..", "..", "shared", "reference", "codex-app-server", "transcripts")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	files = slices.DeleteFunc(files, func(f string) bool { return filepath.Base(f) == "rollout-approve.jsonl" }) // codex's own log, not the wire
+	if len(files) == 0 {
+		b.Skipf("no app-server transcripts in %s (set CODEX_STREAM_REFERENCE)", dir)
+	}
+	slices.Sort(files)
+	var unit [][][]byte
+	for _, f := range files {
+		var run [][]byte
+		for _, l := range serverLines(b, f) {
+			n := 1
+			if isDelta(l) {
+				n = refDeltaRepeat
+			}
+			for range n {
+				run = append(run, l)
+			}
+		}
+		unit = append(unit, run)
+	}
+	for size < refStreamBytes {
+		for _, run := range unit {
+			runs = append(runs, run)
+			for _, l := range run {
+				size += int64(len(l)) + 1
+			}
+		}
+	}
+	return runs, size
+}
+
+// isDelta reports a streamed text, reasoning or tool output notification.
+func isDelta(l []byte) bool {
+	m, err := jsonrpc.Decode(l)
+	if err != nil || m.Kind != jsonrpc.KindNotification {
+		return false
+	}
+	switch m.Method {
+	case "item/agentMessage/delta", "item/plan/delta", "item/reasoning/summaryTextDelta", "item/reasoning/textDelta",
+		"item/commandExecution/outputDelta", "item/fileChange/outputDelta":
+		return true
+	}
+	return false
+}
+
+// BenchmarkParseReference feeds the reference stream's lines, split before
+// the timer starts, through the per-line path of a run (parseLine), with a
+// new Parser for each transcript's run. SetBytes counts the lines with
+// their newlines.
+func BenchmarkParseReference(b *testing.B) { benchReference(b, parseLine) }
+
+// BenchmarkParseReferenceTwoStep is the path before decodeLine, for the
+// comparison in one run: jsonrpc.Decode, then the params decoded again.
+func BenchmarkParseReferenceTwoStep(b *testing.B) {
+	benchReference(b, func(p *Parser, l []byte) ([]agent.Event, error) {
+		m, err := jsonrpc.Decode(l)
+		if err != nil || m.Kind != jsonrpc.KindNotification || m.Method == "serverRequest/resolved" {
+			return nil, err
+		}
+		return p.Parse(m.Method, m.Params, l)
+	})
+}
+
+func benchReference(b *testing.B, parseLine func(*Parser, []byte) ([]agent.Event, error)) {
+	runs, size := referenceRuns(b)
+	b.SetBytes(size)
+	b.ReportAllocs()
+	var events, errs int
+	for b.Loop() {
+		events, errs = 0, 0
+		for _, run := range runs {
+			p := NewParser("bench")
+			for _, l := range run {
+				evs, err := parseLine(p, l)
+				if err != nil {
+					errs++
+				}
+				events += len(evs)
+			}
+		}
+	}
+	b.ReportMetric(float64(events), "events/op")
+	b.ReportMetric(float64(errs), "errors/op")
+}
+
+// parseLine is the notification path of run.handleLine.
+func parseLine(p *Parser, l []byte) ([]agent.Event, error) {
+	m, params, err := decodeLine(l)
+	if err != nil || m.Kind != jsonrpc.KindNotification || m.Method == "serverRequest/resolved" {
+		return nil, err
+	}
+	return p.parse(m.Method, params, l)
+}
