@@ -188,6 +188,19 @@ type SlackConfig struct {
 	Channels      map[string]ChannelConfig `yaml:"channels"`
 	// Workspace applies to every channel of the workspace.
 	Workspace ChannelConfig `yaml:"workspace"`
+	// Assistant is bot/slack.Config.Assistant (assistant threads'
+	// suggested prompts); AppHome bot/slack.Config.AppHome (the Home tab).
+	Assistant SlackAssistantConfig `yaml:"assistant"`
+	AppHome   bool                 `yaml:"app_home"`
+}
+
+// SlackAssistantConfig is slack.assistant (bot/slack.AssistantConfig).
+type SlackAssistantConfig struct {
+	PromptsTitle string `yaml:"prompts_title"`
+	Prompts      []struct {
+		Title   string `yaml:"title"`
+		Message string `yaml:"message"`
+	} `yaml:"suggested_prompts"`
 }
 
 // MatrixConfig configures the Matrix front-end.

@@ -46,6 +46,7 @@ type Bot struct {
 	threads *chatops.Desk
 	log     *slog.Logger
 	surface *surface
+	home    *home
 
 	mu      sync.Mutex
 	ready   chan struct{}
@@ -75,9 +76,10 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bot{
 		cfg: cfg, api: api, threads: threads, log: logger.With("platform", Platform),
-		surface: &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}},
-		ready:   make(chan struct{}), base: ctx, cancel: cancel,
+		ready: make(chan struct{}), base: ctx, cancel: cancel,
 	}
+	b.home = newHome(api, b.log, cfg.AppHome, &b.wg, ctx)
+	b.surface = &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home}
 	return b, nil
 }
 
@@ -96,6 +98,9 @@ func (b *Bot) Run(ctx context.Context) error {
 	b.mu.Lock()
 	b.botUser, b.team = auth.UserID, auth.TeamID
 	b.mu.Unlock()
+	b.home.mu.Lock()
+	b.home.url = auth.URL
+	b.home.mu.Unlock()
 	b.threads.Attach(Platform, b.surface)
 	close(b.ready)
 	b.log.InfoContext(ctx, "slack connected", "team", auth.TeamID, "bot_user", auth.UserID, "mode", b.cfg.Mode)

@@ -41,6 +41,14 @@ type Config struct {
 	// post disguised links (<!here>, <@U…>, <url|label>); by default they are
 	// escaped and show as text. It applies to the whole process.
 	AllowMentions bool `yaml:"allow_mentions"`
+	// Assistant configures assistant threads (Slack's AI app split view):
+	// the suggested prompts a new one offers.
+	Assistant AssistantConfig `yaml:"assistant"`
+	// AppHome publishes the App Home tab (views.publish): each person's
+	// recent chats and running runs, with links, updated as runs start and
+	// end. It needs the app_home_opened event and the Home tab in the app's
+	// settings (the manifest has both).
+	AppHome bool `yaml:"app_home"`
 	// Channels are per-channel settings, by channel id.
 	Channels map[string]ChannelConfig `yaml:"channels"`
 	// Workspace applies to every channel of the workspace(s) the bot is in.
@@ -107,6 +115,14 @@ func (c *Config) Validate() error {
 	for id := range c.Channels {
 		if id == "" {
 			problems = append(problems, "channels: empty channel id")
+		}
+	}
+	if len(c.Assistant.Prompts) > 4 {
+		problems = append(problems, fmt.Sprintf("assistant.suggested_prompts: %d prompts, Slack shows at most 4", len(c.Assistant.Prompts)))
+	}
+	for i, sp := range c.Assistant.Prompts {
+		if strings.TrimSpace(sp.Title) == "" || strings.TrimSpace(sp.Message) == "" {
+			problems = append(problems, fmt.Sprintf("assistant.suggested_prompts[%d]: title and message are required", i))
 		}
 	}
 	if len(problems) > 0 {

@@ -169,6 +169,9 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 		b.log.WarnContext(ctx, "slack is rate limiting the events sent to this app")
 		return true
 	}
+	if ev.Type == slackevents.CallbackEvent && b.onAssistantEvent(ev) {
+		return true
+	}
 	d, ok := b.decodeEvent(ev)
 	if !ok {
 		return true
@@ -179,6 +182,7 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 	m.Fetch = func(ctx context.Context) []chatops.File {
 		if m.Mentioned || m.Direct {
 			b.surface.asked(m.Place, m.User.ID)
+			b.home.prompted(ctx, m.Place, m.User.ID, m.Text)
 		}
 		return b.download(ctx, d.files)
 	}

@@ -53,6 +53,9 @@ type options struct {
 	fake      *slacktest.Server
 	// allowMentions is slack.allow_mentions.
 	allowMentions bool
+	// assistant and appHome are slack.assistant and slack.app_home.
+	assistant slackbot.AssistantConfig
+	appHome   bool
 }
 
 func testLog() *slog.Logger {
@@ -85,7 +88,8 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 		}
 	}
 	cfg := slackbot.Config{Mode: o.mode, AppToken: slacktest.AppToken, BotToken: slacktest.BotToken,
-		SigningSecret: signingSecret, APIURL: fake.APIURL(), Streaming: o.streaming, Channels: o.channels, AllowMentions: o.allowMentions}
+		SigningSecret: signingSecret, APIURL: fake.APIURL(), Streaming: o.streaming, Channels: o.channels, AllowMentions: o.allowMentions,
+		Assistant: o.assistant, AppHome: o.appHome}
 	policy := &chatops.Policy{Admins: []string{"slack:UADMIN"}}
 	cfg.Apply(policy)
 	work := t.TempDir()

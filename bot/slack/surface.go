@@ -30,6 +30,8 @@ type surface struct {
 	// channels needs a recipient user.
 	mu        sync.Mutex
 	requester map[chatops.Place]string
+	// home, when set, follows the runs the messages show (App Home).
+	home *home
 }
 
 var (
@@ -110,6 +112,7 @@ func (s *surface) msgOptions(v chatops.View) []slack.MsgOption {
 }
 
 func (s *surface) Post(ctx context.Context, p chatops.Place, v chatops.View) (string, error) {
+	s.home.observe(p, v)
 	opts := s.msgOptions(v)
 	if p.Thread != "" {
 		opts = append(opts, slack.MsgOptionTS(p.Thread))
@@ -160,6 +163,7 @@ func transportError(err error) bool {
 }
 
 func (s *surface) Update(ctx context.Context, p chatops.Place, id string, v chatops.View) error {
+	s.home.observe(p, v)
 	_, _, _, err := s.api.UpdateMessageContext(ctx, p.Channel, id, s.msgOptions(v)...)
 	return translate("chat.update", err)
 }
@@ -253,6 +257,7 @@ func (s *surface) AppendStream(ctx context.Context, p chatops.Place, id string, 
 }
 
 func (s *surface) StopStream(ctx context.Context, p chatops.Place, id string, cs []outbox.Chunk, v chatops.View) error {
+	s.home.observe(p, v)
 	calls := streamChunks(cs)
 	var last []slack.StreamChunk
 	if len(calls) > 0 {

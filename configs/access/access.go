@@ -68,10 +68,14 @@ func Slack(c *configs.SlackConfig) slackbot.Config {
 	out := slackbot.Config{
 		Mode: c.Mode, AppToken: c.AppToken, BotToken: c.BotToken, SigningSecret: c.SigningSecret,
 		APIURL: c.APIURL, Streaming: c.Streaming, AllowMentions: c.AllowMentions, Workspace: channel(c.Workspace),
+		Assistant: slackbot.AssistantConfig{PromptsTitle: c.Assistant.PromptsTitle}, AppHome: c.AppHome,
 		Channels: map[string]slackbot.ChannelConfig{},
 	}
 	for id, cc := range c.Channels {
 		out.Channels[id] = channel(cc)
+	}
+	for _, p := range c.Assistant.Prompts {
+		out.Assistant.Prompts = append(out.Assistant.Prompts, slackbot.SuggestedPrompt{Title: p.Title, Message: p.Message})
 	}
 	return out
 }

@@ -1,0 +1,96 @@
+package slack_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	slackbot "github.com/threadline-bot/threadline/bot/slack"
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/storetest"
+)
+
+// homeText is the text of the latest App Home view published for user.
+func homeText(t testing.TB, fake *slacktest.Server, user string) string {
+	t.Helper()
+	views := fake.Home(user)
+	if len(views) == 0 {
+		return ""
+	}
+	var v struct {
+		Blocks []struct {
+			Text struct {
+				Text string `json:"text"`
+			} `json:"text"`
+		} `json:"blocks"`
+	}
+	if err := json.Unmarshal(views[len(views)-1], &v); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, bl := range v.Blocks {
+		b.WriteString(bl.Text.Text + "\n")
+	}
+	return b.String()
+}
+
+// TestAssistantSurface: an assistant thread gets the configured suggested
+// prompts when it starts and its first prompt as title, and is a chat like
+// any thread; the App Home tab shows the person's running run with a link
+// when opened, and is published again when the run ends.
+func TestAssistantSurface(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	prompts := slackbot.AssistantConfig{PromptsTitle: "Try", Prompts: []slackbot.SuggestedPrompt{
+		{Title: "Review", Message: "Review my last commit"}, {Title: "Explain", Message: "Explain this repository"}}}
+	h := start(t, st, options{streaming: "auto", assistant: prompts, appHome: true})
+	release := make(chan struct{})
+	h.stack.Prov.Add(chatopstest.Gated(release, "Looking at the commit."))
+
+	// The split view opens: suggested prompts.
+	thread := h.fake.PostUserMessage("D1", "", "")
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "assistant_thread_started",
+		"assistant_thread": map[string]any{"user_id": "UADMIN", "channel_id": "D1", "thread_ts": thread, "context": map[string]any{}}}), 0); err != nil {
+		t.Fatal(err)
+	}
+	chatopstest.WaitFor(t, "the suggested prompts", func() bool { return len(h.fake.Prompts("D1", thread).Prompts) == 2 })
+	if sp := h.fake.Prompts("D1", thread); sp.Title != "Try" || sp.Prompts[0].Message != "Review my last commit" {
+		t.Fatalf("prompts %+v", sp)
+	}
+	// The first prompt in it: a chat, titled after the prompt.
+	msg := h.fake.PostUserMessage("D1", thread, "Review my last commit")
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "D1", "channel_type": "im",
+		"user": "UADMIN", "text": "Review my last commit", "ts": msg, "thread_ts": thread}), 0); err != nil {
+		t.Fatal(err)
+	}
+	chatopstest.WaitFor(t, "the title", func() bool { return h.fake.Title("D1", thread) == "Review my last commit" })
+	chatopstest.WaitFor(t, "the streamed answer", func() bool {
+		for _, m := range h.fake.Thread("D1", thread) {
+			if strings.Contains(m.Markdown, "Looking at the commit.") {
+				return true
+			}
+		}
+		return false
+	})
+	// The home tab, opened while the run runs.
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_home_opened", "user": "UADMIN", "channel": "D1", "tab": "home"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	link := "https://fake.slack.com/archives/D1/p" + strings.ReplaceAll(thread, ".", "")
+	chatopstest.WaitFor(t, "the home tab with the running run", func() bool {
+		s := homeText(t, h.fake, "UADMIN")
+		return strings.Contains(s, "Running now") && strings.Contains(s, "<"+link+"|Review my last commit>")
+	})
+	close(release)
+	chatopstest.WaitFor(t, "the home tab after the run", func() bool {
+		s := homeText(t, h.fake, "UADMIN")
+		return !strings.Contains(s, "Running now") && strings.Contains(s, "Your recent chats") && strings.Contains(s, "Review my last commit> · Done in")
+	})
+	if n := len(h.fake.Home("UADMIN")); n > 3 {
+		t.Errorf("%d home publishes for one open and one run", n)
+	}
+	if len(h.fake.Home("UALLOWED")) != 0 {
+		t.Error("another person's home was published")
+	}
+}
