@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/codexharness"
 )
 
@@ -49,17 +50,11 @@ var CredentialEnv = []string{"OPENAI_API_KEY", "CODEX_API_KEY"}
 
 // Options configures a Provider. Zero values take the defaults.
 type Options struct {
-	// Bin is the executable; default "codex". RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
+	// Launch is the executable (default "codex") and the child's environment.
+	procrun.Launch
 	// CodexHome, when set, is the child's CODEX_HOME; empty leaves Codex its
 	// default (~/.codex of the child's HOME).
 	CodexHome string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
 	// ApprovalPolicy and Sandbox are thread defaults (codexharness defaults:
 	// "untrusted", "workspace-write"); RunRequest.Sandbox wins over Sandbox.
 	ApprovalPolicy, Sandbox string
@@ -87,9 +82,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Bin == "" {
-		opts.Bin = DefaultBin
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
 	h := codexharness.New(logger, codexharness.Options{
 		Provider:         ProviderID,
 		Label:            "Codex",

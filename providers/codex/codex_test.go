@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/codex"
 )
 
@@ -29,14 +30,13 @@ func TestChildEnv(t *testing.T) {
 		return []string{"PATH=/bin", "HOME=/home/u", "OPENAI_API_KEY=sk-host", "CODEX_API_KEY=ck-host", "SLACK_BOT_TOKEN=x", "DATABASE_URL=pg"}
 	}
 	t.Run("host keys never pass", func(t *testing.T) {
-		env := codex.New(nil, codex.Options{HostEnv: host}).Harness().ChildEnv(nil)
+		env := codex.New(nil, codex.Options{Launch: procrun.Launch{HostEnv: host}}).Harness().ChildEnv(nil)
 		if !slices.Equal(env, []string{"PATH=/bin", "HOME=/home/u"}) {
 			t.Errorf("env %q", env)
 		}
 	})
 	t.Run("an explicitly configured key passes, bot secrets do not", func(t *testing.T) {
-		env := codex.New(nil, codex.Options{HostEnv: host, CodexHome: "/srv/codex",
-			Env: map[string]string{"OPENAI_API_KEY": "sk-conf", "SLACK_APP_TOKEN": "x"}}).Harness().ChildEnv(map[string]string{"THREADLINE_X": "y"})
+		env := codex.New(nil, codex.Options{Launch: procrun.Launch{HostEnv: host, Env: map[string]string{"OPENAI_API_KEY": "sk-conf", "SLACK_APP_TOKEN": "x"}}, CodexHome: "/srv/codex"}).Harness().ChildEnv(map[string]string{"THREADLINE_X": "y"})
 		want := []string{"PATH=/bin", "HOME=/home/u", "CODEX_HOME=/srv/codex", "OPENAI_API_KEY=sk-conf"}
 		if !slices.Equal(env, want) {
 			t.Errorf("env %q, want %q", env, want)
@@ -45,7 +45,7 @@ func TestChildEnv(t *testing.T) {
 }
 
 func TestNotInstalledNamesTheInstall(t *testing.T) {
-	p := codex.New(nil, codex.Options{Bin: "/nonexistent/codex"})
+	p := codex.New(nil, codex.Options{Launch: procrun.Launch{Bin: "/nonexistent/codex"}})
 	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
 		t.Errorf("Run = %v", err)

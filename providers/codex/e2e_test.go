@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/codex"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
@@ -68,7 +69,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 	return &e2e{
 		t:    t,
 		fake: fake,
-		prov: codex.New(logger, codex.Options{Bin: bin, Env: env, CodexHome: home, InterruptTimeout: 5 * time.Second}),
+		prov: codex.New(logger, codex.Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: home, InterruptTimeout: 5 * time.Second}),
 		env:  env,
 		home: home,
 		cwd:  t.TempDir(),

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 	"github.com/threadline-bot/threadline/providers/providertest"
@@ -44,7 +45,7 @@ func TestCopilotJSONE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
-	p, err := jsonstream.New(nil, jsonstream.Options{Dialect: jsonstream.Copilot, Bin: bin, Env: env, StopGrace: 3 * time.Second})
+	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env}, Dialect: jsonstream.Copilot, StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

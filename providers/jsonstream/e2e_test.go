@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
@@ -48,7 +49,7 @@ func TestOpenCodeE2E(t *testing.T) {
 		fakeopenai.When("Slowly", fakeopenai.WithTools(fakeopenai.Slow(200, 100*time.Millisecond))),
 	)
 	home := opencodeHome(t, fake.URL())
-	p, err := New(nil, Options{Dialect: OpenCode, Bin: bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: opencodeRunEnv(home)}, Dialect: OpenCode, StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

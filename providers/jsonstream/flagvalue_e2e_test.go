@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
@@ -52,7 +53,7 @@ func TestOpenCodeFlagModelE2E(t *testing.T) {
 	fake := fakeopenai.New(t, fakeopenai.When("Touch it", fakeopenai.WithTools(fakeopenai.Shell("touch pwned.txt"))))
 	home := opencodeHome(t, fake.URL())
 	askBash(t, home)
-	p, err := New(nil, Options{Dialect: OpenCode, Bin: bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: opencodeRunEnv(home)}, Dialect: OpenCode, StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 	"github.com/threadline-bot/threadline/providers/providertest"
@@ -39,7 +40,7 @@ func TestKiloRunE2E(t *testing.T) {
 	env := acpEnv(t, acp.Kilo(), fake)
 	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
 	maps.Copy(env, d.Env)
-	p, err := jsonstream.New(nil, jsonstream.Options{Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID), Bin: bin, Env: env, StopGrace: 3 * time.Second})
+	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env}, Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID), StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -76,14 +75,9 @@ type Options struct {
 	Dialect Dialect
 	// ID is the provider id; default the dialect's name.
 	ID agent.ProviderID
-	// Bin is the executable; default the dialect's. RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
+	// Launch is the executable (default the dialect's) and the child's
+	// environment.
+	procrun.Launch
 	// StopGrace is how long a cancelled run waits after SIGINT before the
 	// kill; default 5 s.
 	StopGrace time.Duration
@@ -108,25 +102,17 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, opts.Dialect)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	if opts.ID == "" {
 		opts.ID = agent.ProviderID(opts.Dialect)
 	}
-	if opts.Bin == "" {
-		opts.Bin = info.bin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
+	opts.Launch = opts.Launch.WithDefaults(info.bin)
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
-	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
+	return &Provider{logger: procrun.ProviderLogger(logger, opts.ID), opts: opts, info: info}, nil
 }
 
 // ID returns the provider id.
@@ -264,10 +250,6 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 // group: run.interrupted. Once the CLI exited its process group is killed.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
 	args, err := Command(p.opts.Dialect, req, p.opts.ArgvLimit)
 	if errors.Is(err, ErrPromptTooLarge) {
 		emit(agent.Event{Type: agent.EventRunFailed, Text: err.Error()})
@@ -295,14 +277,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if req.Fork && req.ResumeID != "" && !p.info.fork {
 		logger.Info("no native fork; starting a fresh session")
 	}
-	spec := procrun.Spec{
-		Bin:  bin,
-		Args: args,
-		Dir:  req.Cwd,
-		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
-		// A project chat runs in its container (procrun builds the lxc exec).
-		Container: req.Container,
-	}
+	spec := p.opts.Spec(req, args, nil)
 	w := &wire{parser: parser}
 	if req.Container == nil { // a container's processes end with its exec
 		w.tokenEntry = RunTokenEnv + "=" + rand.Text()
@@ -319,15 +294,4 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		ExitTimeout:      -1, // a one-way CLI may finish writing after its result
 		Interrupted:      "cancelled",
 	}.Run(ctx, emit)
-}
-
-// merge returns the union of maps; later maps win.
-func merge(maps ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
 }

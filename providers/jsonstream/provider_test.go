@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -36,8 +37,7 @@ type recorder = providertest.Events
 
 func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{Dialect: d, Bin: bin, StopGrace: 500 * time.Millisecond,
-		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}, Dialect: d, StopGrace: 500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func containsRun(s, sub []string) bool {
 // over the argv limit fails the run before anything starts.
 func TestGrokCLIPromptTooLarge(t *testing.T) {
 	bin, dir := fakeCLI(t, "grok-cli-tool.jsonl", "")
-	p, err := New(nil, Options{Dialect: GrokCLI, Bin: bin, ArgvLimit: 8})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin}, Dialect: GrokCLI, ArgvLimit: 8})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
@@ -30,14 +29,8 @@ const (
 
 // Options configures a Provider.
 type Options struct {
-	// Bin is the executable; default "kimi". RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
+	// Launch is the executable (default "kimi") and the child's environment.
+	procrun.Launch
 	// StopGrace is how long a cancelled run waits after SIGINT before the
 	// kill; default 5 s.
 	StopGrace time.Duration
@@ -56,22 +49,14 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Bin == "" {
-		opts.Bin = DefaultBin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
-	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
+	return &Provider{logger: procrun.ProviderLogger(logger, ProviderID), opts: opts}
 }
 
 // ID returns "kimi".
@@ -125,10 +110,6 @@ func resumeID(req agent.RunRequest) string {
 // Run executes one turn. See the agent package doc for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
 	inv, err := Command(req, p.opts.ArgvLimit)
 	if err != nil {
 		return err
@@ -144,14 +125,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if req.Fork && req.ResumeID != "" {
 		logger.Info("kimi cannot fork; starting a fresh session")
 	}
-	spec := procrun.Spec{
-		Bin:  bin,
-		Args: inv.Args,
-		Dir:  req.Cwd,
-		Env:  procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret),
-		// A project chat runs in its container (procrun builds the lxc exec).
-		Container: req.Container,
-	}
+	spec := p.opts.Spec(req, inv.Args, nil)
 	ro := procrun.RunOptions{Provider: ProviderID, StopGrace: p.opts.StopGrace}
 	if inv.Stdin != nil {
 		ro.Stdin = [][]byte{inv.Stdin}
@@ -161,15 +135,4 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		return fmt.Errorf("%w (install: %s)", err, installHint)
 	}
 	return err
-}
-
-// merge returns the union of maps; later maps win.
-func merge(maps ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
 }

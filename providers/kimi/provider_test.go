@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -44,7 +45,7 @@ func TestRunCompletes(t *testing.T) {
 	}
 	bin, dir := fakeKimi(t, `cat "`+transcript+`"`)
 	var rec recorder
-	err = newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{
+	err = newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{
 		Prompt: "fix the test", Model: "kimi-k2.5", ResumeID: "session_old", Args: []string{"--yolo"},
 		Env: map[string]string{"KIMI_API_KEY": "k"},
 	}, rec.Emit)
@@ -84,7 +85,7 @@ echo '{"role":"assistant","content":"got it"}'
 echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	prompt := strings.Repeat("long prompt ", 100)
 	var rec recorder
-	if err := newTestProvider(Options{Bin: bin, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
+	if err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
 	args := readArgs(t, dir)
@@ -108,7 +109,7 @@ func TestRunFailsWithoutHint(t *testing.T) {
 echo "Error: LLM provider error: 401 invalid api key" >&2
 exit 1`)
 	var rec recorder
-	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
+	err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
@@ -121,12 +122,12 @@ exit 1`)
 func TestRunCancelled(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"thinking..."}'
 exec sleep 30`)
-	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(Options{Bin: bin}), agent.RunRequest{Prompt: "p"},
+	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}), agent.RunRequest{Prompt: "p"},
 		providertest.CancelOn(agent.EventAssistantDelta)))
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	err := newTestProvider(Options{Bin: filepath.Join(t.TempDir(), "nokimi")}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
+	err := newTestProvider(Options{Launch: procrun.Launch{Bin: filepath.Join(t.TempDir(), "nokimi")}}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "kimi-cli") {
 		t.Fatalf("err = %v", err)
 	}
@@ -135,7 +136,7 @@ func TestRunNotInstalled(t *testing.T) {
 func TestRunImagesDropped(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"meta","type":"session.resume_hint","session_id":"s"}'`)
 	var rec recorder
-	err := newTestProvider(Options{Bin: bin}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
+	err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
 	if err != nil || rec.All()[0].Type != agent.EventSystem || rec.All()[0].Subtype != "images_dropped" {
 		t.Fatalf("err %v, events %+v", err, rec.All())
 	}

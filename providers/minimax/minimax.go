@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/codexharness"
 )
 
@@ -48,10 +49,9 @@ var DefaultModels = []string{"MiniMax-M2.1", "MiniMax-M2"}
 
 // Options configures a Provider. Zero values take the defaults.
 type Options struct {
-	// Bin is the Codex executable; default "codex". RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run; put MINIMAX_API_KEY here.
-	Env map[string]string
+	// Launch is the Codex executable (default "codex") and the child's
+	// environment; put MINIMAX_API_KEY in Env.
+	procrun.Launch
 	// CodexHome is MiniMax's own CODEX_HOME; default
 	// $XDG_STATE_HOME/threadline/minimax/codex-home (~/.local/state/...).
 	CodexHome string
@@ -61,10 +61,6 @@ type Options struct {
 	Model string
 	// Models is the catalog; default DefaultModels.
 	Models []string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child.
-	Secret func(key string) bool
 	// InterruptTimeout: see codexharness.Options; default 10 s.
 	InterruptTimeout time.Duration
 }
@@ -83,9 +79,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	if opts.Bin == "" {
-		opts.Bin = DefaultBin
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}

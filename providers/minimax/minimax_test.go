@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -105,11 +106,14 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "mm-home")
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
 	p := New(nil, Options{
-		Bin: exe, CodexHome: home,
-		Env: map[string]string{envFake: rec, KeyEnv: "mm-configured"},
-		HostEnv: func() []string {
-			return []string{"PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "SLACK_BOT_TOKEN=xoxb", "CODEX_HOME=/home/x/.codex"}
+		Launch: procrun.Launch{
+			Bin: exe,
+			Env: map[string]string{envFake: rec, KeyEnv: "mm-configured"},
+			HostEnv: func() []string {
+				return []string{"PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "SLACK_BOT_TOKEN=xoxb", "CODEX_HOME=/home/x/.codex"}
+			},
 		},
+		CodexHome: home,
 	})
 	var events []agent.Event
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
@@ -174,8 +178,8 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 func TestHostKeyDoesNotPass(t *testing.T) {
 	exe, _ := os.Executable()
 	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	p := New(nil, Options{Bin: exe, CodexHome: t.TempDir(), Env: map[string]string{envFake: rec},
-		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", KeyEnv + "=mm-host"} }})
+	p := New(nil, Options{CodexHome: t.TempDir(), Launch: procrun.Launch{Bin: exe, Env: map[string]string{envFake: rec},
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", KeyEnv + "=mm-host"} }}})
 	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {}); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +190,7 @@ func TestHostKeyDoesNotPass(t *testing.T) {
 }
 
 func TestNotInstalled(t *testing.T) {
-	p := New(nil, Options{Bin: "/nonexistent/codex", CodexHome: t.TempDir()})
+	p := New(nil, Options{Launch: procrun.Launch{Bin: "/nonexistent/codex"}, CodexHome: t.TempDir()})
 	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
 		t.Errorf("Run = %v", err)
@@ -203,7 +207,7 @@ func TestE2EMiniMaxConfig(t *testing.T) {
 	fake := fakeresponses.New(t, fakeresponses.When("e2e-minimax", fakeresponses.Text("Hello ", "from ", "MiniMax.")))
 	dir := t.TempDir()
 	env := map[string]string{KeyEnv: "mm-dummy", "HOME": filepath.Join(dir, "home"), "NO_PROXY": "127.0.0.1"}
-	p := New(nil, Options{Bin: bin, Env: env, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
+	p := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var events []agent.Event

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/pi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
@@ -50,7 +51,7 @@ func setup(t *testing.T, scripts ...fakeopenai.Script) *e2e {
 	return &e2e{
 		t:    t,
 		fake: fake,
-		prov: pi.New(logger, pi.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
+		prov: pi.New(logger, pi.Options{Launch: procrun.Launch{Bin: bin, Env: env}, InterruptTimeout: 5 * time.Second}),
 		cwd:  t.TempDir(),
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,14 +49,9 @@ var DefaultEnv = map[string]string{
 
 // Options configures a Provider.
 type Options struct {
-	// Bin is the executable; default "pi". RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
+	// Launch is the executable (default "pi") and the child's environment
+	// (on top of DefaultEnv).
+	procrun.Launch
 	// InterruptTimeout is how long a cancelled run waits for pi's agent_end
 	// after abort, and how long a finished run waits for pi to exit after
 	// stdin closed, before the process is killed; default 5 s.
@@ -76,22 +70,14 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Bin == "" {
-		opts.Bin = DefaultBin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
 	if opts.InterruptTimeout <= 0 {
 		opts.InterruptTimeout = DefaultInterruptTimeout
 	}
 	if opts.RetryGrace <= 0 {
 		opts.RetryGrace = DefaultRetryGrace
 	}
-	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
+	return &Provider{logger: procrun.ProviderLogger(logger, ProviderID), opts: opts}
 }
 
 // ID returns "pi".
@@ -155,15 +141,6 @@ func PromptLine(req agent.RunRequest, id string) ([]byte, error) {
 	return json.Marshal(cmd)
 }
 
-// childEnv merges DefaultEnv and the given maps (later wins).
-func childEnv(ms ...map[string]string) map[string]string {
-	out := maps.Clone(DefaultEnv)
-	for _, m := range ms {
-		maps.Copy(out, m)
-	}
-	return out
-}
-
 // Session-not-found texts pi prints on stderr before it exits 1.
 var sessionNotFoundTexts = []string{"No session found matching", "Session found in different project"}
 
@@ -191,10 +168,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return fmt.Errorf("pi prompt: %w", err)
 	}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
 	known := req.ResumeID
 	if req.Fork {
 		known = ""
@@ -207,15 +180,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		parser.AutoAnswer = agent.DecisionApprove
 	}
 	return procrun.Session{
-		Provider: ProviderID,
-		Spec: procrun.Spec{
-			Bin:  bin,
-			Args: Args(req),
-			Dir:  req.Cwd,
-			Env:  procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
-			// A project chat runs in its container (procrun builds the lxc exec).
-			Container: req.Container,
-		},
+		Provider:         ProviderID,
+		Spec:             p.opts.Spec(req, Args(req), DefaultEnv),
 		Wire:             &wire{parser: parser, req: req, prompt: prompt, retryGrace: p.opts.RetryGrace},
 		Responses:        req.Responses,
 		Logger:           logger,

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
@@ -232,9 +233,11 @@ func newHarness(t *testing.T) *harness {
 	record := filepath.Join(dir, "record.jsonl")
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prov := New(logger, Options{
-		Bin:              os.Args[0],
-		Env:              map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
-		HostEnv:          func() []string { return nil },
+		Launch: procrun.Launch{
+			Bin:     os.Args[0],
+			Env:     map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
+			HostEnv: func() []string { return nil },
+		},
 		InterruptTimeout: 2 * time.Second,
 		RetryGrace:       200 * time.Millisecond,
 	})
@@ -568,7 +571,7 @@ func TestDescriptor(t *testing.T) {
 	if fork := Args(agent.RunRequest{ResumeID: "s1", Fork: true}); !containsRun(fork, []string{d.Args.Fork, "s1"}) || slices.Contains(fork, d.Args.Resume) {
 		t.Errorf("fork args %q", fork)
 	}
-	err := New(nil, Options{Bin: "threadline-no-such-pi"}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
+	err := New(nil, Options{Launch: procrun.Launch{Bin: "threadline-no-such-pi"}}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), installHint) {
 		t.Errorf("Run: %v", err)
 	}

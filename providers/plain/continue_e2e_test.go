@@ -7,6 +7,7 @@
 package plain
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,10 +44,11 @@ func continueSetup(t *testing.T, scripts ...fakeopenai.Script) (*Provider, strin
 		t.Fatal(err)
 	}
 	d, _ := Descriptor(Continue)
-	env := merge(d.Env, map[string]string{"HOME": home,
+	env := maps.Clone(d.Env)
+	maps.Copy(env, map[string]string{"HOME": home,
 		// Anything but the fake fails at once (cn honours the proxy variables).
 		"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"})
-	p, err := New(nil, Options{CLI: Continue, Bin: bin, Env: env, StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CLI: Continue, StopGrace: 3 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

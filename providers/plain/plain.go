@@ -38,14 +38,9 @@ type Options struct {
 	CLI CLI
 	// ID is the provider id; default the CLI's name.
 	ID agent.ProviderID
-	// Bin is the executable; default the CLI's. RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
+	// Launch is the executable (default the CLI's) and the child's
+	// environment.
+	procrun.Launch
 	// StopGrace is how long a cancelled run waits after SIGINT before the
 	// process group is killed; default 5 s.
 	StopGrace time.Duration
@@ -77,18 +72,10 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if !ok {
 		return nil, fmt.Errorf("%w: %q", ErrUnknownCLI, opts.CLI)
 	}
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	if opts.ID == "" {
 		opts.ID = agent.ProviderID(opts.CLI)
 	}
-	if opts.Bin == "" {
-		opts.Bin = info.bin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
+	opts.Launch = opts.Launch.WithDefaults(info.bin)
 	if opts.StopGrace <= 0 {
 		opts.StopGrace = DefaultStopGrace
 	}
@@ -98,7 +85,7 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ResumeFlag == "" {
 		opts.ResumeFlag = DefaultResumeFlag
 	}
-	return &Provider{logger: logger.With("provider", string(opts.ID)), opts: opts, info: info}, nil
+	return &Provider{logger: procrun.ProviderLogger(logger, opts.ID), opts: opts, info: info}, nil
 }
 
 // ID returns the provider id.
@@ -120,11 +107,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil
 	}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	env := procrun.Environ(p.opts.HostEnv(), merge(p.opts.Env, req.Env), p.opts.Secret)
 	if inv.PromptFile {
 		name, err := p.promptFile(ctx, req)
 		if name != "" {
@@ -139,6 +121,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 			}
 		}
 	}
+	spec := p.opts.Spec(req, inv.Args, nil)
 	if len(req.Images) > 0 {
 		logger.Warn("images dropped: plain CLIs take text only", "images", len(req.Images))
 		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name)})
@@ -152,7 +135,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	// around a fresh run. Inside a project container the directory is not on
 	// this host, so no session is discovered there.
 	if p.opts.CLI == Antigravity && resumeID(req) == "" && req.Container == nil {
-		w.brain = p.brainDir(procrun.AgentEnviron(ctx, env))
+		w.brain = p.brainDir(procrun.AgentEnviron(ctx, spec.Env))
 		w.before = snapshot(w.brain)
 	}
 	return procrun.Session{
@@ -160,7 +143,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		// A project chat runs in its container (Start runs it over lxc exec,
 		// its environment in an env file, never on the command line); a host
 		// run is relayed and isolated as ctx says.
-		Spec:             procrun.Spec{Bin: bin, Args: inv.Args, Dir: req.Cwd, Env: env, Container: req.Container},
+		Spec:             spec,
 		Wire:             w,
 		Logger:           logger,
 		InstallHint:      p.info.install,
@@ -211,15 +194,4 @@ func (p *Provider) brainDir(env []string) string {
 		return ""
 	}
 	return filepath.Join(home, ".gemini", "antigravity-cli", "brain")
-}
-
-// merge returns the union of maps; later maps win.
-func merge(maps ...map[string]string) map[string]string {
-	out := map[string]string{}
-	for _, m := range maps {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -51,8 +52,8 @@ func deltas(evs []agent.Event) (text string, n int) {
 
 func provider(t *testing.T, cli CLI, bin, dir string, env map[string]string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{CLI: cli, Bin: bin, BrainDir: filepath.Join(dir, "brain"), StopGrace: 300 * time.Millisecond,
-		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env, TempDir: dir})
+	p, err := New(nil, Options{CLI: cli, BrainDir: filepath.Join(dir, "brain"), StopGrace: 300 * time.Millisecond, TempDir: dir,
+		Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +246,7 @@ func TestPromptDelivery(t *testing.T) {
 	t.Run("argv-only too long", func(t *testing.T) {
 		bin, dir := fake(t, `echo never`)
 		var rec recorder
-		p, _ := New(nil, Options{CLI: Grok, Bin: bin, ArgvLimit: 10, TempDir: dir})
+		p, _ := New(nil, Options{Launch: procrun.Launch{Bin: bin}, CLI: Grok, ArgvLimit: 10, TempDir: dir})
 		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.Emit)
 		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
 			t.Fatalf("err %v, events %+v", err, rec.All())
@@ -298,7 +299,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestNotInstalled(t *testing.T) {
-	p, _ := New(nil, Options{CLI: Aider, Bin: filepath.Join(t.TempDir(), "none")})
+	p, _ := New(nil, Options{Launch: procrun.Launch{Bin: filepath.Join(t.TempDir(), "none")}, CLI: Aider})
 	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
 	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "aider-install") {
 		t.Fatalf("err = %v", err)

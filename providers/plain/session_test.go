@@ -178,8 +178,7 @@ func TestIsolatedRunAsAgentUser(t *testing.T) {
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
 				t.Fatal(err)
 			}
-			p, err := New(nil, Options{CLI: AtomCode, Bin: bin, TempDir: dir,
-				HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+			p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}, CLI: AtomCode, TempDir: dir})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -236,7 +235,7 @@ func TestIsolatedRunRefusesWritableCLI(t *testing.T) {
 	if err := os.Chown(bin, int(iso.UID), int(iso.GID)); err != nil {
 		t.Fatal(err)
 	}
-	p, _ := New(nil, Options{CLI: Grok, Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	p, _ := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}, CLI: Grok})
 	var rec recorder
 	err := p.Run(procrun.WithIsolation(t.Context(), iso), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, procrun.ErrWritableExecutable) || len(rec.All()) != 0 {
