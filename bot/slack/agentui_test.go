@@ -168,6 +168,46 @@ func TestAgentUI(t *testing.T) {
 			}
 		})
 
+		t.Run("⏹ on the streamed answer stops it", func(t *testing.T) {
+			h := start(t, st, options{streaming: "auto"})
+			release := make(chan struct{})
+			defer close(release)
+			h.stack.Prov.Add(chatopstest.Gated(release, "Working on it."))
+			root := h.fake.PostUserMessage("C1", "", "wait")
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UALLOWED", "C1", root, "", "wait")), 0); err != nil {
+				t.Fatal(err)
+			}
+			var stream slacktest.Message
+			chatopstest.WaitFor(t, "the streamed answer", func() bool {
+				for _, x := range h.fake.Thread("C1", root) {
+					if x.Streaming && x.Markdown == "Working on it." {
+						stream = x
+						return true
+					}
+				}
+				return false
+			})
+			react := func(user, name string) {
+				t.Helper()
+				if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "reaction_added", "user": user, "reaction": name,
+					"item_user": slacktest.BotUserID, "item": map[string]any{"type": "message", "channel": "C1", "ts": stream.TS}, "event_ts": h.fake.PostUserMessage("C9", "", "")}), 0); err != nil {
+					t.Fatal(err)
+				}
+			}
+			react("UALLOWED", "thumbsup") // not a command
+			react("UOTHER", "black_square_for_stop") // not allowed here
+			react("UALLOWED", "black_square_for_stop")
+			var m slacktest.Message
+			chatopstest.WaitFor(t, "the stopped answer", func() bool {
+				var ok bool
+				m, _, ok = finalAnswer(t, h.fake, "C1", root)
+				return ok
+			})
+			if !strings.Contains(string(m.Blocks), "Stopped") {
+				t.Fatalf("stopped answer: blocks %s", m.Blocks)
+			}
+		})
+
 		t.Run("streaming off", func(t *testing.T) {
 			h := start(t, st, options{streaming: "off"})
 			h.stack.Prov.Add(workTurn(nil))

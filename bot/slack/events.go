@@ -119,7 +119,12 @@ type delivery struct {
 	eventID string
 	msg     chatops.Message
 	files   []slack.File
+	// reaction marks a command given by a reaction (⏹: stop).
+	reaction bool
 }
+
+// stopReactions are the reactions that stop a thread's run: ⏹ and 🛑.
+var stopReactions = map[string]bool{"black_square_for_stop": true, "octagonal_sign": true}
 
 // decodeEvent turns an Events API delivery into a chatops message; ok is
 // false for deliveries the bot ignores.
@@ -143,6 +148,19 @@ func (b *Bot) decodeEvent(ev slackevents.EventsAPIEvent) (delivery, bool) {
 		d.msg = chatops.Message{Place: place(team, e.Channel, e.ThreadTimeStamp, e.TimeStamp), ID: e.TimeStamp, Sent: tsTime(e.TimeStamp),
 			User: chatops.User{Platform: Platform, ID: e.User}, Text: e.Text, Mentioned: true}
 		d.files = e.Files
+	case *slackevents.ReactionAddedEvent:
+		// ⏹ on the bot's message (or a thread's first message) is `stop`
+		// in its thread, checked like the command.
+		if e == nil || !stopReactions[e.Reaction] || e.Item.Type != "message" {
+			return delivery{}, false
+		}
+		p, ok := b.surface.threadOf(team, e.Item.Channel, e.Item.Timestamp)
+		if !ok {
+			return delivery{}, false
+		}
+		d.msg = chatops.Message{Place: p, ID: e.EventTimestamp, Sent: tsTime(e.EventTimestamp),
+			User: chatops.User{Platform: Platform, ID: e.User}, Text: "stop", Mentioned: true}
+		d.reaction = true
 	case *slackevents.MessageEvent:
 		if e == nil {
 			return delivery{}, false
@@ -180,7 +198,7 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 	// Fetch runs in the thread's actor, in order, for a message the desk
 	// acts on (after the repeat check by event id and the access check).
 	m.Fetch = func(ctx context.Context) []chatops.File {
-		if m.Mentioned || m.Direct {
+		if (m.Mentioned || m.Direct) && !d.reaction {
 			b.surface.asked(m.Place, m.User.ID)
 			b.home.prompted(ctx, m.Place, m.User.ID, m.Text)
 		}

@@ -41,12 +41,12 @@ func TestManifest(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write", "files:read", "files:write", "reactions:write", "commands", "assistant:write"} {
+	for _, s := range []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write", "files:read", "files:write", "reactions:write", "commands", "assistant:write", "reactions:read"} {
 		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
 			t.Errorf("scope %s missing", s)
 		}
 	}
-	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im", "app_home_opened", "assistant_thread_started"} {
+	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im", "app_home_opened", "assistant_thread_started", "reaction_added"} {
 		if !slices.Contains(m.Settings.Events.BotEvents, e) {
 			t.Errorf("event %s missing", e)
 		}

@@ -32,6 +32,32 @@ type surface struct {
 	requester map[chatops.Place]string
 	// home, when set, follows the runs the messages show (App Home).
 	home *home
+	// sent maps the bot's messages (channel + "/" + ts) to their threads,
+	// so that a ⏹ reaction on one stops its thread's run.
+	sent map[string]chatops.Place
+}
+
+// posted remembers the thread of a message the bot posted.
+func (s *surface) posted(p chatops.Place, ts string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sent == nil || len(s.sent) > 10000 {
+		s.sent = map[string]chatops.Place{}
+	}
+	s.sent[p.Channel+"/"+ts] = p
+}
+
+// threadOf returns the thread of message ts in channel: a message the bot
+// posted, or the root of a thread someone asked in.
+func (s *surface) threadOf(team, channel, ts string) (chatops.Place, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.sent[channel+"/"+ts]; ok {
+		return p, true
+	}
+	p := chatops.Place{Platform: Platform, Workspace: team, Channel: channel, Thread: ts}
+	_, ok := s.requester[p]
+	return p, ok
 }
 
 var (
@@ -132,6 +158,7 @@ func (s *surface) Post(ctx context.Context, p chatops.Place, v chatops.View) (st
 		}
 		return "", translate("chat.postMessage", err)
 	}
+	s.posted(p, ts)
 	return ts, nil
 }
 
@@ -239,6 +266,7 @@ func (s *surface) StartStream(ctx context.Context, p chatops.Place, cs []outbox.
 	if err != nil {
 		return "", translate("chat.startStream", err)
 	}
+	s.posted(p, ts)
 	for _, c := range calls[min(1, len(calls)):] {
 		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, ts, slack.MsgOptionChunks(c...)); err != nil {
 			return ts, translate("chat.appendStream", err)
