@@ -52,7 +52,7 @@ var ErrClosed = errors.New("runhub: hub closed")
 
 // Defaults for Options.
 const (
-	DefaultMaxBatch = 512
+	DefaultMaxBatch = 256
 	// DefaultSubscriberBuffer holds two full batches of one chat: a pipelined
 	// run's commit then fits a subscriber that keeps reading, instead of
 	// sending it to the store to catch up.
@@ -64,13 +64,14 @@ const (
 
 // Options tune a Hub. Zero values pick the defaults.
 type Options struct {
-	// MaxBatch caps the events of one commit (default 512).
+	// MaxBatch caps the events of one commit (default 256) and the writer's
+	// queue.
 	MaxBatch int
 	// MaxDelay, when positive, lets the writer wait up to this long for more
 	// events before committing a batch that is not full. Zero commits whatever is
 	// queued as soon as the previous commit finished.
 	MaxDelay time.Duration
-	// SubscriberBuffer is the live buffer of each subscriber (default 1,024). A
+	// SubscriberBuffer is the live buffer of each subscriber (default 512). A
 	// subscriber that falls further behind catches up from the store.
 	SubscriberBuffer int
 	// Owner is the replica id recorded on runs whose RunRecord has none.
@@ -140,12 +141,14 @@ func New(st Store, logger *slog.Logger, opts Options) *Hub {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
-		st:         st,
-		logger:     logger,
-		opts:       opts,
-		running:    map[string]string{},
-		stale:      map[string]struct{}{},
-		reqs:       make(chan *appendReq, 2*opts.MaxBatch),
+		st:      st,
+		logger:  logger,
+		opts:    opts,
+		running: map[string]string{},
+		stale:   map[string]struct{}{},
+		// One batch queued behind the one committing: appenders beyond that
+		// wait, which bounds append->broadcast to about two commits.
+		reqs:       make(chan *appendReq, opts.MaxBatch),
 		writerDone: make(chan struct{}),
 		seqs:       map[string]int64{},
 		subs:       map[string]map[*subscriber]struct{}{},

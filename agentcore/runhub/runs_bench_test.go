@@ -89,7 +89,7 @@ func startHog(b *testing.B) {
 // goroutines in another process. It reports events/s, cpu-us/event (this
 // process's user+system CPU time over the events; the database's own CPU is
 // not in it) and p99-ms, the latency from the append to its delivery by the
-// chat's subscriber.
+// chat's subscriber, with the mean events per commit and the longest commit.
 func BenchmarkRuns(b *testing.B) {
 	for _, dialect := range storetest.Dialects {
 		b.Run(dialect, func(b *testing.B) {
@@ -113,7 +113,17 @@ func BenchmarkRuns(b *testing.B) {
 func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	h := runhub.New(s, nil, runhub.Options{})
+	var (
+		commitMu sync.Mutex
+		commits  []time.Duration
+		batched  int
+	)
+	h := runhub.New(s, nil, runhub.Options{Persisted: func(events int, took time.Duration) {
+		commitMu.Lock()
+		commits = append(commits, took)
+		batched += events
+		commitMu.Unlock()
+	}})
 	defer h.Close()
 	round := benchRunSeq.Add(1)
 	chats := make([]string, runs)
@@ -208,5 +218,10 @@ func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool) {
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "events/s")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-us/event")
 	b.ReportMetric(float64(all[min(len(all)-1, len(all)*99/100)].Microseconds())/1000, "p99-ms")
+	commitMu.Lock()
+	defer commitMu.Unlock()
+	slices.Sort(commits)
+	b.ReportMetric(float64(batched)/float64(len(commits)), "events/commit")
+	b.ReportMetric(float64(commits[len(commits)-1].Microseconds())/1000, "max-commit-ms")
 	b.ReportMetric(0, "ns/op")
 }
