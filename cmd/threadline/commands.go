@@ -1,4 +1,4 @@
-// Subcommands: chat, run, migrate.
+// Subcommands: chat, run, migrate. The terminal front-end is bot/console's.
 
 package main
 
@@ -9,86 +9,77 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"path/filepath"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
-	"github.com/threadline-bot/threadline/store"
 )
 
 // chatFlags are the flags chat and run share.
 type chatFlags struct {
-	config, chat, agent, model, cwd, project string
+	config string
+	console.Target
 }
 
 func (f *chatFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "config file")
-	fs.StringVar(&f.chat, "chat", "", "continue the chat with this id")
-	fs.StringVar(&f.agent, "agent", "", "agent id (claude, ...)")
-	fs.StringVar(&f.model, "model", "", "model")
-	fs.StringVar(&f.cwd, "cwd", "", "working directory of a new chat (default: the current directory)")
-	fs.StringVar(&f.project, "project", "", "run the chat in this project's container (see threadline project)")
+	fs.StringVar(&f.ID, "chat", "", "continue the chat with this id")
+	fs.StringVar(&f.Agent, "agent", "", "agent id (claude, ...)")
+	fs.StringVar(&f.Model, "model", "", "model")
+	fs.StringVar(&f.Cwd, "cwd", "", "working directory of a new chat (default: the current directory)")
+	fs.StringVar(&f.Project, "project", "", "run the chat in this project's container (see threadline project)")
 }
 
-// openChat loads the chat named by --chat (applying --agent/--model/--cwd to it)
-// or creates one.
-func (f *chatFlags) openChat(ctx context.Context, a *app) (chatops.Chat, bool, error) {
-	cwd := f.cwd
-	if cwd != "" || f.chat == "" {
-		if cwd == "" {
-			cwd = "."
-		}
-		abs, err := filepath.Abs(cwd)
+// terminal is what chat and run open: the app with approval, Ctrl-C
+// presses, and the chat (created: new) with its agent checked.
+type terminal struct {
+	*app
+	presses <-chan struct{}
+	chat    chatops.Chat
+	created bool
+}
+
+// open loads the config, wires the app and opens the chat; fork first forks
+// --chat into a new chat. done ends what open started.
+func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, fork bool, stderr io.Writer) (_ context.Context, t terminal, done func(), err error) {
+	cfg, err := configs.Load(f.config)
+	if err != nil {
+		return ctx, t, nil, err
+	}
+	iso, err := cfg.StartHost(false, stderr)
+	if err != nil {
+		return ctx, t, nil, err
+	}
+	presses, ctx, stop := console.Interrupts(ctx)
+	a, err := openApp(ctx, cfg, newLogger(stderr, slog.LevelWarn, cfg), approval, withIsolation(iso, ""))
+	if err != nil {
+		stop()
+		return ctx, t, nil, err
+	}
+	t, done = terminal{app: a, presses: presses}, func() { a.Close(); stop() }
+	if fork {
+		n, err := a.bot.Fork(ctx, f.ID)
 		if err != nil {
-			return chatops.Chat{}, false, err
+			done()
+			return ctx, t, nil, err
 		}
-		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
-			return chatops.Chat{}, false, fmt.Errorf("--cwd %s is not a directory", cwd)
-		}
-		cwd = abs
+		fmt.Fprintf(stderr, "threadline: forked chat %s into %s\n", f.ID, n.ID)
+		f.ID = n.ID
 	}
-	if f.chat != "" {
-		c, err := a.bot.Chat(ctx, f.chat)
-		if errors.Is(err, store.ErrNotFound) {
-			return c, false, fmt.Errorf("no chat %s in %s", f.chat, a.cfg.Database.URL)
-		}
-		if err != nil {
-			return c, false, err
-		}
-		changed := false
-		if f.agent != "" && f.agent != c.Agent {
-			c.Agent, c.Model, changed = f.agent, "", true
-		}
-		if f.model != "" && f.model != c.Model {
-			c.Model, changed = f.model, true
-		}
-		if cwd != "" && cwd != c.Cwd {
-			c.Cwd, changed = cwd, true
-		}
-		if f.project != "" && f.project != c.Project {
-			c.Project, changed = f.project, true
-		}
-		if changed {
-			if err := (chatstore.Store{St: a.store}).UpdateChat(ctx, c); err != nil {
-				return c, false, err
-			}
-		}
-		return c, false, nil
-	}
-	id := f.agent
-	if id == "" {
-		var err error
-		if id, err = a.defaultAgent(); err != nil {
-			return chatops.Chat{}, false, err
+	o := console.Opener{Bot: a.bot, Updates: chatstore.Store{St: a.store}, DefaultAgent: a.defaultAgent, Where: cfg.Database.URL}
+	if t.chat, t.created, err = o.Open(ctx, f.Target); err == nil {
+		if _, _, err = a.launch(t.chat.Agent); err != nil && t.chat.Project != "" {
+			err = nil // the agent runs in the project's container
 		}
 	}
-	c, err := a.bot.NewChat(ctx, chatops.Chat{Agent: id, Model: f.model, Cwd: cwd, Project: f.project})
-	return c, true, err
+	if err != nil {
+		done()
+		return ctx, t, nil, err
+	}
+	a.warnSignIn(t.chat.Agent, t.chat.Project, stderr)
+	return ctx, t, done, nil
 }
 
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -98,59 +89,13 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if _, err := parseExactly(fs, args); err != nil {
 		return err
 	}
-	cfg, err := configs.Load(f.config)
+	ctx, t, done, err := f.open(ctx, agent.ApprovalAsk, false, stderr)
 	if err != nil {
 		return err
 	}
-	iso, err := cfg.StartHost(false, stderr)
-	if err != nil {
-		return err
-	}
-	log := newLogger(stderr, slog.LevelWarn, cfg)
-	presses, ctx, stop := console.Interrupts(ctx)
-	defer stop()
-	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withIsolation(iso, ""))
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	c, created, err := f.openChat(ctx, a)
-	if err != nil {
-		return err
-	}
-	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
-		return err
-	}
-	a.warnSignIn(c.Agent, c.Project, stderr)
-	verb := "continuing"
-	if created {
-		verb = "new"
-	}
-	fmt.Fprintf(stdout, "threadline: %s chat %s · %s · %s\n", verb, c.ID, agentLabel(c), c.Cwd)
-	if !created {
-		if err := console.Recap(ctx, a.bot, c.ID, stdout, 6); err != nil {
-			log.WarnContext(ctx, "recap", "err", err)
-		}
-	}
-	fmt.Fprintf(stdout, "Type a message. /help lists commands; Ctrl-C stops a turn; Ctrl-D quits. Reopen with --chat %s\n", c.ID)
-	con := &console.Console{Bot: a.bot, In: stdin, Out: stdout, Interrupts: presses, By: "console:" + userName(), Log: log, Projects: a.store}
-	return con.Run(ctx, c)
-}
-
-func agentLabel(c chatops.Chat) string {
-	if c.Model != "" {
-		return c.Agent + " · " + c.Model
-	}
-	return c.Agent
-}
-
-func userName() string {
-	for _, k := range []string{"USER", "LOGNAME"} {
-		if v := os.Getenv(k); v != "" {
-			return v
-		}
-	}
-	return "local"
+	defer done()
+	con := &console.Console{Bot: t.bot, In: stdin, Out: stdout, Interrupts: t.presses, By: "console:" + console.UserName(), Log: t.log, Projects: t.store}
+	return con.Start(ctx, t.chat, t.created)
 }
 
 func cmdRun(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
@@ -172,68 +117,29 @@ Flags may come before or after the prompt; after "--" everything is the prompt.`
 	if *events != "" && *events != "jsonl" {
 		return &exitError{2, fmt.Errorf("--events %q: only jsonl is supported", *events)}
 	}
-	if *fork && f.chat == "" {
+	if *fork && f.ID == "" {
 		return &exitError{2, errors.New("--fork needs --chat ID: the chat to fork")}
 	}
-	var approval agent.ApprovalPolicy
-	// On a terminal, with no policy given, approvals are asked at the prompt.
-	ask := *interactions == "" && console.IsTerminal(stdin)
-	switch *interactions {
-	case "", "deny":
-		*interactions = "deny"
-		approval = agent.ApprovalDeny
-	case "accept":
-		approval = agent.ApprovalAccept
-	default:
-		return &exitError{2, fmt.Errorf("--interactions %q: use deny or accept", *interactions)}
+	approval, policy, ask, err := console.Policy(*interactions, stdin)
+	if err != nil {
+		return &exitError{2, err}
 	}
-	cfg, err := configs.Load(f.config)
+	ctx, t, done, err := f.open(ctx, approval, *fork, stderr)
 	if err != nil {
 		return err
 	}
-	iso, err := cfg.StartHost(false, stderr)
+	defer done()
+	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", t.chat.ID, t.chat.ID)
+	con := &console.OneShot{Bot: t.bot, In: stdin, Out: stdout, Err: stderr, Interrupts: t.presses,
+		By: "cli:" + console.UserName(), Ask: ask, Policy: policy, JSONL: *events == "jsonl"}
+	run, err := con.Run(ctx, t.chat.ID, pos[0])
 	if err != nil {
 		return err
 	}
-	log := newLogger(stderr, slog.LevelWarn, cfg)
-	presses, ctx, stop := console.Interrupts(ctx)
-	defer stop()
-	a, err := openApp(ctx, cfg, log, approval, withIsolation(iso, ""))
-	if err != nil {
-		return err
+	if code, err := console.ExitCode(run); code != 0 {
+		return &exitError{code, err}
 	}
-	defer a.Close()
-	if *fork {
-		n, err := a.bot.Fork(ctx, f.chat)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stderr, "threadline: forked chat %s into %s\n", f.chat, n.ID)
-		f.chat = n.ID
-	}
-	c, _, err := f.openChat(ctx, a)
-	if err != nil {
-		return err
-	}
-	if _, _, err := a.launch(c.Agent); err != nil && c.Project == "" {
-		return err
-	}
-	a.warnSignIn(c.Agent, c.Project, stderr)
-	fmt.Fprintf(stderr, "threadline: chat %s (continue with --chat %s)\n", c.ID, c.ID)
-	con := &console.OneShot{Bot: a.bot, In: stdin, Out: stdout, Err: stderr, Interrupts: presses,
-		By: "cli:" + userName(), Ask: ask, Policy: *interactions, JSONL: *events == "jsonl"}
-	run, err := con.Run(ctx, c.ID, pos[0])
-	if err != nil {
-		return err
-	}
-	switch run.Status() {
-	case runhub.StatusCompleted:
-		return nil
-	case runhub.StatusInterrupted:
-		return &exitError{130, errors.New("interrupted")}
-	default:
-		return &exitError{1, fmt.Errorf("run %s %s", run.ID, run.Status())}
-	}
+	return nil
 }
 
 func cmdMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
