@@ -33,6 +33,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -244,51 +245,68 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 	return run, nil
 }
 
-// loadReplay reads what the run already persisted.
+// replayReadPage is how many events loadReplay reads per query.
+const replayReadPage = 1000
+
+// loadReplay reads what the run already persisted: the chat backwards from
+// its last persisted seq down to the run's prompt (its first event), so that
+// its cost follows the run, not the whole chat before it.
 func (s *Service) loadReplay(ctx context.Context, chatID, runID string) (*replayState, error) {
 	rp := &replayState{left: map[string]int{}, requests: map[string]*agent.Interaction{}, resolutions: map[string]agent.Resolution{}}
-	var after int64
+	var (
+		run    []runhub.Event // the run's events, newest first
+		before int64          // 0: from the end
+	)
+read:
 	for {
-		evs, err := s.history.EventsAfter(ctx, chatID, after, 1000)
+		evs, err := s.history.EventsBefore(ctx, chatID, before, replayReadPage)
 		if err != nil {
 			return nil, fmt.Errorf("reattach %s: read events: %w", runID, err)
 		}
 		for _, e := range evs {
-			after = e.Seq
+			before = e.Seq
 			if e.RunID != runID {
 				continue
 			}
-			en, err := chatlog.Decode(e.Type, e.Payload)
-			switch {
-			case e.Type == chatlog.TypeUserMessage:
-				rp.prompt = ""
-				if en.User != nil {
-					rp.prompt = en.User.Text
-				}
-				continue
-			case e.Type == chatlog.TypeRunStarted:
-				continue // the service's own
-			case err != nil:
-				s.log.WarnContext(ctx, "reattach: undecodable event", "run", runID, "seq", e.Seq, "err", err)
-				continue
+			run = append(run, e)
+			if e.Type == chatlog.TypeUserMessage {
+				break read
 			}
-			ev := en.Agent
-			if ev.Type == agent.EventSystem && ev.Subtype == SubtypeSessionRecovered {
-				continue // the service's own
-			}
-			if ev.Interaction != nil {
-				rp.requests[ev.Interaction.ID] = ev.Interaction
-			}
-			if ev.Resolution != nil {
-				rp.resolutions[ev.Resolution.InteractionID] = *ev.Resolution
-			}
-			rp.left[replayKey(ev)]++
-			rp.n++
 		}
-		if len(evs) < 1000 {
-			return rp, nil
+		if len(evs) < replayReadPage || before <= 1 {
+			break
 		}
 	}
+	slices.Reverse(run)
+	for _, e := range run {
+		en, err := chatlog.Decode(e.Type, e.Payload)
+		switch {
+		case e.Type == chatlog.TypeUserMessage:
+			rp.prompt = ""
+			if en.User != nil {
+				rp.prompt = en.User.Text
+			}
+			continue
+		case e.Type == chatlog.TypeRunStarted:
+			continue // the service's own
+		case err != nil:
+			s.log.WarnContext(ctx, "reattach: undecodable event", "run", runID, "seq", e.Seq, "err", err)
+			continue
+		}
+		ev := en.Agent
+		if ev.Type == agent.EventSystem && ev.Subtype == SubtypeSessionRecovered {
+			continue // the service's own
+		}
+		if ev.Interaction != nil {
+			rp.requests[ev.Interaction.ID] = ev.Interaction
+		}
+		if ev.Resolution != nil {
+			rp.resolutions[ev.Resolution.InteractionID] = *ev.Resolution
+		}
+		rp.left[replayKey(ev)]++
+		rp.n++
+	}
+	return rp, nil
 }
 
 // replayKey identifies an event for the match of re-emitted and persisted

@@ -118,7 +118,7 @@ func BenchmarkTranscript100k(b *testing.B) {
 	}
 }
 
-// countingHistory counts the events a transcript reads.
+// countingHistory counts the events read through it, either way.
 type countingHistory struct {
 	History
 	read int
@@ -126,6 +126,12 @@ type countingHistory struct {
 
 func (c *countingHistory) EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]runhub.Event, error) {
 	evs, err := c.History.EventsBefore(ctx, chatID, beforeSeq, limit)
+	c.read += len(evs)
+	return evs, err
+}
+
+func (c *countingHistory) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]runhub.Event, error) {
+	evs, err := c.History.EventsAfter(ctx, chatID, afterSeq, limit)
 	c.read += len(evs)
 	return evs, err
 }
@@ -161,6 +167,43 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 			}
 			if got, err := s.transcript(t.Context(), chatID, last); err != nil || got != f.Transcript() || got == want {
 				t.Fatalf("transcript without %s: %v, equal to the full one: %v", last, err, got == want)
+			}
+		})
+	}
+}
+
+// TestLoadReplayReadsFromTheEnd: a reattached run's persisted events are read
+// backwards from the chat's last seq down to the run's prompt, not from seq 0,
+// and are the same whether the run is the chat's last or an earlier one.
+func TestLoadReplayReadsFromTheEnd(t *testing.T) {
+	for _, dialect := range storetest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			st, chatID := longChat(t, dialect, 3_000)
+			for _, tt := range []struct {
+				run        string
+				prompt     string
+				atMostRead int
+			}{
+				{"r299", "Please look at failing test 2991 and fix it.", replayReadPage},
+				{"r150", "Please look at failing test 1501 and fix it.", 2 * replayReadPage},
+			} {
+				h := &countingHistory{History: st}
+				s := &Service{history: h, log: slog.New(slog.DiscardHandler)}
+				rp, err := s.loadReplay(t.Context(), chatID, tt.run)
+				if err != nil {
+					t.Fatal(err)
+				}
+				left := 0
+				for _, n := range rp.left {
+					left += n
+				}
+				// Of a turn's ten events, the prompt and run.started are the service's own.
+				if rp.prompt != tt.prompt || rp.n != 8 || left != 8 {
+					t.Errorf("%s: prompt %q, %d events (%d keyed), want %q and 8", tt.run, rp.prompt, rp.n, left, tt.prompt)
+				}
+				if h.read > tt.atMostRead {
+					t.Errorf("%s: read %d of 3000 events", tt.run, h.read)
+				}
 			}
 		})
 	}
