@@ -194,7 +194,7 @@ func TestAgentUI(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			react("UALLOWED", "thumbsup") // not a command
+			react("UALLOWED", "thumbsup")            // not a command
 			react("UOTHER", "black_square_for_stop") // not allowed here
 			react("UALLOWED", "black_square_for_stop")
 			var m slacktest.Message

@@ -43,14 +43,6 @@ func scaledBudget(scale int) chatops.Budget {
 	}
 }
 
-// tier3 limits the fake's chat.update like Slack's Tier 3, and
-// chat.postMessage to about one a second, both time-compressed.
-func tier3(fake *slacktest.Server, scale int) {
-	f := float64(scale)
-	fake.SetLimit("chat.update", slacktest.Rate{PerMinute: 50 * f, Burst: 5})
-	fake.SetLimit("chat.postMessage", slacktest.Rate{PerMinute: 60 * f, Burst: 10})
-}
-
 // paced emits deltas evenly over d and records when the first went out.
 func paced(deltas []string, d time.Duration, first *time.Time, mu *sync.Mutex) chatopstest.Turn {
 	return func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
@@ -226,9 +218,16 @@ func benchStream(b *testing.B, mode string, n int) {
 }
 
 // Benchmark50Runs runs 50 answers at once in one workspace (5 channels, 10
-// threads each) against the fake enforcing Tier 3, and checks every final
+// threads each) against the fake enforcing Slack's tiers, with streaming off
+// and native streaming, and checks every final
 // message and that nothing is called while a Retry-After is pending.
 func Benchmark50Runs(b *testing.B) {
+	for _, mode := range []string{"off", "auto"} {
+		b.Run("streaming="+mode, func(b *testing.B) { bench50(b, mode) })
+	}
+}
+
+func bench50(b *testing.B, mode string) {
 	scale := benchScale(20)
 	const runs = 50
 	for range b.N {
@@ -238,8 +237,8 @@ func Benchmark50Runs(b *testing.B) {
 			channels[fmt.Sprintf("C%d", c+1)] = slackbot.ChannelConfig{Agent: "fake", Allow: []string{"UALLOWED"}}
 		}
 		fake := slacktest.New(b)
-		tier3(fake, scale)
-		h := start(b, st, options{budget: scaledBudget(scale), channels: channels, fake: fake})
+		fake.SetTiers(float64(scale))
+		h := start(b, st, options{budget: scaledBudget(scale), channels: channels, fake: fake, streaming: mode})
 		type thread struct{ channel, root, want string }
 		threads := make([]thread, runs)
 		var (
@@ -294,8 +293,7 @@ func Benchmark50Runs(b *testing.B) {
 		)
 		for _, c := range h.fake.Calls("") {
 			switch c.Method {
-			case "chat.postMessage", "chat.update":
-			default:
+			case "auth.test", "apps.connections.open":
 				continue
 			}
 			total++
@@ -305,6 +303,7 @@ func Benchmark50Runs(b *testing.B) {
 			if c.Status == 429 {
 				limited++
 				pausedUntil = c.At.Add(time.Second)
+				b.Logf("429 on %s", c.Method)
 			}
 		}
 		b.ReportMetric(float64(total), "calls")
