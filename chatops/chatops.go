@@ -88,6 +88,21 @@ type AgentInfo struct {
 	Args registry.ArgRules
 }
 
+// AgentInfos turns the registry's reports into chatops' view: the first
+// problem, else the version warning, is the agent's Problem.
+func AgentInfos(reports []registry.Report) []AgentInfo {
+	out := make([]AgentInfo, 0, len(reports))
+	for _, r := range reports {
+		info := AgentInfo{ID: r.ID, Installed: r.Status != registry.StatusMissing, Version: r.Version, Models: r.Models, InstallHint: r.InstallHint,
+			Args: r.ArgRules(), Problem: r.VersionWarning}
+		if len(r.Problems) > 0 {
+			info.Problem = r.Problems[0]
+		}
+		out = append(out, info)
+	}
+	return out
+}
+
 // Agents lists the configured agents and whether they can run here.
 type Agents interface {
 	Agents(ctx context.Context) []AgentInfo

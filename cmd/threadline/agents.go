@@ -1,29 +1,21 @@
 // Agents: the agent table (configs/agentset) over the wiring table's
-// built-ins, chatops' view of it, and `threadline agents`.
+// built-ins, and `threadline agents`.
 
 package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/registry"
-	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/configs/agentset"
 	"github.com/threadline-bot/threadline/providers/codex"
 	"github.com/threadline-bot/threadline/providers/codexharness"
 )
-
-// errNoRunner marks a detected CLI that this build cannot run yet.
-var errNoRunner = errors.New("no runner for this agent in this build")
 
 // loadAgents builds the agent table of cfg from the wiring table's
 // built-ins, probed through the capability cache of cfg's database; the
@@ -60,23 +52,6 @@ func builtinRunners(log *slog.Logger) ([]agent.Provider, map[string]error) {
 	return providers, noRunner
 }
 
-// agentInfos turns reports into chatops' view.
-func agentInfos(reports []registry.Report) []chatops.AgentInfo {
-	out := make([]chatops.AgentInfo, 0, len(reports))
-	for _, r := range reports {
-		info := chatops.AgentInfo{ID: r.ID, Installed: r.Status != registry.StatusMissing, Version: r.Version, Models: r.Models, InstallHint: r.InstallHint,
-			Args: r.ArgRules()}
-		if r.VersionWarning != "" {
-			info.Problem = r.VersionWarning
-		}
-		if len(r.Problems) > 0 {
-			info.Problem = r.Problems[0]
-		}
-		out = append(out, info)
-	}
-	return out
-}
-
 func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("agents", stdout, stderr, "threadline agents [--all] [--json] [--config F]: the agent CLIs installed here")
 	config := fs.String("config", "", "config file")
@@ -94,29 +69,5 @@ func cmdAgents(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
-	reports := set.Probe(ctx, log)
-	if !*all && !*asJSON {
-		shown := reports[:0:0]
-		for _, r := range reports {
-			if r.Status != registry.StatusMissing {
-				shown = append(shown, r)
-			}
-		}
-		if len(shown) == 0 {
-			fmt.Fprintln(stdout, "No agent CLI is installed. `threadline agents --all` lists the ones Threadline can run, with install commands.")
-			return nil
-		}
-		reports = shown
-	}
-	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		return enc.Encode(reports)
-	}
-	out := registry.Table(reports)
-	if !strings.HasSuffix(out, "\n") {
-		out += "\n"
-	}
-	_, err = io.WriteString(stdout, out)
-	return err
+	return agentset.WriteReports(stdout, set.Probe(ctx, log), *all, *asJSON)
 }

@@ -153,7 +153,7 @@ func (a *app) launch(id string) (registry.Definition, string, error) {
 
 // Agents reports every known agent; it implements chatops.Agents.
 func (a *app) Agents(ctx context.Context) []chatops.AgentInfo {
-	return agentInfos(a.agentTable().Probe(ctx, a.log))
+	return chatops.AgentInfos(a.agentTable().Probe(ctx, a.log))
 }
 
 // defaultAgents are tried in this order when the config names no default.

@@ -61,7 +61,7 @@ func (a *app) Agent(ctx context.Context, id string) (chatops.AgentInfo, bool) {
 		return chatops.AgentInfo{ID: id, Args: registry.StaticArgRules(d)}, true
 	}
 	r, _ := s.ProbeOne(ctx, id, a.log)
-	return agentInfos([]registry.Report{r})[0], true
+	return chatops.AgentInfos([]registry.Report{r})[0], true
 }
 
 // AgentIDs lists the known agent ids (chatops.AgentLookup).

@@ -1,17 +1,15 @@
 // Wiring: the one table of built-in agents (descriptor and provider
-// constructor), and the launch resolution every provider runs under.
+// constructor).
 
 package main
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/configs/agentset"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/claude"
 	"github.com/threadline-bot/threadline/providers/codex"
@@ -93,41 +91,8 @@ func builtinDefinitions() ([]registry.Definition, error) {
 	return registry.Builtins(descs...)
 }
 
-// resolved runs a provider on the executable detection reports: a run with
-// no operator bin and no container starts what registry.Resolve finds for
-// the descriptor (its executable, else the first fallback on PATH), the same
-// function `threadline agents`, doctor and /agents use. A container run keeps
-// the provider's default, looked up inside the container.
-type resolved struct {
-	agent.Provider
-	def      registry.Definition
-	lookPath func(string) (string, error)
-}
-
-// Run resolves the launch target, then runs the provider on it.
-func (r resolved) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	if req.Bin == "" && req.Container == nil {
-		l, err := registry.Resolve(r.def, r.lookPath)
-		if err != nil {
-			return err
-		}
-		req.Bin = l.Path
-	}
-	return r.Provider.Run(ctx, req, emit)
-}
-
-// newBuiltinProvider builds the provider of a built-in (nil constructor:
-// errNoRunner) and wraps it in resolved.
+// newBuiltinProvider builds the provider of a built-in (agentset.Runner:
+// checked, run on the executable detection reports).
 func newBuiltinProvider(b builtin, log *slog.Logger) (agent.Provider, error) {
-	if b.new == nil {
-		return nil, fmt.Errorf("%w: %s (%s)", errNoRunner, b.desc.ID, b.desc.Format)
-	}
-	p, err := b.new(log)
-	if err != nil {
-		return nil, err
-	}
-	if string(p.ID()) != b.desc.ID {
-		return nil, fmt.Errorf("agent %s: its provider says it is %s", b.desc.ID, p.ID())
-	}
-	return resolved{Provider: p, def: b.desc, lookPath: exec.LookPath}, nil
+	return agentset.Runner(b.desc, b.new, log)
 }
