@@ -105,6 +105,15 @@ func (t *Desk) Close() error {
 	return nil
 }
 
+// Scrub returns s with the configured secrets masked (DeskOptions.Redact),
+// for text a front-end posts on its own (a thread title, its home tab).
+func (t *Desk) Scrub(s string) string {
+	if t.opts.Redact == nil {
+		return s
+	}
+	return t.opts.Redact.String(s)
+}
+
 // Policy returns the access policy.
 func (t *Desk) Policy() *Policy { return t.policy }
 

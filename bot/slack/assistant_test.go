@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
@@ -92,5 +93,35 @@ func TestAssistantSurface(t *testing.T) {
 	}
 	if len(h.fake.Home("UALLOWED")) != 0 {
 		t.Error("another person's home was published")
+	}
+}
+
+// TestAssistantTitleScrubbed: a secret in the first prompt of an assistant
+// thread does not reach its title or the home tab.
+func TestAssistantTitleScrubbed(t *testing.T) {
+	const secret = "xoxb-TITLE-secret-123"
+	st := storetest.Open(t, store.DialectSQLite)
+	h := start(t, st, options{streaming: "auto", appHome: true, redact: redact.New(secret)})
+	h.stack.Prov.Add(chatopstest.Answer("ok"))
+	thread := h.fake.PostUserMessage("D1", "", "")
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "assistant_thread_started",
+		"assistant_thread": map[string]any{"user_id": "UADMIN", "channel_id": "D1", "thread_ts": thread}}), 0); err != nil {
+		t.Fatal(err)
+	}
+	msg := h.fake.PostUserMessage("D1", thread, "use "+secret+" please")
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "message", "channel": "D1", "channel_type": "im",
+		"user": "UADMIN", "text": "use " + secret + " please", "ts": msg, "thread_ts": thread}), 0); err != nil {
+		t.Fatal(err)
+	}
+	chatopstest.WaitFor(t, "the title", func() bool { return h.fake.Title("D1", thread) != "" })
+	if got := h.fake.Title("D1", thread); strings.Contains(got, "TITLE-secret") || got != "use "+redact.Mask+" please" {
+		t.Fatalf("title %q", got)
+	}
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_home_opened", "user": "UADMIN", "tab": "home"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	chatopstest.WaitFor(t, "the home tab", func() bool { return strings.Contains(homeText(t, h.fake, "UADMIN"), "please") })
+	if s := homeText(t, h.fake, "UADMIN"); strings.Contains(s, "TITLE-secret") {
+		t.Fatalf("home %q", s)
 	}
 }

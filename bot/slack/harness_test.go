@@ -56,6 +56,8 @@ type options struct {
 	// assistant and appHome are slack.assistant and slack.app_home.
 	assistant slackbot.AssistantConfig
 	appHome   bool
+	// redact is the desk's redactor (chatops.DeskOptions.Redact).
+	redact chatops.Redactor
 }
 
 func testLog() *slog.Logger {
@@ -94,7 +96,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	cfg.Apply(policy)
 	work := t.TempDir()
 	threads := chatops.NewDesk(stack.Bot, chatstore.Store{St: st}, policy, chatops.DeskOptions{
-		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off",
+		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off", Redact: o.redact,
 	}, log)
 	bot, err := slackbot.New(cfg, threads, log)
 	if err != nil {
