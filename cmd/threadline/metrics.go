@@ -5,48 +5,32 @@ package main
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/agentcore/metrics"
+	"github.com/threadline-bot/threadline/bot/matrix"
+	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/configs"
 )
 
-// apiMethod names an API call for a metric label without ids: Slack's method
-// ("chat.update"), or Matrix's endpoint ("sync", "rooms/send").
-func apiMethod(platform, path string) string {
-	if platform == "slack" {
-		if i := strings.LastIndex(path, "/"); i >= 0 {
-			return path[i+1:]
-		}
-		return path
-	}
-	p := path
-	if i := strings.Index(p, "/client/"); i >= 0 {
-		p = p[i+len("/client/"):]
-		if j := strings.IndexByte(p, '/'); j >= 0 { // the version: v3, unstable
-			p = p[j+1:]
-		}
-	}
-	parts := strings.Split(p, "/")
-	if parts[0] == "rooms" && len(parts) > 2 {
-		return "rooms/" + parts[2]
-	}
-	return parts[0]
+// apiMethods are the chat platforms' metric labels of their API calls
+// (bot/slack, bot/matrix), and the calls whose metrics exist from the start.
+var apiMethods = map[string]struct {
+	label func(path string) string
+	known []string
+}{
+	"slack":  {slackbot.APIMethod, slackbot.KnownCalls},
+	"matrix": {matrix.APIMethod, matrix.KnownCalls},
 }
 
-// knownCalls are the API calls of each platform whose metrics exist from
-// the start, as URL paths: the connection check, posting and editing.
-var knownCalls = map[string][]string{
-	"slack":  {"/api/auth.test", "/api/chat.postMessage", "/api/chat.update"},
-	"matrix": {"/_matrix/client/v3/account/whoami", "/_matrix/client/v3/sync", "/_matrix/client/v3/rooms/!r/send/m.room.message/t"},
-}
+// apiMethod names platform's API call at path for a metric label.
+func apiMethod(platform, path string) string { return apiMethods[platform].label(path) }
 
-// knownMethods are the method labels of knownCalls for the platforms in use.
+// knownMethods are the method labels of the known calls of the platforms in use.
 func knownMethods(platforms ...string) map[string][]string {
 	out := map[string][]string{}
 	for _, p := range platforms {
-		for _, path := range knownCalls[p] {
+		for _, path := range apiMethods[p].known {
 			out[p] = append(out[p], apiMethod(p, path))
 		}
 	}
