@@ -6,7 +6,6 @@ package main
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
@@ -131,8 +130,8 @@ func (s *slackFront) Handlers() map[string]http.Handler {
 	return map[string]http.Handler{"/slack/": s.bot.Handler()}
 }
 
-// matrixFront runs the Matrix bot.
-type matrixFront struct{ bot *matrix.Bot }
+// matrixFront runs the Matrix bot (Run, Healthy: bot/matrix).
+type matrixFront struct{ *matrix.Bot }
 
 func buildMatrix(_ context.Context, a *app) (frontEnd, error) {
 	c := a.cfg.Matrix
@@ -147,25 +146,11 @@ func buildMatrix(_ context.Context, a *app) (frontEnd, error) {
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
 	}
-	return &matrixFront{bot: bot}, nil
+	return matrixFront{bot}, nil
 }
 
-func (m *matrixFront) Name() string                      { return "matrix" }
-func (m *matrixFront) Run(ctx context.Context) error     { return m.bot.Run(ctx) }
-func (m *matrixFront) Handlers() map[string]http.Handler { return nil }
-
-// Healthy asks the homeserver who the bot is.
-func (m *matrixFront) Healthy(ctx context.Context) error {
-	select {
-	case <-m.bot.Ready():
-	default:
-		return errors.New("not connected yet")
-	}
-	if _, err := m.bot.Client().Whoami(ctx); err != nil {
-		return fmt.Errorf("whoami: %w", err)
-	}
-	return nil
-}
+func (matrixFront) Name() string                      { return "matrix" }
+func (matrixFront) Handlers() map[string]http.Handler { return nil }
 
 // deskState is embedded in app: the front desk, built once.
 type deskState struct {
