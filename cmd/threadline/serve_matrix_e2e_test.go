@@ -20,6 +20,7 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/threadline-bot/threadline/bot/matrix/dendritetest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -106,10 +107,11 @@ func TestServeMatrixEndToEnd(t *testing.T) {
 		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "touch approved.txt && echo approved-run", "description": "Create approved.txt"})),
 		fakeapi.Text("Hello", " from", " Claude", " over Matrix."),
 	)
+	listen := freePort(t)
 	cfg := map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
 		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
-		"http":     map[string]any{"listen": freePort(t)},
+		"http":     map[string]any{"listen": listen},
 		"workdir":  work,
 		"access":   map[string]any{"admins": []string{"matrix:" + string(alice.ID)}},
 		"defaults": map[string]any{"agent": "claude"},
@@ -144,6 +146,11 @@ func TestServeMatrixEndToEnd(t *testing.T) {
 	seen.waitFor(t, "the bot to join", func(e *event.Event) bool {
 		m, _ := e.Content.Raw["membership"].(string)
 		return e.Type == event.StateMember && e.GetStateKey() == string(botUser.ID) && m == "join"
+	})
+	// Connected, the bot is healthy: it synced and the homeserver says who it is.
+	chatopstest.WaitFor(t, `/healthz "matrix":"ok"`, func() bool {
+		code, body := get("http://" + listen + "/healthz")
+		return code == 200 && strings.Contains(body, `"matrix":"ok"`)
 	})
 	say := func(thread id.EventID, text string) id.EventID {
 		c := &event.MessageEventContent{MsgType: event.MsgText, Body: string(botUser.ID) + " " + text, Mentions: &event.Mentions{UserIDs: []id.UserID{botUser.ID}}}
