@@ -7,8 +7,6 @@
 package jsonstream
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -45,30 +43,19 @@ func grokCLISetup(t *testing.T, key string, scripts ...fakeopenai.Script) (*Prov
 // does not outlive the run.
 func TestGrokCLIE2E(t *testing.T) {
 	marker := providertest.OrphanMarker("grok-cli-done")
-	p, fake, work := grokCLISetup(t, "sk-fake", fakeopenai.When("Run it", fakeopenai.WithTools(fakeopenai.Shell(
-		"echo grok-e2e > out.txt; "+providertest.LeftBehind(marker)+"; cat out.txt"))))
+	p, fake, work := grokCLISetup(t, "sk-fake", providertest.ShellScript("grok-e2e", marker))
 	if p == nil {
 		return
 	}
-	r := providertest.Run(t, p, agent.RunRequest{Prompt: "Run it", Cwd: work, Approval: agent.ApprovalAccept}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := providertest.CheckShellTurn(t, p, work, "grok-e2e", marker)
 	done := r.Of(agent.EventToolCompleted)
 	if len(done) != 1 || done[0].Tool.Name != "bash" || strings.TrimSpace(done[0].Tool.Output) != "grok-e2e" {
 		t.Errorf("tool.completed = %+v", done)
-	}
-	if got := r.Text(); !strings.Contains(got, "Tool result: grok-e2e") {
-		t.Errorf("answer %q lacks the tool round trip", got)
-	}
-	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "grok-e2e\n" {
-		t.Errorf("out.txt = %q, %v", b, err)
 	}
 	reqs := fake.ChatRequests()
 	if len(reqs) != 2 || reqs[0].Model != fakeopenai.DefaultModel {
 		t.Errorf("%d chat requests, model %q", len(reqs), reqs[0].Model)
 	}
-	providertest.NoOrphans(t, marker)
 }
 
 // TestGrokCLIE2EFailures: a model error (grok-cli exits 0 and prints its
@@ -95,12 +82,11 @@ func TestGrokCLIE2EFailures(t *testing.T) {
 // the grace, and the tool's process is gone too.
 func TestGrokCLIE2ECancel(t *testing.T) {
 	marker := providertest.OrphanMarker("grok-cli-cancel")
-	p, _, work := grokCLISetup(t, "sk-fake", fakeopenai.When("Hang", fakeopenai.WithTools(fakeopenai.Shell(providertest.Holding("started.txt", marker)))))
+	p, _, work := grokCLISetup(t, "sk-fake", providertest.HangScript(marker))
 	if p == nil {
 		return
 	}
-	providertest.CheckCancelled(t, p, agent.RunRequest{Prompt: "Hang", Cwd: work, Approval: agent.ApprovalAccept},
-		filepath.Join(work, "started.txt"), marker, p.opts.StopGrace+5*time.Second)
+	providertest.CheckShellCancelled(t, p, work, marker, p.opts.StopGrace+5*time.Second)
 }
 
 // TestGrokCLIVersionProbe: detection reads the real grok-cli's version from

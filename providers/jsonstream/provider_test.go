@@ -303,3 +303,27 @@ while [ ! -e "$DIR/up" ]; do sleep 0.01; done`)
 	}
 	providertest.NoOrphans(t, marker)
 }
+
+// TestCommandRefusesFlagValues: "--auto" as a model (opencode would read it
+// as auto-approve after "-m") or as an effort is refused by every dialect, as
+// is an unknown mode, and a valid value is one argument bound to its flag.
+func TestCommandRefusesFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, d := range Dialects {
+		t.Run(string(d), func(t *testing.T) {
+			if args, err := Command(d, agent.RunRequest{Mode: "yolo"}, DefaultArgvLimit); !errors.Is(err, agent.ErrInvalidArgValue) || args != nil {
+				t.Errorf("mode yolo: args %q, err %v", args, err)
+			}
+			args := providertest.CheckFlagValues(t, func(req agent.RunRequest) ([]string, error) {
+				return Command(d, req, DefaultArgvLimit)
+			}, true)
+			if slices.Contains(args, "--variant") {
+				t.Errorf("bare --variant in %q", args)
+			}
+		})
+	}
+	args, err := Command(OpenCode, agent.RunRequest{Effort: "high"}, DefaultArgvLimit)
+	if err != nil || !slices.Contains(args, "--variant=high") || strings.Contains(strings.Join(args, " "), "--auto") {
+		t.Errorf("opencode effort: %q %v", args, err)
+	}
+}

@@ -164,3 +164,13 @@ func TestDescriptor(t *testing.T) {
 		t.Errorf("a prompt over the argv limit: %+v %v (descriptor fallback %q)", long, err, d.PromptFallback)
 	}
 }
+
+// TestCommandRefusesFlagValues: a model that could read as a flag never
+// reaches argv; a valid one is one --model=M argument.
+func TestCommandRefusesFlagValues(t *testing.T) {
+	t.Parallel()
+	providertest.CheckFlagValues(t, func(req agent.RunRequest) ([]string, error) {
+		inv, err := Command(req, DefaultArgvLimit)
+		return inv.Args, err
+	}, true)
+}

@@ -21,8 +21,8 @@ func TestRunRefusesFlagValues(t *testing.T) {
 	} {
 		h := newHarness(t)
 		res := h.run(req, nil)
-		if !errors.Is(res.err, agent.ErrInvalidArgValue) || len(res.events) != 0 {
-			t.Errorf("Run(%+v) = %v, events %s; want ErrInvalidArgValue and no event", req, res.err, res.types())
+		if !errors.Is(res.Err, agent.ErrInvalidArgValue) || len(res.Events) != 0 {
+			t.Errorf("Run(%+v) = %v, events %s; want ErrInvalidArgValue and no event", req, res.Err, res.Types())
 		}
 		if _, err := os.Stat(h.record); !os.IsNotExist(err) {
 			t.Errorf("Run(%+v) started pi (stat: %v)", req, err)

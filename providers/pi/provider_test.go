@@ -24,6 +24,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 const (
@@ -63,18 +64,16 @@ func assistant(text, stop, errMsg string) map[string]any {
 }
 
 func fakePi() int {
-	rec, err := os.OpenFile(os.Getenv(envRecord), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if slices.Contains(os.Args[1:], "--version") {
+		fmt.Println("0.73.1")
+		return 0
+	}
+	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
 	}
 	defer rec.Close()
-	if slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("0.73.1")
-		return 0
-	}
-	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:]})
-	rec.Write(append(head, '\n'))
 	file := os.Getenv(envFile)
 	if i := slices.Index(os.Args, "--session"); i > 0 && i+1 < len(os.Args) {
 		s := os.Args[i+1]
@@ -246,98 +245,42 @@ func newHarness(t *testing.T) *harness {
 	return &harness{t: t, prov: prov, record: record, cwd: cwd, file: file}
 }
 
-type result struct {
-	events  []agent.Event
-	err     error
-	elapsed time.Duration
-}
-
-func (r *result) of(typ agent.EventType) []agent.Event {
-	var out []agent.Event
-	for _, ev := range r.events {
-		if ev.Type == typ {
-			out = append(out, ev)
-		}
-	}
-	return out
-}
-
-func (r *result) last() agent.Event { return r.events[len(r.events)-1] }
-
-func (r *result) types() string {
-	var s []string
-	for _, ev := range r.events {
-		s = append(s, string(ev.Type))
-	}
-	return strings.Join(s, " ")
-}
-
-func (h *harness) run(req agent.RunRequest, onEvent func(agent.Event, context.CancelFunc)) *result {
+func (h *harness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
 	h.t.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.cwd
 	}
-	ctx, cancel := context.WithTimeout(h.t.Context(), 20*time.Second)
-	defer cancel()
-	res := &result{}
-	start := time.Now()
-	res.err = h.prov.Run(ctx, req, func(ev agent.Event) {
-		res.events = append(res.events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	res.elapsed = time.Since(start)
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		h.t.Fatal("Run hit the test timeout")
-	}
-	for i, ev := range res.events {
-		if ev.Type.Terminal() && i != len(res.events)-1 {
-			h.t.Errorf("terminal %s is not last: %s", ev.Type, res.types())
-		}
-	}
-	return res
+	return providertest.Run(h.t, h.prov, req, onEvent)
 }
 
 // recorded returns the fake's argv and the client's stdin lines.
 func (h *harness) recorded() (argv []string, lines []string) {
 	h.t.Helper()
-	data, err := os.ReadFile(h.record)
-	if err != nil {
-		h.t.Fatal(err)
+	r := providertest.ReadRecord(h.t, h.record)
+	for _, l := range r.Stdin {
+		lines = append(lines, string(l))
 	}
-	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		if i == 0 {
-			var head struct {
-				Argv []string `json:"argv"`
-			}
-			_ = json.Unmarshal([]byte(l), &head)
-			argv = head.Argv
-			continue
-		}
-		lines = append(lines, l)
-	}
-	return argv, lines
+	return r.Argv, lines
 }
 
 func TestRunText(t *testing.T) {
 	h := newHarness(t)
 	r := h.run(agent.RunRequest{Prompt: "text", Approval: agent.ApprovalAccept, Model: "fake/fake-model", Effort: "high"}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
 	want := "session.updated reasoning.delta assistant.delta assistant.delta provider.native provider.native usage.updated run.completed"
-	if r.types() != want {
-		t.Fatalf("events\n got %s\nwant %s", r.types(), want)
+	if got := strings.Trim(fmt.Sprint(r.Types()), "[]"); got != want {
+		t.Fatalf("events\n got %s\nwant %s", got, want)
 	}
-	if ev := r.events[0]; ev.SessionID != h.file || ev.Model != "fake/fake-model" {
+	if ev := r.Events[0]; ev.SessionID != h.file || ev.Model != "fake/fake-model" {
 		t.Errorf("session.updated %+v", ev)
 	}
-	if u := r.of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CacheReadTokens != 1 || u.CostUSD != 0.5 {
+	if u := r.Of(agent.EventUsageUpdated)[0].Usage; u.InputTokens != 10 || u.OutputTokens != 5 || u.CacheReadTokens != 1 || u.CostUSD != 0.5 {
 		t.Errorf("usage %+v", u)
 	}
-	if r.last().Text != "Hello" {
-		t.Errorf("final %q", r.last().Text)
+	if r.Last().Text != "Hello" {
+		t.Errorf("final %q", r.Last().Text)
 	}
 	argv, lines := h.recorded()
 	if !slices.Equal(argv, []string{"--mode", "rpc", "--model", "fake/fake-model", "--thinking", "high"}) {
@@ -353,8 +296,8 @@ func TestRunReadOnlyUnlessAccept(t *testing.T) {
 		h := newHarness(t)
 		req.Prompt = "text"
 		r := h.run(req, nil)
-		if r.err != nil || r.events[0].Subtype != "read_only_tools" {
-			t.Fatalf("%+v: Run = %v, events %s", req, r.err, r.types())
+		if r.Err != nil || r.Events[0].Subtype != "read_only_tools" {
+			t.Fatalf("%+v: Run = %v, events %s", req, r.Err, r.Types())
 		}
 		argv, _ := h.recorded()
 		if !slices.Equal(argv, []string{"--mode", "rpc", "--tools", "read,grep,find,ls"}) {
@@ -366,24 +309,24 @@ func TestRunReadOnlyUnlessAccept(t *testing.T) {
 func TestRunTool(t *testing.T) {
 	h := newHarness(t)
 	r := h.run(agent.RunRequest{Prompt: "tool", Approval: agent.ApprovalAccept}, nil)
-	if r.err != nil {
-		t.Fatalf("Run: %v", r.err)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
 	}
-	st := r.of(agent.EventToolStarted)
+	st := r.Of(agent.EventToolStarted)
 	if len(st) != 1 || st[0].Tool.Summary != "bash: ls -la" || string(st[0].Tool.Input) != `{"command":"ls -la"}` {
 		t.Fatalf("tool.started %+v", st)
 	}
 	var outs []string
-	for _, ev := range r.of(agent.EventToolOutput) {
+	for _, ev := range r.Of(agent.EventToolOutput) {
 		outs = append(outs, ev.Text)
 	}
 	if !slices.Equal(outs, []string{"a", "b"}) {
 		t.Errorf("tool.output %q", outs)
 	}
-	if c := r.of(agent.EventToolCompleted); len(c) != 1 || c[0].Tool.Output != "ab" || !c[0].Tool.IsError {
+	if c := r.Of(agent.EventToolCompleted); len(c) != 1 || c[0].Tool.Output != "ab" || !c[0].Tool.IsError {
 		t.Errorf("tool.completed %+v", c)
 	}
-	if d := r.of(agent.EventAssistantDelta); len(d) != 1 || d[0].Text != "done" {
+	if d := r.Of(agent.EventAssistantDelta); len(d) != 1 || d[0].Text != "done" {
 		t.Errorf("unstreamed text %+v", d)
 	}
 }
@@ -392,28 +335,28 @@ func TestRunRetry(t *testing.T) {
 	t.Run("recovers", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "retry-ok", Approval: agent.ApprovalAccept}, nil)
-		if r.err != nil || r.last().Type != agent.EventRunCompleted || r.last().Text != "recovered" {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Last().Text != "recovered" {
+			t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 		}
-		if sys := r.of(agent.EventSystem); len(sys) != 1 || sys[0].Subtype != "api_retry" || !strings.Contains(sys[0].Text, "attempt 1 of 2") {
+		if sys := r.Of(agent.EventSystem); len(sys) != 1 || sys[0].Subtype != "api_retry" || !strings.Contains(sys[0].Text, "attempt 1 of 2") {
 			t.Errorf("system %+v", sys)
 		}
 	})
 	t.Run("gives up", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "retry-fail", Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Type != agent.EventRunFailed || r.last().Text != "500 fake upstream failure" {
-			t.Fatalf("Run = %v, events %s, last %+v", r.err, r.types(), r.last())
+		if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Type != agent.EventRunFailed || r.Last().Text != "500 fake upstream failure" {
+			t.Fatalf("Run = %v, events %s, last %+v", r.Err, r.Types(), r.Last())
 		}
 	})
 	t.Run("no retry follows", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "error", Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Text != "400 bad request" {
-			t.Fatalf("Run = %v, last %+v", r.err, r.last())
+		if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Text != "400 bad request" {
+			t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 		}
-		if r.elapsed < 200*time.Millisecond {
-			t.Errorf("ended after %s, before the retry window", r.elapsed)
+		if r.Elapsed < 200*time.Millisecond {
+			t.Errorf("ended after %s, before the retry window", r.Elapsed)
 		}
 	})
 }
@@ -427,8 +370,8 @@ func TestRunFailures(t *testing.T) {
 		t.Run(prompt, func(t *testing.T) {
 			h := newHarness(t)
 			r := h.run(agent.RunRequest{Prompt: prompt, Approval: agent.ApprovalAccept}, nil)
-			if !errors.Is(r.err, agent.ErrRunFailed) || r.last().Type != agent.EventRunFailed || !strings.Contains(r.last().Text, want) {
-				t.Fatalf("Run = %v, last %+v", r.err, r.last())
+			if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Type != agent.EventRunFailed || !strings.Contains(r.Last().Text, want) {
+				t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 			}
 		})
 	}
@@ -443,8 +386,8 @@ func TestRunAbort(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted || r.last().Text != "Request was aborted" {
-		t.Fatalf("Run = %v, events %s", r.err, r.types())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted || r.Last().Text != "Request was aborted" {
+		t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 	}
 	if d := time.Since(at); d > time.Second {
 		t.Errorf("returned %s after cancel", d)
@@ -464,8 +407,8 @@ func TestRunAbortKillsAfterDeadline(t *testing.T) {
 			cancel()
 		}
 	})
-	if r.err != nil || r.last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, events %s", r.err, r.types())
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 	}
 	if d := time.Since(at); d < 300*time.Millisecond || d > 3*time.Second {
 		t.Errorf("returned %s after cancel", d)
@@ -481,27 +424,27 @@ func TestRunDialogs(t *testing.T) {
 				responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionApprove, By: "alice"}
 			}
 		})
-		if r.err != nil {
-			t.Fatalf("Run: %v", r.err)
+		if r.Err != nil {
+			t.Fatalf("Run: %v", r.Err)
 		}
-		in := r.of(agent.EventInteractionRequested)[0].Interaction
+		in := r.Of(agent.EventInteractionRequested)[0].Interaction
 		if in.ID != "d1" || string(in.NativeID) != `"d1"` || in.Kind != agent.KindPermission || in.Title != "Allow rm?" || in.Reason != "It deletes files." {
 			t.Errorf("interaction %+v", in)
 		}
-		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.Status != agent.StatusApproved || res.By != "alice" {
+		if res := r.Of(agent.EventInteractionResolved)[0].Resolution; res.Status != agent.StatusApproved || res.By != "alice" {
 			t.Errorf("resolution %+v", res)
 		}
-		if r.last().Text != `answer: {"confirmed":true,"id":"d1","type":"extension_ui_response"}` {
-			t.Errorf("pi got %q", r.last().Text)
+		if r.Last().Text != `answer: {"confirmed":true,"id":"d1","type":"extension_ui_response"}` {
+			t.Errorf("pi got %q", r.Last().Text)
 		}
 	})
 	t.Run("policy", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "confirm", Approval: agent.ApprovalDeny}, nil)
-		if r.err != nil || !strings.Contains(r.last().Text, `"confirmed":false`) {
-			t.Fatalf("Run = %v, last %+v", r.err, r.last())
+		if r.Err != nil || !strings.Contains(r.Last().Text, `"confirmed":false`) {
+			t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 		}
-		if res := r.of(agent.EventInteractionResolved)[0].Resolution; res.By != "policy" || res.Status != agent.StatusDeclined {
+		if res := r.Of(agent.EventInteractionResolved)[0].Resolution; res.By != "policy" || res.Status != agent.StatusDeclined {
 			t.Errorf("resolution %+v", res)
 		}
 	})
@@ -511,8 +454,8 @@ func TestRunSessions(t *testing.T) {
 	t.Run("resume by file", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: h.file, Approval: agent.ApprovalAccept}, nil)
-		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 0 {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 0 {
+			t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 		}
 		if argv, _ := h.recorded(); !slices.Equal(argv[:4], []string{"--mode", "rpc", "--session", h.file}) {
 			t.Errorf("argv %q", argv)
@@ -521,22 +464,22 @@ func TestRunSessions(t *testing.T) {
 	t.Run("missing file", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: filepath.Join(h.cwd, "gone.jsonl")}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.events) != 0 {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Events) != 0 {
+			t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 		}
 	})
 	t.Run("unknown id", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: "bogus"}, nil)
-		if !errors.Is(r.err, agent.ErrSessionNotFound) || len(r.of(agent.EventRunFailed)) != 0 || r.last().Subtype != "session_not_found" {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Of(agent.EventRunFailed)) != 0 || r.Last().Subtype != "session_not_found" {
+			t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 		}
 	})
 	t.Run("fork", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "text", ResumeID: h.file, Fork: true, Approval: agent.ApprovalAccept}, nil)
-		if r.err != nil || len(r.of(agent.EventSessionUpdated)) != 1 {
-			t.Fatalf("Run = %v, events %s", r.err, r.types())
+		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 1 {
+			t.Fatalf("Run = %v, events %s", r.Err, r.Types())
 		}
 		if argv, _ := h.recorded(); !slices.Equal(argv[:4], []string{"--mode", "rpc", "--fork", h.file}) {
 			t.Errorf("argv %q", argv)

@@ -61,22 +61,11 @@ func continueSetup(t *testing.T, scripts ...fakeopenai.Script) (*Provider, strin
 // background does not outlive the run.
 func TestContinueE2E(t *testing.T) {
 	marker := providertest.OrphanMarker("continue-done")
-	p, work := continueSetup(t, fakeopenai.When("Run it", fakeopenai.WithTools(fakeopenai.Shell(
-		"echo cn-e2e > out.txt; "+providertest.LeftBehind(marker)+"; cat out.txt"))))
+	p, work := continueSetup(t, providertest.ShellScript("cn-e2e", marker))
 	if p == nil {
 		return
 	}
-	r := providertest.Run(t, p, agent.RunRequest{Prompt: "Run it", Cwd: work, Approval: agent.ApprovalAccept}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
-	if got := r.Text(); !strings.Contains(got, "Tool result: cn-e2e") {
-		t.Errorf("answer %q lacks the tool round trip", got)
-	}
-	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != "cn-e2e\n" {
-		t.Errorf("out.txt = %q, %v", b, err)
-	}
-	providertest.NoOrphans(t, marker)
+	providertest.CheckShellTurn(t, p, work, "cn-e2e", marker)
 }
 
 // TestContinueE2EFailure: a model error the CLI does not retry makes cn exit
@@ -98,12 +87,11 @@ func TestContinueE2EFailure(t *testing.T) {
 // and the tool's process is gone too.
 func TestContinueE2ECancel(t *testing.T) {
 	marker := providertest.OrphanMarker("continue-cancel")
-	p, work := continueSetup(t, fakeopenai.When("Hang", fakeopenai.WithTools(fakeopenai.Shell(providertest.Holding("started.txt", marker)))))
+	p, work := continueSetup(t, providertest.HangScript(marker))
 	if p == nil {
 		return
 	}
-	providertest.CheckCancelled(t, p, agent.RunRequest{Prompt: "Hang", Cwd: work, Approval: agent.ApprovalAccept},
-		filepath.Join(work, "started.txt"), marker, p.opts.StopGrace+5*time.Second)
+	providertest.CheckShellCancelled(t, p, work, marker, p.opts.StopGrace+5*time.Second)
 }
 
 // TestContinueVersionProbe: detection runs the real `cn --version` and

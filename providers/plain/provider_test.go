@@ -382,3 +382,18 @@ func TestJulesDescriptor(t *testing.T) {
 		t.Error("jules has a runnable plain descriptor")
 	}
 }
+
+// TestCommandRefusesFlagValues: a model or effort that could read as a flag
+// never reaches argv, whatever the CLI; a valid model is one --model=M
+// argument (none for Continue, which takes its model from its config).
+func TestCommandRefusesFlagValues(t *testing.T) {
+	t.Parallel()
+	for _, cli := range CLIs {
+		t.Run(string(cli), func(t *testing.T) {
+			providertest.CheckFlagValues(t, func(req agent.RunRequest) ([]string, error) {
+				inv, err := Command(cli, req, DefaultArgvLimit, DefaultResumeFlag)
+				return inv.Args, err
+			}, cli != Continue)
+		})
+	}
+}

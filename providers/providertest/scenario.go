@@ -1,16 +1,22 @@
 // Scenarios every real-CLI e2e test runs the same way, whatever the agent:
-// resume, cancel mid-stream, an upstream error.
+// resume, cancel mid-stream, an upstream error; and the shell-tool turns the
+// one-shot CLIs' e2e tests (Copilot, Kilo, opencode, grok-cli, Continue) run
+// against the Chat Completions fake: a tool call round trip, a turn resuming
+// its session, a cancel while a tool runs.
 
 package providertest
 
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
 // Turn runs one turn of an e2e harness in its working directory (its run
@@ -129,4 +135,87 @@ func Transcripts[R any, P interface {
 		out[i] = P(&reqs[i]).Transcript()
 	}
 	return out
+}
+
+// Prompts of the shell-tool scenarios, and the answer to ResumePrompt.
+const (
+	ShellPrompt  = "Run it"
+	ResumePrompt = "And again"
+	ResumeText   = "Second turn answer."
+	HangPrompt   = "Hang"
+)
+
+// ShellScript scripts the fake's answer to ShellPrompt: a shell tool call
+// that writes word to out.txt, leaves a process holding done behind
+// (LeftBehind) and prints the file.
+func ShellScript(word, done string) fakeopenai.Script {
+	return fakeopenai.When(ShellPrompt, fakeopenai.WithTools(fakeopenai.Shell("echo "+word+" > out.txt; "+LeftBehind(done)+"; cat out.txt")))
+}
+
+// ResumeScript scripts the fake's answer to ResumePrompt: ResumeText.
+func ResumeScript() fakeopenai.Script {
+	return fakeopenai.When(ResumePrompt, fakeopenai.WithTools(fakeopenai.Text(ResumeText)))
+}
+
+// HangScript scripts the fake's answer to HangPrompt: a tool call held by
+// Holding("started.txt", held), for CheckShellCancelled.
+func HangScript(held string) fakeopenai.Script {
+	return fakeopenai.When(HangPrompt, fakeopenai.WithTools(fakeopenai.Shell(Holding("started.txt", held))))
+}
+
+// CheckShellTurn runs ShellPrompt through p in work with approval accept
+// and checks that the run completed, that the answer carries the tool's
+// result ("Tool result: word"), that out.txt holds word and that no process
+// holding done is left (the fake scripted with ShellScript). It returns the run for the CLI's own checks.
+func CheckShellTurn(t testing.TB, p Runner, work, word, done string) *Result {
+	t.Helper()
+	r := Run(t, p, agent.RunRequest{Prompt: ShellPrompt, Cwd: work, Approval: agent.ApprovalAccept}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("shell turn: %v, last %+v", r.Err, r.Last())
+	}
+	if !strings.Contains(r.Text(), "Tool result: "+word) {
+		t.Errorf("answer %q lacks the tool round trip", r.Text())
+	}
+	if b, err := os.ReadFile(filepath.Join(work, "out.txt")); err != nil || string(b) != word+"\n" {
+		t.Errorf("out.txt = %q, %v", b, err)
+	}
+	NoOrphans(t, done)
+	return r
+}
+
+// CheckShellResumed runs ResumePrompt through p in work resuming session
+// sid and checks that it completed with ResumeText and that the model saw
+// the first turn: lastTranscript returns the transcript of the last request
+// the fake was sent. It returns the run.
+func CheckShellResumed(t testing.TB, p Runner, work, sid string, lastTranscript func() string) *Result {
+	t.Helper()
+	r := Run(t, p, agent.RunRequest{Prompt: ResumePrompt, Cwd: work, ResumeID: sid}, nil)
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || !strings.Contains(r.Text(), ResumeText) {
+		t.Fatalf("resumed run: %v, last %+v", r.Err, r.Last())
+	}
+	if tr := lastTranscript(); !strings.Contains(tr, ShellPrompt) {
+		t.Errorf("the resumed turn lacks the first:\n%s", tr)
+	}
+	return r
+}
+
+// CheckShellCancelled runs HangPrompt through p in work with approval
+// accept and checks it as CheckCancelled does (the fake scripted with
+// HangScript(held)).
+func CheckShellCancelled(t testing.TB, p Runner, work, held string, limit time.Duration) {
+	t.Helper()
+	CheckCancelled(t, p, agent.RunRequest{Prompt: HangPrompt, Cwd: work, Approval: agent.ApprovalAccept},
+		filepath.Join(work, "started.txt"), held, limit)
+}
+
+// LastTranscript returns the transcript of the last chat request fake
+// recorded ("" before any), for CheckShellResumed.
+func LastTranscript(fake *fakeopenai.Server) func() string {
+	return func() string {
+		reqs := fake.ChatRequests()
+		if len(reqs) == 0 {
+			return ""
+		}
+		return reqs[len(reqs)-1].Transcript()
+	}
 }
