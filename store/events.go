@@ -36,9 +36,9 @@ const (
 	// page, which made a replay quadratic.
 	queryEventsAfter = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4`
-	// queryEventsFrom is the unbounded page, read only past a window that came
-	// back short: at the chat's end it finds nothing, past a hole the rest of
-	// the page.
+	// queryEventsFrom is the unbounded page, read only after a window that came
+	// back short: at the chat's end it finds nothing (or what was committed
+	// since), past a hole the rest of the page.
 	queryEventsFrom = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	// queryEventsBefore reads the window [$3, $2) of seqs backwards. Seqs have
@@ -47,6 +47,10 @@ WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	queryEventsBefore = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq < $2 AND seq >= $3 ORDER BY seq DESC LIMIT $4`
 	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
+	// queryLastSeqsPG is queryLastSeq for many chats at once: one index lookup
+	// per chat, whatever the statistics.
+	queryLastSeqsPG = `SELECT c AS chat_id, COALESCE((SELECT MAX(seq) FROM chat_events WHERE chat_id = c), 0) AS seq
+FROM unnest($1::text[]) AS c`
 
 	// queryInsertEventsPG inserts any number of rows with six array parameters:
 	// one short statement that Postgres parses and plans quickly, whatever the
@@ -169,8 +173,9 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 }
 
 // EventsAfter returns up to limit events of the chat with seq > afterSeq, by seq.
-// It reads the window of the limit seqs above afterSeq, and past it only if
-// that window came back short (the chat's end, or a hole).
+// It reads the window of the limit seqs above afterSeq, and on from its last row
+// only if that window came back short (the chat's end, a hole, or a commit
+// landing meanwhile).
 func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = 1000
@@ -181,9 +186,15 @@ func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, 
 		return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, afterSeq, translate(err))
 	}
 	if len(rows) < limit {
+		// Go on from the last row read, not from the window's end: a commit
+		// between the two queries may have filled the window since.
+		from := afterSeq
+		if len(rows) > 0 {
+			from = rows[len(rows)-1].Seq
+		}
 		var more []eventRow
-		if err := s.db.SelectContext(ctx, &more, queryEventsFrom, chatID, to, limit-len(rows)); err != nil {
-			return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, to, translate(err))
+		if err := s.db.SelectContext(ctx, &more, queryEventsFrom, chatID, from, limit-len(rows)); err != nil {
+			return nil, fmt.Errorf("store: events of chat %s after %d: %w", chatID, from, translate(err))
 		}
 		rows = append(rows, more...)
 	}
@@ -236,6 +247,33 @@ func (s *Store) LastSeq(ctx context.Context, chatID string) (int64, error) {
 		return 0, fmt.Errorf("store: last seq of chat %s: %w", chatID, translate(err))
 	}
 	return seq, nil
+}
+
+// LastSeqs returns the highest stored seq of each of the chats (0 for a chat
+// without events): one query on Postgres, one per chat on SQLite.
+func (s *Store) LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error) {
+	out := make(map[string]int64, len(chatIDs))
+	if s.dialect != DialectPostgres {
+		for _, c := range chatIDs {
+			seq, err := s.LastSeq(ctx, c)
+			if err != nil {
+				return nil, err
+			}
+			out[c] = seq
+		}
+		return out, nil
+	}
+	var rows []struct {
+		ChatID string `db:"chat_id"`
+		Seq    int64  `db:"seq"`
+	}
+	if err := s.db.SelectContext(ctx, &rows, queryLastSeqsPG, pq.StringArray(chatIDs)); err != nil {
+		return nil, fmt.Errorf("store: last seqs of %d chats: %w", len(chatIDs), translate(err))
+	}
+	for _, r := range rows {
+		out[r.ChatID] = r.Seq
+	}
+	return out, nil
 }
 
 // insertPG runs queryInsertEventsPG as a prepared statement (prepared on first

@@ -103,3 +103,73 @@ func TestEventsAfterHoles(t *testing.T) {
 		}
 	})
 }
+
+// TestLastSeqs: the last seq of many chats in one call, 0 for a chat without
+// events or unknown.
+func TestLastSeqs(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		for _, c := range []string{"c1", "c2", "empty"} {
+			newChat(t, s, c)
+		}
+		if err := s.AppendEvents(ctx, append(events("c1", 1, 7), events("c2", 1, 3)...)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.LastSeqs(ctx, []string{"c1", "c2", "empty", "nosuch"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got) != "map[c1:7 c2:3 empty:0 nosuch:0]" {
+			t.Fatalf("LastSeqs = %v", got)
+		}
+	})
+}
+
+// TestEventsAfterWhileAppending: pages read while batches are committed are
+// gapless runs of seqs (a short window read again from its end, not from the
+// window's edge, which a commit between the two queries may have filled).
+func TestEventsAfterWhileAppending(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		ctx := t.Context()
+		newChat(t, s, "c1")
+		const batches, size, page = 300, 7, 10
+		done := make(chan error, 1)
+		go func() {
+			for i := range int64(batches) {
+				if err := s.AppendEvents(ctx, events("c1", i*size+1, (i+1)*size)); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+		after, appended := int64(0), false
+		for after < batches*size {
+			evs, err := s.EventsAfter(ctx, "c1", after, page)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range evs {
+				if e.Seq != after+1 {
+					t.Fatalf("page after %d holds seq %d: a gap", after, e.Seq)
+				}
+				after = e.Seq
+			}
+			if !appended {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+					appended = true
+				default:
+				}
+			}
+		}
+		if !appended {
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
