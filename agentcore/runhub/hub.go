@@ -233,9 +233,10 @@ func (h *Hub) Running(chatID string) (runID string, ok bool) {
 }
 
 // Release waits for the events queued before it (Sync), records the run's
-// terminal status (FinishRun) and then frees the chat. FinishRun runs even when ctx is already cancelled (bounded by a timeout). The
-// memory lock is freed even when FinishRun fails; that error is returned. Only the
-// first call does anything.
+// terminal status (FinishRun) and then frees the chat. FinishRun runs even when
+// ctx is already cancelled (bounded by a timeout). The memory lock is freed even
+// when FinishRun fails; that error is returned. Only the first call does
+// anything.
 func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMessage, errText string) error {
 	var err error
 	l.once.Do(func() {
@@ -332,6 +333,9 @@ func (h *Hub) queue(ctx context.Context, r *appendReq) error {
 	case h.reqs <- r:
 		return nil
 	case <-ctx.Done():
+		if r.barrier {
+			return fmt.Errorf("runhub: sync: %w", ctx.Err())
+		}
 		return fmt.Errorf("runhub: append to chat %s: %w", r.ev.ChatID, ctx.Err())
 	}
 }
@@ -390,6 +394,7 @@ func (h *Hub) commit(batch []*appendReq) {
 	ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
 	defer cancel()
 	h.syncSeqs(batch)
+	h.loadSeqs(ctx, batch)
 	events := make([]Event, 0, len(batch))
 	ready := batch[:0:0]
 	var barriers []*appendReq
@@ -439,6 +444,39 @@ func (h *Hub) commit(batch []*appendReq) {
 	h.broadcast(events)
 	for _, r := range ready {
 		r.finish(nil)
+	}
+}
+
+// loadSeqs reads the last seqs of the batch's chats that have none cached in
+// one query, when the store can (SeqLoader) and more than one chat needs it.
+// On failure it leaves them uncached: commit then reads them one by one.
+func (h *Hub) loadSeqs(ctx context.Context, batch []*appendReq) {
+	sl, ok := h.st.(SeqLoader)
+	if !ok {
+		return
+	}
+	var missing []string
+	seen := map[string]bool{}
+	for _, r := range batch {
+		c := r.ev.ChatID
+		if _, cached := h.seqs[c]; r.barrier || cached || seen[c] {
+			continue
+		}
+		seen[c] = true
+		missing = append(missing, c)
+	}
+	if len(missing) < 2 {
+		return
+	}
+	seqs, err := sl.LastSeqs(ctx, missing)
+	if err != nil {
+		h.logger.Warn("runhub last seqs failed", "chats", len(missing), "err", err)
+		return
+	}
+	for _, c := range missing {
+		if seq, ok := seqs[c]; ok {
+			h.seqs[c] = seq
+		}
 	}
 }
 

@@ -3,8 +3,10 @@ package runhub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/runhub"
@@ -154,6 +156,80 @@ func TestEnqueueFailedCommit(t *testing.T) {
 		ev, err := h.Append(ctx, "c1", "r2", "text", payload(99))
 		if err != nil || ev.Seq != 1 {
 			t.Fatalf("append after the failed commits: seq %d, %v; want seq 1", ev.Seq, err)
+		}
+	})
+}
+
+// seqCountingStore counts the last-seq reads and holds its first
+// AppendEvents until gate is closed.
+type seqCountingStore struct {
+	*store.Store
+	entered, gate     chan struct{}
+	once              sync.Once
+	lastSeq, lastSeqs atomic.Int32
+}
+
+func (c *seqCountingStore) AppendEvents(ctx context.Context, events []runhub.Event) error {
+	c.once.Do(func() {
+		close(c.entered)
+		<-c.gate
+	})
+	return c.Store.AppendEvents(ctx, events)
+}
+
+func (c *seqCountingStore) LastSeq(ctx context.Context, chatID string) (int64, error) {
+	c.lastSeq.Add(1)
+	return c.Store.LastSeq(ctx, chatID)
+}
+
+func (c *seqCountingStore) LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error) {
+	c.lastSeqs.Add(1)
+	return c.Store.LastSeqs(ctx, chatIDs)
+}
+
+// TestRunsStartingTogetherLoadSeqsOnce: the first events of twenty runs that
+// start together (each chat's seq to be read again under its new lock) cost
+// the writer one LastSeqs, not twenty round trips, and get the right seqs.
+func TestRunsStartingTogetherLoadSeqsOnce(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		const runs = 20
+		chats := []string{"held"}
+		for i := range runs {
+			chats = append(chats, fmt.Sprintf("c%d", i))
+		}
+		createChats(t, s, chats...)
+		for _, c := range chats[1:] {
+			if err := s.AppendEvents(t.Context(), []runhub.Event{{ChatID: c, Seq: 1, Type: "old"}, {ChatID: c, Seq: 2, Type: "old"}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cs := &seqCountingStore{Store: s, entered: make(chan struct{}), gate: make(chan struct{})}
+		h := newHub(t, cs, runhub.Options{})
+		ctx := t.Context()
+		if err := h.Enqueue(ctx, "held", "", "text", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		<-cs.entered // the writer is busy; the runs' first events queue up
+		for i, c := range chats[1:] {
+			if _, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("r%d", i), ChatID: c}); err != nil {
+				t.Fatal(err)
+			}
+			if err := h.Enqueue(ctx, c, fmt.Sprintf("r%d", i), "text", nil, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		before := cs.lastSeq.Load()
+		close(cs.gate)
+		if err := h.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if n, one := cs.lastSeq.Load()-before, cs.lastSeqs.Load(); n != 0 || one != 1 {
+			t.Fatalf("%d LastSeq and %d LastSeqs calls for %d chats, want 0 and 1", n, one, runs)
+		}
+		for _, c := range chats[1:] {
+			if last, err := s.LastSeq(ctx, c); err != nil || last != 3 {
+				t.Fatalf("chat %s: last seq %d (%v), want 3", c, last, err)
+			}
 		}
 	})
 }

@@ -56,3 +56,11 @@ type Store interface {
 	// FinishRun moves a run to a terminal status.
 	FinishRun(ctx context.Context, runID string, status RunStatus, usage json.RawMessage, errText string) error
 }
+
+// SeqLoader is implemented by stores that read the last seqs of many chats at
+// once: the writer then reloads all the chats of a batch in one query (a
+// hundred runs starting together cost one round trip, not a hundred).
+type SeqLoader interface {
+	// LastSeqs returns the highest stored seq of each chat, 0 when it has none.
+	LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error)
+}
