@@ -41,6 +41,19 @@ func workTurn(release <-chan struct{}) chatopstest.Turn {
 	}
 }
 
+// deleted counts the messages the fake deleted (a harness resuming the
+// store's open renders may also try to delete a companion the fake never
+// had: message_not_found).
+func deleted(fake *slacktest.Server) int {
+	n := 0
+	for _, c := range fake.Calls("chat.delete") {
+		if c.Status == 200 && c.Error == "" {
+			n++
+		}
+	}
+	return n
+}
+
 // TestAgentUI: with native streaming, the thread shows the work from the
 // first moment (an assistant status, then what the agent does, cleared at
 // the end), the tool call as a task card between the paragraphs that ends
@@ -61,7 +74,7 @@ func TestAgentUI(t *testing.T) {
 			chatopstest.WaitFor(t, "the final answer and the cleared status", func() bool {
 				var ok bool
 				m, _, ok = finalAnswer(t, h.fake, "C1", root)
-				return ok && h.fake.Status("C1", root) == "" && len(h.fake.StatusHistory("C1", root)) > 0
+				return ok && h.fake.Status("C1", root) == "" && len(h.fake.StatusHistory("C1", root)) > 0 && deleted(h.fake) > 0
 			})
 			if m.Markdown != "I'll create the file now.\n\nTool finished." {
 				t.Errorf("streamed %q", m.Markdown)
@@ -111,7 +124,9 @@ func TestAgentUI(t *testing.T) {
 					shown = append(shown, s.Status)
 				}
 			}
-			if len(shown) < 2 || shown[0] != "is thinking…" || shown[len(shown)-1] != "" {
+			// The first status is what the agent does once the answer's
+			// first message is up: thinking, or already the tool.
+			if len(shown) < 2 || (shown[0] != "is thinking…" && shown[0] != "is running Bash…") || shown[len(shown)-1] != "" {
 				t.Errorf("statuses %q", shown)
 			}
 			// The companion message held Stop while the answer streamed, and is gone.
@@ -119,9 +134,8 @@ func TestAgentUI(t *testing.T) {
 			if len(posts) != 1 || !strings.Contains(posts[0].Form.Get("blocks"), `"action_id":"tl_stop"`) || !strings.Contains(posts[0].Form.Get("text"), outbox.ControlsText) {
 				t.Fatalf("companion posts %+v", posts)
 			}
-			dels := h.fake.Calls("chat.delete")
-			if len(dels) != 1 || dels[0].Status != 200 || dels[0].Error != "" {
-				t.Fatalf("chat.delete calls %+v", dels)
+			if n := deleted(h.fake); n != 1 {
+				t.Fatalf("%d messages deleted: %+v", n, h.fake.Calls("chat.delete"))
 			}
 			for _, x := range h.fake.Thread("C1", root) {
 				if strings.Contains(string(x.Blocks), "tl_stop") {
@@ -161,7 +175,7 @@ func TestAgentUI(t *testing.T) {
 			chatopstest.WaitFor(t, "the stopped answer", func() bool {
 				var ok bool
 				m, _, ok = finalAnswer(t, h.fake, "C1", root)
-				return ok && len(h.fake.Calls("chat.delete")) == 1
+				return ok && deleted(h.fake) == 1
 			})
 			if m.Streaming || !strings.Contains(string(m.Blocks), "Stopped") {
 				t.Fatalf("stopped answer: streaming %v blocks %s", m.Streaming, m.Blocks)
@@ -198,10 +212,10 @@ func TestAgentUI(t *testing.T) {
 			react("UOTHER", "black_square_for_stop") // not allowed here
 			react("UALLOWED", "black_square_for_stop")
 			var m slacktest.Message
-			chatopstest.WaitFor(t, "the stopped answer", func() bool {
+			chatopstest.WaitFor(t, "the stopped answer and the companion gone", func() bool {
 				var ok bool
 				m, _, ok = finalAnswer(t, h.fake, "C1", root)
-				return ok
+				return ok && deleted(h.fake) == 1
 			})
 			if !strings.Contains(string(m.Blocks), "Stopped") {
 				t.Fatalf("stopped answer: blocks %s", m.Blocks)
@@ -224,7 +238,7 @@ func TestAgentUI(t *testing.T) {
 			if posts := h.fake.Calls("chat.postMessage"); len(posts) == 0 || !strings.Contains(posts[0].Form.Get("blocks"), "Working…") {
 				t.Errorf("first post %+v", posts)
 			}
-			if hist := h.fake.StatusHistory("C1", root); len(hist) == 0 || hist[0].Status != "is thinking…" {
+			if hist := h.fake.StatusHistory("C1", root); len(hist) == 0 || hist[0].Status == "" || hist[len(hist)-1].Status != "" {
 				t.Errorf("statuses %+v", hist)
 			}
 			body, ctx := blockText(t, m)
@@ -232,7 +246,7 @@ func TestAgentUI(t *testing.T) {
 			if body != "I'll create the file now.\n\nTool finished." || !strings.Contains(lines, "✓ Bash: touch a.txt") || !strings.Contains(lines, "✓ Create the file") {
 				t.Errorf("final body %q, context %q", body, ctx)
 			}
-			if len(h.fake.Calls("chat.startStream"))+len(h.fake.Calls("chat.delete")) != 0 {
+			if len(h.fake.Calls("chat.startStream"))+deleted(h.fake) != 0 {
 				t.Error("streamed or deleted with streaming off")
 			}
 		})

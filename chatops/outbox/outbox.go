@@ -385,24 +385,30 @@ func (o *Outbox) poke() {
 // Flush waits until every message of the run shows its wanted content (or
 // gave up), or ctx ends.
 func (o *Outbox) Flush(ctx context.Context, runID string) error {
-	o.mu.Lock()
-	var waits []chan struct{}
-	for k, s := range o.slots {
-		if strings.HasPrefix(k, runID+"|") && s.want != nil {
-			w := make(chan struct{})
-			s.waiters = append(s.waiters, w)
-			waits = append(waits, w)
+	// A sent message can want more (its stream's companion goes when the
+	// stream stops): wait until nothing of the run is pending.
+	for {
+		o.mu.Lock()
+		var waits []chan struct{}
+		for k, s := range o.slots {
+			if strings.HasPrefix(k, runID+"|") && s.want != nil {
+				w := make(chan struct{})
+				s.waiters = append(s.waiters, w)
+				waits = append(waits, w)
+			}
+		}
+		o.mu.Unlock()
+		if len(waits) == 0 {
+			return nil
+		}
+		for _, w := range waits {
+			select {
+			case <-w:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
 		}
 	}
-	o.mu.Unlock()
-	for _, w := range waits {
-		select {
-		case <-w:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
 }
 
 // Forget drops the run's slots from memory once it is rendered.
