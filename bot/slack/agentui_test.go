@@ -224,11 +224,16 @@ func TestAgentUI(t *testing.T) {
 
 		t.Run("streaming off", func(t *testing.T) {
 			h := start(t, st, options{streaming: "off"})
-			h.stack.Prov.Add(workTurn(nil))
+			release := make(chan struct{})
+			h.stack.Prov.Add(workTurn(release))
 			root := h.fake.PostUserMessage("C1", "", "make a file")
 			if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UALLOWED", "C1", root, "", "make a file")), 0); err != nil {
 				t.Fatal(err)
 			}
+			// The agent goes on once the thread shows that it works (a run
+			// that ends before its status could go up sends none at all).
+			chatopstest.WaitFor(t, "the status", func() bool { return h.fake.Status("C1", root) != "" })
+			close(release)
 			var m slacktest.Message
 			chatopstest.WaitFor(t, "the final answer", func() bool {
 				var ok bool
@@ -246,8 +251,15 @@ func TestAgentUI(t *testing.T) {
 			if body != "I'll create the file now.\n\nTool finished." || !strings.Contains(lines, "✓ Bash: touch a.txt") || !strings.Contains(lines, "✓ Create the file") {
 				t.Errorf("final body %q, context %q", body, ctx)
 			}
-			if len(h.fake.Calls("chat.startStream"))+deleted(h.fake) != 0 {
-				t.Error("streamed or deleted with streaming off")
+			if n := len(h.fake.Calls("chat.startStream")); n != 0 {
+				t.Errorf("%d streams with streaming off", n)
+			}
+			for _, c := range h.fake.Calls("chat.delete") {
+				// A harness resuming the store's open renders of the
+				// earlier subtests may try their companions (not found).
+				if c.Status == 200 && c.Error == "" {
+					t.Errorf("deleted with streaming off: %+v", c.Form)
+				}
 			}
 		})
 	})

@@ -567,6 +567,10 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 
 func (o *Outbox) opFor(s *oslot) opKind {
 	switch {
+	case s.kind == kindStatus && s.want.Final && s.shown == nil:
+		// Never shown (the run ended before its status could go up):
+		// there is nothing to clear.
+		return opNone
 	case s.kind == kindStatus:
 		return opStatus
 	case s.kind == kindControls && s.want.Final:
