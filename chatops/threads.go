@@ -659,19 +659,20 @@ func (t *Desk) handleSlash(ctx context.Context, sc SlashCommand) (string, error)
 	}
 	p := sc.Place
 	p.Thread = id
-	bound := false
+	// The actor may still run f after call gave up on ctx: bound is shared.
+	var bound atomic.Bool
 	err = t.call(ctx, p, sc.User, "slash prompt", func(ctx context.Context, th *thread) error {
 		b, err := t.bind(ctx, th, sc.User, t.policy.Channel(p))
 		if err != nil {
 			return err
 		}
-		bound = true
+		bound.Store(true)
 		if text == "" {
 			return nil
 		}
 		return t.send(ctx, th, b, Message{Place: p, User: sc.User, Text: text}, text, nil, nil)
 	})
-	if !bound {
+	if !bound.Load() {
 		return "I could not start a chat.", err
 	}
 	return "Started a new chat thread.", err
