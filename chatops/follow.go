@@ -122,6 +122,9 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 	s, _ := t.surface(f.place.Platform)
 	ropts := t.opts.Render
 	ropts.Mention = s.Mention
+	if n := t.partLimit(f.place.Platform); n > 0 {
+		ropts.PartLimit = n
+	}
 	project := ""
 	if c, err := t.bot.Chat(ctx, f.chatID); err == nil {
 		project = c.Project

@@ -71,8 +71,10 @@ type Desk struct {
 
 	mu       sync.Mutex
 	surfaces map[string]Surface
-	outboxes map[string]*outbox.Outbox
-	threads  map[Place]*thread
+	// partLimits are the attached platforms' own PartLimit (PartLimiter).
+	partLimits map[string]int
+	outboxes   map[string]*outbox.Outbox
+	threads    map[Place]*thread
 }
 
 // NewDesk returns Desk over the bot. Call Close to stop its goroutines.
@@ -94,7 +96,7 @@ func NewDesk(bot *Chats, st Store, policy *Policy, opts DeskOptions, logger *slo
 	return &Desk{
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
-		surfaces: map[string]Surface{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
+		surfaces: map[string]Surface{}, partLimits: map[string]int{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
 	}
 }
 
@@ -120,12 +122,33 @@ func (t *Desk) Policy() *Policy { return t.policy }
 // Attach registers the platform's Surface. Call it before handing Desk
 // anything from that platform.
 func (t *Desk) Attach(platform string, s Surface) {
+	limit := 0
+	if pl, ok := s.(PartLimiter); ok {
+		limit = pl.PartLimit()
+	}
 	if t.opts.Redact != nil {
 		s = redactSurface(s, t.opts.Redact)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.surfaces[platform] = s
+	if limit > 0 {
+		t.partLimits[platform] = limit
+	}
+}
+
+// PartLimiter is an optional Surface capability: the most bytes of answer
+// one message of the platform holds (Matrix events hold tens of KB; Slack's
+// default of 3,500 applies where a surface does not say).
+type PartLimiter interface {
+	PartLimit() int
+}
+
+// partLimit is the platform's own PartLimit, 0 when it has none.
+func (t *Desk) partLimit(platform string) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.partLimits[platform]
 }
 
 func (t *Desk) surface(platform string) (Surface, error) {

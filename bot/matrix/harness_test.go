@@ -245,7 +245,8 @@ func (w *world) startBot(encryption bool) {
 	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
 		Budget: budget,
-		Render: chatops.RenderOptions{PartLimit: matrix.PartLimit(w.maxEventBytes)},
+		// No PartLimit: the desk takes the bot's own (chatops.PartLimiter),
+		// as in production.
 	}, w.log)
 	hsURL := w.homeserver
 	if hsURL == "" {
