@@ -6,9 +6,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -24,9 +21,8 @@ type Event = runhub.Event
 type RunRecord = runhub.RunRecord
 
 const (
-	eventColumns   = `chat_id, seq, run_id, type, payload, created_at`
-	eventParams    = 6
-	maxEventsChunk = 1000 // 6,000 parameters: far below Postgres' 65,535 and SQLite's 32,766.
+	eventColumns = `chat_id, seq, run_id, type, payload, created_at`
+	eventParams  = 6
 
 	// queryEventsAfter reads the window ($2, $3] of seqs forwards: keyset
 	// pagination on the (chat_id, seq) key, ORDER BY its order. Seqs have no gaps,
@@ -46,7 +42,8 @@ WHERE chat_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`
 	// statistics from sorting the whole chat to find the newest rows.
 	queryEventsBefore = `SELECT ` + eventColumns + ` FROM chat_events
 WHERE chat_id = $1 AND seq < $2 AND seq >= $3 ORDER BY seq DESC LIMIT $4`
-	queryLastSeq = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
+	queryInsertEvent = `INSERT INTO chat_events (` + eventColumns + `) VALUES ($1, $2, $3, $4, $5, $6)`
+	queryLastSeq     = `SELECT COALESCE(MAX(seq), 0) FROM chat_events WHERE chat_id = $1`
 	// queryLastSeqsPG is queryLastSeq for many chats at once: one index lookup
 	// per chat, whatever the statistics.
 	queryLastSeqsPG = `SELECT c AS chat_id, COALESCE((SELECT MAX(seq) FROM chat_events WHERE chat_id = c), 0) AS seq
@@ -68,36 +65,6 @@ type eventRow struct {
 	Type      string         `db:"type"`
 	Payload   sql.NullString `db:"payload"`
 	CreatedAt time.Time      `db:"created_at"`
-}
-
-// insertQueries caches the multi-row INSERT text per row count.
-var insertQueries sync.Map // int -> string
-
-func insertEventsQuery(n int) string {
-	if q, ok := insertQueries.Load(n); ok {
-		return q.(string)
-	}
-	var b strings.Builder
-	b.WriteString(`INSERT INTO chat_events (` + eventColumns + `) VALUES `)
-	p := 1
-	for i := range n {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteByte('(')
-		for j := range eventParams {
-			if j > 0 {
-				b.WriteByte(',')
-			}
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(p))
-			p++
-		}
-		b.WriteByte(')')
-	}
-	q := b.String()
-	insertQueries.Store(n, q)
-	return q
 }
 
 func eventArgs(events []Event, t time.Time) []any {
@@ -137,9 +104,8 @@ func eventArrays(events []Event, t time.Time) []any {
 }
 
 // AppendEvents stores events all-or-nothing in one statement or transaction: on
-// Postgres one INSERT ... SELECT FROM unnest(arrays), on SQLite multi-row INSERTs
-// of at most 1,000 rows (6,000 parameters, under SQLite's 32,766) in one
-// transaction. A (chat, seq) that already exists, or appears twice in events, is
+// Postgres one INSERT ... SELECT FROM unnest(arrays), on SQLite one prepared
+// one-row INSERT executed per event in one transaction. A (chat, seq) that already exists, or appears twice in events, is
 // ErrConflict and nothing of the batch is stored; a missing chat is ErrNotFound.
 func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 	if len(events) == 0 {
@@ -149,19 +115,25 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 	var err error
 	if s.dialect == DialectPostgres && len(events) > 1 {
 		_, err = s.insertPG(ctx, eventArrays(events, t))
-	} else if len(events) <= maxEventsChunk {
-		// One statement is atomic on its own: no BEGIN/COMMIT round trips.
-		_, err = s.db.ExecContext(ctx, insertEventsQuery(len(events)), eventArgs(events, t)...)
-	} else {
+	} else if s.dialect == DialectSQLite && len(events) > 1 {
+		// A one-row statement prepared once per batch: parsing a multi-row
+		// VALUES list of each new length cost SQLite 3x the CPU per event.
 		err = s.InTx(ctx, func(tx *sqlx.Tx) error {
-			for start := 0; start < len(events); start += maxEventsChunk {
-				chunk := events[start:min(start+maxEventsChunk, len(events))]
-				if _, err := tx.ExecContext(ctx, insertEventsQuery(len(chunk)), eventArgs(chunk, t)...); err != nil {
+			st, err := tx.PrepareContext(ctx, queryInsertEvent)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = st.Close() }()
+			for _, e := range events {
+				if _, err := st.ExecContext(ctx, eventArgs([]Event{e}, t)...); err != nil {
 					return err
 				}
 			}
 			return nil
 		})
+	} else {
+		// One event: one statement is atomic on its own, no BEGIN/COMMIT.
+		_, err = s.db.ExecContext(ctx, queryInsertEvent, eventArgs(events, t)...)
 	}
 	if err != nil {
 		if isFKViolation(err) {
