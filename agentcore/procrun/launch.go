@@ -1,6 +1,6 @@
 // Launch: the part of every CLI provider's options that says how its
-// process starts (executable, environment, secrets), and the process spec of
-// one run built from it.
+// process starts (executable, environment, secrets) and how long a cancelled
+// run has before the kill, and the process spec of one run built from it.
 
 package procrun
 
@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"maps"
 	"os"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -23,16 +24,23 @@ type Launch struct {
 	HostEnv func() []string
 	// Secret reports keys that must never reach the child (see Environ).
 	Secret func(key string) bool
+	// StopGrace is how long a cancelled run waits, once interrupted (SIGINT
+	// or the CLI's own cancel request), for the CLI to end the turn before
+	// its process is killed; default the provider's.
+	StopGrace time.Duration
 }
 
 // WithDefaults returns l with its zero fields set: Bin to bin, HostEnv to
-// os.Environ.
-func (l Launch) WithDefaults(bin string) Launch {
+// os.Environ, StopGrace (also when negative) to grace.
+func (l Launch) WithDefaults(bin string, grace time.Duration) Launch {
 	if l.Bin == "" {
 		l.Bin = bin
 	}
 	if l.HostEnv == nil {
 		l.HostEnv = os.Environ
+	}
+	if l.StopGrace <= 0 {
+		l.StopGrace = grace
 	}
 	return l
 }
@@ -70,3 +78,42 @@ func ProviderLogger(logger *slog.Logger, id agent.ProviderID) *slog.Logger {
 	}
 	return logger.With("provider", string(id))
 }
+
+// DropImages tells the log and the chat (a system event, subtype
+// images_dropped, saying text) that req's images are not sent, for a CLI
+// that takes a text prompt only. Without images it does nothing.
+func DropImages(logger *slog.Logger, req agent.RunRequest, emit func(agent.Event), text string) {
+	if len(req.Images) == 0 {
+		return
+	}
+	logger.Warn("images dropped: the CLI takes a text prompt only", "images", len(req.Images))
+	emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: text})
+}
+
+// OneWay is the part of a Wire that a one-way CLI (a print mode that asks
+// nothing and has no cancel request of its own) shares: its Start writes
+// Stdin once, if set, and closes stdin; Respond refuses every answer
+// (agent.ErrUnknownInteraction); Interrupt leaves the cancel to the Session
+// (SIGINT, then the kill). A provider's wire embeds it and adds Line and
+// Outcome.
+type OneWay struct {
+	// Stdin is the prompt to write; nil closes stdin at once.
+	Stdin []byte
+}
+
+// Start writes the prompt, if any, and closes stdin.
+func (w *OneWay) Start(c *Conn) error {
+	if w.Stdin != nil {
+		c.Write(w.Stdin)
+	}
+	c.CloseStdin()
+	return nil
+}
+
+// Respond is never reached: a one-way CLI asks nothing.
+func (w *OneWay) Respond(agent.InteractionResponse, *Conn) error {
+	return agent.ErrUnknownInteraction
+}
+
+// Interrupt has no native form: the Session sends SIGINT, then kills.
+func (w *OneWay) Interrupt(*Conn) error { return ErrNoNative }

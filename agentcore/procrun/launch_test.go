@@ -3,6 +3,7 @@ package procrun
 import (
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -11,7 +12,7 @@ func TestLaunchSpec(t *testing.T) {
 	l := Launch{
 		Env:     map[string]string{"A": "launch", "B": "launch"},
 		HostEnv: func() []string { return []string{"PATH=/bin", "SLACK_BOT_TOKEN=xoxb", "C=host"} },
-	}.WithDefaults("tool")
+	}.WithDefaults("tool", time.Second)
 	req := agent.RunRequest{Cwd: "/w", Env: map[string]string{"B": "run"}, Container: &agent.ContainerTarget{}}
 	s := l.Spec(req, []string{"-x"}, map[string]string{"A": "base", "D": "base"})
 	if s.Bin != "tool" || !slices.Equal(s.Args, []string{"-x"}) || s.Dir != "/w" || s.Container != req.Container {
@@ -29,7 +30,10 @@ func TestLaunchSpec(t *testing.T) {
 	if s := l.Spec(req, nil, nil); s.Bin != "/opt/other" {
 		t.Errorf("RunRequest.Bin not honoured: %q", s.Bin)
 	}
-	if l := (Launch{Bin: "mine"}).WithDefaults("tool"); l.Bin != "mine" || l.HostEnv == nil {
+	if l.StopGrace != time.Second {
+		t.Errorf("StopGrace %s, want the default", l.StopGrace)
+	}
+	if l := (Launch{Bin: "mine", StopGrace: time.Minute}).WithDefaults("tool", time.Second); l.Bin != "mine" || l.HostEnv == nil || l.StopGrace != time.Minute {
 		t.Errorf("WithDefaults %+v", l)
 	}
 }

@@ -4,7 +4,6 @@
 package acp
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -42,19 +41,13 @@ func TestMain(m *testing.M) {
 
 type fakeConn struct {
 	mu      sync.Mutex
-	out     *bufio.Writer
+	out     *providertest.LineWriter
 	waiters map[string]chan json.RawMessage // agent request id → client's answer
 	cancel  chan struct{}
 	cwd     string
 }
 
-func (c *fakeConn) send(v any) {
-	b, _ := json.Marshal(v)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.out.Write(append(b, '\n'))
-	c.out.Flush()
-}
+func (c *fakeConn) send(v any) { c.out.Send(v) }
 
 func (c *fakeConn) result(id json.RawMessage, v any) {
 	c.send(map[string]any{"jsonrpc": "2.0", "id": id, "result": v})
@@ -109,20 +102,12 @@ func fakeAgent() int {
 	defer rec.Close()
 	cwd, _ := os.Getwd()
 	_ = os.WriteFile(os.Getenv(envRecord)+".cwd", []byte(cwd), 0o600)
-	c := &fakeConn{out: bufio.NewWriter(os.Stdout), waiters: map[string]chan json.RawMessage{}, cancel: make(chan struct{}, 1), cwd: cwd}
-	in := bufio.NewReader(os.Stdin)
+	c := &fakeConn{out: providertest.NewLineWriter(), waiters: map[string]chan json.RawMessage{}, cancel: make(chan struct{}, 1), cwd: cwd}
 	var prompts sync.WaitGroup
-	for {
-		line, err := in.ReadBytes('\n')
-		if len(line) > 0 {
-			rec.Write(line)
-		}
-		if err != nil {
-			break
-		}
+	providertest.RecordLines(rec, func(line []byte) bool {
 		var m rpcMessage
 		if json.Unmarshal(line, &m) != nil {
-			continue
+			return true
 		}
 		switch m.Method {
 		case "initialize":
@@ -147,7 +132,7 @@ func fakeAgent() int {
 			_ = json.Unmarshal(m.Params, &p)
 			if p.SessionID != knownSession {
 				c.fail(m.ID, CodeResourceNotFound, "Resource not found: session:"+p.SessionID, map[string]any{"uri": "session:" + p.SessionID})
-				continue
+				return true
 			}
 			replay := func() {
 				c.update(chunk("user_message_chunk", "old question"))
@@ -167,7 +152,7 @@ func fakeAgent() int {
 			_ = json.Unmarshal(m.Params, &p)
 			if p["value"] == "bad-model" {
 				c.fail(m.ID, CodeInvalidParams, "Invalid params: unknown model bad-model", nil)
-				continue
+				return true
 			}
 			c.result(m.ID, map[string]any{"configOptions": []any{}})
 		case "session/prompt":
@@ -191,7 +176,8 @@ func fakeAgent() int {
 				ch <- line
 			}
 		}
-	}
+		return true
+	})
 	prompts.Wait()
 	if os.Getenv(envStay) == "1" {
 		select {}

@@ -329,22 +329,10 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("events with error %v: %+v", err, out.Events)
 			}
 		}
-		for _, ev := range out.Events {
-			if ev.Type == "" {
-				t.Fatalf("event without type: %+v", ev)
-			}
-			if ev.Native != nil && len(ev.Native.Payload) > MaxNativePayload {
-				t.Fatalf("payload of %d bytes", len(ev.Native.Payload))
-			}
-			if in := ev.Interaction; in != nil {
-				if !json.Valid(in.NativeID) {
-					t.Fatalf("native id %q", in.NativeID)
-				}
-				if _, err := p.Respond(agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove}); err != nil {
-					t.Fatalf("Respond: %v", err)
-				}
-			}
-		}
+		providertest.CheckFuzzEvents(t, out.Events, providertest.FuzzLimits{NativePayload: MaxNativePayload}, func(r agent.InteractionResponse) error {
+			_, err := p.Respond(r)
+			return err
+		})
 		for _, o := range p.TakeOutgoing() {
 			if !json.Valid(o) {
 				t.Fatalf("invalid outgoing %q", o)

@@ -50,7 +50,9 @@ var CredentialEnv = []string{"OPENAI_API_KEY", "CODEX_API_KEY"}
 
 // Options configures a Provider. Zero values take the defaults.
 type Options struct {
-	// Launch is the executable (default "codex") and the child's environment.
+	// Launch is the executable (default "codex"), the child's environment
+	// and StopGrace: how long a cancelled run waits for the interrupted turn
+	// before the process is killed (default 10 s).
 	procrun.Launch
 	// CodexHome, when set, is the child's CODEX_HOME; empty leaves Codex its
 	// default (~/.codex of the child's HOME).
@@ -61,9 +63,6 @@ type Options struct {
 	// ModelProvider selects a model provider of the Codex config; empty keeps
 	// the config's default.
 	ModelProvider string
-	// InterruptTimeout is how long a cancelled run waits for the interrupted
-	// turn before the process is killed; default 10 s.
-	InterruptTimeout time.Duration
 	// CatalogTTL and DiscoveryTimeout tune model discovery (codexharness defaults).
 	CatalogTTL, DiscoveryTimeout time.Duration
 }
@@ -82,7 +81,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	h := codexharness.New(logger, codexharness.Options{
 		Provider:         ProviderID,
 		Label:            "Codex",
@@ -95,7 +94,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		ModelProvider:    opts.ModelProvider,
 		ApprovalPolicy:   opts.ApprovalPolicy,
 		Sandbox:          opts.Sandbox,
-		InterruptTimeout: opts.InterruptTimeout,
+		InterruptTimeout: opts.StopGrace,
 		CredentialEnv:    CredentialEnv,
 		CatalogTTL:       opts.CatalogTTL,
 		DiscoveryTimeout: opts.DiscoveryTimeout,

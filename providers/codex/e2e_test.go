@@ -69,7 +69,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 	return &e2e{
 		t:    t,
 		fake: fake,
-		prov: codex.New(logger, codex.Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: home, InterruptTimeout: 5 * time.Second}),
+		prov: codex.New(logger, codex.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 5 * time.Second}, CodexHome: home}),
 		env:  env,
 		home: home,
 		cwd:  t.TempDir(),

@@ -43,7 +43,7 @@ func TestCopilotJSONE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
-	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env}, Dialect: jsonstream.Copilot, StopGrace: 3 * time.Second})
+	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, Dialect: jsonstream.Copilot})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestKiloRunE2E(t *testing.T) {
 	env := acpEnv(t, acp.Kilo(), fake)
 	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
 	maps.Copy(env, d.Env)
-	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env}, Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID), StopGrace: 3 * time.Second})
+	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID)})
 	if err != nil {
 		t.Fatal(err)
 	}

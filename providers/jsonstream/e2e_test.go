@@ -40,7 +40,7 @@ func opencodeRunEnv(home string) map[string]string {
 func opencodeProvider(t *testing.T, home string) *Provider {
 	t.Helper()
 	bin := providertest.FindCLI(t, "opencode", "THREADLINE_OPENCODE_BIN")
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: opencodeRunEnv(home)}, Dialect: OpenCode, StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second}, Dialect: OpenCode})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func grokCLISetup(t *testing.T, key string, scripts ...fakeopenai.Script) (*Prov
 		"HOME": t.TempDir(), "GROK_BASE_URL": fake.URL() + "/v1", "GROK_API_KEY": key, "GROK_MODEL": fakeopenai.DefaultModel,
 		"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9",
 	}
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, Dialect: GrokCLI, ID: GrokCLIProviderID, StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, Dialect: GrokCLI, ID: GrokCLIProviderID})
 	if err != nil {
 		t.Fatal(err)
 	}

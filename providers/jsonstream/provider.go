@@ -75,12 +75,9 @@ type Options struct {
 	Dialect Dialect
 	// ID is the provider id; default the dialect's name.
 	ID agent.ProviderID
-	// Launch is the executable (default the dialect's) and the child's
-	// environment.
+	// Launch is the executable (default the dialect's), the child's
+	// environment and the grace after SIGINT (default 5 s).
 	procrun.Launch
-	// StopGrace is how long a cancelled run waits after SIGINT before the
-	// kill; default 5 s.
-	StopGrace time.Duration
 	// ArgvLimit is the longest prompt passed as one argument (grok-cli);
 	// zero means DefaultArgvLimit.
 	ArgvLimit int
@@ -105,10 +102,7 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ID == "" {
 		opts.ID = agent.ProviderID(opts.Dialect)
 	}
-	opts.Launch = opts.Launch.WithDefaults(info.bin)
-	if opts.StopGrace <= 0 {
-		opts.StopGrace = DefaultStopGrace
-	}
+	opts.Launch = opts.Launch.WithDefaults(info.bin, DefaultStopGrace)
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
@@ -270,10 +264,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil
 	}
-	if len(req.Images) > 0 {
-		logger.Warn("images dropped: prompt is text on stdin", "images", len(req.Images))
-		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.opts.ID)})
-	}
+	procrun.DropImages(logger, req, emit, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.opts.ID))
 	if req.Fork && req.ResumeID != "" && !p.info.fork {
 		logger.Info("no native fork; starting a fresh session")
 	}
@@ -285,7 +276,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	}
 	if !p.info.argv {
 		// One write of the whole prompt; WriteLine adds the final newline.
-		w.stdin = []byte(req.Prompt)
+		w.Stdin = []byte(req.Prompt)
 	}
 	return procrun.Session{
 		Provider: p.opts.ID, Spec: spec, Wire: w, Logger: logger,

@@ -37,7 +37,7 @@ type recorder = providertest.Events
 
 func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}, Dialect: d, StopGrace: 500 * time.Millisecond})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, StopGrace: 500 * time.Millisecond}, Dialect: d})
 	if err != nil {
 		t.Fatal(err)
 	}

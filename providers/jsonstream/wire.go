@@ -27,21 +27,12 @@ const RunTokenEnv = "THREADLINE_RUN_TOKEN"
 // exited its process group is killed, then every process that carries the
 // run's token (tokenEntry), so no tool it started outlives the run.
 type wire struct {
-	parser     procrun.LineParser
-	stdin      []byte // nil: stdin is closed at once
-	tokenEntry string // RunTokenEnv=<token>; "" sweeps nothing
+	procrun.OneWay // Stdin: the prompt (nil: stdin is closed at once)
+	parser         procrun.LineParser
+	tokenEntry     string // RunTokenEnv=<token>; "" sweeps nothing
 }
 
 var _ procrun.Wire = (*wire)(nil)
-
-// Start writes the prompt, if any, and closes stdin.
-func (w *wire) Start(c *procrun.Conn) error {
-	if w.stdin != nil {
-		c.Write(w.stdin)
-	}
-	c.CloseStdin()
-	return nil
-}
 
 // Line feeds one stdout line to the parser.
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
@@ -51,14 +42,6 @@ func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	}
 	return err
 }
-
-// Respond is never reached: these print modes ask nothing.
-func (w *wire) Respond(agent.InteractionResponse, *procrun.Conn) error {
-	return agent.ErrUnknownInteraction
-}
-
-// Interrupt has no native form: the Session sends SIGINT, then kills.
-func (w *wire) Interrupt(*procrun.Conn) error { return procrun.ErrNoNative }
 
 // Outcome kills what is left of the CLI's process group (a tool it left in
 // the background) and the processes carrying the run's token, then lets a

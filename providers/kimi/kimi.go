@@ -29,11 +29,9 @@ const (
 
 // Options configures a Provider.
 type Options struct {
-	// Launch is the executable (default "kimi") and the child's environment.
+	// Launch is the executable (default "kimi"), the child's environment and
+	// the grace after SIGINT (default 5 s).
 	procrun.Launch
-	// StopGrace is how long a cancelled run waits after SIGINT before the
-	// kill; default 5 s.
-	StopGrace time.Duration
 	// ArgvLimit is the longest prompt passed with -p; a longer one goes to
 	// stdin. Zero means DefaultArgvLimit.
 	ArgvLimit int
@@ -49,10 +47,7 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
-	if opts.StopGrace <= 0 {
-		opts.StopGrace = DefaultStopGrace
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, DefaultStopGrace)
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
@@ -118,10 +113,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil
 	}
-	if len(req.Images) > 0 {
-		logger.Warn("images dropped: kimi print mode takes text only", "images", len(req.Images))
-		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: "Kimi's print mode takes text only; the attached images were not sent."})
-	}
+	procrun.DropImages(logger, req, emit, "Kimi's print mode takes text only; the attached images were not sent.")
 	if req.Fork && req.ResumeID != "" {
 		logger.Info("kimi cannot fork; starting a fresh session")
 	}

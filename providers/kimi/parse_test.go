@@ -179,20 +179,7 @@ func FuzzParse(f *testing.F) {
 		if err != nil && len(evs) > 0 {
 			t.Fatalf("events with an error: %+v", evs)
 		}
-		for _, ev := range evs {
-			if ev.Type == "" {
-				t.Fatalf("event without type: %+v", ev)
-			}
-			if _, err := json.Marshal(ev); err != nil {
-				t.Fatalf("event does not marshal: %v", err)
-			}
-			if ev.Native != nil && len(ev.Native.Payload) > MaxNativePayload {
-				t.Fatalf("payload %d bytes", len(ev.Native.Payload))
-			}
-			if ev.Tool != nil && len(ev.Tool.Output) > MaxToolOutput+len("…") {
-				t.Fatalf("tool output %d bytes", len(ev.Tool.Output))
-			}
-		}
+		providertest.CheckFuzzEvents(t, evs, providertest.FuzzLimits{NativePayload: MaxNativePayload, ToolOutput: MaxToolOutput}, nil)
 	})
 }
 

@@ -21,7 +21,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
@@ -49,8 +48,9 @@ var DefaultModels = []string{"MiniMax-M2.1", "MiniMax-M2"}
 
 // Options configures a Provider. Zero values take the defaults.
 type Options struct {
-	// Launch is the Codex executable (default "codex") and the child's
-	// environment; put MINIMAX_API_KEY in Env.
+	// Launch is the Codex executable (default "codex"), the child's
+	// environment (put MINIMAX_API_KEY in Env) and StopGrace (see
+	// codexharness.Options.InterruptTimeout; default 10 s).
 	procrun.Launch
 	// CodexHome is MiniMax's own CODEX_HOME; default
 	// $XDG_STATE_HOME/threadline/minimax/codex-home (~/.local/state/...).
@@ -61,8 +61,6 @@ type Options struct {
 	Model string
 	// Models is the catalog; default DefaultModels.
 	Models []string
-	// InterruptTimeout: see codexharness.Options; default 10 s.
-	InterruptTimeout time.Duration
 }
 
 // Provider runs MiniMax through the Codex App Server.
@@ -79,7 +77,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	if opts.BaseURL == "" {
 		opts.BaseURL = DefaultBaseURL
 	}
@@ -101,7 +99,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		HostEnv:          opts.HostEnv,
 		Secret:           opts.Secret,
 		ModelProvider:    modelProvider,
-		InterruptTimeout: opts.InterruptTimeout,
+		InterruptTimeout: opts.StopGrace,
 		CredentialEnv:    []string{KeyEnv},
 	})
 	return &Provider{logger: logger, opts: opts, harness: h}

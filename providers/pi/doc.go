@@ -8,7 +8,7 @@
 // A run writes {"type":"get_state"} (for the session) and {"type":"prompt",
 // "message", "images"} at once, reads events until the run ends, then closes
 // stdin (pi exits) and kills pi if it is still there after
-// Options.InterruptTimeout. Reference: ../../../shared/reference/acp-pi/PI.md
+// Options.StopGrace. Reference: ../../../shared/reference/acp-pi/PI.md
 // and the package's docs/rpc.md.
 //
 // # Event mapping
@@ -50,7 +50,7 @@
 // # Cancellation
 //
 // A cancelled ctx writes {"type":"abort"} (and {"type":"abort_retry"} while pi
-// waits to retry), waits up to Options.InterruptTimeout for the agent_end
+// waits to retry), waits up to Options.StopGrace for the agent_end
 // (stopReason aborted → run.interrupted; pi answers the abort after it), then
 // kills pi; Run returns nil.
 //

@@ -157,22 +157,10 @@ func FuzzParse(f *testing.F) {
 		p := NewParser("")
 		p.StartTurn("p")
 		evs, _ := p.Parse(line)
-		for _, ev := range evs {
-			if ev.Type == "" {
-				t.Fatalf("event without type: %+v", ev)
-			}
-			if ev.Native != nil && len(ev.Native.Payload) > MaxNativePayload {
-				t.Fatalf("payload of %d bytes", len(ev.Native.Payload))
-			}
-			if in := ev.Interaction; in != nil {
-				if !json.Valid(in.NativeID) {
-					t.Fatalf("native id %q", in.NativeID)
-				}
-				if _, err := p.Respond(agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove}); err != nil {
-					t.Fatalf("Respond: %v", err)
-				}
-			}
-		}
+		providertest.CheckFuzzEvents(t, evs, providertest.FuzzLimits{NativePayload: MaxNativePayload}, func(r agent.InteractionResponse) error {
+			_, err := p.Respond(r)
+			return err
+		})
 		p.Settle()
 		p.EndPending()
 		for _, o := range p.TakeOutgoing() {

@@ -49,13 +49,11 @@ var DefaultEnv = map[string]string{
 
 // Options configures a Provider.
 type Options struct {
-	// Launch is the executable (default "pi") and the child's environment
-	// (on top of DefaultEnv).
+	// Launch is the executable (default "pi"), the child's environment (on
+	// top of DefaultEnv) and StopGrace: how long a cancelled run waits for
+	// pi's agent_end after abort, and how long a finished run waits for pi
+	// to exit after stdin closed, before the process is killed (default 5 s).
 	procrun.Launch
-	// InterruptTimeout is how long a cancelled run waits for pi's agent_end
-	// after abort, and how long a finished run waits for pi to exit after
-	// stdin closed, before the process is killed; default 5 s.
-	InterruptTimeout time.Duration
 	// RetryGrace: see DefaultRetryGrace.
 	RetryGrace time.Duration
 }
@@ -70,10 +68,7 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin)
-	if opts.InterruptTimeout <= 0 {
-		opts.InterruptTimeout = DefaultInterruptTimeout
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, DefaultInterruptTimeout)
 	if opts.RetryGrace <= 0 {
 		opts.RetryGrace = DefaultRetryGrace
 	}
@@ -186,7 +181,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		Responses:        req.Responses,
 		Logger:           logger,
 		InstallHint:      installHint,
-		InterruptTimeout: p.opts.InterruptTimeout,
+		InterruptTimeout: p.opts.StopGrace,
 		NoResult:         "pi exited without ending the run",
 	}.Run(ctx, emit)
 }

@@ -4,7 +4,6 @@
 package pi
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -40,19 +39,6 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-type fakeOut struct {
-	mu sync.Mutex
-	w  *bufio.Writer
-}
-
-func (o *fakeOut) send(v any) {
-	b, _ := json.Marshal(v)
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	o.w.Write(append(b, '\n'))
-	o.w.Flush()
-}
-
 func assistant(text, stop, errMsg string) map[string]any {
 	m := map[string]any{"role": "assistant", "content": []any{map[string]any{"type": "text", "text": text}}, "stopReason": stop,
 		"provider": "fake", "model": "fake-model",
@@ -83,19 +69,12 @@ func fakePi() int {
 		}
 		file = s
 	}
-	out := &fakeOut{w: bufio.NewWriter(os.Stdout)}
+	out := providertest.NewLineWriter()
 	abort := make(chan struct{}, 1)
 	dialog := make(chan json.RawMessage, 1)
-	in := bufio.NewReader(os.Stdin)
 	var wg sync.WaitGroup
-	for {
-		line, err := in.ReadBytes('\n')
-		if len(line) > 0 {
-			rec.Write(line)
-		}
-		if err != nil {
-			break
-		}
+	code := 0
+	providertest.RecordLines(rec, func(line []byte) bool {
 		var cmd struct {
 			Type    string `json:"type"`
 			ID      string `json:"id"`
@@ -104,18 +83,19 @@ func fakePi() int {
 		_ = json.Unmarshal(line, &cmd)
 		switch cmd.Type {
 		case "get_state":
-			out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "get_state", "success": true,
+			out.Send(map[string]any{"id": cmd.ID, "type": "response", "command": "get_state", "success": true,
 				"data": map[string]any{"sessionId": "sid-1", "sessionFile": file, "model": map[string]any{"id": "fake-model", "provider": "fake"}}})
 		case "prompt":
 			if cmd.Message == "refuse" {
-				out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": false, "error": "Agent is already processing."})
-				continue
+				out.Send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": false, "error": "Agent is already processing."})
+				return true
 			}
 			if cmd.Message == "crash" {
 				fmt.Fprintln(os.Stderr, "pi: fatal error in the fake")
-				return 2
+				code = 2
+				return false
 			}
-			out.send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": true})
+			out.Send(map[string]any{"id": cmd.ID, "type": "response", "command": "prompt", "success": true})
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -129,60 +109,64 @@ func fakePi() int {
 		case "extension_ui_response":
 			dialog <- line
 		}
+		return true
+	})
+	if code != 0 {
+		return code
 	}
 	wg.Wait()
 	return 0
 }
 
-func fakeRun(out *fakeOut, prompt string, abort chan struct{}, dialog chan json.RawMessage) {
+func fakeRun(out *providertest.LineWriter, prompt string, abort chan struct{}, dialog chan json.RawMessage) {
 	delta := func(kind, d string) {
-		out.send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": kind, "delta": d, "partial": map[string]any{}}})
+		out.Send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": kind, "delta": d, "partial": map[string]any{}}})
 	}
 	end := func(msgs ...map[string]any) {
-		out.send(map[string]any{"type": "agent_end", "messages": msgs})
+		out.Send(map[string]any{"type": "agent_end", "messages": msgs})
 	}
-	out.send(map[string]any{"type": "agent_start"})
-	out.send(map[string]any{"type": "message_start", "message": map[string]any{"role": "assistant", "content": []any{}}})
+	out.Send(map[string]any{"type": "agent_start"})
+	out.Send(map[string]any{"type": "message_start", "message": map[string]any{"role": "assistant", "content": []any{}}})
 	switch prompt {
 	case "text":
 		delta("thinking_delta", "hmm")
 		delta("text_start", "")
 		delta("text_delta", "Hel")
 		delta("text_delta", "lo")
-		out.send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": "brand_new"}})
+		out.Send(map[string]any{"type": "message_update", "assistantMessageEvent": map[string]any{"type": "brand_new"}})
 		a := assistant("Hello", "stop", "")
-		out.send(map[string]any{"type": "message_end", "message": a})
-		out.send(map[string]any{"type": "queue_update", "steering": []any{}, "followUp": []any{}})
+		out.Send(map[string]any{"type": "message_end", "message": a})
+		out.Send(map[string]any{"type": "queue_update", "steering": []any{}, "followUp": []any{}})
 		end(a)
 	case "tool":
-		out.send(map[string]any{"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": map[string]any{"command": "ls -la"}})
+		out.Send(map[string]any{"type": "tool_execution_start", "toolCallId": "c1", "toolName": "bash", "args": map[string]any{"command": "ls -la"}})
 		for _, s := range []string{"a", "ab"} {
-			out.send(map[string]any{"type": "tool_execution_update", "toolCallId": "c1", "toolName": "bash", "partialResult": map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}})
+			out.Send(map[string]any{"type": "tool_execution_update", "toolCallId": "c1", "toolName": "bash", "partialResult": map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}}})
 		}
-		out.send(map[string]any{"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "ab"}}}, "isError": true})
+		out.Send(map[string]any{"type": "tool_execution_end", "toolCallId": "c1", "toolName": "bash", "result": map[string]any{"content": []any{map[string]any{"type": "text", "text": "ab"}}}, "isError": true})
 		a := assistant("done", "stop", "")
-		out.send(map[string]any{"type": "message_end", "message": a}) // no deltas: the text comes from here
+		out.Send(map[string]any{"type": "message_end", "message": a}) // no deltas: the text comes from here
 		end(a)
 	case "retry-ok", "retry-fail":
 		bad := assistant("", "error", "500 fake upstream failure")
-		out.send(map[string]any{"type": "message_end", "message": bad})
+		out.Send(map[string]any{"type": "message_end", "message": bad})
 		end(bad)
-		out.send(map[string]any{"type": "auto_retry_start", "attempt": 1, "maxAttempts": 2, "delayMs": 50, "errorMessage": "500 fake upstream failure"})
+		out.Send(map[string]any{"type": "auto_retry_start", "attempt": 1, "maxAttempts": 2, "delayMs": 50, "errorMessage": "500 fake upstream failure"})
 		time.Sleep(50 * time.Millisecond)
-		out.send(map[string]any{"type": "agent_start"})
+		out.Send(map[string]any{"type": "agent_start"})
 		if prompt == "retry-fail" {
 			end(bad)
-			out.send(map[string]any{"type": "auto_retry_end", "success": false, "attempt": 2, "finalError": "500 fake upstream failure"})
+			out.Send(map[string]any{"type": "auto_retry_end", "success": false, "attempt": 2, "finalError": "500 fake upstream failure"})
 			return
 		}
 		delta("text_delta", "recovered")
 		a := assistant("recovered", "stop", "")
-		out.send(map[string]any{"type": "message_end", "message": a})
+		out.Send(map[string]any{"type": "message_end", "message": a})
 		end(a)
-		out.send(map[string]any{"type": "auto_retry_end", "success": true, "attempt": 2})
+		out.Send(map[string]any{"type": "auto_retry_end", "success": true, "attempt": 2})
 	case "error":
 		bad := assistant("", "error", "400 bad request")
-		out.send(map[string]any{"type": "message_end", "message": bad})
+		out.Send(map[string]any{"type": "message_end", "message": bad})
 		end(bad)
 	case "length":
 		end(assistant("cut", "length", ""))
@@ -196,20 +180,20 @@ func fakeRun(out *fakeOut, prompt string, abort chan struct{}, dialog chan json.
 			case <-abort:
 				if prompt == "slow" {
 					a := assistant("partial", "aborted", "Request was aborted")
-					out.send(map[string]any{"type": "message_end", "message": a})
+					out.Send(map[string]any{"type": "message_end", "message": a})
 					end(a)
-					out.send(map[string]any{"id": "threadline-abort", "type": "response", "command": "abort", "success": true})
+					out.Send(map[string]any{"id": "threadline-abort", "type": "response", "command": "abort", "success": true})
 					return
 				}
 			case <-time.After(20 * time.Millisecond):
 			}
 		}
 	case "confirm":
-		out.send(map[string]any{"type": "extension_ui_request", "id": "d1", "method": "confirm", "title": "Allow rm?", "message": "It deletes files."})
-		out.send(map[string]any{"type": "extension_ui_request", "id": "n1", "method": "notify", "message": "fyi"})
+		out.Send(map[string]any{"type": "extension_ui_request", "id": "d1", "method": "confirm", "title": "Allow rm?", "message": "It deletes files."})
+		out.Send(map[string]any{"type": "extension_ui_request", "id": "n1", "method": "notify", "message": "fyi"})
 		ans := <-dialog
 		a := assistant("answer: "+string(bytes.TrimSpace(ans)), "stop", "")
-		out.send(map[string]any{"type": "message_end", "message": a})
+		out.Send(map[string]any{"type": "message_end", "message": a})
 		end(a)
 	}
 }
@@ -233,12 +217,12 @@ func newHarness(t *testing.T) *harness {
 	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 	prov := New(logger, Options{
 		Launch: procrun.Launch{
-			Bin:     os.Args[0],
-			Env:     map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
-			HostEnv: func() []string { return nil },
+			Bin:       os.Args[0],
+			Env:       map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
+			HostEnv:   func() []string { return nil },
+			StopGrace: 2 * time.Second,
 		},
-		InterruptTimeout: 2 * time.Second,
-		RetryGrace:       200 * time.Millisecond,
+		RetryGrace: 200 * time.Millisecond,
 	})
 	cwd := filepath.Join(dir, "work")
 	_ = os.MkdirAll(cwd, 0o755)
@@ -399,7 +383,7 @@ func TestRunAbort(t *testing.T) {
 
 func TestRunAbortKillsAfterDeadline(t *testing.T) {
 	h := newHarness(t)
-	h.prov.opts.InterruptTimeout = 300 * time.Millisecond
+	h.prov.opts.StopGrace = 300 * time.Millisecond
 	var at time.Time
 	r := h.run(agent.RunRequest{Prompt: "hang", Approval: agent.ApprovalAccept}, func(ev agent.Event, cancel context.CancelFunc) {
 		if ev.Type == agent.EventAssistantDelta && at.IsZero() {

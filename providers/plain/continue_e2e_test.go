@@ -48,7 +48,7 @@ func continueSetup(t *testing.T, scripts ...fakeopenai.Script) (*Provider, strin
 	maps.Copy(env, map[string]string{"HOME": home,
 		// Anything but the fake fails at once (cn honours the proxy variables).
 		"HTTP_PROXY": "http://127.0.0.1:9", "HTTPS_PROXY": "http://127.0.0.1:9", "NO_PROXY": "127.0.0.1"})
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CLI: Continue, StopGrace: 3 * time.Second})
+	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, CLI: Continue})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,12 +38,10 @@ type Options struct {
 	CLI CLI
 	// ID is the provider id; default the CLI's name.
 	ID agent.ProviderID
-	// Launch is the executable (default the CLI's) and the child's
-	// environment.
+	// Launch is the executable (default the CLI's), the child's environment
+	// and the grace after SIGINT before the process group is killed
+	// (default 5 s).
 	procrun.Launch
-	// StopGrace is how long a cancelled run waits after SIGINT before the
-	// process group is killed; default 5 s.
-	StopGrace time.Duration
 	// ArgvLimit is the longest prompt passed as one argument; zero means
 	// DefaultArgvLimit.
 	ArgvLimit int
@@ -75,10 +73,7 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ID == "" {
 		opts.ID = agent.ProviderID(opts.CLI)
 	}
-	opts.Launch = opts.Launch.WithDefaults(info.bin)
-	if opts.StopGrace <= 0 {
-		opts.StopGrace = DefaultStopGrace
-	}
+	opts.Launch = opts.Launch.WithDefaults(info.bin, DefaultStopGrace)
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
@@ -122,15 +117,12 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 	}
 	spec := p.opts.Spec(req, inv.Args, nil)
-	if len(req.Images) > 0 {
-		logger.Warn("images dropped: plain CLIs take text only", "images", len(req.Images))
-		emit(agent.Event{Type: agent.EventSystem, Subtype: "images_dropped", Text: fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name)})
-	}
+	procrun.DropImages(logger, req, emit, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name))
 	if req.Fork && req.ResumeID != "" {
 		logger.Info("no native fork; starting a fresh session")
 	}
 
-	w := &wire{p: p, stdin: inv.Stdin, tail: &tailBuffer{max: TailBytes}}
+	w := &wire{OneWay: procrun.OneWay{Stdin: inv.Stdin}, p: p, tail: &tailBuffer{max: TailBytes}}
 	// Antigravity reports no session id: snapshot its brain directory
 	// around a fresh run. Inside a project container the directory is not on
 	// this host, so no session is discovered there.

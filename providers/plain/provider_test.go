@@ -52,8 +52,8 @@ func deltas(evs []agent.Event) (text string, n int) {
 
 func provider(t *testing.T, cli CLI, bin, dir string, env map[string]string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{CLI: cli, BrainDir: filepath.Join(dir, "brain"), StopGrace: 300 * time.Millisecond, TempDir: dir,
-		Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env}})
+	p, err := New(nil, Options{CLI: cli, BrainDir: filepath.Join(dir, "brain"), TempDir: dir,
+		Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env, StopGrace: 300 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,6 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
-// errNoInteractions answers a response: a plain CLI asks nothing.
-var errNoInteractions = errors.New("plain CLIs ask no questions")
-
 // wire is one plain run on a procrun.Session (its goroutine only). The
 // prompt goes on the command line, in a file, or on stdin (then closed).
 //
@@ -25,28 +22,18 @@ var errNoInteractions = errors.New("plain CLIs ask no questions")
 // split it: a run reattached after a restart re-reads the relay's journal
 // and re-emits exactly the deltas already recorded.
 type wire struct {
-	p      *Provider
-	stdin  []byte
-	line   []byte // the output line being collected
-	ch     chunker
-	tail   *tailBuffer // stdout tail, for failure messages
-	output int         // bytes of text emitted
+	procrun.OneWay // Stdin: the prompt when it goes on stdin
+	p              *Provider
+	line           []byte // the output line being collected
+	ch             chunker
+	tail           *tailBuffer // stdout tail, for failure messages
+	output         int         // bytes of text emitted
 
 	brain  string // Antigravity's session directory, "" when not discovered
 	before map[string]bool
 }
 
 var _ procrun.Wire = (*wire)(nil)
-
-// Start writes the stdin prompt, if any, and closes stdin (EOF, as a CLI
-// that reads no stdin expects).
-func (w *wire) Start(c *procrun.Conn) error {
-	if w.stdin != nil {
-		c.Write(w.stdin)
-	}
-	c.CloseStdin()
-	return nil
-}
 
 // Line takes one raw stdout chunk.
 func (w *wire) Line(chunk []byte, c *procrun.Conn) error {
@@ -83,12 +70,6 @@ func (w *wire) delta(c *procrun.Conn, s string) {
 	w.output += len(s)
 	c.Emit(agent.Event{Type: agent.EventAssistantDelta, Text: s})
 }
-
-// Respond refuses: a plain run has no interactions.
-func (w *wire) Respond(agent.InteractionResponse, *procrun.Conn) error { return errNoInteractions }
-
-// Interrupt has no native form: the Session sends SIGINT, then kills.
-func (w *wire) Interrupt(*procrun.Conn) error { return procrun.ErrNoNative }
 
 // Outcome maps the exit (see the package doc): the output left is flushed,
 // then a sign-in failure, a non-zero exit or an empty answer fails the run,

@@ -215,3 +215,40 @@ func BenchLines(b *testing.B, lines [][]byte, parse func()) {
 		parse()
 	}
 }
+
+// FuzzLimits are the bounds a parser keeps whatever line it is given: the
+// size of a provider.native payload and of a tool's output (before the
+// ellipsis that marks a cut). A zero bound is not checked.
+type FuzzLimits struct {
+	NativePayload, ToolOutput int
+}
+
+// CheckFuzzEvents checks what a parser's fuzz target got from one line:
+// every event has a type and marshals, payloads and tool output stay within
+// lim, and each interaction has a JSON native id and, when respond is not
+// nil, can be answered (approved) through it.
+func CheckFuzzEvents(t testing.TB, evs []agent.Event, lim FuzzLimits, respond func(agent.InteractionResponse) error) {
+	t.Helper()
+	for _, ev := range evs {
+		if ev.Type == "" {
+			t.Fatalf("event without type: %+v", ev)
+		}
+		if _, err := json.Marshal(ev); err != nil {
+			t.Fatalf("event does not marshal: %v", err)
+		}
+		if ev.Native != nil && lim.NativePayload > 0 && len(ev.Native.Payload) > lim.NativePayload {
+			t.Fatalf("payload of %d bytes", len(ev.Native.Payload))
+		}
+		if ev.Tool != nil && lim.ToolOutput > 0 && len(ev.Tool.Output) > lim.ToolOutput+len("…") {
+			t.Fatalf("tool output of %d bytes", len(ev.Tool.Output))
+		}
+		if in := ev.Interaction; in != nil && respond != nil {
+			if !json.Valid(in.NativeID) {
+				t.Fatalf("native id %q", in.NativeID)
+			}
+			if err := respond(agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove}); err != nil {
+				t.Fatalf("Respond: %v", err)
+			}
+		}
+	}
+}

@@ -4,9 +4,12 @@
 package providertest
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"io"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -58,4 +61,39 @@ func ReadRecord(t testing.TB, path string) Record {
 		r.Stdin = append(r.Stdin, json.RawMessage(l))
 	}
 	return r
+}
+
+// RecordLines reads a fake CLI's stdin line by line, appends each line as
+// is to rec (the file OpenRecord returned) and hands it to handle, until
+// EOF or until handle returns false.
+func RecordLines(rec io.Writer, handle func(line []byte) bool) {
+	in := bufio.NewReader(os.Stdin)
+	for {
+		line, err := in.ReadBytes('\n')
+		if len(line) > 0 {
+			_, _ = rec.Write(line)
+		}
+		if err != nil || !handle(line) {
+			return
+		}
+	}
+}
+
+// LineWriter writes a fake CLI's messages to its stdout, one JSON line
+// each; it is safe for concurrent use.
+type LineWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+// NewLineWriter returns a LineWriter on os.Stdout.
+func NewLineWriter() *LineWriter { return &LineWriter{w: bufio.NewWriter(os.Stdout)} }
+
+// Send writes v as one JSON line and flushes it.
+func (o *LineWriter) Send(v any) {
+	b, _ := json.Marshal(v)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	_, _ = o.w.Write(append(b, '\n'))
+	_ = o.w.Flush()
 }

@@ -91,13 +91,14 @@ func WithTools(s Script) Script { return fakehttp.Filter((*Request).HasTools, s)
 // repeats.
 func Sequence(scripts ...Script) Script { return fakehttp.Sequence(scripts...) }
 
-// Slow streams n text deltas "slow-00 ", "slow-01 ", ... with delay before
-// each; for cancel tests.
+// Slow streams n text deltas "word00 ", "word01 ", ... with delay before
+// each (the words of the Responses fake's Slow), for cancel tests such as
+// providertest.CheckCancelMidStream.
 func Slow(n int, delay time.Duration) Script {
 	return func(*Request) *Reply {
 		chunks := make([]string, n)
 		for i := range chunks {
-			chunks[i] = fmt.Sprintf("slow-%02d ", i)
+			chunks[i] = fmt.Sprintf("word%02d ", i)
 		}
 		return &Reply{Text: chunks, Delay: delay}
 	}
