@@ -147,8 +147,13 @@ type Conn struct {
 
 	pending []string // interaction ids requested and not resolved, in order
 	closed  bool     // stdin closed
-	done    bool     // the turn is over: no more answers, exit deadline
-	ended   bool     // done was acted on
+	// held are the stdin lines a Wire.Respond wrote, written to the child
+	// only once its events were emitted (see respond); holding while it runs.
+	held      [][]byte
+	holding   bool
+	holdClose bool // CloseStdin was called while holding
+	done      bool // the turn is over: no more answers, exit deadline
+	ended     bool // done was acted on
 
 	cancelled bool
 	killed    bool
@@ -180,6 +185,10 @@ func (c *Conn) Write(line []byte) {
 		c.logger.Debug("stdin closed, line dropped", "bytes", len(line))
 		return
 	}
+	if c.holding {
+		c.held = append(c.held, bytes.Clone(line))
+		return
+	}
 	if err := c.proc.WriteLine(line); err != nil {
 		c.logger.Debug("write stdin", "err", err)
 	}
@@ -188,6 +197,10 @@ func (c *Conn) Write(line []byte) {
 // CloseStdin closes the child's stdin without ending the turn (a one-way
 // CLI that reads its prompt to EOF).
 func (c *Conn) CloseStdin() {
+	if c.holding {
+		c.holdClose = true
+		return
+	}
 	if !c.closed {
 		c.closed = true
 		_ = c.proc.CloseStdin()
@@ -593,7 +606,24 @@ func (c *Conn) respond(resp agent.InteractionResponse) {
 		c.logger.Warn("interaction response ignored", "err", agent.ErrUnknownInteraction, "interaction_id", resp.InteractionID)
 		return
 	}
-	if err := c.s.Wire.Respond(resp, c); err != nil {
+	// The answer reaches the child only after the events the wire emitted
+	// for it (its interaction.resolved) were handled: the service persists a
+	// resolution before it returns, so a bot killed in between leaves either
+	// a recorded decision the agent has not seen yet (a reattach sends it) or
+	// neither, never an agent acting on a decision no one recorded (which a
+	// reattach would leave open to a different answer).
+	c.holding = true
+	err := c.s.Wire.Respond(resp, c)
+	c.holding = false
+	held, closeStdin := c.held, c.holdClose
+	c.held, c.holdClose = nil, false
+	for _, l := range held {
+		c.Write(l)
+	}
+	if closeStdin {
+		c.CloseStdin()
+	}
+	if err != nil {
 		c.logger.Warn("interaction response ignored", "err", err, "interaction_id", resp.InteractionID)
 	}
 }

@@ -4,12 +4,15 @@ package procrun
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -367,5 +370,67 @@ func TestSessionBurstNotHeldBack(t *testing.T) {
 	}
 	if got, want := r.types(), "interaction.requested interaction.resolved(a:answered) run.completed"; got != want {
 		t.Fatalf("events = %s, want %s\n%s", got, want, r.logs)
+	}
+}
+
+// emittingWire answers like the claude wire: Respond writes the answer to the
+// CLI and emits its resolution itself; the echo of the answer completes.
+type emittingWire struct{ testWire }
+
+func (w *emittingWire) Line(line []byte, c *Conn) error {
+	if bytes.Contains(line, []byte(`"echo":"answer:`)) {
+		c.Emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	}
+	return w.testWire.Line(line, c)
+}
+
+func (w *emittingWire) Respond(resp agent.InteractionResponse, c *Conn) error {
+	c.Write([]byte("answer:" + resp.InteractionID))
+	c.Emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: resp.InteractionID, Status: agent.StatusApproved}})
+	return nil
+}
+
+// relayWrites asks the run's relay how many stdin lines it wrote to the child.
+func relayWrites(t *testing.T, rel Relay, runID string) int {
+	t.Helper()
+	c, err := net.Dial("unix", filepath.Join(rel.RunDir(runID), relaySock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Write([]byte(`{"op":"status"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	var rep relayReply
+	if err := json.NewDecoder(c).Decode(&rep); err != nil {
+		t.Fatal(err)
+	}
+	return rep.Writes
+}
+
+// TestSessionAnswerWrittenAfterItsResolution: an answer reaches the child
+// only after the wire's resolution of it was emitted (and so, in the prompt
+// service, persisted): a bot killed while handling the resolution must not
+// leave an agent acting on a decision nobody recorded. Without the hold the
+// relay has written the answer (2 writes) when the resolution is emitted.
+func TestSessionAnswerWrittenAfterItsResolution(t *testing.T) {
+	rel := testRelay(t)
+	rr := rel.Run("run-h")
+	answers := make(chan agent.InteractionResponse, 1)
+	writesAtResolution := -1
+	r := runSession(t, WithRelay(t.Context(), rr), &emittingWire{}, Session{Responses: answers}, func(ev agent.Event) {
+		switch ev.Type {
+		case agent.EventInteractionRequested:
+			answers <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionApprove}
+		case agent.EventInteractionResolved:
+			writesAtResolution = relayWrites(t, rel, "run-h")
+		}
+	}, `START={"req":"a"}`)
+	if r.err != nil || r.types() != "interaction.requested interaction.resolved(a:approved) run.completed" {
+		t.Fatalf("err = %v, events = %s\n%s", r.err, r.types(), r.logs)
+	}
+	if writesAtResolution != 1 {
+		t.Fatalf("relay had written %d lines when the resolution was emitted, want 1 (the prompt; the answer after)", writesAtResolution)
 	}
 }
