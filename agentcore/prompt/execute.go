@@ -186,15 +186,17 @@ func (s *Service) appendEvent(ctx context.Context, run *Run, ev agent.Event) {
 // persist appends an event that is already scrubbed. The run's reader does not
 // wait for the commit (runhub.Hub.Enqueue: its events are pipelined, in order,
 // each broadcast once committed) except for a terminal event, after which the
-// run is ending: that one returns once it and all before it are committed.
-// Lease.Release waits for the rest.
+// run is ending, and an interaction's request or resolution, which a reattach
+// matches against the ledger and the agent's answers (procrun writes an answer
+// to the agent only after its resolution was emitted): those return once they
+// and all before them are committed. Lease.Release waits for the rest.
 func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		s.log.ErrorContext(ctx, "encode event", "type", ev.Type, "err", err)
 		return
 	}
-	if ev.Type.Terminal() {
+	if ev.Type.Terminal() || ev.Type == agent.EventInteractionRequested || ev.Type == agent.EventInteractionResolved {
 		if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
 			s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
 		}

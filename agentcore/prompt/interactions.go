@@ -30,6 +30,21 @@ type Ledger interface {
 	ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error
 }
 
+// LedgerReader is a Ledger that also reads a run's interactions back. A
+// reattach asks it, since the ledger records a request or an outcome before
+// the run's event of it is committed: a process killed in between left the
+// ledger ahead of the events, and the reattached run neither records the
+// request again nor loses the decision.
+type LedgerReader interface {
+	RunInteractions(ctx context.Context, chatID, runID string) ([]LedgerEntry, error)
+}
+
+// LedgerEntry is an interaction as the ledger has it; Status is "pending"
+// until it is resolved.
+type LedgerEntry struct {
+	ID, Status, Decision, By string
+}
+
 // Errors of RespondInteraction.
 var (
 	// ErrUnknownInteraction is returned for an answer to a request the run never made.
@@ -139,8 +154,8 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 	}
 	r.mu.Unlock()
 	s.opts.Observer.InteractionOpened(st.kind)
-	if s.ledger == nil {
-		return
+	if s.ledger == nil || (r.replay != nil && r.replay.recorded[in.ID]) {
+		return // a reattached run's request the ledger has (its event was lost)
 	}
 	payload, _ := json.Marshal(in)
 	if len(payload) > maxInteractionPayload {
@@ -191,7 +206,7 @@ func (s *Service) resolved(ctx context.Context, r *Run, res *agent.Resolution) {
 		return
 	}
 	s.opts.Observer.InteractionClosed(st.kind, res.Status)
-	if s.ledger != nil {
+	if s.ledger != nil && (r.replay == nil || !r.replay.ledgerResolved[res.InteractionID]) {
 		if err := s.ledger.ResolveInteraction(ctx, r.ID, res.InteractionID, res.Status, string(res.Decision), res.By); err != nil {
 			s.log.ErrorContext(ctx, "resolve interaction", "run", r.ID, "interaction", res.InteractionID, "err", err)
 		}

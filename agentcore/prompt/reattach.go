@@ -70,6 +70,9 @@ type replayState struct {
 	requests    map[string]*agent.Interaction
 	resolutions map[string]agent.Resolution
 	prompt      string
+	// recorded and ledgerResolved are the ids whose request, and outcome,
+	// the ledger already has (LedgerReader): not recorded again.
+	recorded, ledgerResolved map[string]bool
 }
 
 // newRelayRun returns the relay claim of a new run, or nil without a relay.
@@ -306,7 +309,38 @@ read:
 		rp.left[replayKey(ev)]++
 		rp.n++
 	}
+	if err := s.loadLedger(ctx, rp, chatID, runID); err != nil {
+		return nil, err
+	}
 	return rp, nil
+}
+
+// loadLedger adds what the ledger recorded of the run to rp: the ledger is
+// written before the run's events are committed, so a process killed in
+// between left requests and decisions there only. A decision found only there
+// is answered again like a persisted one (the agent has not seen it: procrun
+// writes an answer once its resolution was persisted).
+func (s *Service) loadLedger(ctx context.Context, rp *replayState, chatID, runID string) error {
+	lr, ok := s.ledger.(LedgerReader)
+	if !ok {
+		return nil
+	}
+	ins, err := lr.RunInteractions(ctx, chatID, runID)
+	if err != nil {
+		return fmt.Errorf("reattach %s: read interactions: %w", runID, err)
+	}
+	rp.recorded, rp.ledgerResolved = map[string]bool{}, map[string]bool{}
+	for _, in := range ins {
+		rp.recorded[in.ID] = true
+		if in.Status == "" || in.Status == "pending" {
+			continue
+		}
+		rp.ledgerResolved[in.ID] = true
+		if _, ok := rp.resolutions[in.ID]; !ok {
+			rp.resolutions[in.ID] = agent.Resolution{InteractionID: in.ID, Status: in.Status, Decision: agent.Decision(in.Decision), By: in.By}
+		}
+	}
+	return nil
 }
 
 // replayKey identifies an event for the match of re-emitted and persisted

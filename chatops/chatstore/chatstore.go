@@ -112,6 +112,22 @@ func (s Store) RecordInteraction(ctx context.Context, in prompt.InteractionRecor
 	})
 }
 
+// RunInteractions returns the run's interactions as the ledger has them
+// (prompt.LedgerReader).
+func (s Store) RunInteractions(ctx context.Context, chatID, runID string) ([]prompt.LedgerEntry, error) {
+	ins, err := s.St.ListInteractions(ctx, chatID)
+	if err != nil {
+		return nil, err
+	}
+	var out []prompt.LedgerEntry
+	for _, in := range ins {
+		if in.RunID == runID {
+			out = append(out, prompt.LedgerEntry{ID: in.ID, Status: in.Status, Decision: in.Decision, By: in.ResolvedBy})
+		}
+	}
+	return out, nil
+}
+
 // ResolveInteraction stores an interaction's outcome.
 func (s Store) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
 	return s.St.ResolveInteraction(ctx, runID, id, status, decision, by)
