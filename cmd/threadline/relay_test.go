@@ -533,7 +533,11 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 	sctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- serve(sctx, a, []frontEnd{front}) }()
-	<-front.ran
+	select {
+	case <-front.ran:
+	case err := <-done: // serve gave up before running its front-ends
+		t.Fatalf("serve returned %v before running its front-end\n%s", err, logs.String())
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
