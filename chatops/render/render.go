@@ -189,7 +189,7 @@ func (r *Run) Apply(ev Event) {
 		if e.Model != "" && r.model == "" {
 			r.model = e.Model
 		}
-		if e.Subtype == "session_recovered" || e.Subtype == "api_retry" {
+		if e.Subtype == "session_recovered" || e.Subtype == "api_retry" || e.Subtype == "version_notice" {
 			r.notes = append(r.notes, e.Text)
 		}
 	case agent.EventAssistantDelta:

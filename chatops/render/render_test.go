@@ -269,3 +269,23 @@ func TestPure(t *testing.T) {
 		t.Fatalf("checked %d files", checked)
 	}
 }
+
+// TestVersionNoticeShown: the prompt service's one-line notice that the CLI
+// is outside its verified versions shows in the run's message.
+func TestVersionNoticeShown(t *testing.T) {
+	l := &log{chatID: "c1", runID: "r1"}
+	l.add(0, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: "claude"})
+	l.add(time.Second, agent.Event{Type: agent.EventSystem, Subtype: "version_notice", Text: "claude 9.9.9 is not a verified version (verified: 2.1.328)"})
+	l.add(2*time.Second, agent.Event{Type: agent.EventAssistantDelta, Text: "hello"})
+	r := render.NewRun(render.RenderOptions{}, "c1", "r1", "")
+	for _, ev := range l.evs {
+		r.Apply(ev)
+	}
+	var all strings.Builder
+	for _, v := range r.Views() {
+		all.WriteString(v.View.Body + "\n" + strings.Join(v.View.Steps, "\n") + "\n" + v.View.Footer + "\n")
+	}
+	if !strings.Contains(all.String(), "9.9.9 is not a verified version") {
+		t.Errorf("no version notice in %q", all.String())
+	}
+}
