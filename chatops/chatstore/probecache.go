@@ -29,7 +29,14 @@ type ProbeCache struct {
 
 	mu  sync.Mutex
 	mem *registry.Cache
+	// synced is when the memory last loaded from the database: within
+	// resync, probes use the memory alone (every run's version check
+	// would otherwise open and migrate the database, one after another).
+	synced time.Time
 }
+
+// resync is how long the in-memory cache is trusted without the database.
+const resync = registry.DefaultCacheTTL / 2
 
 // NewProbeCache returns the cache over the database at url ("" keeps it in
 // memory); log gets what goes wrong with the database.
@@ -45,7 +52,7 @@ func (c *ProbeCache) Probe(ctx context.Context, defs []registry.Definition, opts
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	opts.Cache = c.mem
-	if c.url == "" {
+	if c.url == "" || (!c.synced.IsZero() && time.Since(c.synced) < resync) {
 		return registry.Probe(ctx, defs, opts)
 	}
 	st, err := store.OpenAndMigrate(ctx, c.url, slog.New(slog.DiscardHandler))
@@ -60,6 +67,7 @@ func (c *ProbeCache) Probe(ctx context.Context, defs []registry.Definition, opts
 		c.log.WarnContext(ctx, "capability cache: load", "err", err)
 	}
 	defer c.mem.Detach()
+	c.synced = time.Now()
 	if _, err := st.PruneCapabilities(ctx, time.Now().Add(-capKeep)); err != nil {
 		c.log.WarnContext(ctx, "capability cache: prune", "err", err)
 	}
