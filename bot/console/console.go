@@ -53,6 +53,10 @@ type Console struct {
 	// History is the file the line editor keeps typed lines in: empty is
 	// HistoryFile(), "-" keeps none.
 	History string
+	// Scrub, when set, masks secret values in a line before the history
+	// keeps it (the config's redactor: a token pasted into the chat does
+	// not land in the history file).
+	Scrub func(string) string
 }
 
 // queued is a line typed while a turn ran, to run when it is over; echo
@@ -324,7 +328,11 @@ func (s *session) typed(ctx context.Context, line string) error {
 		return nil
 	}
 	if s.ed != nil {
-		s.ed.remember(text)
+		kept := text
+		if s.Scrub != nil {
+			kept = s.Scrub(kept)
+		}
+		s.ed.remember(kept)
 	}
 	if s.runID != "" {
 		if cmd, ok := chatops.ParseCommand(text); ok && slices.Contains(immediate, cmd.Name) {

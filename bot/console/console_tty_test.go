@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/bot/console/consoletest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
@@ -220,5 +221,33 @@ func TestConsoleTerminalAfterTheEnd(t *testing.T) {
 	}
 	if sc := p.Screen.String(); strings.Contains(sc, "queued") || strings.Contains(sc, "end of input") {
 		t.Errorf("announced:\n%s", strings.Join(p.Screen.Rows(80), "\n"))
+	}
+}
+
+// TestConsoleHistoryScrubbed: a secret value typed into the chat is masked
+// in the history file (the agent still gets the line the prompt service
+// scrubs on its own).
+func TestConsoleHistoryScrubbed(t *testing.T) {
+	s, chat := stack(t)
+	s.Prov.Add(chatopstest.Answer("noted"))
+	p := consoletest.Open(t)
+	hist := filepath.Join(t.TempDir(), "state", "chat_history")
+	const secret = "xoxb-1111-2222-secretvalue"
+	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: hist, Scrub: redact.New(secret).String}
+	wait := runConsole(t, con, chat)
+	p.Screen.Wait(t, "> ")
+	p.Type(t, "the token is "+secret, consoletest.Enter)
+	p.Screen.Wait(t, "noted")
+	p.Screen.Wait(t, "— done")
+	p.Type(t, consoletest.CtrlD)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), secret) || !strings.HasPrefix(string(b), "the token is ") {
+		t.Errorf("history %q", b)
 	}
 }

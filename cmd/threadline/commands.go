@@ -94,7 +94,7 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer done()
-	con := &console.Console{Bot: t.bot, In: stdin, Out: stdout, Interrupts: t.presses, By: "console:" + console.UserName(), Log: t.log, Projects: t.store}
+	con := &console.Console{Bot: t.bot, In: stdin, Out: stdout, Interrupts: t.presses, By: "console:" + console.UserName(), Log: t.log, Projects: t.store, Scrub: t.redactor.String}
 	return con.Start(ctx, t.chat, t.created)
 }
 
