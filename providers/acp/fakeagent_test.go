@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -34,7 +33,7 @@ const (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envFake) == "1" {
-		os.Exit(fakeAgent())
+		os.Exit(providertest.ServeFake("fake-acp 9.9.9", os.Getenv(envRecord), fakeAgent))
 	}
 	os.Exit(m.Run())
 }
@@ -89,17 +88,9 @@ func (c *fakeConn) cancelled(d time.Duration) bool {
 	}
 }
 
-func fakeAgent() int {
-	if slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("fake-acp 9.9.9")
-		return 0
-	}
-	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 98
-	}
-	defer rec.Close()
+// fakeAgent serves the client on stdin/stdout (see ServeFake), keeping
+// every line it reads in rec.
+func fakeAgent(rec *os.File) int {
 	cwd, _ := os.Getwd()
 	_ = os.WriteFile(os.Getenv(envRecord)+".cwd", []byte(cwd), 0o600)
 	c := &fakeConn{out: providertest.NewLineWriter(), waiters: map[string]chan json.RawMessage{}, cancel: make(chan struct{}, 1), cwd: cwd}

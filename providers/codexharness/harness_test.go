@@ -44,18 +44,14 @@ const (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envFake) == "1" {
-		os.Exit(fakeAppServer())
+		os.Exit(providertest.ServeFake("", os.Getenv(envRecord), fakeAppServer))
 	}
 	os.Exit(m.Run())
 }
 
-func fakeAppServer() int {
-	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 98
-	}
-	defer rec.Close()
+// fakeAppServer serves `app-server` (or `debug models`) on stdin/stdout
+// (see ServeFake), keeping every line it reads in rec.
+func fakeAppServer(rec *os.File) int {
 	if slices.Contains(os.Args[1:], "debug") {
 		b, err := os.ReadFile(os.Getenv(envDebug))
 		if err != nil {
@@ -262,46 +258,15 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 		}
 		responses <- r
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	f := &fakeRun{}
-	done := make(chan struct{})
-	returned := false
-	start := time.Now()
-	go func() {
-		defer close(done)
-		f.Err = h.Run(ctx, req, func(ev agent.Event) {
-			if returned {
-				t.Errorf("event %s after Run returned", ev.Type)
-			}
-			f.Events = append(f.Events, ev)
-			if fo.onEvent != nil {
-				fo.onEvent(ev, cancel, answer)
-			}
-		})
-		returned = true
-	}()
-	select {
-	case <-done:
-	case <-time.After(40 * time.Second):
-		t.Fatal("Run did not return")
-	}
-	f.Elapsed = time.Since(start)
-	terminals := 0
-	for i, ev := range f.Events {
-		if ev.Type.Terminal() {
-			terminals++
-			if i != len(f.Events)-1 {
-				t.Errorf("terminal %s at %d of %d events", ev.Type, i, len(f.Events))
-			}
+	// providertest.Run bounds the run by its progress and checks that one
+	// terminal event comes last and nothing after Run returned.
+	f := &fakeRun{Result: *providertest.Run(t, h, req, func(ev agent.Event, cancel context.CancelFunc) {
+		if fo.onEvent != nil {
+			fo.onEvent(ev, cancel, answer)
 		}
-	}
-	if terminals > 1 {
-		t.Errorf("%d terminal events", terminals)
-	}
+	})}
 	rec := providertest.ReadRecord(t, recPath)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
-	t.Logf("events: %v (err %v, %s)", f.Types(), f.Err, f.Elapsed.Round(time.Millisecond))
 	return f
 }
 
