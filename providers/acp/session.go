@@ -70,7 +70,7 @@ func (w *wire) Start(c *procrun.Conn) error {
 // and sequences the protocol on the replies.
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	parsed, err := w.parser.Parse(line)
-	w.flush(c)
+	c.Flush(w.parser)
 	for _, ev := range parsed.Events {
 		c.Emit(ev)
 	}
@@ -105,13 +105,6 @@ func (w *wire) Timer(name string, c *procrun.Conn) {
 			c.Emit(ev)
 		}
 		w.startSetup(c)
-	}
-}
-
-// flush writes the parser's queued answers.
-func (w *wire) flush(c *procrun.Conn) {
-	for _, l := range w.parser.TakeOutgoing() {
-		c.Write(l)
 	}
 }
 
@@ -252,7 +245,7 @@ func (w *wire) Interrupt(c *procrun.Conn) error {
 	}
 	c.Logger().Info("cancelling the turn")
 	evs := w.parser.Cancel()
-	w.flush(c)
+	c.Flush(w.parser)
 	for _, ev := range evs {
 		c.Emit(ev)
 	}
@@ -261,12 +254,9 @@ func (w *wire) Interrupt(c *procrun.Conn) error {
 
 // Respond answers a permission request; a "cancel" answer stops the turn.
 func (w *wire) Respond(resp agent.InteractionResponse, c *procrun.Conn) error {
-	ev, err := w.parser.Respond(resp)
-	if err != nil {
+	if err := c.Answer(w.parser, resp); err != nil {
 		return err
 	}
-	w.flush(c)
-	c.Emit(ev)
 	if w.parser.Cancelling() {
 		c.Stopping()
 	}

@@ -24,7 +24,7 @@ func (w *wire) Start(c *procrun.Conn) error {
 
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	evs, err := w.parser.Parse(line)
-	w.flush(c)
+	c.Flush(w.parser)
 	for _, ev := range evs {
 		if ev.Type == agent.EventRunFailed {
 			ev.Text = signInHint(ev.Text) // "Not logged in" becomes how to sign in
@@ -37,21 +37,8 @@ func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	return err
 }
 
-// flush writes the parser's queued control responses.
-func (w *wire) flush(c *procrun.Conn) {
-	for _, l := range w.parser.TakeOutgoing() {
-		c.Write(l)
-	}
-}
-
 func (w *wire) Respond(resp agent.InteractionResponse, c *procrun.Conn) error {
-	ev, err := w.parser.Respond(resp)
-	if err != nil {
-		return err
-	}
-	w.flush(c)
-	c.Emit(ev)
-	return nil
+	return c.Answer(w.parser, resp)
 }
 
 func (w *wire) Interrupt(c *procrun.Conn) error {

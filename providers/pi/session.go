@@ -37,18 +37,12 @@ func (w *wire) Start(c *procrun.Conn) error {
 
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	evs, err := w.parser.Parse(line)
-	w.flush(c)
+	c.Flush(w.parser)
 	for _, ev := range evs {
 		c.Emit(ev)
 	}
 	w.afterEvents(c)
 	return err
-}
-
-func (w *wire) flush(c *procrun.Conn) {
-	for _, l := range w.parser.TakeOutgoing() {
-		c.Write(l)
-	}
 }
 
 // afterEvents arms or disarms the retry window and, after the terminal
@@ -63,7 +57,7 @@ func (w *wire) afterEvents(c *procrun.Conn) {
 		c.After(retryTimer, 0)
 	}
 	if c.Terminal() != "" {
-		w.flush(c)
+		c.Flush(w.parser)
 	}
 }
 
@@ -81,13 +75,7 @@ func (w *wire) Timer(_ string, c *procrun.Conn) {
 }
 
 func (w *wire) Respond(resp agent.InteractionResponse, c *procrun.Conn) error {
-	ev, err := w.parser.Respond(resp)
-	if err != nil {
-		return err
-	}
-	w.flush(c)
-	c.Emit(ev)
-	return nil
+	return c.Answer(w.parser, resp)
 }
 
 // Interrupt aborts natively (abort, plus abort_retry while pi waits to
