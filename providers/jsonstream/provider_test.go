@@ -4,16 +4,11 @@ package jsonstream
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
-	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -23,34 +18,22 @@ func fakeCLI(t *testing.T, fixture, body string) (bin, dir string) {
 	t.Helper()
 	cat := ""
 	if fixture != "" {
-		abs, err := filepath.Abs(filepath.Join("testdata", fixture))
-		if err != nil {
-			t.Fatal(err)
-		}
-		cat = "cat \"" + abs + "\"\n"
+		cat = providertest.PrintFixture(t, fixture) + "\n"
 	}
-	return providertest.FakeCLI(t, "cli", `cat > "$DIR/stdin"`+"\n"+cat+body)
+	return providertest.FakeCLI(t, "cli", providertest.RecordStdin+"\n"+cat+body)
 }
 
 // recorder collects a run's events.
 type recorder = providertest.Events
 
+// newTestProvider runs dialect d on the fake bin (providertest.FakeLaunch).
 func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, StopGrace: 500 * time.Millisecond}, Dialect: d})
+	p, err := New(nil, Options{Launch: providertest.FakeLaunch(bin), Dialect: d})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return p
-}
-
-func readFile(t *testing.T, p string) string {
-	t.Helper()
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }
 
 func TestRunEachDialectCompletes(t *testing.T) {
@@ -80,11 +63,11 @@ func TestRunEachDialectCompletes(t *testing.T) {
 			if tc.d == GrokCLI { // the prompt is an argument; stdin is closed
 				wantStdin = ""
 			}
-			if stdin := readFile(t, filepath.Join(dir, "stdin")); stdin != wantStdin {
+			if stdin := providertest.FakeStdin(t, dir); stdin != wantStdin {
 				t.Errorf("stdin = %q", stdin)
 			}
 			want, _ := Command(tc.d, agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, DefaultArgvLimit)
-			if args := readFile(t, filepath.Join(dir, "args")); args != strings.Join(want, "\n")+"\n" {
+			if args := providertest.FakeArgs(t, dir); strings.Join(args, "\n") != strings.Join(want, "\n") {
 				t.Errorf("args (one a line) = %q, want %q", args, want)
 			}
 		})
@@ -142,7 +125,7 @@ func TestRunOpenCodeErrorFails(t *testing.T) {
 
 func TestRunExitWithoutEndFails(t *testing.T) {
 	// The last step ended with tool-calls and the CLI died: no success.
-	bin, _ := fakeCLI(t, "", `head -4 "`+mustAbs(t, "testdata/opencode-tool.jsonl")+`"
+	bin, _ := fakeCLI(t, "", `head -4 "`+providertest.Testdata(t, "opencode-tool.jsonl")+`"
 echo "opencode: killed by the OOM reaper" >&2
 exit 137`)
 	var rec recorder
@@ -154,15 +137,6 @@ exit 137`)
 	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "OOM reaper") {
 		t.Fatalf("last = %+v", last)
 	}
-}
-
-func mustAbs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 func TestRunCancelled(t *testing.T) {
@@ -192,10 +166,7 @@ func TestRunResumeAndFork(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	err := newTestProvider(t, Copilot, filepath.Join(t.TempDir(), "none")).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "@github/copilot") {
-		t.Fatalf("err = %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *Provider { return newTestProvider(t, Copilot, bin) }, "@github/copilot")
 }
 
 func TestDescriptors(t *testing.T) {
@@ -204,22 +175,12 @@ func TestDescriptors(t *testing.T) {
 		if !ok || d.Dialect != string(dl) || d.Executable == "" {
 			t.Fatalf("%s: descriptor %+v", dl, d)
 		}
-		if err := registry.Validate(d); err != nil || d.Verified.By == "" {
-			t.Errorf("%s: Validate = %v, verified %+v", dl, err, d.Verified)
-		}
-		args, err := Command(dl, agent.RunRequest{Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}, DefaultArgvLimit)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !slices.Equal(args[:len(d.Args.Base)], d.Args.Base) || !slices.Contains(args, d.Args.Model+"=m1") ||
-			(d.Args.Resume != "" && !containsRun(args, []string{d.Args.Resume, "s1"})) || !containsRun(args, d.Args.Accept) {
-			t.Errorf("%s: args %q do not follow %+v", dl, args, d.Args)
-		}
-		if deny, _ := Command(dl, agent.RunRequest{}, DefaultArgvLimit); len(d.Args.Accept) > 0 && containsRun(deny, d.Args.Accept) {
-			t.Errorf("%s: %q without accept", dl, d.Args.Accept)
-		}
-		if d.Prompt == registry.DeliverArgv && !containsRun(args, []string{d.Args.Prompt, ""}) {
-			t.Errorf("%s: args %q lack the prompt after %s", dl, args, d.Args.Prompt)
+		providertest.CheckDescriptor(t, d, "")
+		args := providertest.CheckDescribedArgs(t, d, func(req agent.RunRequest) ([]string, error) {
+			return Command(dl, req, DefaultArgvLimit)
+		})
+		if !slices.Equal(args[:len(d.Args.Base)], d.Args.Base) {
+			t.Errorf("%s: args %q do not start with %q", dl, args, d.Args.Base)
 		}
 	}
 	if _, ok := Descriptor("nosuch"); ok {
@@ -227,21 +188,11 @@ func TestDescriptors(t *testing.T) {
 	}
 }
 
-// containsRun reports whether sub occurs in s as consecutive elements.
-func containsRun(s, sub []string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if slices.Equal(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
-}
-
 // TestGrokCLIPromptTooLarge: grok-cli takes the prompt as one argument; one
 // over the argv limit fails the run before anything starts.
 func TestGrokCLIPromptTooLarge(t *testing.T) {
 	bin, dir := fakeCLI(t, "grok-cli-tool.jsonl", "")
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin}, Dialect: GrokCLI, ArgvLimit: 8})
+	p, err := New(nil, Options{Launch: providertest.FakeLaunch(bin), Dialect: GrokCLI, ArgvLimit: 8})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,8 +201,8 @@ func TestGrokCLIPromptTooLarge(t *testing.T) {
 	if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || !slices.Equal(rec.Types(), []agent.EventType{agent.EventRunFailed}) {
 		t.Fatalf("Run = %v, events %v", err, rec.Types())
 	}
-	if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
-		t.Errorf("the CLI ran: %v", err)
+	if providertest.FakeStarted(t, dir) {
+		t.Error("the CLI ran")
 	}
 	if _, err := Command(GrokCLI, agent.RunRequest{Prompt: "nul\x00byte"}, DefaultArgvLimit); !errors.Is(err, ErrPromptTooLarge) {
 		t.Errorf("a NUL byte in an argv prompt: %v", err)

@@ -4,15 +4,11 @@ package kimi
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -27,25 +23,15 @@ func fakeKimi(t *testing.T, body string) (bin, dir string) {
 // recorder collects a run's events.
 type recorder = providertest.Events
 
-func newTestProvider(opts Options) *Provider {
-	opts.HostEnv = func() []string { return []string{"PATH=/usr/bin:/bin"} }
-	opts.StopGrace = 500 * time.Millisecond
-	return New(nil, opts)
-}
-
-func readArgs(t *testing.T, dir string) []string {
-	t.Helper()
-	return providertest.FakeArgs(t, dir)
+// newTestProvider runs kimi on the fake bin (providertest.FakeLaunch).
+func newTestProvider(bin string) *Provider {
+	return New(nil, Options{Launch: providertest.FakeLaunch(bin)})
 }
 
 func TestRunCompletes(t *testing.T) {
-	transcript, err := filepath.Abs(filepath.Join("testdata", "tools.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, dir := fakeKimi(t, `cat "`+transcript+`"`)
+	bin, dir := fakeKimi(t, providertest.PrintFixture(t, "tools.jsonl"))
 	var rec recorder
-	err = newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{
+	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{
 		Prompt: "fix the test", Model: "kimi-k2.5", ResumeID: "session_old", Args: []string{"--yolo"},
 		Env: map[string]string{"KIMI_API_KEY": "k"},
 	}, rec.Emit)
@@ -60,7 +46,7 @@ func TestRunCompletes(t *testing.T) {
 		t.Errorf("resuming session_old but the CLI reported another: no session_not_resumed notice in %v", got)
 	}
 	want := []string{"-p", "fix the test", "--output-format", "stream-json", "--model=kimi-k2.5", "--session", "session_old", "--yolo"}
-	if args := readArgs(t, dir); !slices.Equal(args, want) {
+	if args := providertest.FakeArgs(t, dir); !slices.Equal(args, want) {
 		t.Errorf("args = %q\nwant %q", args, want)
 	}
 }
@@ -80,23 +66,19 @@ func TestRunForkClearsResume(t *testing.T) {
 }
 
 func TestRunLongPromptGoesToStdin(t *testing.T) {
-	bin, dir := fakeKimi(t, `cat > "$(dirname "$0")/stdin"
+	bin, dir := fakeKimi(t, providertest.RecordStdin+`
 echo '{"role":"assistant","content":"got it"}'
 echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	prompt := strings.Repeat("long prompt ", 100)
 	var rec recorder
-	if err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}, ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
+	if err := New(nil, Options{Launch: providertest.FakeLaunch(bin), ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	args := readArgs(t, dir)
+	args := providertest.FakeArgs(t, dir)
 	if slices.Contains(args, "-p") || slices.Contains(args, prompt) || !slices.Equal(args[:5], []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json"}) {
 		t.Fatalf("args = %q", args)
 	}
-	stdin, err := os.ReadFile(filepath.Join(dir, "stdin"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.HasPrefix(string(stdin), `{"content":"long prompt long prompt`) || !strings.Contains(string(stdin), `"role":"user"`) || !strings.HasSuffix(string(stdin), "}\n") {
+	if stdin := providertest.FakeStdin(t, dir); !strings.HasPrefix(stdin, `{"content":"long prompt long prompt`) || !strings.Contains(stdin, `"role":"user"`) || !strings.HasSuffix(stdin, "}\n") {
 		t.Fatalf("stdin = %.120q", stdin)
 	}
 	if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
@@ -109,7 +91,7 @@ func TestRunFailsWithoutHint(t *testing.T) {
 echo "Error: LLM provider error: 401 invalid api key" >&2
 exit 1`)
 	var rec recorder
-	err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
+	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
@@ -122,21 +104,18 @@ exit 1`)
 func TestRunCancelled(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"thinking..."}'
 exec sleep 30`)
-	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}), agent.RunRequest{Prompt: "p"},
+	providertest.CheckInterrupted(t, providertest.Run(t, newTestProvider(bin), agent.RunRequest{Prompt: "p"},
 		providertest.CancelOn(agent.EventAssistantDelta)))
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	err := newTestProvider(Options{Launch: procrun.Launch{Bin: filepath.Join(t.TempDir(), "nokimi")}}).Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "kimi-cli") {
-		t.Fatalf("err = %v", err)
-	}
+	providertest.CheckNotInstalled(t, newTestProvider, "kimi-cli")
 }
 
 func TestRunImagesDropped(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"meta","type":"session.resume_hint","session_id":"s"}'`)
 	var rec recorder
-	err := newTestProvider(Options{Launch: procrun.Launch{Bin: bin}}).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
+	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
 	if err != nil || rec.All()[0].Type != agent.EventSystem || rec.All()[0].Subtype != "images_dropped" {
 		t.Fatalf("err %v, events %+v", err, rec.All())
 	}
@@ -147,18 +126,11 @@ func TestDescriptor(t *testing.T) {
 	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || d.NativeFork {
 		t.Fatalf("descriptor %+v", d)
 	}
-	if err := registry.Validate(d); err != nil || d.Verified.By != registry.VerifiedFixtures {
-		t.Errorf("Validate = %v, verified %+v", err, d.Verified)
-	}
-	inv, err := Command(agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1"}, DefaultArgvLimit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{d.Args.Prompt + " hi", strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", d.Args.Resume + " s1"} {
-		if !strings.Contains(" "+strings.Join(inv.Args, " ")+" ", " "+want+" ") {
-			t.Errorf("args %q lack %q", inv.Args, want)
-		}
-	}
+	providertest.CheckDescriptor(t, d, registry.VerifiedFixtures)
+	providertest.CheckDescribedArgs(t, d, func(req agent.RunRequest) ([]string, error) {
+		inv, err := Command(req, DefaultArgvLimit)
+		return inv.Args, err
+	})
 	long, err := Command(agent.RunRequest{Prompt: "hi"}, 1)
 	if err != nil || long.Stdin == nil || d.PromptFallback != "stdin" {
 		t.Errorf("a prompt over the argv limit: %+v %v (descriptor fallback %q)", long, err, d.PromptFallback)

@@ -32,6 +32,49 @@ func FakeCLI(t testing.TB, name, body string) (bin, dir string) {
 	return bin, dir
 }
 
+// Testdata returns the absolute path of testdata/name in the package under
+// test (for a fake CLI, which runs elsewhere).
+func Testdata(t testing.TB, name string) string {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// PrintFixture returns the shell line of a FakeCLI body that prints the
+// fixture testdata/name of the package under test.
+func PrintFixture(t testing.TB, name string) string {
+	t.Helper()
+	return `cat "` + Testdata(t, name) + `"`
+}
+
+// RecordStdin is the shell line of a FakeCLI body that keeps its stdin in
+// $DIR/stdin (see FakeStdin).
+const RecordStdin = `cat > "$DIR/stdin"`
+
+// FakeStdin returns what a FakeCLI in dir kept of its stdin (RecordStdin).
+func FakeStdin(t testing.TB, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, "stdin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// FakeStarted reports whether the FakeCLI in dir was started (it wrote its
+// arguments).
+func FakeStarted(t testing.TB, dir string) bool {
+	t.Helper()
+	_, err := os.Stat(filepath.Join(dir, "args"))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatal(err)
+	}
+	return err == nil
+}
+
 // FakeArgs returns the arguments a FakeCLI in dir was last started with.
 func FakeArgs(t testing.TB, dir string) []string {
 	t.Helper()

@@ -1,0 +1,127 @@
+// Checks of the provider contract (agentcore/agent) and of a provider's
+// descriptor that every provider package's unit tests share: the
+// not-installed error, the descriptor's identity, and the command line the
+// descriptor documents against the one the provider builds.
+
+package providertest
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
+)
+
+// FakeGrace is how long a cancelled run on a FakeLaunch waits for its CLI
+// to stop before the kill.
+const FakeGrace = 500 * time.Millisecond
+
+// FakeLaunch is the launch of a provider under test on the fake CLI bin:
+// the host environment is PATH alone (no secret of the test's environment
+// reaches it) and a cancelled run is killed after FakeGrace.
+func FakeLaunch(bin string) procrun.Launch {
+	return procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, StopGrace: FakeGrace}
+}
+
+// CheckNotInstalled runs one turn of the provider newProvider returns for
+// an executable that does not exist, and fails t unless Run returns
+// agent.ErrNotInstalled with hint (the install hint) in its message.
+func CheckNotInstalled[P Runner](t testing.TB, newProvider func(bin string) P, hint string) {
+	t.Helper()
+	p := newProvider(filepath.Join(t.TempDir(), "no-such-cli"))
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), hint) {
+		t.Fatalf("Run = %v; want ErrNotInstalled naming %q", err, hint)
+	}
+}
+
+// CheckDescriptor fails t unless d is a valid registry definition
+// (registry.Validate) with an executable and an install hint that says what
+// verified it: by, unless by is empty.
+func CheckDescriptor(t testing.TB, d registry.Definition, by registry.VerifiedBy) {
+	t.Helper()
+	if d.Executable == "" || d.InstallHint == "" {
+		t.Errorf("descriptor %s: executable %q, install hint %q", d.ID, d.Executable, d.InstallHint)
+	}
+	if err := registry.Validate(d); err != nil || d.Verified.By == "" || by != "" && d.Verified.By != by {
+		t.Errorf("%s: Validate = %v, verified %+v; want by %q", d.ID, err, d.Verified, by)
+	}
+}
+
+// CheckDescribedArgs fails t unless the command line command builds (the
+// arguments for a request) is the one d.Args documents: for the prompt
+// "hi", model "m1", an effort, resume id "s1" and the accept policy, the
+// arguments hold d.Args.Base, the model and effort flags with their values
+// ("--flag=v" or "--flag v"), the resume flag before "s1", the accept
+// arguments (and lack them without the accept policy) and the argv prompt
+// after its flag; a fork (when d has a fork flag) passes the fork flag and
+// "s1". It returns the arguments of the first request.
+func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.RunRequest) ([]string, error)) []string {
+	t.Helper()
+	effort := "high"
+	if len(d.Efforts) > 0 && !slices.Contains(d.Efforts, effort) {
+		effort = d.Efforts[0]
+	}
+	req := agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}
+	if d.Args.Effort != "" {
+		req.Effort = effort
+	}
+	args, err := command(req)
+	if err != nil {
+		t.Fatalf("%s: %v", d.ID, err)
+	}
+	lack := func(what string, ok bool) {
+		t.Helper()
+		if !ok {
+			t.Errorf("%s: args %q lack %s (descriptor %+v)", d.ID, args, what, d.Args)
+		}
+	}
+	lack("the base arguments", ContainsRun(args, d.Args.Base))
+	lack("the model", d.Args.Model == "" || hasFlag(args, d.Args.Model, "m1"))
+	lack("the effort", d.Args.Effort == "" || hasFlag(args, d.Args.Effort, effort))
+	lack("the resume id", d.Args.Resume == "" || hasFlag(args, d.Args.Resume, "s1"))
+	lack("the accept arguments", ContainsRun(args, d.Args.Accept))
+	switch {
+	case d.Prompt == registry.DeliverArgv && d.Args.Prompt != "":
+		lack("the prompt after its flag", hasFlag(args, d.Args.Prompt, "hi"))
+	case d.Prompt == registry.DeliverArgv:
+		lack("the prompt", slices.Contains(args, "hi"))
+	case d.Prompt == registry.DeliverFile:
+		i := slices.Index(args, d.Args.PromptFile)
+		lack("the prompt file after its flag", i >= 0 && i+1 < len(args) && args[i+1] != "")
+	}
+	if len(d.Args.Accept) > 0 {
+		if deny, _ := command(agent.RunRequest{Prompt: "hi"}); ContainsRun(deny, d.Args.Accept) {
+			t.Errorf("%s: %q without the accept policy: %q", d.ID, d.Args.Accept, deny)
+		}
+	}
+	if d.Args.Fork != "" {
+		fork, err := command(agent.RunRequest{Prompt: "hi", ResumeID: "s1", Fork: true})
+		if err != nil || !slices.Contains(fork, d.Args.Fork) || !slices.Contains(fork, "s1") {
+			t.Errorf("%s: fork args %q (%v)", d.ID, fork, err)
+		}
+	}
+	return args
+}
+
+// hasFlag reports whether args pass v to flag, as "flag=v" or "flag v".
+func hasFlag(args []string, flag, v string) bool {
+	return slices.Contains(args, flag+"="+v) || ContainsRun(args, []string{flag, v})
+}
+
+// ContainsRun reports whether sub occurs in s as consecutive elements (an
+// empty sub always does).
+func ContainsRun(s, sub []string) bool {
+	for i := 0; i+len(sub) <= len(s); i++ {
+		if slices.Equal(s[i:i+len(sub)], sub) {
+			return true
+		}
+	}
+	return false
+}
