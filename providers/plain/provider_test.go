@@ -9,10 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -21,7 +19,7 @@ import (
 // stdin to dir/stdin, then running body. $BRAIN is the brain directory.
 func fake(t *testing.T, body string) (bin, dir string) {
 	t.Helper()
-	bin, dir = providertest.FakeCLI(t, "cli", "BRAIN=\"$DIR/brain\"\n"+`if [ "$FAKE_STDIN" = 1 ]; then cat > "$DIR/stdin"; fi`+"\n"+body)
+	bin, dir = providertest.FakeCLI(t, "cli", "BRAIN=\"$DIR/brain\"\n"+`if [ "$FAKE_STDIN" = 1 ]; then `+providertest.RecordStdin+`; fi`+"\n"+body)
 	if err := os.Mkdir(filepath.Join(dir, "brain"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -50,10 +48,13 @@ func deltas(evs []agent.Event) (text string, n int) {
 	return b.String(), n
 }
 
+// provider runs cli on the fake bin (providertest.FakeLaunch) with env,
+// its brain and temporary files in dir.
 func provider(t *testing.T, cli CLI, bin, dir string, env map[string]string) *Provider {
 	t.Helper()
-	p, err := New(nil, Options{CLI: cli, BrainDir: filepath.Join(dir, "brain"), TempDir: dir,
-		Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, Env: env, StopGrace: 300 * time.Millisecond}})
+	launch := providertest.FakeLaunch(bin)
+	launch.Env = env
+	p, err := New(nil, Options{CLI: cli, BrainDir: filepath.Join(dir, "brain"), TempDir: dir, Launch: launch})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestAntigravityAmbiguousSession(t *testing.T) {
 			if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit); err != nil {
 				t.Fatal(err)
 			}
-			if got := types(rec.All()); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
+			if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
 				t.Errorf("events = %v", got)
 			}
 		})
@@ -125,7 +126,7 @@ func TestAntigravityResumeAndFork(t *testing.T) {
 	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "more", ResumeID: "old-id"}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	if got := types(rec.All()); slices.Contains(got, agent.EventSessionUpdated) {
+	if got := rec.Types(); slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("a resumed run discovered a session: %v", got)
 	}
 	if a := args(t, dir); !slices.Equal(a[len(a)-3:], []string{"--resume", "old-id", "more"}) {
@@ -139,7 +140,7 @@ func TestAntigravityResumeAndFork(t *testing.T) {
 	if a := args(t, dir); slices.Contains(a, "--resume") {
 		t.Errorf("fork passed --resume: %q", a)
 	}
-	if got := types(rec.All()); !slices.Contains(got, agent.EventSessionUpdated) {
+	if got := rec.Types(); !slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("fork did not discover its session: %v", got)
 	}
 }
@@ -226,7 +227,7 @@ func TestPromptDelivery(t *testing.T) {
 		if err := provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}).Run(t.Context(), agent.RunRequest{Prompt: "via stdin"}, rec.Emit); err != nil {
 			t.Fatal(err)
 		}
-		if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "via stdin\n" {
+		if b := providertest.FakeStdin(t, dir); b != "via stdin\n" {
 			t.Errorf("stdin = %q", b)
 		}
 		if a := args(t, dir); len(a) != 1 || a[0] != "" {
@@ -246,12 +247,12 @@ func TestPromptDelivery(t *testing.T) {
 	t.Run("argv-only too long", func(t *testing.T) {
 		bin, dir := fake(t, `echo never`)
 		var rec recorder
-		p, _ := New(nil, Options{Launch: procrun.Launch{Bin: bin}, CLI: Grok, ArgvLimit: 10, TempDir: dir})
+		p, _ := New(nil, Options{Launch: providertest.FakeLaunch(bin), CLI: Grok, ArgvLimit: 10, TempDir: dir})
 		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.Emit)
 		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
 			t.Fatalf("err %v, events %+v", err, rec.All())
 		}
-		if _, err := os.Stat(filepath.Join(dir, "args")); !os.IsNotExist(err) {
+		if providertest.FakeStarted(t, dir) {
 			t.Error("the CLI ran")
 		}
 	})
@@ -299,11 +300,7 @@ func TestCommands(t *testing.T) {
 }
 
 func TestNotInstalled(t *testing.T) {
-	p, _ := New(nil, Options{Launch: procrun.Launch{Bin: filepath.Join(t.TempDir(), "none")}, CLI: Aider})
-	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "aider-install") {
-		t.Fatalf("err = %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *Provider { return provider(t, Aider, bin, t.TempDir(), nil) }, "aider-install")
 }
 
 func TestDescriptors(t *testing.T) {
@@ -318,31 +315,13 @@ func TestDescriptors(t *testing.T) {
 		if !ok || d.ID != string(c) || d.Executable != clis[c].bin || d.InstallHint != clis[c].install {
 			t.Fatalf("%s: descriptor %+v, table %+v", c, d, clis[c])
 		}
-		if err := registry.Validate(d); err != nil || d.Verified.By == "" {
-			t.Errorf("%s: Validate = %v, verified %+v", c, err, d.Verified)
-		}
-		inv, err := Command(c, agent.RunRequest{Prompt: "hi", Model: "m1", ResumeID: "s1", Approval: agent.ApprovalAccept}, DefaultArgvLimit, DefaultResumeFlag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		line := " " + strings.Join(inv.Args, " ") + " "
-		want := []string{strings.Join(d.Args.Base, " "), strings.Join(d.Args.Accept, " ")}
-		if d.Args.Model != "" {
-			want = append(want, d.Args.Model+"=m1")
-		}
-		if d.Args.Resume != "" {
-			want = append(want, d.Args.Resume+" s1")
-		}
-		switch d.Prompt {
-		case "argv":
-			want = append(want, strings.TrimSpace(d.Args.Prompt+" hi"))
-		case "file":
-			want = append(want, d.Args.PromptFile+" "+PromptFileArg)
-		}
-		for _, w := range want {
-			if w != "" && !strings.Contains(line, " "+w+" ") {
-				t.Errorf("%s: args %q lack %q", c, inv.Args, w)
-			}
+		providertest.CheckDescriptor(t, d, "")
+		args := providertest.CheckDescribedArgs(t, d, func(req agent.RunRequest) ([]string, error) {
+			inv, err := Command(c, req, DefaultArgvLimit, DefaultResumeFlag)
+			return inv.Args, err
+		})
+		if d.Prompt == registry.DeliverFile && !providertest.ContainsRun(args, []string{d.Args.PromptFile, PromptFileArg}) {
+			t.Errorf("%s: args %q lack the prompt file %s", c, args, PromptFileArg)
 		}
 	}
 }
@@ -356,7 +335,7 @@ func TestCrushRun(t *testing.T) {
 	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"}, rec.Emit); err != nil {
 		t.Fatal(err)
 	}
-	if b, _ := os.ReadFile(filepath.Join(dir, "stdin")); string(b) != "hello crush\n" {
+	if b := providertest.FakeStdin(t, dir); b != "hello crush\n" {
 		t.Errorf("stdin = %q", b)
 	}
 	if a := args(t, dir); !slices.Equal(a, []string{"run", "--quiet", "--model=openai/gpt-5"}) {
