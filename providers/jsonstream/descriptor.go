@@ -16,23 +16,22 @@ import (
 // the dialect's name, except OpenCode's, which is "opencode-run" (the id
 // "opencode" is OpenCode over ACP). An unknown dialect returns false.
 func Descriptor(d Dialect) (registry.Definition, bool) {
-	switch d {
-	case OpenCode:
-		return openCodeDescriptor(), true
-	case Mimo:
-		return mimoDescriptor(), true
-	case Kilo:
-		return kiloDescriptor(), true
-	case CursorAgent:
-		return cursorDescriptor(), true
-	case Copilot:
-		return copilotDescriptor(), true
-	case Qoder:
-		return qoderDescriptor(), true
-	case GrokCLI:
-		return grokCLIDescriptor(), true
+	desc, ok := descriptors[d]
+	if !ok {
+		return registry.Definition{}, false
 	}
-	return registry.Definition{}, false
+	return desc(), true
+}
+
+// descriptors are the descriptor constructors by dialect.
+var descriptors = map[Dialect]func() registry.Definition{
+	OpenCode:    openCodeDescriptor,
+	Mimo:        mimoDescriptor,
+	Kilo:        kiloDescriptor,
+	CursorAgent: cursorDescriptor,
+	Copilot:     copilotDescriptor,
+	Qoder:       qoderDescriptor,
+	GrokCLI:     grokCLIDescriptor,
 }
 
 // openCodeDescriptor is `opencode run --format json`.

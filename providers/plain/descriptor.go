@@ -12,23 +12,22 @@ import (
 // Descriptor returns the descriptor of cli. Qwen has none here: the registry
 // runs Qwen Code over ACP. An unknown CLI (or Qwen) returns false.
 func Descriptor(cli CLI) (registry.Definition, bool) {
-	switch cli {
-	case Antigravity:
-		return antigravityDescriptor(), true
-	case Aider:
-		return aiderDescriptor(), true
-	case Grok:
-		return grokDescriptor(), true
-	case DeepSeek:
-		return deepseekDescriptor(), true
-	case AtomCode:
-		return atomcodeDescriptor(), true
-	case Continue:
-		return continueDescriptor(), true
-	case Crush:
-		return crushDescriptor(), true
+	d, ok := descriptors[cli]
+	if !ok {
+		return registry.Definition{}, false
 	}
-	return registry.Definition{}, false
+	return d(), true
+}
+
+// descriptors are the descriptor constructors by CLI.
+var descriptors = map[CLI]func() registry.Definition{
+	Antigravity: antigravityDescriptor,
+	Aider:       aiderDescriptor,
+	Grok:        grokDescriptor,
+	DeepSeek:    deepseekDescriptor,
+	AtomCode:    atomcodeDescriptor,
+	Continue:    continueDescriptor,
+	Crush:       crushDescriptor,
 }
 
 // shape is the common shape of an unstructured print-mode adapter.
