@@ -98,13 +98,7 @@ func kiroDescriptor() registry.Definition {
 func kiloDescriptor() registry.Definition {
 	d := shape("kilo", "Kilo", "kilo", "acp")
 	d.Fallbacks = []string{"kilocode"}
-	d.PassEnv = []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
-	d.Auth = registry.AuthCheck{
-		Env:   []string{"KILO_API_KEY"},
-		Files: []string{"${XDG_DATA_HOME}/kilo/auth.json", "~/.local/share/kilo/auth.json"},
-		Note:  "providers configured with their keys in kilo.json (BYOK, enabled_providers) are not checked",
-		Login: "kilo auth login",
-	}
+	d.PassEnv, d.Auth = jsonstream.KiloPassEnv(), jsonstream.KiloAuth() // as its run mode's
 	return npmVerified(d, "@kilocode/cli", "7.7.7", "https://kilo.ai/docs/cli")
 }
 

@@ -103,17 +103,28 @@ func kiloDescriptor() registry.Definition {
 	d.Dialect = registry.DialectKilo
 	// Offline switches; the operator's provider config stays theirs.
 	d.Env = map[string]string{"KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_SHARE": "1", "KILO_TELEMETRY_LEVEL": "off"}
-	// As Kilo over ACP (providers/acp) declares them.
-	d.PassEnv = []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
-	d.Auth = registry.AuthCheck{
+	d.PassEnv, d.Auth = KiloPassEnv(), KiloAuth()
+	d.InstallHint = "npm install -g @kilocode/cli"
+	d.Docs = "https://kilo.ai/docs/cli"
+	return d
+}
+
+// KiloPassEnv are the host variables Kilo reads its configuration and the
+// common providers' keys from, in its run mode (here) and over ACP
+// (providers/acp).
+func KiloPassEnv() []string {
+	return []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
+}
+
+// KiloAuth is how Kilo's sign-in is found, in both of its modes (see
+// KiloPassEnv).
+func KiloAuth() registry.AuthCheck {
+	return registry.AuthCheck{
 		Env:   []string{"KILO_API_KEY"},
 		Files: []string{"${XDG_DATA_HOME}/kilo/auth.json", "~/.local/share/kilo/auth.json"},
 		Note:  "providers configured with their keys in kilo.json (BYOK, enabled_providers) are not checked",
 		Login: "kilo auth login",
 	}
-	d.InstallHint = "npm install -g @kilocode/cli"
-	d.Docs = "https://kilo.ai/docs/cli"
-	return d
 }
 
 // cursorDescriptor is `cursor-agent --print --output-format stream-json`.
