@@ -34,9 +34,10 @@ func nativeRef(id agent.ProviderID, kind, nativeID string) *agent.Native {
 	return n
 }
 
-// jsonInput returns a tool input as JSON: an object is kept, a string holding
-// JSON is decoded, any other string is quoted, null is dropped.
-func jsonInput(raw json.RawMessage) json.RawMessage {
+// ToolInput returns a tool input as JSON: an object is kept, a string holding
+// a JSON object or array (OpenAI's function-call arguments) is decoded, any
+// other string is quoted, null is dropped. kimi uses it too.
+func ToolInput(raw json.RawMessage) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return nil
@@ -169,7 +170,7 @@ func (t *turn) seen(sessionID, model string) []agent.Event {
 // started is tool.started for call id, its name remembered for completed.
 func (t *turn) started(kind, id, name string, input json.RawMessage) agent.Event {
 	t.tools[id] = name
-	input = jsonInput(input)
+	input = ToolInput(input)
 	return agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
 		ID: id, Name: name, Input: input, Summary: summary(name, input),
 	}, Native: nativeRef(t.provider, kind, id)}

@@ -144,7 +144,7 @@ func (p *Parser) assistant(m *message) []agent.Event {
 		}
 		name := c.Function.Name
 		p.tools[c.ID] = name
-		input := arguments(c.Function.Arguments)
+		input := jsonstream.ToolInput(c.Function.Arguments)
 		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
 			ID: c.ID, Name: name, Input: input, Summary: jsonstream.ToolSummary(name, input),
 		}, Native: &agent.Native{Provider: ProviderID, Kind: "assistant/tool_call", ID: jsonString(c.ID)}})
@@ -164,25 +164,6 @@ func (p *Parser) resumeHint(m *message) []agent.Event {
 	}
 	p.done = true
 	return append(out, agent.Event{Type: agent.EventRunCompleted})
-}
-
-// arguments returns tool-call arguments as JSON: OpenAI sends a JSON string
-// holding JSON; an object is kept; anything else is quoted.
-func arguments(raw json.RawMessage) json.RawMessage {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
-		return nil
-	}
-	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			if c := agent.CompactJSON([]byte(s)); c != nil {
-				return c
-			}
-			return jsonString(s)
-		}
-	}
-	return agent.CompactJSON(raw)
 }
 
 // contentText flattens a tool message's content (a string or text parts).
