@@ -5,7 +5,9 @@
 //	sudo THREADLINE_E2E=1 go test -run 'TestE2E' -v ./providers/claude/
 //
 // Without the CLI, or without the rights to create a network namespace, the
-// tests skip; THREADLINE_E2E=1 turns those skips into failures.
+// tests skip; THREADLINE_E2E=1 turns those skips into failures. Also here:
+// the CLI's own sign-in failure becomes the hint, and the model bound to
+// its flag reaches the API.
 
 package claude_test
 
@@ -14,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,41 +26,25 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-type e2e struct {
-	t    *testing.T
-	fake *fakeapi.Server
-	prov *claude.Provider
-	env  map[string]string
-	cwd  string
-}
+type harness = providertest.Harness[*fakeapi.Server, *claude.Provider]
 
 // setupE2E returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and the harness inside the netns.
-func setupE2E(t *testing.T, scripts ...fakeapi.Script) *e2e {
+// skipped, in the netns child) and, inside the netns, the CLI talking to the
+// fake answering with scripts, its processes marked.
+func setupE2E(t *testing.T, scripts ...fakeapi.Script) *harness {
 	t.Helper()
-	bin := fakeapi.FindClaude(t)
-	if !providertest.InNetns(t) {
-		return nil
-	}
-	fake := fakeapi.New(t, scripts...)
-	logger := providertest.Logger(t)
-	env := fake.ClaudeEnv(t.TempDir())
-	return &e2e{
-		t:    t,
-		fake: fake,
-		prov: claude.New(logger, claude.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
-		env:  env,
-		cwd:  t.TempDir(),
-	}
+	return setupEnv(t, scripts, func(h *harness, opts *claude.Options) { h.Marker = providertest.MarkEnv(opts.Env) })
 }
 
-// run executes one turn in the harness's cwd (unless req sets one).
-func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.t.Helper()
-	if req.Cwd == "" {
-		req.Cwd = h.cwd
-	}
-	return providertest.Run(h.t, h.prov, req, onEvent)
+// setupEnv is setupE2E with the provider's options edited by edit.
+func setupEnv(t *testing.T, scripts []fakeapi.Script, edit func(h *harness, opts *claude.Options)) *harness {
+	t.Helper()
+	start := func(t *testing.T) *fakeapi.Server { return fakeapi.New(t, scripts...) }
+	return providertest.Setup(t, providertest.CLI{Name: "claude", EnvVar: fakeapi.EnvClaudeBin}, start, func(h *harness) *claude.Provider {
+		opts := claude.Options{Bin: h.Bin, Env: h.Fake.ClaudeEnv(t.TempDir()), InterruptTimeout: 5 * time.Second}
+		edit(h, &opts)
+		return claude.New(providertest.Logger(t), opts)
+	})
 }
 
 // TestE2ENetnsNoRouteOut proves the sandbox the CLI runs in: only lo, and a
@@ -79,7 +64,7 @@ func TestE2EStreamedText(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
@@ -102,7 +87,7 @@ func TestE2EStreamedText(t *testing.T) {
 	if len(r.Of(agent.EventUsageUpdated)) == 0 {
 		t.Error("no usage.updated")
 	}
-	reqs := h.fake.MessageRequests()
+	reqs := h.Fake.MessageRequests()
 	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != "e2e-text: say hello" {
 		t.Errorf("fake saw %d requests; first prompt %q", len(reqs), firstPrompt(reqs))
 	}
@@ -124,7 +109,7 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-bash: write the marker", Approval: agent.ApprovalAccept}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-bash: write the marker", Approval: agent.ApprovalAccept}, nil)
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
@@ -137,10 +122,8 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 		completed[0].Tool.IsError || !strings.Contains(completed[0].Tool.Output, "e2e-tool-ok") {
 		t.Fatalf("tool.completed %+v", completed)
 	}
-	if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-tool-ok" {
-		t.Errorf("marker.txt in cwd: %q, %v", b, err)
-	}
-	reqs := h.fake.MessageRequests()
+	h.CheckFile("marker.txt", "e2e-tool-ok")
+	reqs := h.Fake.MessageRequests()
 	if len(reqs) != 2 {
 		t.Fatalf("fake saw %d requests, want 2 (prompt, tool_result)", len(reqs))
 	}
@@ -154,14 +137,11 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 }
 
 func TestE2EResume(t *testing.T) {
-	h := setupE2E(t,
-		fakeapi.When("e2e-remember", fakeapi.Text("Noted: ", "the word is ", "alpha.")),
-		fakeapi.When("e2e-recall", fakeapi.Text("The word ", "was alpha.")),
-	)
+	h := setupE2E(t, providertest.ResumeScripts(fakeapi.When, fakeapi.Text)...)
 	if h == nil {
 		return
 	}
-	providertest.CheckResume(t, h.run, "", func() []string { return providertest.Transcripts(h.fake.MessageRequests()) })
+	providertest.CheckResume(t, h.Run, "", func() []string { return providertest.Transcripts(h.Fake.MessageRequests()) })
 }
 
 func TestE2EResumeUnknownSession(t *testing.T) {
@@ -169,21 +149,21 @@ func TestE2EResumeUnknownSession(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, nil)
 	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
 		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
-	if n := len(h.fake.MessageRequests()); n != 0 {
+	if n := len(h.Fake.MessageRequests()); n != 0 {
 		t.Errorf("fake saw %d requests for a stale resume", n)
 	}
 }
 
 func TestE2ECancelMidStream(t *testing.T) {
-	h := setupE2E(t, fakeapi.When("e2e-slow", fakeapi.Slow(300, 100*time.Millisecond)))
+	h := setupE2E(t, providertest.SlowScript(fakeapi.When, fakeapi.Slow))
 	if h == nil {
 		return
 	}
-	providertest.CheckCancelMidStream(t, h.run, "word299", 8*time.Second)
+	providertest.CheckCancelMidStream(t, h.Run, providertest.SlowEnd, 8*time.Second)
 }
 
 func TestE2EAPIError(t *testing.T) {
@@ -191,7 +171,7 @@ func TestE2EAPIError(t *testing.T) {
 	if h == nil {
 		return
 	}
-	providertest.CheckAPIError(t, h.run, "scripted failure")
+	providertest.CheckAPIError(t, h.Run, "scripted failure")
 }
 
 // answering returns an onEvent that answers every interaction.requested with
@@ -214,14 +194,11 @@ func TestE2EApprovalDecline(t *testing.T) {
 		}
 		return agent.InteractionResponse{Decision: agent.DecisionDecline, By: "tester"}
 	})
-	r := h.run(agent.RunRequest{Prompt: "e2e-deny please", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-deny please", Approval: agent.ApprovalAsk, Responses: ch}, on)
 	if got := strings.Join(r.Resolutions(), ","); got != "declined" {
 		t.Errorf("resolutions %q", got)
 	}
-	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
+	if h.Exists("must-not-exist.txt") {
 		t.Error("the declined command ran")
 	}
 	if !strings.Contains(r.Text(), "Tool error:") || !strings.Contains(r.Text(), "Denied by the chat user") {
@@ -246,10 +223,7 @@ func TestE2EAskUserQuestion(t *testing.T) {
 		}
 		return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{in.Questions[0].ID: "Blue"}, By: "tester"}
 	})
-	r := h.run(agent.RunRequest{Prompt: "e2e-ask me", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-ask me", Approval: agent.ApprovalAsk, Responses: ch}, on)
 	if got := strings.Join(r.Resolutions(), ","); got != "answered" {
 		t.Errorf("resolutions %q", got)
 	}
@@ -268,10 +242,7 @@ func TestE2EStopAtApproval(t *testing.T) {
 	ch, on := answering(func(*agent.Interaction) agent.InteractionResponse {
 		return agent.InteractionResponse{Decision: agent.DecisionCancel, By: "tester"}
 	})
-	r := h.run(agent.RunRequest{Prompt: "e2e-stop here", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunInterrupted, agent.RunRequest{Prompt: "e2e-stop here", Approval: agent.ApprovalAsk, Responses: ch}, on)
 	if got := strings.Join(r.Resolutions(), ","); got != "cancelled" {
 		t.Errorf("resolutions %q", got)
 	}
@@ -285,7 +256,7 @@ func TestE2ECancelWhileApprovalPending(t *testing.T) {
 		return
 	}
 	ch := make(chan agent.InteractionResponse)
-	r := h.run(agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: ch}, func(ev agent.Event, cancel context.CancelFunc) {
+	r := h.Run(agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: ch}, func(ev agent.Event, cancel context.CancelFunc) {
 		if ev.Type == agent.EventInteractionRequested {
 			cancel() // the user stops the turn instead of answering
 		}
@@ -297,7 +268,7 @@ func TestE2ECancelWhileApprovalPending(t *testing.T) {
 	if len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
 		t.Errorf("the pending card was not closed: %v", res)
 	}
-	if _, err := os.Stat(filepath.Join(h.cwd, "must-not-exist.txt")); err == nil {
+	if h.Exists("must-not-exist.txt") {
 		t.Error("the unanswered command ran")
 	}
 }
@@ -333,10 +304,7 @@ func TestE2EApproveForSession(t *testing.T) {
 				}
 				return agent.InteractionResponse{Decision: tt.decision, By: "tester"}
 			})
-			r := h.run(agent.RunRequest{Prompt: "e2e-twice: make it twice", Approval: agent.ApprovalAsk, Responses: ch}, on)
-			if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-				t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-			}
+			r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-twice: make it twice", Approval: agent.ApprovalAsk, Responses: ch}, on)
 			want := "mkdir -p made/once|mkdir -p made/once|touch other.txt"
 			if tt.decision == agent.DecisionApproveSession {
 				want = "mkdir -p made/once|touch other.txt"
@@ -351,20 +319,17 @@ func TestE2EApproveForSession(t *testing.T) {
 				t.Errorf("%d tool.completed, want 3", n)
 			}
 			for _, p := range []string{"made/once", "other.txt"} {
-				if _, err := os.Stat(filepath.Join(h.cwd, p)); err != nil {
-					t.Errorf("the approved command did not run: %v", err)
+				if !h.Exists(p) {
+					t.Errorf("the approved command did not run: no %s", p)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(h.cwd, ".claude")); err == nil {
+			if h.Exists(".claude") {
 				t.Error("the grant was written to the project's .claude settings")
 			}
 			// The next turn is a new CLI process: the grant still holds in
 			// the session (answered by it, nobody asked); a plain approve
 			// is asked again.
-			r2 := h.run(agent.RunRequest{Prompt: "e2e-again: once more", ResumeID: r.SessionID(), Approval: agent.ApprovalAsk, Responses: ch}, on)
-			if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted {
-				t.Fatalf("turn 2: Run = %v, last %+v", r2.Err, r2.Last())
-			}
+			r2 := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-again: once more", ResumeID: r.SessionID(), Approval: agent.ApprovalAsk, Responses: ch}, on)
 			res := r2.Of(agent.EventInteractionResolved)
 			if tt.decision == agent.DecisionApproveSession {
 				// (The card is still posted, already resolved: the grant answered.)
@@ -394,10 +359,7 @@ func TestE2EPlanFromTaskTools(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan the work", Approval: agent.ApprovalAccept}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-plan: plan the work", Approval: agent.ApprovalAccept}, nil)
 	plans := r.Of(agent.EventPlanUpdated)
 	if len(plans) != 5 {
 		t.Fatalf("%d plan.updated, want 5", len(plans))
@@ -430,11 +392,52 @@ func TestE2EAskMultiSelect(t *testing.T) {
 		}
 		return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{"Which toppings?": "Ham\nBasil"}, By: "tester"}
 	})
-	r := h.run(agent.RunRequest{Prompt: "e2e-multi pick", Approval: agent.ApprovalAsk, Responses: ch}, on)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-multi pick", Approval: agent.ApprovalAsk, Responses: ch}, on)
 	if !strings.Contains(r.Text(), `"Which toppings?"="Ham, Basil"`) {
 		t.Errorf("the answer did not reach the model: %q", r.Text())
+	}
+}
+
+// TestE2ENotLoggedInBecomesHint: with no key and no login the CLI answers
+// "Not logged in · Please run /login"; the run fails with how to sign in.
+func TestE2ENotLoggedInBecomesHint(t *testing.T) {
+	h := setupEnv(t, []fakeapi.Script{fakeapi.Text("must not be asked")}, func(_ *harness, opts *claude.Options) {
+		delete(opts.Env, "ANTHROPIC_API_KEY")
+		opts.HostEnv = func() []string { return []string{"PATH=" + os.Getenv("PATH")} }
+	})
+	if h == nil {
+		return
+	}
+	r := h.Run(agent.RunRequest{Prompt: "hello"}, nil)
+	if !errors.Is(r.Err, agent.ErrRunFailed) {
+		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
+	}
+	last := r.Last()
+	if last.Type != agent.EventRunFailed || !strings.HasPrefix(last.Text, claude.NotSignedInHint) || !strings.Contains(last.Text, "Not logged in") {
+		t.Errorf("last event %s %q, want the sign-in hint", last.Type, last.Text)
+	}
+	if n := len(h.Fake.MessageRequests()); n != 0 {
+		t.Errorf("the CLI called the API %d times without a key", n)
+	}
+}
+
+// TestE2EModelBoundToFlag: the real Claude CLI takes the model bound to its
+// flag (--model=M) and sends it to the API.
+func TestE2EModelBoundToFlag(t *testing.T) {
+	h := setupE2E(t, fakeapi.Text("ok"))
+	if h == nil {
+		return
+	}
+	const model = "claude-test-model-9"
+	h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "which model", Model: model, Approval: agent.ApprovalDeny}, nil)
+	reqs := h.Fake.MessageRequests()
+	found := false
+	for _, q := range reqs {
+		if q.Body.Model == model {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("no API request used --model=%s (%d requests)", model, len(reqs))
 	}
 }

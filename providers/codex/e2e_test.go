@@ -28,14 +28,12 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
+type harness = providertest.Harness[*fakeresponses.Server, *codex.Provider]
+
+// e2e is the harness with the CODEX_HOME its provider runs in.
 type e2e struct {
-	t    *testing.T
-	fake *fakeresponses.Server
-	prov *codex.Provider
-	env  map[string]string
-	home string // CODEX_HOME
-	cwd  string
-	bin  string
+	*harness
+	home string
 }
 
 // envFakeMCP makes the test binary the MCP server (fakeresponses.ServeMCP).
@@ -53,28 +51,24 @@ func TestMain(m *testing.M) {
 }
 
 // setupE2E returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and the harness inside the netns.
+// skipped, in the netns child) and, inside the netns, the app server talking
+// to the fake answering with scripts, its processes marked.
 func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 	t.Helper()
-	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
-	if !providertest.InNetns(t) {
+	var home string
+	start := func(t *testing.T) *fakeresponses.Server { return fakeresponses.New(t, scripts...) }
+	h := providertest.Setup(t, providertest.CLI{Name: "codex", EnvVar: "THREADLINE_CODEX_BIN"}, start, func(h *harness) *codex.Provider {
+		dir, env, err := h.Fake.CodexHome(t.TempDir(), "fake-model")
+		if err != nil {
+			t.Fatal(err)
+		}
+		home, h.Marker = dir, providertest.MarkEnv(env)
+		return codex.New(providertest.Logger(t), codex.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}, CodexHome: home})
+	})
+	if h == nil {
 		return nil
 	}
-	fake := fakeresponses.New(t, scripts...)
-	logger := providertest.Logger(t)
-	home, env, err := fake.CodexHome(t.TempDir(), "fake-model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &e2e{
-		t:    t,
-		fake: fake,
-		prov: codex.New(logger, codex.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 5 * time.Second}, CodexHome: home}),
-		env:  env,
-		home: home,
-		cwd:  t.TempDir(),
-		bin:  bin,
-	}
+	return &e2e{harness: h, home: home}
 }
 
 // run executes one turn in the harness's cwd (unless req sets one). When the
@@ -82,10 +76,7 @@ func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 // onEvent (optional) sees each event with the run's cancel and a function that
 // answers an interaction on it. A run ends with exactly one terminal event.
 func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc, answer func(agent.InteractionResponse))) *providertest.Result {
-	h.t.Helper()
-	if req.Cwd == "" {
-		req.Cwd = h.cwd
-	}
+	h.T.Helper()
 	responses := make(chan agent.InteractionResponse, 8)
 	if req.Approval == "" || req.Approval == agent.ApprovalAsk {
 		req.Responses = responses
@@ -96,9 +87,9 @@ func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel cont
 			onEvent(ev, cancel, func(r agent.InteractionResponse) { responses <- r })
 		}
 	}
-	res := providertest.Run(h.t, h.prov, req, on)
+	res := h.harness.Run(req, on)
 	if res.Terminals() == 0 { // more than one: Run reported it
-		h.t.Error("0 terminal events")
+		h.T.Error("0 terminal events")
 	}
 	return res
 }
@@ -106,7 +97,7 @@ func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel cont
 // runTurn is run for providertest's scenarios (onEvent without the answer
 // function).
 func (h *e2e) runTurn(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.t.Helper()
+	h.T.Helper()
 	if onEvent == nil {
 		return h.run(req, nil)
 	}
@@ -165,7 +156,7 @@ func TestE2EStreamedText(t *testing.T) {
 	if u := r.Of(agent.EventUsageUpdated); len(u) == 0 || u[len(u)-1].Usage.InputTokens != 120 {
 		t.Errorf("usage %+v", u)
 	}
-	reqs := h.fake.Requests()
+	reqs := h.Fake.Requests()
 	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != "e2e-text: say hello" || !reqs[0].HasAuth {
 		t.Errorf("fake saw %d requests", len(reqs))
 	}
@@ -201,13 +192,11 @@ func TestE2EApprove(t *testing.T) {
 			if len(done) != 1 || done[0].Tool.IsError || !strings.Contains(done[0].Tool.Output, "e2e-shell-ok") {
 				t.Errorf("tool.completed %+v", done)
 			}
-			if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-shell-ok" {
-				t.Errorf("marker.txt: %q, %v", b, err)
-			}
+			h.CheckFile("marker.txt", "e2e-shell-ok")
 			if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "e2e-shell-ok") {
 				t.Errorf("last event %+v", last)
 			}
-			reqs := h.fake.Requests()
+			reqs := h.Fake.Requests()
 			if len(reqs) != 2 {
 				t.Fatalf("fake saw %d requests, want 2", len(reqs))
 			}
@@ -230,7 +219,7 @@ func TestE2EDecline(t *testing.T) {
 	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusDeclined {
 		t.Errorf("interaction.resolved %+v", res)
 	}
-	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
+	if h.Exists("marker.txt") {
 		t.Error("the declined command ran")
 	}
 	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, "rejected") {
@@ -239,11 +228,11 @@ func TestE2EDecline(t *testing.T) {
 }
 
 func TestE2ECancelMidStream(t *testing.T) {
-	h := setupE2E(t, fakeresponses.When("e2e-slow", fakeresponses.Slow(300, 100*time.Millisecond)))
+	h := setupE2E(t, providertest.SlowScript(fakeresponses.When, fakeresponses.Slow))
 	if h == nil {
 		return
 	}
-	r := providertest.CheckCancelMidStream(t, h.runTurn, "word299", 5*time.Second)
+	r := providertest.CheckCancelMidStream(t, h.runTurn, providertest.SlowEnd, 5*time.Second)
 	if last := r.Last(); last.Text != "interrupted" {
 		t.Errorf("last event %+v, want run.interrupted from turn/completed", last)
 	}
@@ -271,7 +260,7 @@ func TestE2EQuestionInPlanMode(t *testing.T) {
 	if last := r.Last(); last.Type != agent.EventRunCompleted || !strings.Contains(last.Text, `"Blue"`) {
 		t.Errorf("last event %+v", last)
 	}
-	reqs := h.fake.Requests()
+	reqs := h.Fake.Requests()
 	if len(reqs) == 0 || !strings.Contains(strings.Join(reqs[0].ToolNames(), ","), "request_user_input") {
 		t.Errorf("request_user_input not offered (Plan mode not applied)")
 	}
@@ -298,7 +287,7 @@ func TestE2EInterruptWhileApprovalPending(t *testing.T) {
 	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusTurnEnded {
 		t.Errorf("interaction.resolved %+v", res)
 	}
-	if _, err := os.Stat(filepath.Join(h.cwd, "marker.txt")); err == nil {
+	if h.Exists("marker.txt") {
 		t.Error("the pending command ran")
 	}
 	if took := time.Since(cancelledAt); took > 5*time.Second {
@@ -307,14 +296,11 @@ func TestE2EInterruptWhileApprovalPending(t *testing.T) {
 }
 
 func TestE2EResumeInFreshProcess(t *testing.T) {
-	h := setupE2E(t,
-		fakeresponses.WhenLast("e2e-remember", fakeresponses.Text("Noted: ", "the word is ", "alpha.")),
-		fakeresponses.WhenLast("e2e-recall", fakeresponses.Text("The word ", "was alpha.")),
-	)
+	h := setupE2E(t, providertest.ResumeScripts(fakeresponses.WhenLast, fakeresponses.Text)...)
 	if h == nil {
 		return
 	}
-	providertest.CheckResume(t, h.runTurn, "fake-model", func() []string { return providertest.Transcripts(h.fake.Requests()) })
+	providertest.CheckResume(t, h.runTurn, "fake-model", func() []string { return providertest.Transcripts(h.Fake.Requests()) })
 }
 
 func TestE2EResumeUnknownThread(t *testing.T) {
@@ -325,7 +311,7 @@ func TestE2EResumeUnknownThread(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), providertest.Scale(providertest.RunCap))
 	defer cancel()
 	var events []agent.Event
-	err := h.prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {
+	err := h.Prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.Cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {
 		events = append(events, ev)
 	})
 	if !errors.Is(err, agent.ErrSessionNotFound) {
@@ -336,7 +322,7 @@ func TestE2EResumeUnknownThread(t *testing.T) {
 			t.Errorf("terminal %s for a missing thread", ev.Type)
 		}
 	}
-	if n := len(h.fake.Requests()); n != 0 {
+	if n := len(h.Fake.Requests()); n != 0 {
 		t.Errorf("fake saw %d requests for a stale resume", n)
 	}
 }
@@ -358,12 +344,12 @@ func TestE2EDetection(t *testing.T) {
 		return
 	}
 	d := codex.Descriptor()
-	d.Bin = h.bin
+	d.Bin = h.Bin
 	r := registry.Probe(context.Background(), []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: time.Minute})[0]
-	if r.Status == registry.StatusMissing || r.Version != "0.169.0" || r.VersionWarning != "" || r.Path != h.bin {
+	if r.Status == registry.StatusMissing || r.Version != "0.169.0" || r.VersionWarning != "" || r.Path != h.Bin {
 		t.Errorf("probe %+v", r)
 	}
-	cat, err := h.prov.Catalog(context.Background(), "")
+	cat, err := h.Prov.Catalog(context.Background(), "")
 	if err != nil || cat.Source != codexharness.SourceAppServer || len(cat.Modes) != 2 {
 		t.Errorf("catalog source %q, %d modes, err %v", cat.Source, len(cat.Modes), err)
 	}

@@ -13,9 +13,6 @@ package pi_test
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,41 +24,22 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
-type e2e struct {
-	t    *testing.T
-	fake *fakeopenai.Server
-	prov *pi.Provider
-	cwd  string
-}
+type harness = providertest.Harness[*fakeopenai.Server, *pi.Provider]
 
-func setup(t *testing.T, scripts ...fakeopenai.Script) *e2e {
+// setup returns nil in the outer test process (the test then ran, or was
+// skipped, in the netns child) and, inside the netns, pi configured for the
+// fake answering with scripts, its processes marked.
+func setup(t *testing.T, scripts ...fakeopenai.Script) *harness {
 	t.Helper()
-	bin := providertest.FindCLI(t, "pi", "THREADLINE_PI_BIN")
-	if !providertest.InNetns(t) {
-		return nil
-	}
-	fake := fakeopenai.New(t, scripts...)
-	env, err := pi.Configure(t.TempDir(), fake.URL()+"/v1", "sk-fake", fakeopenai.DefaultModel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return &e2e{
-		t:    t,
-		fake: fake,
-		prov: pi.New(logger, pi.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 5 * time.Second}}),
-		cwd:  t.TempDir(),
-	}
-}
-
-// run executes one turn in the harness's cwd (unless req sets one).
-func (h *e2e) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.t.Helper()
-	if req.Cwd == "" {
-		req.Cwd = h.cwd
-	}
-	return providertest.Run(h.t, h.prov, req, onEvent)
+	return providertest.Setup(t, providertest.CLI{Name: "pi", EnvVar: "THREADLINE_PI_BIN"}, providertest.ChatFake(scripts...), func(h *harness) *pi.Provider {
+		env, err := pi.Configure(t.TempDir(), h.Fake.URL()+"/v1", "sk-fake", fakeopenai.DefaultModel)
+		if err != nil {
+			t.Fatal(err)
+		}
+		providertest.DeadProxy(env)
+		h.Marker = providertest.MarkEnv(env)
+		return pi.New(providertest.Logger(t), pi.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}})
+	})
 }
 
 func transcripts(fake *fakeopenai.Server) string {
@@ -77,18 +55,13 @@ func TestE2ETool(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
 	started, completed := r.Of(agent.EventToolStarted), r.Of(agent.EventToolCompleted)
 	if len(started) != 1 || started[0].Tool.Name != "bash" || len(completed) != 1 || completed[0].Tool.IsError ||
 		!strings.Contains(completed[0].Tool.Output, "e2e-tool-ok") {
 		t.Fatalf("tool.started %+v, tool.completed %+v", started, completed)
 	}
-	if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-tool-ok" {
-		t.Errorf("marker.txt in cwd: %q, %v", b, err)
-	}
+	h.CheckFile("marker.txt", "e2e-tool-ok")
 	if !strings.Contains(r.Last().Text, "Tool result: e2e-tool-ok") {
 		t.Errorf("final answer %q", r.Last().Text)
 	}
@@ -107,39 +80,36 @@ func TestE2EReadOnly(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-ro: try bash", Approval: agent.ApprovalDeny}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Events[0].Subtype != "read_only_tools" {
-		t.Fatalf("Run = %v, events %+v", r.Err, r.Events)
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-ro: try bash", Approval: agent.ApprovalDeny}, nil)
+	if r.Events[0].Subtype != "read_only_tools" {
+		t.Fatalf("events %+v", r.Events)
 	}
-	reqs := h.fake.ChatRequests()
+	reqs := h.Fake.ChatRequests()
 	if len(reqs) != 1 || strings.Join(reqs[0].ToolNames(), ",") != "read,grep,find,ls" {
-		t.Errorf("tools offered:\n%s", transcripts(h.fake))
+		t.Errorf("tools offered:\n%s", transcripts(h.Fake))
 	}
-	if _, err := os.Stat(filepath.Join(h.cwd, "nope.txt")); err == nil {
+	if h.Exists("nope.txt") {
 		t.Error("a command ran under the deny policy")
 	}
 }
 
 func TestE2EAbort(t *testing.T) {
-	h := setup(t, fakeopenai.When("e2e-slow", fakeopenai.Slow(300, 100*time.Millisecond)))
+	h := setup(t, providertest.SlowScript(fakeopenai.When, fakeopenai.Slow))
 	if h == nil {
 		return
 	}
-	r := providertest.CheckCancelMidStream(t, h.run, "word299", 8*time.Second)
+	r := providertest.CheckCancelMidStream(t, h.Run, providertest.SlowEnd, 8*time.Second)
 	if last := r.Last(); last.Text != "Request was aborted" {
 		t.Errorf("pi did not end the run as aborted in time (%q): killed instead", last.Text)
 	}
 }
 
 func TestE2EResume(t *testing.T) {
-	h := setup(t,
-		fakeopenai.When("e2e-remember", fakeopenai.Text("Noted: ", "the word is ", "alpha.")),
-		fakeopenai.When("e2e-recall", fakeopenai.Text("The word ", "was alpha.")),
-	)
+	h := setup(t, providertest.ResumeScripts(fakeopenai.When, fakeopenai.Text)...)
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha", Approval: agent.ApprovalAccept}, nil)
+	r1 := h.Run(agent.RunRequest{Prompt: providertest.RememberPrompt, Approval: agent.ApprovalAccept}, nil)
 	if r1.Err != nil {
 		t.Fatalf("run 1: %v", r1.Err)
 	}
@@ -148,27 +118,25 @@ func TestE2EResume(t *testing.T) {
 		t.Fatal("run 1 reported no session")
 	}
 	// Resume from another directory: the session file works from anywhere.
-	r2 := h.run(agent.RunRequest{Prompt: "e2e-recall the word", ResumeID: sid, Approval: agent.ApprovalAccept, Cwd: t.TempDir()}, nil)
-	if r2.Err != nil || r2.Last().Type != agent.EventRunCompleted || r2.Text() != "The word was alpha." {
-		t.Fatalf("run 2 = %v, last %+v, text %q", r2.Err, r2.Last(), r2.Text())
+	r2 := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: providertest.RecallPrompt, ResumeID: sid, Approval: agent.ApprovalAccept, Cwd: t.TempDir()}, nil)
+	if r2.Text() != providertest.RecallText {
+		t.Fatalf("run 2 text %q", r2.Text())
 	}
 	if n := len(r2.Of(agent.EventSessionUpdated)); n != 0 {
 		t.Errorf("run 2 moved to another session")
 	}
-	reqs := h.fake.ChatRequests()
-	tr := reqs[len(reqs)-1].Transcript()
-	for _, want := range []string{"e2e-remember the word alpha", "Noted: the word is alpha.", "e2e-recall the word"} {
+	tr := providertest.LastTranscript(h.Fake)()
+	for _, want := range []string{providertest.RememberPrompt, providertest.RememberText, providertest.RecallPrompt} {
 		if !strings.Contains(tr, want) {
-			t.Errorf("resumed request lacks %q:\n%s", want, transcripts(h.fake))
+			t.Errorf("resumed request lacks %q:\n%s", want, transcripts(h.Fake))
 		}
 	}
 	// A fork starts a new session file with the same history.
-	r3 := h.run(agent.RunRequest{Prompt: "e2e-recall again", ResumeID: sid, Fork: true, Approval: agent.ApprovalAccept}, nil)
+	r3 := h.Run(agent.RunRequest{Prompt: providertest.RecallPrompt, ResumeID: sid, Fork: true, Approval: agent.ApprovalAccept}, nil)
 	if r3.Err != nil || r3.SessionID() == "" || r3.SessionID() == sid {
 		t.Fatalf("fork = %v, session %q (was %q)", r3.Err, r3.SessionID(), sid)
 	}
-	reqs = h.fake.ChatRequests()
-	if tr := reqs[len(reqs)-1].Transcript(); !strings.Contains(tr, "e2e-remember the word alpha") {
+	if tr := providertest.LastTranscript(h.Fake)(); !strings.Contains(tr, providertest.RememberPrompt) {
 		t.Errorf("forked request lacks the history:\n%s", tr)
 	}
 }
@@ -178,8 +146,8 @@ func TestE2EBogusSession(t *testing.T) {
 	if h == nil {
 		return
 	}
-	for _, id := range []string{"00000000-dead-beef-0000-000000000000", filepath.Join(h.cwd, "gone.jsonl")} {
-		r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: id, Approval: agent.ApprovalAccept}, nil)
+	for _, id := range []string{"00000000-dead-beef-0000-000000000000", h.Path("gone.jsonl")} {
+		r := h.Run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: id, Approval: agent.ApprovalAccept}, nil)
 		if !errors.Is(r.Err, agent.ErrSessionNotFound) {
 			t.Fatalf("Run(%s) = %v, want ErrSessionNotFound", id, r.Err)
 		}
@@ -187,7 +155,7 @@ func TestE2EBogusSession(t *testing.T) {
 			t.Errorf("%d run.failed for a stale session", n)
 		}
 	}
-	if n := len(h.fake.ChatRequests()); n != 0 {
+	if n := len(h.Fake.ChatRequests()); n != 0 {
 		t.Errorf("fake saw %d requests", n)
 	}
 }
