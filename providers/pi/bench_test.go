@@ -112,7 +112,13 @@ func isDelta(l []byte) bool {
 // prompts start turns and its abort sets Interrupting, as the golden replay
 // does, and a run's pending failure is settled at its end. SetBytes counts
 // the pi lines with their newlines.
-func BenchmarkParseReference(b *testing.B) {
+func BenchmarkParseReference(b *testing.B) { benchReference(b, false) }
+
+// BenchmarkParseReferenceStd is the path before the single-pass decoder,
+// for the comparison in one run: every line through json.Unmarshal.
+func BenchmarkParseReferenceStd(b *testing.B) { benchReference(b, true) }
+
+func benchReference(b *testing.B, stdOnly bool) {
 	runs, size := referenceRuns(b)
 	b.SetBytes(size)
 	b.ReportAllocs()
@@ -121,6 +127,7 @@ func BenchmarkParseReference(b *testing.B) {
 		events, errs = 0, 0
 		for _, run := range runs {
 			p := NewParser("")
+			p.dec.stdOnly = stdOnly
 			for _, s := range run {
 				switch {
 				case s.line != nil:

@@ -36,10 +36,7 @@ type record struct {
 	// Message is an AgentMessage on message_start / message_end (decoded
 	// there) and a string on a confirm dialog.
 	Message json.RawMessage `json:"message"`
-	Event   *struct {
-		Type  string `json:"type"`
-		Delta string `json:"delta"`
-	} `json:"assistantMessageEvent"`
+	Event   *assistantEvent `json:"assistantMessageEvent"`
 	// agent_end
 	Messages []message `json:"messages"`
 	// tool_execution_*
@@ -63,6 +60,12 @@ type record struct {
 	Prefill     string   `json:"prefill"`
 	// compaction_*, extension_error
 	Reason string `json:"reason"`
+}
+
+// assistantEvent is a message_update's assistantMessageEvent (the part read).
+type assistantEvent struct {
+	Type  string `json:"type"`
+	Delta string `json:"delta"`
 }
 
 // message is a pi AgentMessage (the part read).
@@ -139,6 +142,7 @@ type Parser struct {
 	dialogs   map[string]*pendingDialog
 	order     []string
 	outgoing  [][]byte
+	dec       decoder
 }
 
 // NewParser returns a parser for one run. knownSession is the session the run
@@ -191,7 +195,7 @@ func (p *Parser) TakeOutgoing() [][]byte {
 // logs and skips the line); unknown valid records become provider.native.
 func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 	var r record
-	if err := json.Unmarshal(line, &r); err != nil {
+	if err := p.dec.decode(line, &r); err != nil {
 		return nil, fmt.Errorf("pi line: %w", err)
 	}
 	switch r.Type {

@@ -1,0 +1,160 @@
+// The single-pass decoder against encoding/json: same records, same
+// verdicts, same events.
+
+package pi
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/threadline-bot/threadline/providers/internal/jsonscan"
+	"github.com/threadline-bot/threadline/providers/providertest"
+)
+
+// sameRecord fails t unless the decoder gives what json.Unmarshal gives for
+// line: the same record, and an error exactly when it errs.
+func sameRecord(t *testing.T, d *decoder, line []byte) {
+	t.Helper()
+	var want, got record
+	wantErr := json.Unmarshal(line, &want)
+	gotErr := d.decode(line, &got)
+	if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
+		t.Fatalf("%q: encoding/json err %v, decoder err %v", line, wantErr, gotErr)
+	}
+	if !reflect.DeepEqual(want, got) {
+		t.Fatalf("%q:\nencoding/json %+v\ndecoder       %+v", line, want, got)
+	}
+}
+
+// decoderCases are lines the fast path must decode as encoding/json does or
+// hand over to it: keys it would fold or unescape, types that do not fit,
+// null, duplicates, invalid JSON.
+var decoderCases = []string{
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"hi \"there\"\n\u00e9\ud83d\ude00 \ud800 x\udc00 \/","partial":{"role":"assistant"}},"message":{"role":"assistant","content":[]}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"bad utf8 \xff\xfe ok é"}}`,
+	`{"type":"message_update","assistantMessageEvent":null}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"a"},"assistantMessageEvent":{"delta":"merged"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":null}}`,
+	`{"type":"message_update","assistantMessageEvent":{"Type":"text_delta","DELTA":"x"}}`,
+	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":5}}`,
+	`{"type":"message_update","assistantMessageEvent":[]}`,
+	`{"Type":"agent_start"}`, `{"TYPE":"agent_start","type":"turn_start"}`, `{"typ\u0065":"agent_start"}`,
+	`{"toolcallid":"x","type":"tool_execution_start"}`, `{"type":"tool_execution_start","ToolName":"bash"}`,
+	`{"ſuccess":true}`, `{"type":5}`, `{"type":null,"id":null,"message":null,"data":null,"args":null}`,
+	`{"type":"response","id":"req-1","command":"get_state","success":true,"data":{"sessionId":"s","model":{"id":"m","provider":"p"}}}`,
+	`{"type":"response","id":7,"command":"prompt","success":false,"error":"busy"}`,
+	`{"type":"response","success":"true"}`, `{"type":"response","success":1}`, `{"type":"response","success":null}`,
+	`{"type":"tool_execution_update","toolCallId":"c","toolName":"bash","args":{"command":"ls"},"partialResult":{"content":[{"type":"text","text":"a"}]}}`,
+	`{"type":"tool_execution_end","toolCallId":"c","result":{"content":"x"},"isError":true}`,
+	`{"type":"tool_execution_end","toolCallId":"c","result":null,"partialResult":5}`,
+	`{"type":"tool_execution_end","isError":"no"}`,
+	`{"type":"agent_end","messages":[{"role":"assistant","content":"hi","stopReason":"stop","usage":{"input":1,"output":2,"cost":{"total":0.5}}}]}`,
+	`{"type":"agent_end","messages":{"role":"assistant"}}`, `{"type":"agent_end","messages":null}`,
+	`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000.5,"errorMessage":"overloaded"}`,
+	`{"type":"auto_retry_start","attempt":1.5}`, `{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"gave up"}`,
+	`{"type":"extension_ui_request","id":"d1","method":"select","title":"Pick","options":["a","b"],"placeholder":"p","prefill":"x"}`,
+	`{"type":"extension_ui_request","id":"d1","method":"confirm","title":"Sure?","message":"really"}`,
+	`{"type":"extension_ui_request","options":"a"}`, `{"type":"compaction_start","reason":"threshold"}`,
+	` 	{"type" : "x" , "unknown" : [ true , false , null , -0.5e+10 , 0 , {} , [] ] } 
+`,
+	`null`, ` null `, `nul`, `[]`, `"x"`, `5`, ``, ` `, `{}`, `{`, `}`, `{"type":"x"}x`, `{"type":"x"}{}`,
+	`{"type":"x",}`, `{,}`, `{"type"}`, `{"type":}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`,
+	`{"a":+1}`, `{"a":tru}`, `{"a":nulls}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":"\x01"}`, `{"a":"\q"}`,
+	`{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"unterminated}`, `{"a":"x\`, `{"a":NaN}`, `{'a':1}`,
+	`{"type":"x"}` + "\x00", "\xef\xbb\xbf{}",
+}
+
+// captureLines are the pi → client lines of the testdata transcripts,
+// compact as pi writes them, then as captured.
+func captureLines(t testing.TB) [][]byte {
+	t.Helper()
+	var out [][]byte
+	for _, f := range providertest.Inputs(t, filepath.Join("testdata", "*.jsonl")) {
+		for _, m := range providertest.Messages(t, f, "recv") {
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, m); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, buf.Bytes(), m)
+		}
+	}
+	return out
+}
+
+func TestDecoderMatchesEncodingJSON(t *testing.T) {
+	d := &decoder{}
+	for _, c := range decoderCases {
+		sameRecord(t, d, []byte(c))
+	}
+	deep := bytes.Repeat([]byte(`{"a":`), jsonscan.MaxDepth)
+	sameRecord(t, d, append(append(deep, '1'), bytes.Repeat([]byte("}"), jsonscan.MaxDepth)...))
+	arr := append([]byte(`{"a":`), bytes.Repeat([]byte("["), jsonscan.MaxDepth-1)...)
+	sameRecord(t, d, append(arr, append(bytes.Repeat([]byte("]"), jsonscan.MaxDepth-1), '}')...))
+}
+
+// TestDecoderFastPathOnCaptures: every line of the real pi captures decodes
+// without encoding/json's help, to the same record.
+func TestDecoderFastPathOnCaptures(t *testing.T) {
+	d := &decoder{}
+	lines := captureLines(t)
+	for _, l := range lines {
+		var r record
+		if err := d.fast(l, &r); err != nil {
+			t.Errorf("fast path refused %s: %v", l, err)
+		}
+		sameRecord(t, d, l)
+	}
+	if len(lines) < 100 {
+		t.Fatalf("only %d capture lines", len(lines))
+	}
+}
+
+// outcome renders what Parse gave for a line, and what the parser queued.
+func outcome(p *Parser, line []byte) string {
+	evs, err := p.Parse(line)
+	b, _ := json.Marshal(evs)
+	out, _ := json.Marshal(p.TakeOutgoing())
+	return fmt.Sprintf("%s %v %s", b, err, out)
+}
+
+// TestParseMatchesEncodingJSON: the capture lines and the edge cases, fed
+// in order to a parser decoding with the fast path and to one decoding
+// with json.Unmarshal alone, give the same events, errors and answers.
+func TestParseMatchesEncodingJSON(t *testing.T) {
+	fast, std := NewParser(""), NewParser("")
+	std.dec.stdOnly = true
+	fast.StartTurn("req-2")
+	std.StartTurn("req-2")
+	lines := captureLines(t)
+	for _, c := range decoderCases {
+		lines = append(lines, []byte(c))
+	}
+	for _, l := range lines {
+		if got, want := outcome(fast, l), outcome(std, l); got != want {
+			t.Errorf("line %s:\nfast %s\nstd  %s", l, got, want)
+		}
+	}
+}
+
+func FuzzDecoder(f *testing.F) {
+	for _, l := range captureLines(f) {
+		f.Add(l)
+	}
+	for _, c := range decoderCases {
+		f.Add([]byte(c))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		sameRecord(t, &decoder{}, line)
+		fast, std := NewParser(""), NewParser("")
+		std.dec.stdOnly = true
+		for range 2 {
+			if got, want := outcome(fast, line), outcome(std, line); got != want {
+				t.Fatalf("line %q:\nfast %s\nstd  %s", line, got, want)
+			}
+		}
+	})
+}
