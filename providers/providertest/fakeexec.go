@@ -7,7 +7,9 @@ package providertest
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"testing"
 )
 
 // ServeFake is the body of a fake CLI: started with --version it prints
@@ -28,4 +30,36 @@ func ServeFake(version, recordPath string, serve func(rec *os.File) int) int {
 	}
 	defer rec.Close()
 	return serve(rec)
+}
+
+// Self is a fake CLI that is the test binary itself (see ServeFake).
+type Self struct {
+	// Bin is the test binary.
+	Bin string
+	// Record is the file the fake keeps its record in, in a fresh
+	// temporary directory (ReadRecord reads it).
+	Record string
+	// Env is the fake's environment: what makes the binary the fake and
+	// configures it, the record file and GORACE.
+	Env map[string]string
+}
+
+// SelfFake returns the test binary as a fake CLI: its environment is env
+// and then each of more merged over it, with recordEnv naming the record
+// file and GORACE=atexit_sleep_ms=0 (a -race binary sleeps 1 s at exit by
+// default, which every run of a fake would wait for).
+func SelfFake(t testing.TB, recordEnv string, env map[string]string, more ...map[string]string) Self {
+	t.Helper()
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Self{Bin: bin, Record: filepath.Join(t.TempDir(), "record.jsonl"), Env: map[string]string{"GORACE": "atexit_sleep_ms=0"}}
+	for _, m := range append([]map[string]string{env}, more...) {
+		for k, v := range m {
+			s.Env[k] = v
+		}
+	}
+	s.Env[recordEnv] = s.Record
+	return s
 }
