@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -29,24 +28,13 @@ type harness struct {
 
 func newHarness(t *testing.T, env map[string]string, tweak ...func(*Definition)) *harness {
 	t.Helper()
-	dir := t.TempDir()
-	record := filepath.Join(dir, "record.jsonl")
-	// GORACE: a -race binary sleeps 1 s at exit by default.
-	e := map[string]string{envFake: "1", envRecord: record, "GORACE": "atexit_sleep_ms=0"}
-	for k, v := range env {
-		e[k] = v
-	}
-	def := Definition{ID: "fake", Name: "Fake", Bin: os.Args[0], Env: e, Resume: true, VerifiedWith: []string{"9.9.9"}}
+	fake := providertest.SelfFake(t, envRecord, map[string]string{envFake: "1"}, env)
+	def := Definition{ID: "fake", Name: "Fake", Bin: fake.Bin, Env: fake.Env, Resume: true, VerifiedWith: []string{"9.9.9"}}
 	for _, f := range tweak {
 		f(&def)
 	}
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	prov := New(def, logger, Options{InterruptTimeout: 2 * time.Second, HostEnv: func() []string { return nil }})
-	cwd := filepath.Join(dir, "work")
-	if err := os.MkdirAll(cwd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return &harness{t: t, def: def, prov: prov, record: record, cwd: cwd}
+	prov := New(def, providertest.Logger(t), Options{InterruptTimeout: 2 * time.Second, HostEnv: func() []string { return nil }})
+	return &harness{t: t, def: def, prov: prov, record: fake.Record, cwd: t.TempDir()}
 }
 
 // types lists the events' types, for messages.
