@@ -14,25 +14,17 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 func discoveryHarness(t *testing.T, env map[string]string) (*Harness, string) {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rec := filepath.Join(t.TempDir(), "record.jsonl")
-	e := map[string]string{envFake: "1", envRecord: rec}
-	for k, v := range env {
-		e[k] = v
-	}
-	home := t.TempDir()
+	fake := providertest.SelfFake(t, envRecord, map[string]string{envFake: "1"}, env)
 	h := New(nil, Options{
-		Provider: "testprov", Bin: exe, Env: e, CodexHome: home, CredentialEnv: []string{"TEST_API_KEY"},
+		Provider: "testprov", Bin: fake.Bin, Env: fake.Env, CodexHome: t.TempDir(), CredentialEnv: []string{"TEST_API_KEY"},
 		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} },
 	})
-	return h, rec
+	return h, fake.Record
 }
 
 // spawns counts the processes the fake recorded.
@@ -46,7 +38,7 @@ func spawns(t *testing.T, rec string) int {
 }
 
 func TestDiscoverAppServer(t *testing.T) {
-	h, rec := discoveryHarness(t, map[string]string{envMode: "catalog", envTranscript: mustAbs(t, "testdata/lists.jsonl")})
+	h, rec := discoveryHarness(t, map[string]string{envMode: "catalog", envTranscript: providertest.Testdata(t, "lists.jsonl")})
 	cat, err := h.Discover(t.Context(), "", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +76,7 @@ func TestDiscoverAppServer(t *testing.T) {
 func TestDiscoverFallbacks(t *testing.T) {
 	t.Run("debug models", func(t *testing.T) {
 		// No transcript: the fake app-server exits at once.
-		h, _ := discoveryHarness(t, map[string]string{envDebug: mustAbs(t, "testdata/debug-models.json")})
+		h, _ := discoveryHarness(t, map[string]string{envDebug: providertest.Testdata(t, "debug-models.json")})
 		cat, err := h.Discover(t.Context(), "", nil)
 		if err != nil {
 			t.Fatal(err)

@@ -14,7 +14,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -224,19 +223,11 @@ type fakeOpts struct {
 
 func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts) *fakeRun {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recPath := filepath.Join(t.TempDir(), "record.jsonl")
-	env := map[string]string{envFake: "1", envTranscript: mustAbs(t, filepath.Join("testdata", transcript)), envRecord: recPath}
-	for k, v := range fo.env {
-		env[k] = v
-	}
-	req.Env = env
+	fake := providertest.SelfFake(t, envRecord, map[string]string{envFake: "1", envTranscript: providertest.Testdata(t, transcript)}, fo.env)
+	req.Env = fake.Env
 	req.ChatID, req.RunID = "chat-1", "run-1"
 	opts := Options{
-		Provider: "testprov", Label: "Test", Bin: exe,
+		Provider: "testprov", Label: "Test", Bin: fake.Bin,
 		InterruptTimeout: time.Second, ExitTimeout: 2 * time.Second, StartTimeout: 10 * time.Second,
 		HostEnv: func() []string {
 			return []string{"PATH=/usr/bin:/bin", "HOME=/home/nobody", "SLACK_BOT_TOKEN=xoxb-secret", "OPENAI_API_KEY=sk-host", "DATABASE_URL=postgres://x"}
@@ -265,18 +256,9 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 			fo.onEvent(ev, cancel, answer)
 		}
 	})}
-	rec := providertest.ReadRecord(t, recPath)
+	rec := providertest.ReadRecord(t, fake.Record)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
 	return f
-}
-
-func mustAbs(t *testing.T, p string) string {
-	t.Helper()
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // answerWith answers every interaction.requested with d (and answers).
