@@ -42,7 +42,7 @@ func TestMain(m *testing.M) {
 		os.Exit(fakeStream(path))
 	}
 	if os.Getenv(envTranscript) != "" || slices.Contains(os.Args[1:], "--version") && os.Getenv("CLAUDE_FAKE") != "" {
-		os.Exit(fakeClaude())
+		os.Exit(providertest.ServeFake("2.1.328 (Claude Code)", os.Getenv(envRecord), fakeClaude))
 	}
 	os.Exit(m.Run())
 }
@@ -64,17 +64,9 @@ func fakeStream(path string) int {
 	return 0
 }
 
-func fakeClaude() int {
-	if slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("2.1.328 (Claude Code)")
-		return 0
-	}
-	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 98
-	}
-	defer rec.Close()
+// fakeClaude replays the transcript on stdin/stdout (see ServeFake),
+// keeping every line it reads in rec.
+func fakeClaude(rec *os.File) int {
 
 	path := os.Getenv(envTranscript)
 	data, err := os.ReadFile(path)
@@ -184,53 +176,20 @@ func (f *fakeRun) stdinOf(typ string) []json.RawMessage {
 	return out
 }
 
-// runFake runs the provider against transcript; onEvent may react to events
-// (answer interactions, cancel the context).
-func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[string]string, onEvent func(ctx context.Context, cancel context.CancelFunc, ev agent.Event)) *fakeRun {
+// runFake runs the provider against transcript (providertest.Run); onEvent
+// may react to events (answer interactions, cancel the run).
+func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[string]string, onEvent providertest.OnEvent) *fakeRun {
 	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	recPath := filepath.Join(t.TempDir(), "record.jsonl")
-	req.Bin = exe
-	req.Env = map[string]string{envTranscript: filepath.Join(mustAbs(t, "testdata"), transcript), envRecord: recPath}
-	for k, v := range env {
-		req.Env[k] = v
-	}
+	fake := providertest.SelfFake(t, envRecord, map[string]string{envTranscript: providertest.Testdata(t, transcript)}, env)
+	req.Bin, req.Env = fake.Bin, fake.Env
 	p := New(nil, Options{Bin: "claude-not-used", InterruptTimeout: 2 * time.Second,
 		HostEnv: func() []string {
 			return []string{"PATH=/usr/bin:/bin", "SLACK_BOT_TOKEN=xoxb-secret", "HOME=" + t.TempDir()}
 		}})
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	f := &fakeRun{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		f.Err = p.Run(ctx, req, func(ev agent.Event) {
-			f.Events = append(f.Events, ev)
-			if onEvent != nil {
-				onEvent(ctx, cancel, ev)
-			}
-		})
-	}()
-	select {
-	case <-done:
-	case <-time.After(40 * time.Second):
-		t.Fatal("Run did not return")
-	}
-	rec := providertest.ReadRecord(t, recPath)
+	f := &fakeRun{Result: *providertest.Run(t, p, req, onEvent)}
+	rec := providertest.ReadRecord(t, fake.Record)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
 	return f
-}
-
-func mustAbs(t *testing.T, p string) string {
-	a, err := filepath.Abs(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 func TestRunBasic(t *testing.T) {
@@ -352,8 +311,8 @@ func decode(t *testing.T, raw json.RawMessage) map[string]any {
 	return m
 }
 
-func answerWith(resp agent.InteractionResponse, ch chan agent.InteractionResponse) func(context.Context, context.CancelFunc, agent.Event) {
-	return func(_ context.Context, _ context.CancelFunc, ev agent.Event) {
+func answerWith(resp agent.InteractionResponse, ch chan agent.InteractionResponse) providertest.OnEvent {
+	return func(ev agent.Event, _ context.CancelFunc) {
 		if ev.Type == agent.EventInteractionRequested {
 			// An unknown id is logged and ignored first.
 			ch <- agent.InteractionResponse{InteractionID: "no-such-id", Decision: agent.DecisionApprove}
@@ -425,15 +384,7 @@ func TestRunApprovals(t *testing.T) {
 }
 
 func TestRunInterrupt(t *testing.T) {
-	cancelOnFirst := func(typ agent.EventType) func(context.Context, context.CancelFunc, agent.Event) {
-		done := false
-		return func(_ context.Context, cancel context.CancelFunc, ev agent.Event) {
-			if ev.Type == typ && !done {
-				done = true
-				cancel()
-			}
-		}
-	}
+	cancelOnFirst := providertest.CancelOn
 	t.Run("streaming", func(t *testing.T) {
 		f := runFake(t, "interrupt.drive.jsonl", agent.RunRequest{Prompt: "x"}, nil, cancelOnFirst(agent.EventAssistantDelta))
 		if f.Err != nil {
