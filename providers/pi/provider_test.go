@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -34,7 +33,7 @@ const (
 
 func TestMain(m *testing.M) {
 	if os.Getenv(envFake) == "1" {
-		os.Exit(fakePi())
+		os.Exit(providertest.ServeFake("0.73.1", os.Getenv(envRecord), fakePi))
 	}
 	os.Exit(m.Run())
 }
@@ -49,17 +48,9 @@ func assistant(text, stop, errMsg string) map[string]any {
 	return m
 }
 
-func fakePi() int {
-	if slices.Contains(os.Args[1:], "--version") {
-		fmt.Println("0.73.1")
-		return 0
-	}
-	rec, err := providertest.OpenRecord(os.Getenv(envRecord))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 98
-	}
-	defer rec.Close()
+// fakePi serves pi's RPC mode on stdin/stdout (see ServeFake), keeping
+// every line it reads in rec.
+func fakePi(rec *os.File) int {
 	file := os.Getenv(envFile)
 	if i := slices.Index(os.Args, "--session"); i > 0 && i+1 < len(os.Args) {
 		s := os.Args[i+1]
@@ -213,20 +204,12 @@ func newHarness(t *testing.T) *harness {
 	if err := os.WriteFile(file, []byte("{}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	record := filepath.Join(dir, "record.jsonl")
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	prov := New(logger, Options{
-		Launch: procrun.Launch{
-			Bin:       os.Args[0],
-			Env:       map[string]string{envFake: "1", envRecord: record, envFile: file, "GORACE": "atexit_sleep_ms=0"},
-			HostEnv:   func() []string { return nil },
-			StopGrace: 2 * time.Second,
-		},
+	fake := providertest.SelfFake(t, envRecord, map[string]string{envFake: "1", envFile: file})
+	prov := New(providertest.Logger(t), Options{
+		Launch:     procrun.Launch{Bin: fake.Bin, Env: fake.Env, HostEnv: func() []string { return nil }, StopGrace: 2 * time.Second},
 		RetryGrace: 200 * time.Millisecond,
 	})
-	cwd := filepath.Join(dir, "work")
-	_ = os.MkdirAll(cwd, 0o755)
-	return &harness{t: t, prov: prov, record: record, cwd: cwd, file: file}
+	return &harness{t: t, prov: prov, record: fake.Record, cwd: t.TempDir(), file: file}
 }
 
 func (h *harness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
@@ -486,32 +469,12 @@ func TestDescriptor(t *testing.T) {
 	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || !slices.Equal(d.Efforts, Efforts) || d.Resume != "cli-flag" || !d.NativeFork {
 		t.Fatalf("descriptor %+v", d)
 	}
-	if err := registry.Validate(d); err != nil || d.Verified.By != registry.VerifiedRealCLI {
-		t.Errorf("Validate = %v, verified %+v", err, d.Verified)
-	}
-	args := Args(agent.RunRequest{ResumeID: "s1", Model: "m1", Effort: "high"})
-	for _, pair := range [][]string{d.Args.Base[:1], {d.Args.Resume, "s1"}, {d.Args.Model, "m1"}, {d.Args.Effort, "high"}} {
-		if !containsRun(args, pair) {
-			t.Errorf("args %q lack %q", args, pair)
-		}
-	}
-	if fork := Args(agent.RunRequest{ResumeID: "s1", Fork: true}); !containsRun(fork, []string{d.Args.Fork, "s1"}) || slices.Contains(fork, d.Args.Resume) {
+	providertest.CheckDescriptor(t, d, registry.VerifiedRealCLI)
+	providertest.CheckDescribedArgs(t, d, func(req agent.RunRequest) ([]string, error) { return Args(req), nil })
+	if fork := Args(agent.RunRequest{ResumeID: "s1", Fork: true}); !providertest.ContainsRun(fork, []string{d.Args.Fork, "s1"}) || slices.Contains(fork, d.Args.Resume) {
 		t.Errorf("fork args %q", fork)
 	}
-	err := New(nil, Options{Launch: procrun.Launch{Bin: "threadline-no-such-pi"}}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), installHint) {
-		t.Errorf("Run: %v", err)
-	}
-}
-
-// containsRun reports whether sub occurs in s as consecutive elements.
-func containsRun(s, sub []string) bool {
-	for i := 0; i+len(sub) <= len(s); i++ {
-		if slices.Equal(s[i:i+len(sub)], sub) {
-			return true
-		}
-	}
-	return false
+	providertest.CheckNotInstalled(t, func(bin string) *Provider { return New(nil, Options{Launch: procrun.Launch{Bin: bin}}) }, installHint)
 }
 
 func TestRunCancelBeforeStart(t *testing.T) {
