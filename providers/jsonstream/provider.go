@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,13 +53,14 @@ type dialectInfo struct {
 	bin, install string
 	fork         bool
 	argv         bool // the prompt is an argument, not stdin
+	args         registry.ArgSpec
 }
 
 // launchInfo returns d's launch facts from its descriptor.
 func launchInfo(d Dialect) (dialectInfo, bool) {
 	desc, ok := Descriptor(d)
 	return dialectInfo{bin: desc.Executable, install: desc.InstallHint, fork: desc.NativeFork,
-		argv: desc.Prompt == registry.DeliverArgv}, ok
+		argv: desc.Prompt == registry.DeliverArgv, args: desc.Args}, ok
 }
 
 // Defaults.
@@ -160,80 +162,61 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 	if err := agent.CheckRunArgs(req); err != nil {
 		return nil, fmt.Errorf("%s: %w", d, err)
 	}
-	accept := req.Approval == agent.ApprovalAccept
 	resume := req.ResumeID
 	if req.Fork && !info.fork {
 		resume = ""
 	}
-	var args []string
+	// The flags are the descriptor's (what detection shows is what runs),
+	// in each CLI's order.
+	spec := info.args
+	args := slices.Clone(spec.Base)
+	bound := func(flag, v string) { // --opt=value
+		if v != "" {
+			args = append(args, flag+"="+v)
+		}
+	}
+	opt := func(flag, v string) { // --opt value
+		if v != "" {
+			args = append(args, flag, v)
+		}
+	}
+	approve := func() {
+		if req.Approval == agent.ApprovalAccept {
+			args = append(args, spec.Accept...)
+		}
+	}
 	switch d {
 	case OpenCode, Mimo, Kilo:
-		args = []string{"run", "--format", "json", "--thinking"}
-		if req.Model != "" {
-			args = append(args, "--model="+req.Model)
+		bound(spec.Model, req.Model)
+		bound(spec.Effort, req.Effort)
+		opt(spec.Resume, resume)
+		if resume != "" && req.Fork {
+			args = append(args, spec.Fork)
 		}
-		if req.Effort != "" {
-			args = append(args, "--variant="+req.Effort)
-		}
-		if resume != "" {
-			args = append(args, "-s", resume)
-			if req.Fork {
-				args = append(args, "--fork")
-			}
-		}
-		if accept {
-			args = append(args, "--auto")
-		}
+		approve()
 	case CursorAgent:
-		args = []string{"--print", "--output-format", "stream-json", "--stream-partial-output", "--trust"}
-		if accept {
-			args = append(args, "--force")
-		}
-		if req.Model != "" {
-			args = append(args, "--model="+req.Model)
-		}
-		if resume != "" {
-			args = append(args, "--resume", resume)
-		}
-		if req.Cwd != "" {
-			args = append(args, "--workspace", req.Cwd)
-		}
+		approve()
+		bound(spec.Model, req.Model)
+		opt(spec.Resume, resume)
+		opt("--workspace", req.Cwd)
 	case Copilot:
-		args = []string{"--output-format", "json"}
-		if accept {
-			args = append(args, "--allow-all-tools")
-		}
-		if req.Model != "" {
-			args = append(args, "--model="+req.Model)
-		}
-		if resume != "" {
-			args = append(args, "--resume", resume)
-		}
+		approve()
+		bound(spec.Model, req.Model)
+		opt(spec.Resume, resume)
 	case Qoder:
-		args = []string{"-p", "--output-format", "stream-json"}
-		if accept {
-			args = append(args, "--yolo")
-		}
-		if req.Cwd != "" {
-			args = append(args, "-w", req.Cwd)
-		}
-		if req.Model != "" {
-			args = append(args, "--model="+req.Model)
-		}
-		if resume != "" {
-			args = append(args, "-r", resume)
-		}
+		approve()
+		opt("-w", req.Cwd)
+		bound(spec.Model, req.Model)
+		opt(spec.Resume, resume)
 	case GrokCLI:
 		if len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0) {
 			return nil, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
 				ErrPromptTooLarge, d, len(req.Prompt), argvLimit)
 		}
-		if req.Model != "" {
-			args = append(args, "--model="+req.Model)
-		}
+		bound(spec.Model, req.Model)
 		// grok-cli's parser (commander) takes the argument after --prompt
 		// as its value even when it starts with '-'.
-		return append(append(args, req.Args...), "--prompt", req.Prompt), nil
+		return append(append(args, req.Args...), spec.Prompt, req.Prompt), nil
 	}
 	return append(args, req.Args...), nil
 }
