@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // CLI names one supported unstructured CLI.
@@ -57,57 +58,67 @@ type cliInfo struct {
 	argv, longPrompt delivery
 	signIn           *regexp.Regexp
 	signInHelp       string
+	args             registry.ArgSpec // the flags Command passes
+}
+
+// described is info with the executable, install hint and flags of the
+// CLI's descriptor, so that what detection shows is what runs.
+func described(d registry.Definition, info cliInfo) cliInfo {
+	info.bin, info.install, info.args = d.Executable, d.InstallHint, d.Args
+	return info
 }
 
 var signInGeneric = regexp.MustCompile(`(?i)not logged in|not authenticated|please (log|sign) ?in|authentication required|invalid api[ _-]?key|missing api[ _-]?key|no api[ _-]?key|api key (is )?(not set|missing|required)|\b401\b.*unauthori[sz]ed|unauthori[sz]ed.*\b401\b`)
 
 var clis = map[CLI]cliInfo{
-	Antigravity: {
-		name: "Antigravity", bin: antigravityDescriptor().Executable, install: antigravityDescriptor().InstallHint,
+	Antigravity: described(antigravityDescriptor(), cliInfo{
+		name: "Antigravity",
 		argv: viaArgv, longPrompt: viaArgv,
 		signIn: regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
 		signInHelp: "Antigravity needs to sign in, and print mode cannot finish a Google sign-in. " +
 			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry.",
-	},
-	Aider: {
-		name: "Aider", bin: aiderDescriptor().Executable, install: aiderDescriptor().InstallHint,
+	}),
+	Aider: described(aiderDescriptor(), cliInfo{
+		name: "Aider",
 		argv: viaArgv, longPrompt: viaFile, signIn: signInGeneric,
 		signInHelp: "Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry.",
-	},
-	Grok: {
-		name: "Grok Build", bin: grokDescriptor().Executable, install: grokDescriptor().InstallHint,
+	}),
+	Grok: described(grokDescriptor(), cliInfo{
+		name: "Grok Build",
 		argv: viaArgv, longPrompt: viaArgv, signIn: signInGeneric,
 		signInHelp: "Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry.",
-	},
+	}),
+	// Qwen has no descriptor here (the registry runs Qwen Code over ACP).
 	Qwen: {
 		name: "Qwen Code", bin: "qwen", install: "npm install -g @qwen-code/qwen-code",
+		args: registry.ArgSpec{Model: "--model", Accept: []string{"--yolo"}},
 		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
 		signInHelp: "Qwen Code is not signed in: run `qwen` once in a terminal on this host to log in (or set OPENAI_API_KEY/OPENAI_BASE_URL in agents.qwen.env), then retry.",
 	},
-	DeepSeek: {
-		name: "DeepSeek TUI", bin: deepseekDescriptor().Executable, install: deepseekDescriptor().InstallHint,
+	DeepSeek: described(deepseekDescriptor(), cliInfo{
+		name: "DeepSeek TUI",
 		argv: viaArgv, longPrompt: viaArgv,
 		signIn:     regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
 		signInHelp: "DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry.",
-	},
-	AtomCode: {
-		name: "AtomCode", bin: atomcodeDescriptor().Executable, install: atomcodeDescriptor().InstallHint,
+	}),
+	AtomCode: described(atomcodeDescriptor(), cliInfo{
+		name: "AtomCode",
 		argv: viaFile, longPrompt: viaFile, signIn: signInGeneric,
 		signInHelp: "AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry.",
-	},
-	Continue: {
-		name: "Continue CLI", bin: continueDescriptor().Executable, install: continueDescriptor().InstallHint,
+	}),
+	Continue: described(continueDescriptor(), cliInfo{
+		name: "Continue CLI",
 		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
 		signInHelp: "Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml " +
 			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry.",
-	},
-	Crush: {
-		name: "Crush", bin: crushDescriptor().Executable, install: crushDescriptor().InstallHint,
+	}),
+	Crush: described(crushDescriptor(), cliInfo{
+		name: "Crush",
 		argv: viaStdin, longPrompt: viaStdin,
 		signIn: regexp.MustCompile(`(?i)no providers configured|` + signInGeneric.String()),
 		signInHelp: "Crush has no provider configured: run `crush` once in a terminal on this host to set one up " +
 			"(or set the provider's key, e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY, in agents.crush.env), then retry.",
-	},
+	}),
 }
 
 // Invocation is one run's command line and prompt delivery.
@@ -159,82 +170,61 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 				ErrPromptTooLarge, info.name, len(req.Prompt), argvLimit)
 		}
 	}
-	accept := req.Approval == agent.ApprovalAccept
 	if d == viaArgv && strings.HasPrefix(req.Prompt, "-") {
 		// An argument starting with '-' would be read as an option.
 		req.Prompt = " " + req.Prompt
 	}
 	var inv Invocation
-	args := []string{}
+	spec := info.args
+	args := append([]string{}, spec.Base...)
 	add := func(a ...string) { args = append(args, a...) }
-	model := func(flag string) {
-		if req.Model != "" {
-			add(flag + "=" + req.Model)
+	bound := func(flag, v string) { // --opt=value; nothing when the CLI has no such flag
+		if flag != "" && v != "" {
+			add(flag + "=" + v)
 		}
+	}
+	// The accept flags, the model and the operator's arguments: the tail most
+	// command lines share.
+	acceptModelArgs := func() {
+		if req.Approval == agent.ApprovalAccept {
+			add(spec.Accept...)
+		}
+		bound(spec.Model, req.Model)
+		add(req.Args...)
 	}
 	switch cli {
 	case Antigravity:
-		add("--print")
 		if req.Cwd != "" {
 			add("--add-dir", req.Cwd)
 		}
-		model("--model")
+		bound(spec.Model, req.Model)
 		if id := resumeID(req); id != "" {
 			add(resumeFlag, id)
 		}
 		add(req.Args...)
 		add(req.Prompt)
 	case Aider:
-		add("--no-pretty", "--no-git", "--no-auto-commits", "--no-suggest-shell-commands", "--no-show-model-warnings")
-		if accept {
-			add("--yes-always")
-		}
-		model("--model")
-		add(req.Args...)
+		acceptModelArgs()
 		if d == viaFile {
-			add("--message-file", PromptFileArg)
+			add(spec.PromptFile, PromptFileArg)
 		} else {
-			add("--message", req.Prompt)
+			add(spec.Prompt, req.Prompt)
 		}
 	case Grok:
-		add("-p", req.Prompt)
-		model("--model")
-		if req.Effort != "" {
-			add("--effort=" + req.Effort)
-		}
-		add(req.Args...)
-	case Qwen:
-		if accept {
-			add("--yolo")
-		}
-		model("--model")
+		add(spec.Prompt, req.Prompt)
+		bound(spec.Model, req.Model)
+		bound(spec.Effort, req.Effort)
 		add(req.Args...)
 	case DeepSeek:
-		add("exec")
-		if accept {
-			add("--auto")
-		}
-		model("--model")
-		add(req.Args...)
+		acceptModelArgs()
 		add(req.Prompt)
 	case AtomCode:
-		add("--prompt-file", PromptFileArg)
-		if accept {
-			add("-y")
-		}
-		model("--model")
-		add(req.Args...)
-	case Continue:
-		// cn's --model adds a Continue Hub model; the model is the config's.
-		add("-p")
-		if accept {
-			add("--auto")
-		}
-		add(req.Args...)
-	case Crush:
-		add("run", "--quiet")
-		model("--model")
-		add(req.Args...)
+		add(spec.PromptFile, PromptFileArg)
+		acceptModelArgs()
+	case Qwen, Crush, Continue:
+		// Continue's cn has no model flag here (its --model adds a Continue
+		// Hub model; the model is the config's); Crush approves every tool.
+		acceptModelArgs()
 	}
 	inv.Args = args
 	switch d {
