@@ -106,14 +106,7 @@ func (e *Events) All() []agent.Event {
 }
 
 // Types returns the types of the events so far.
-func (e *Events) Types() []agent.EventType {
-	evs := e.All()
-	out := make([]agent.EventType, len(evs))
-	for i, ev := range evs {
-		out[i] = ev.Type
-	}
-	return out
-}
+func (e *Events) Types() []agent.EventType { return Types(e.All()) }
 
 // Last returns the last event so far (the zero event when there is none).
 func (e *Events) Last() agent.Event {

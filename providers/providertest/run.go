@@ -140,11 +140,7 @@ func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, li
 	res.Elapsed = time.Since(start)
 	close(stop)
 	<-watched
-	var types []string
-	for _, ev := range res.Events {
-		types = append(types, string(ev.Type))
-	}
-	t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.Err, res.Elapsed.Round(time.Millisecond), strings.Join(types, " "))
+	t.Logf("Run(%q) = %v in %s; events: %s", req.Prompt, res.Err, res.Elapsed.Round(time.Millisecond), res.TypesText())
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errNoProgress):
 		t.Fatalf("Run made no progress: no event for %s (%s=%s)", idle, ScaleEnv, scaleText())
@@ -175,12 +171,15 @@ func (r *Result) Of(typ agent.EventType) []agent.Event {
 }
 
 // Types returns the type of each event, in order.
-func (r *Result) Types() []agent.EventType {
-	out := make([]agent.EventType, len(r.Events))
+func (r *Result) Types() []agent.EventType { return Types(r.Events) }
+
+// TypesText returns the event types joined by spaces, for messages.
+func (r *Result) TypesText() string {
+	s := make([]string, len(r.Events))
 	for i, ev := range r.Events {
-		out[i] = ev.Type
+		s[i] = string(ev.Type)
 	}
-	return out
+	return strings.Join(s, " ")
 }
 
 // Last returns the last event (the zero event when there was none).
