@@ -24,13 +24,8 @@ func stdoutLines(t testing.TB, path string) [][]byte {
 // event, parse error or stdin line the parser asked for.
 func render(t testing.TB, lines [][]byte) []byte {
 	t.Helper()
-	r := providertest.NewRecorder(t)
 	p := NewParser("")
-	for _, l := range lines {
-		r.Parsed(p.Parse(l))
-		r.Stdin(p.TakeOutgoing())
-	}
-	return r.Bytes()
+	return providertest.RenderLines(t, p, lines, func(r *providertest.Recorder) { r.Stdin(p.TakeOutgoing()) }).Bytes()
 }
 
 func TestGolden(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 func canUse(id, command, rule string) string {
@@ -21,8 +22,8 @@ func TestGrantsCarryToTheNextTurn(t *testing.T) {
 	var store grantStore
 	p := NewParser("")
 	p.Grants = store.get("")
-	mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`)
-	mustParse(t, p, canUse("r1", "mkdir -p out", "mkdir -p out"))
+	providertest.MustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`)
+	providertest.MustParse(t, p, canUse("r1", "mkdir -p out", "mkdir -p out"))
 	if _, err := p.Respond(agent.InteractionResponse{InteractionID: "r1", Decision: agent.DecisionApproveSession}); err != nil {
 		t.Fatal(err)
 	}
@@ -34,14 +35,14 @@ func TestGrantsCarryToTheNextTurn(t *testing.T) {
 
 	next := NewParser("s1")
 	next.Grants = store.get("s1")
-	evs := mustParse(t, next, canUse("r2", "mkdir -p out", "mkdir -p out"))
+	evs := providertest.MustParse(t, next, canUse("r2", "mkdir -p out", "mkdir -p out"))
 	if len(evs) != 2 || evs[1].Resolution.Status != agent.StatusApprovedForSession || evs[1].Resolution.By != ByGrant {
 		t.Fatalf("granted request: %+v", evs)
 	}
 	if out := next.TakeOutgoing(); len(out) != 1 || !strings.Contains(string(out[0]), `"updatedPermissions":[{"behavior":"allow","destination":"session","rules":[{"toolName":"Bash","ruleContent":"mkdir -p out"}]`) {
 		t.Errorf("sent %s", out)
 	}
-	if evs := mustParse(t, next, canUse("r3", "rm -rf out", "rm -rf out")); len(evs) != 1 || evs[0].Type != agent.EventInteractionRequested {
+	if evs := providertest.MustParse(t, next, canUse("r3", "rm -rf out", "rm -rf out")); len(evs) != 1 || evs[0].Type != agent.EventInteractionRequested {
 		t.Errorf("another rule was not asked: %+v", evs)
 	}
 	if g := store.get("other"); len(g) != 0 {

@@ -10,18 +10,10 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 const bashRequest = `{"type":"control_request","request_id":"r1","request":{"subtype":"can_use_tool","tool_name":"Bash","display_name":"Bash","input":{"command":"ls -la"},"description":"List","tool_use_id":"toolu_1"}}`
-
-func mustParse(t *testing.T, p *Parser, line string) []agent.Event {
-	t.Helper()
-	evs, err := p.Parse([]byte(line))
-	if err != nil {
-		t.Fatalf("Parse(%.80s): %v", line, err)
-	}
-	return evs
-}
 
 func TestParseMalformedAndUnknown(t *testing.T) {
 	p := NewParser("")
@@ -30,16 +22,16 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 			t.Errorf("Parse(%q) succeeded", bad)
 		}
 	}
-	evs := mustParse(t, p, `{"type":"brand_new","x":1}`)
+	evs := providertest.MustParse(t, p, `{"type":"brand_new","x":1}`)
 	if len(evs) != 1 || evs[0].Type != agent.EventProviderNative || evs[0].Native.Kind != "brand_new" || string(evs[0].Native.Payload) != `{"type":"brand_new","x":1}` {
 		t.Fatalf("unknown record = %+v", evs)
 	}
 	big := `{"type":"brand_new","pad":"` + strings.Repeat("x", MaxNativePayload) + `"}`
-	evs = mustParse(t, p, big)
+	evs = providertest.MustParse(t, p, big)
 	if len(evs[0].Native.Payload) > 100 || !strings.Contains(string(evs[0].Native.Payload), `"truncated":true`) {
 		t.Fatalf("payload not bounded: %.100s", evs[0].Native.Payload)
 	}
-	evs = mustParse(t, p, `{"type":"system","subtype":"compact_boundary","session_id":"s"}`)
+	evs = providertest.MustParse(t, p, `{"type":"system","subtype":"compact_boundary","session_id":"s"}`)
 	if len(evs) != 1 || evs[0].Type != agent.EventSystem || evs[0].Subtype != "compact_boundary" {
 		t.Fatalf("unknown system subtype = %+v", evs)
 	}
@@ -50,18 +42,18 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 // of the same session and model (every turn has one) says nothing.
 func TestParseSessionOnlyWhenChanged(t *testing.T) {
 	p := NewParser("s1")
-	evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`)
+	evs := providertest.MustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`)
 	if len(evs) != 1 || evs[0].SessionID != "s1" || evs[0].Model != "m" {
 		t.Fatalf("resumed session = %+v, want its model once", evs)
 	}
-	if evs := mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`); len(evs) != 0 {
+	if evs := providertest.MustParse(t, p, `{"type":"system","subtype":"init","session_id":"s1","model":"m"}`); len(evs) != 0 {
 		t.Fatalf("same session and model emitted %+v", evs)
 	}
-	evs = mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m"}`)
+	evs = providertest.MustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m"}`)
 	if len(evs) != 1 || evs[0].SessionID != "s2" || evs[0].Model != "m" {
 		t.Fatalf("new session = %+v", evs)
 	}
-	evs = mustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m2"}`)
+	evs = providertest.MustParse(t, p, `{"type":"system","subtype":"init","session_id":"s2","model":"m2"}`)
 	if len(evs) != 1 || evs[0].SessionID != "s2" || evs[0].Model != "m2" {
 		t.Fatalf("new model = %+v", evs)
 	}
@@ -74,7 +66,7 @@ func TestParseTextNotDuplicated(t *testing.T) {
 	other := `{"type":"assistant","message":{"id":"m2","content":[{"type":"text","text":"No partials"}]}}`
 	var texts []string
 	for _, l := range []string{delta, whole, other} {
-		for _, ev := range mustParse(t, p, l) {
+		for _, ev := range providertest.MustParse(t, p, l) {
 			texts = append(texts, ev.Text)
 		}
 	}
@@ -85,12 +77,12 @@ func TestParseTextNotDuplicated(t *testing.T) {
 
 func TestParseToolOutputBounded(t *testing.T) {
 	p := NewParser("")
-	mustParse(t, p, `{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/a/b"}}]}}`)
+	providertest.MustParse(t, p, `{"type":"assistant","message":{"id":"m","content":[{"type":"tool_use","id":"t1","name":"Read","input":{"file_path":"/a/b"}}]}}`)
 	out := strings.Repeat("é", MaxToolOutput)
 	line, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
 		map[string]any{"type": "tool_result", "tool_use_id": "t1", "content": []any{map[string]any{"type": "text", "text": out}}, "is_error": true},
 	}}})
-	evs := mustParse(t, p, string(line))
+	evs := providertest.MustParse(t, p, string(line))
 	if len(evs) != 1 || evs[0].Type != agent.EventToolCompleted {
 		t.Fatalf("events = %+v", evs)
 	}
@@ -103,12 +95,12 @@ func TestParseToolOutputBounded(t *testing.T) {
 func TestParseInteractions(t *testing.T) {
 	t.Run("pending at turn end", func(t *testing.T) {
 		p := NewParser("")
-		evs := mustParse(t, p, bashRequest)
+		evs := providertest.MustParse(t, p, bashRequest)
 		in := evs[0].Interaction
 		if in.Kind != agent.KindCommandApproval || in.Command != "ls -la" || in.ID != "r1" || string(in.NativeID) != `"r1"` || in.Title != "Bash: ls -la" {
 			t.Fatalf("interaction = %+v", in)
 		}
-		evs = mustParse(t, p, `{"type":"result","subtype":"success","is_error":false,"result":"ok"}`)
+		evs = providertest.MustParse(t, p, `{"type":"result","subtype":"success","is_error":false,"result":"ok"}`)
 		if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != agent.StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -118,7 +110,7 @@ func TestParseInteractions(t *testing.T) {
 	})
 	t.Run("numeric id kept byte-exact", func(t *testing.T) {
 		p := NewParser("")
-		evs := mustParse(t, p, strings.Replace(bashRequest, `"r1"`, `7`, 1))
+		evs := providertest.MustParse(t, p, strings.Replace(bashRequest, `"r1"`, `7`, 1))
 		if evs[0].Interaction.ID != "7" || string(evs[0].Interaction.NativeID) != "7" {
 			t.Fatalf("ids = %q %s", evs[0].Interaction.ID, evs[0].Interaction.NativeID)
 		}
@@ -132,7 +124,7 @@ func TestParseInteractions(t *testing.T) {
 	})
 	t.Run("duplicate id", func(t *testing.T) {
 		p := NewParser("")
-		mustParse(t, p, bashRequest)
+		providertest.MustParse(t, p, bashRequest)
 		if _, err := p.Parse([]byte(bashRequest)); !errors.Is(err, agent.ErrDuplicateRequest) {
 			t.Fatalf("err = %v", err)
 		}
@@ -140,7 +132,7 @@ func TestParseInteractions(t *testing.T) {
 	t.Run("auto decision", func(t *testing.T) {
 		p := NewParser("")
 		p.AutoDecision = agent.DecisionDecline
-		evs := mustParse(t, p, bashRequest)
+		evs := providertest.MustParse(t, p, bashRequest)
 		if len(evs) != 2 || evs[1].Resolution.Status != agent.StatusDeclined || evs[1].Resolution.By != "policy" {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -150,7 +142,7 @@ func TestParseInteractions(t *testing.T) {
 	})
 	t.Run("unsupported request answered with error", func(t *testing.T) {
 		p := NewParser("")
-		evs := mustParse(t, p, `{"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}`)
+		evs := providertest.MustParse(t, p, `{"type":"control_request","request_id":"h1","request":{"subtype":"hook_callback"}}`)
 		if len(evs) != 1 || evs[0].Type != agent.EventProviderNative {
 			t.Fatalf("events = %+v", evs)
 		}
@@ -162,12 +154,12 @@ func TestParseInteractions(t *testing.T) {
 	})
 	t.Run("file change and other kinds", func(t *testing.T) {
 		p := NewParser("")
-		evs := mustParse(t, p, `{"type":"control_request","request_id":"e1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/x/a.go","old_string":"a\nb","new_string":"c"},"tool_use_id":"t"}}`)
+		evs := providertest.MustParse(t, p, `{"type":"control_request","request_id":"e1","request":{"subtype":"can_use_tool","tool_name":"Edit","input":{"file_path":"/x/a.go","old_string":"a\nb","new_string":"c"},"tool_use_id":"t"}}`)
 		in := evs[0].Interaction
 		if in.Kind != agent.KindFileChangeApproval || in.Diff != "--- /x/a.go\n+++ /x/a.go\n-a\n-b\n+c\n" {
 			t.Fatalf("edit = %+v", in)
 		}
-		evs = mustParse(t, p, `{"type":"control_request","request_id":"w1","request":{"subtype":"can_use_tool","tool_name":"WebFetch","input":{"url":"https://example.org"},"tool_use_id":"t2"}}`)
+		evs = providertest.MustParse(t, p, `{"type":"control_request","request_id":"w1","request":{"subtype":"can_use_tool","tool_name":"WebFetch","input":{"url":"https://example.org"},"tool_use_id":"t2"}}`)
 		if in := evs[0].Interaction; in.Kind != agent.KindPermission || in.Title != "WebFetch: https://example.org" {
 			t.Fatalf("webfetch = %+v", in)
 		}

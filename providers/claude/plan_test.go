@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // plans returns the plan.updated events' plans as JSON.
@@ -22,7 +23,7 @@ func plans(evs []agent.Event) []string {
 
 func TestPlanFromTodoWrite(t *testing.T) {
 	p := NewParser("")
-	evs := mustParse(t, p, `{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"tu1","name":"TodoWrite","input":{"todos":[`+
+	evs := providertest.MustParse(t, p, `{"type":"assistant","message":{"id":"m1","content":[{"type":"tool_use","id":"tu1","name":"TodoWrite","input":{"todos":[`+
 		`{"content":"Read","status":"completed","activeForm":"Reading"},{"content":"Fix","status":"in_progress","activeForm":"Fixing"},{"content":"Test","status":"pending","activeForm":"Testing"}]}}]}}`)
 	if len(evs) != 2 || evs[0].Type != agent.EventToolStarted {
 		t.Fatalf("events %+v (the tool event stays)", evs)
@@ -32,7 +33,7 @@ func TestPlanFromTodoWrite(t *testing.T) {
 		t.Errorf("plans %v", got)
 	}
 	// Each TodoWrite is the whole list.
-	evs = mustParse(t, p, `{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"tu2","name":"TodoWrite","input":{"todos":[{"content":"Read","status":"completed"}]}}]}}`)
+	evs = providertest.MustParse(t, p, `{"type":"assistant","message":{"id":"m2","content":[{"type":"tool_use","id":"tu2","name":"TodoWrite","input":{"todos":[{"content":"Read","status":"completed"}]}}]}}`)
 	if got := plans(evs); len(got) != 1 || got[0] != `{"items":[{"text":"Read","status":"completed"}]}` {
 		t.Errorf("plans %v", got)
 	}
@@ -41,12 +42,12 @@ func TestPlanFromTodoWrite(t *testing.T) {
 func TestPlanFromTaskTools(t *testing.T) {
 	p := NewParser("")
 	use := func(id, name, input string) []agent.Event {
-		return mustParse(t, p, `{"type":"assistant","message":{"id":"m-`+id+`","content":[{"type":"tool_use","id":"`+id+`","name":"`+name+`","input":`+input+`}]}}`)
+		return providertest.MustParse(t, p, `{"type":"assistant","message":{"id":"m-`+id+`","content":[{"type":"tool_use","id":"`+id+`","name":"`+name+`","input":`+input+`}]}}`)
 	}
 	result := func(id, text string, isErr bool) []agent.Event {
 		b, _ := json.Marshal(map[string]any{"type": "user", "message": map[string]any{"role": "user", "content": []any{
 			map[string]any{"type": "tool_result", "tool_use_id": id, "content": text, "is_error": isErr}}}})
-		return mustParse(t, p, string(b))
+		return providertest.MustParse(t, p, string(b))
 	}
 	var got []string
 	steps := []func() []agent.Event{
@@ -88,7 +89,7 @@ func TestRespondApproveForSession(t *testing.T) {
 		`"permission_suggestions":[{"type":"addRules","rules":[{"toolName":"Bash","ruleContent":"echo hi *"}],"behavior":"allow","destination":"localSettings"},` +
 		`{"type":"addDirectories","directories":["/w"],"destination":"session"}],"tool_use_id":"toolu_1"}}`
 	p := NewParser("")
-	evs := mustParse(t, p, req)
+	evs := providertest.MustParse(t, p, req)
 	if len(evs) != 1 || !evs[0].Interaction.Accepts(agent.DecisionApproveSession) || evs[0].Interaction.Options[1].ID != "approve_session" {
 		t.Fatalf("interaction %+v", evs)
 	}
@@ -104,7 +105,7 @@ func TestRespondApproveForSession(t *testing.T) {
 	}
 
 	p = NewParser("")
-	evs = mustParse(t, p, strings.Replace(req, `"permission_suggestions":[`, `"other":[`, 1))
+	evs = providertest.MustParse(t, p, strings.Replace(req, `"permission_suggestions":[`, `"other":[`, 1))
 	if len(evs) != 1 || len(evs[0].Interaction.Options) != 3 {
 		t.Fatalf("without suggestions, options %+v", evs[0].Interaction.Options)
 	}
@@ -121,7 +122,7 @@ func TestRespondApproveForSession(t *testing.T) {
 // the CLI as it takes it, the labels joined with ", "; others as typed.
 func TestRespondMultiSelect(t *testing.T) {
 	p := NewParser("")
-	mustParse(t, p, `{"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[`+
+	providertest.MustParse(t, p, `{"type":"control_request","request_id":"q1","request":{"subtype":"can_use_tool","tool_name":"AskUserQuestion","input":{"questions":[`+
 		`{"question":"Which toppings?","header":"Pizza","multiSelect":true,"options":[{"label":"Ham"},{"label":"Olives"},{"label":"Basil"}]},`+
 		`{"question":"Size?","header":"Size","multiSelect":false,"options":[{"label":"S"},{"label":"L"}]}]},"tool_use_id":"tu-q"}}`)
 	if _, err := p.Respond(agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionAnswer,
