@@ -12,15 +12,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-func mustParse(t *testing.T, p *Parser, line string) []agent.Event {
-	t.Helper()
-	evs, err := p.Parse([]byte(line))
-	if err != nil {
-		t.Fatalf("Parse(%.80s): %v", line, err)
-	}
-	return evs
-}
-
 func TestParseMalformedAndUnknown(t *testing.T) {
 	p := NewParser("")
 	for _, bad := range []string{"not json", `{"type":`, `[1]`} {
@@ -28,16 +19,16 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 			t.Errorf("Parse(%q) succeeded", bad)
 		}
 	}
-	evs := mustParse(t, p, `{"type":"brand_new","x":1}`)
+	evs := providertest.MustParse(t, p, `{"type":"brand_new","x":1}`)
 	if len(evs) != 1 || evs[0].Type != agent.EventProviderNative || string(evs[0].Native.Payload) != `{"type":"brand_new","x":1}` {
 		t.Fatalf("unknown = %+v", evs)
 	}
 	big := `{"type":"brand_new","pad":"` + strings.Repeat("x", MaxNativePayload) + `"}`
-	if evs := mustParse(t, p, big); !strings.Contains(string(evs[0].Native.Payload), `"truncated":true`) {
+	if evs := providertest.MustParse(t, p, big); !strings.Contains(string(evs[0].Native.Payload), `"truncated":true`) {
 		t.Fatalf("payload not bounded")
 	}
 	// A confirm dialog's "message" is a string, an AgentMessage elsewhere.
-	if evs := mustParse(t, p, `{"type":"message_end","message":"odd"}`); len(evs) != 1 || evs[0].Type != agent.EventProviderNative {
+	if evs := providertest.MustParse(t, p, `{"type":"message_end","message":"odd"}`); len(evs) != 1 || evs[0].Type != agent.EventProviderNative {
 		t.Fatalf("odd message_end = %+v", evs)
 	}
 }
@@ -45,15 +36,15 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 func TestParseSessionOnlyWhenChanged(t *testing.T) {
 	p := NewParser("/s/a.jsonl")
 	state := `{"id":"x","type":"response","command":"get_state","success":true,"data":{"sessionId":"u","sessionFile":"%s","model":{"id":"m","provider":"p"}}}`
-	if evs := mustParse(t, p, strings.Replace(state, "%s", "/s/a.jsonl", 1)); len(evs) != 0 {
+	if evs := providertest.MustParse(t, p, strings.Replace(state, "%s", "/s/a.jsonl", 1)); len(evs) != 0 {
 		t.Fatalf("same session emitted %+v", evs)
 	}
-	evs := mustParse(t, p, strings.Replace(state, "%s", "/s/b.jsonl", 1))
+	evs := providertest.MustParse(t, p, strings.Replace(state, "%s", "/s/b.jsonl", 1))
 	if len(evs) != 1 || evs[0].SessionID != "/s/b.jsonl" || evs[0].Model != "p/m" {
 		t.Fatalf("new session = %+v", evs)
 	}
 	// --no-session: no file, the id is used.
-	evs = mustParse(t, p, strings.Replace(state, `"sessionFile":"%s",`, "", 1))
+	evs = providertest.MustParse(t, p, strings.Replace(state, `"sessionFile":"%s",`, "", 1))
 	if len(evs) != 1 || evs[0].SessionID != "u" {
 		t.Fatalf("no file = %+v", evs)
 	}
@@ -63,25 +54,25 @@ func TestParseRetryWindow(t *testing.T) {
 	p := NewParser("")
 	p.StartTurn("p1")
 	end := `{"type":"agent_end","messages":[{"role":"assistant","content":[],"stopReason":"error","errorMessage":"boom"}]}`
-	if evs := mustParse(t, p, end); len(evs) != 0 || !p.PendingFailure() {
+	if evs := providertest.MustParse(t, p, end); len(evs) != 0 || !p.PendingFailure() {
 		t.Fatalf("a failed agent_end must wait: %+v", evs)
 	}
-	mustParse(t, p, `{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"boom"}`)
+	providertest.MustParse(t, p, `{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000,"errorMessage":"boom"}`)
 	if p.PendingFailure() || !p.Retrying() {
 		t.Fatal("auto_retry_start must cancel the pending failure")
 	}
-	mustParse(t, p, end)
+	providertest.MustParse(t, p, end)
 	evs := p.Settle()
 	if len(evs) != 1 || evs[0].Type != agent.EventRunFailed || evs[0].Text != "boom" {
 		t.Fatalf("settled %+v", evs)
 	}
-	if p.Settle() != nil || mustParse(t, p, `{"type":"auto_retry_end","success":false,"finalError":"boom"}`) != nil {
+	if p.Settle() != nil || providertest.MustParse(t, p, `{"type":"auto_retry_end","success":false,"finalError":"boom"}`) != nil {
 		t.Fatal("a second terminal")
 	}
 	// Interrupting turns a failure into an interruption.
 	p.StartTurn("p2")
 	p.Interrupting = true
-	if evs := mustParse(t, p, end); len(evs) != 1 || evs[0].Type != agent.EventRunInterrupted {
+	if evs := providertest.MustParse(t, p, end); len(evs) != 1 || evs[0].Type != agent.EventRunInterrupted {
 		t.Fatalf("interrupting: %+v", evs)
 	}
 }
@@ -89,10 +80,10 @@ func TestParseRetryWindow(t *testing.T) {
 func TestParsePromptResponses(t *testing.T) {
 	p := NewParser("")
 	p.StartTurn("p1")
-	if evs := mustParse(t, p, `{"id":"other","type":"response","command":"prompt","success":false,"error":"busy"}`); len(evs) != 1 || evs[0].Type != agent.EventSystem {
+	if evs := providertest.MustParse(t, p, `{"id":"other","type":"response","command":"prompt","success":false,"error":"busy"}`); len(evs) != 1 || evs[0].Type != agent.EventSystem {
 		t.Fatalf("another prompt's failure = %+v", evs)
 	}
-	evs := mustParse(t, p, `{"id":"p1","type":"response","command":"prompt","success":false,"error":"busy"}`)
+	evs := providertest.MustParse(t, p, `{"id":"p1","type":"response","command":"prompt","success":false,"error":"busy"}`)
 	if len(evs) != 1 || evs[0].Type != agent.EventRunFailed || evs[0].Text != "pi refused the prompt: busy" {
 		t.Fatalf("own prompt failure = %+v", evs)
 	}
@@ -101,7 +92,7 @@ func TestParsePromptResponses(t *testing.T) {
 func TestParseDialogs(t *testing.T) {
 	p := NewParser("")
 	p.StartTurn("p1")
-	evs := mustParse(t, p, `{"type":"extension_ui_request","id":"s1","method":"select","title":"Pick","options":["A","B"]}`)
+	evs := providertest.MustParse(t, p, `{"type":"extension_ui_request","id":"s1","method":"select","title":"Pick","options":["A","B"]}`)
 	in := evs[0].Interaction
 	if in.Kind != agent.KindQuestion || len(in.Options) != 3 || in.Questions[0].Options[1] != "B" {
 		t.Fatalf("select = %+v", in)
@@ -113,7 +104,7 @@ func TestParseDialogs(t *testing.T) {
 	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"id":"s1","type":"extension_ui_response","value":"B"}` {
 		t.Fatalf("answer %s", out)
 	}
-	mustParse(t, p, `{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)
+	providertest.MustParse(t, p, `{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)
 	if _, err := p.Parse([]byte(`{"type":"extension_ui_request","id":"i1","method":"input","title":"Name?"}`)); !errors.Is(err, agent.ErrDuplicateRequest) {
 		t.Fatalf("duplicate: %v", err)
 	}
@@ -121,14 +112,14 @@ func TestParseDialogs(t *testing.T) {
 		t.Fatalf("unknown: %v", err)
 	}
 	// The run ends with the input open: it resolves turn_ended and pi is told cancelled.
-	evs = mustParse(t, p, `{"type":"agent_end","messages":[{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}]}`)
+	evs = providertest.MustParse(t, p, `{"type":"agent_end","messages":[{"role":"assistant","content":[{"type":"text","text":"ok"}],"stopReason":"stop"}]}`)
 	if evs[0].Type != agent.EventInteractionResolved || evs[0].Resolution.Status != agent.StatusTurnEnded || evs[len(evs)-1].Type != agent.EventRunCompleted {
 		t.Fatalf("end = %+v", evs)
 	}
 	if out := p.TakeOutgoing(); len(out) != 1 || string(out[0]) != `{"cancelled":true,"id":"i1","type":"extension_ui_response"}` {
 		t.Fatalf("turn end answer %s", out)
 	}
-	if evs := mustParse(t, p, `{"type":"extension_ui_request","id":"n","method":"notify","message":"hi"}`); evs[0].Type != agent.EventProviderNative {
+	if evs := providertest.MustParse(t, p, `{"type":"extension_ui_request","id":"n","method":"notify","message":"hi"}`); evs[0].Type != agent.EventProviderNative {
 		t.Fatalf("notify = %+v", evs)
 	}
 }
