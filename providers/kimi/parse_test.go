@@ -15,35 +15,13 @@ import (
 // render parses lines with a fresh parser: one JSON line per event or parse error.
 func render(t testing.TB, ls [][]byte) []byte {
 	t.Helper()
-	r := providertest.NewRecorder(t)
-	p := NewParser("")
-	for _, l := range ls {
-		r.Parsed(p.Parse(l))
-	}
-	return r.Bytes()
+	return providertest.RenderLines(t, NewParser(""), ls, nil).Bytes()
 }
 
 func TestGolden(t *testing.T) {
 	providertest.Golden(t, "testdata/*.jsonl", func(t *testing.T, in string) []byte {
 		return render(t, providertest.Lines(t, in))
 	})
-}
-
-func mustParse(t *testing.T, p *Parser, line string) []agent.Event {
-	t.Helper()
-	evs, err := p.Parse([]byte(line))
-	if err != nil {
-		t.Fatalf("Parse(%.80s): %v", line, err)
-	}
-	return evs
-}
-
-func types(evs []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
 }
 
 func TestParseToolsTranscript(t *testing.T) {
@@ -65,7 +43,7 @@ func TestParseToolsTranscript(t *testing.T) {
 		agent.EventAssistantDelta,
 		agent.EventSessionUpdated, agent.EventRunCompleted,
 	}
-	if got := types(evs); !slices.Equal(got, want) {
+	if got := providertest.Types(evs); !slices.Equal(got, want) {
 		t.Fatalf("types = %v\nwant %v", got, want)
 	}
 	if evs[3].Tool.Summary != "Shell: ls" || string(evs[3].Tool.Input) != `{"command":"ls"}` {
@@ -89,23 +67,23 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 			t.Errorf("Parse(%q) succeeded", bad)
 		}
 	}
-	evs := mustParse(t, p, `{"role":"notification","x":1}`)
+	evs := providertest.MustParse(t, p, `{"role":"notification","x":1}`)
 	if len(evs) != 1 || evs[0].Type != agent.EventProviderNative || evs[0].Native.Kind != "notification" || string(evs[0].Native.Payload) != `{"role":"notification","x":1}` {
 		t.Fatalf("unknown role = %+v", evs)
 	}
-	evs = mustParse(t, p, `{"x":1}`)
+	evs = providertest.MustParse(t, p, `{"x":1}`)
 	if len(evs) != 1 || evs[0].Native.Kind != "unknown" {
 		t.Fatalf("no role = %+v", evs)
 	}
 	big := `{"role":"plan","pad":"` + strings.Repeat("x", MaxNativePayload) + `"}`
-	evs = mustParse(t, p, big)
+	evs = providertest.MustParse(t, p, big)
 	if !strings.Contains(string(evs[0].Native.Payload), `"truncated":true`) {
 		t.Fatalf("payload not bounded: %.100s", evs[0].Native.Payload)
 	}
-	if evs := mustParse(t, p, `{"role":"user","content":"echo"}`); len(evs) != 0 {
+	if evs := providertest.MustParse(t, p, `{"role":"user","content":"echo"}`); len(evs) != 0 {
 		t.Errorf("user echo emitted %+v", evs)
 	}
-	if evs := mustParse(t, p, `{"role":"assistant","content":""}`); len(evs) != 0 {
+	if evs := providertest.MustParse(t, p, `{"role":"assistant","content":""}`); len(evs) != 0 {
 		t.Errorf("empty assistant emitted %+v", evs)
 	}
 }
@@ -113,14 +91,14 @@ func TestParseMalformedAndUnknown(t *testing.T) {
 func TestParseResumeHint(t *testing.T) {
 	// Same session as resumed: completion only.
 	p := NewParser("s1")
-	evs := mustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s1"}`)
-	if got := types(evs); !slices.Equal(got, []agent.EventType{agent.EventRunCompleted}) {
+	evs := providertest.MustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s1"}`)
+	if got := providertest.Types(evs); !slices.Equal(got, []agent.EventType{agent.EventRunCompleted}) {
 		t.Fatalf("same session = %v", got)
 	}
 	// Another session than the one resumed: the user is told.
 	p = NewParser("s1")
-	evs = mustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s2"}`)
-	if got := types(evs); !slices.Equal(got, []agent.EventType{agent.EventSystem, agent.EventSessionUpdated, agent.EventRunCompleted}) {
+	evs = providertest.MustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s2"}`)
+	if got := providertest.Types(evs); !slices.Equal(got, []agent.EventType{agent.EventSystem, agent.EventSessionUpdated, agent.EventRunCompleted}) {
 		t.Fatalf("other session = %v", got)
 	}
 	if evs[0].Subtype != SubtypeSessionNotResumed || !strings.Contains(evs[0].Text, "s1") || evs[1].SessionID != "s2" || p.SessionID() != "s2" {
@@ -128,20 +106,20 @@ func TestParseResumeHint(t *testing.T) {
 	}
 	// Fresh run: a new session, no warning.
 	p = NewParser("")
-	evs = mustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s3"}`)
-	if got := types(evs); !slices.Equal(got, []agent.EventType{agent.EventSessionUpdated, agent.EventRunCompleted}) {
+	evs = providertest.MustParse(t, p, `{"role":"meta","type":"session.resume_hint","session_id":"s3"}`)
+	if got := providertest.Types(evs); !slices.Equal(got, []agent.EventType{agent.EventSessionUpdated, agent.EventRunCompleted}) {
 		t.Fatalf("fresh = %v", got)
 	}
 	// A hint without an id still completes the run.
 	p = NewParser("")
-	if got := types(mustParse(t, p, `{"role":"meta","type":"session.resume_hint"}`)); !slices.Equal(got, []agent.EventType{agent.EventRunCompleted}) {
+	if got := providertest.Types(providertest.MustParse(t, p, `{"role":"meta","type":"session.resume_hint"}`)); !slices.Equal(got, []agent.EventType{agent.EventRunCompleted}) {
 		t.Fatalf("no id = %v", got)
 	}
 }
 
 func TestParseToolArgumentsAndBounds(t *testing.T) {
 	p := NewParser("")
-	evs := mustParse(t, p, `{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"Shell","arguments":{"command":"pwd"}}},{"id":"b","function":{"name":"X","arguments":"not json"}},{"id":"","function":{"name":"Skip"}},{"id":"c","function":{"name":"Y"}}]}`)
+	evs := providertest.MustParse(t, p, `{"role":"assistant","tool_calls":[{"id":"a","function":{"name":"Shell","arguments":{"command":"pwd"}}},{"id":"b","function":{"name":"X","arguments":"not json"}},{"id":"","function":{"name":"Skip"}},{"id":"c","function":{"name":"Y"}}]}`)
 	if len(evs) != 3 {
 		t.Fatalf("events = %+v", evs)
 	}
@@ -149,7 +127,7 @@ func TestParseToolArgumentsAndBounds(t *testing.T) {
 		t.Errorf("inputs = %s | %s | %s", evs[0].Tool.Input, evs[1].Tool.Input, evs[2].Tool.Input)
 	}
 	out, _ := json.Marshal(map[string]any{"role": "tool", "tool_call_id": "a", "content": strings.Repeat("é", MaxToolOutput)})
-	evs = mustParse(t, p, string(out))
+	evs = providertest.MustParse(t, p, string(out))
 	if o := evs[0].Tool.Output; len(o) > MaxToolOutput+len("…") || !strings.HasSuffix(o, "…") || !json.Valid(mustJSON(t, o)) {
 		t.Errorf("output not bounded on a rune boundary: %d bytes", len(o))
 	}
