@@ -49,11 +49,8 @@ func newParser(t testing.TB, d Dialect) procrun.LineParser {
 
 func render(t testing.TB, d Dialect, ls [][]byte) []byte {
 	t.Helper()
-	r := providertest.NewRecorder(t)
 	p := newParser(t, d)
-	for _, l := range ls {
-		r.Parsed(p.Parse(l))
-	}
+	r := providertest.RenderLines(t, p, ls, nil)
 	if f, ok := p.(finisher); ok { // the turn ends with the exit: a clean one here
 		r.Events(f.Finish(false))
 	}
@@ -79,13 +76,8 @@ func parseAll(t *testing.T, d Dialect, path string) []agent.Event {
 	return evs
 }
 
-func types(evs []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
-}
+// types is providertest.Types (e2e_test.go's messages use it).
+func types(evs []agent.Event) []agent.EventType { return providertest.Types(evs) }
 
 func text(evs []agent.Event, typ agent.EventType) string {
 	var b strings.Builder
@@ -114,7 +106,7 @@ func terminal(t *testing.T, evs []agent.Event) agent.Event {
 
 func TestOpenCodeCaptures(t *testing.T) {
 	evs := parseAll(t, OpenCode, "testdata/opencode-text.jsonl")
-	if got := types(evs); !slices.Equal(got, []agent.EventType{agent.EventSessionUpdated, agent.EventAssistantDelta, agent.EventUsageUpdated, agent.EventRunCompleted}) {
+	if got := providertest.Types(evs); !slices.Equal(got, []agent.EventType{agent.EventSessionUpdated, agent.EventAssistantDelta, agent.EventUsageUpdated, agent.EventRunCompleted}) {
 		t.Fatalf("text = %v", got)
 	}
 	if evs[1].Text != "Hello from the fake model.\n\nSecond paragraph." || evs[0].SessionID != "ses_01" || evs[2].Usage.InputTokens != 7678 {
@@ -190,7 +182,7 @@ func TestOpenCodeEdges(t *testing.T) {
 		agent.EventProviderNative,
 		agent.EventUsageUpdated, agent.EventSystem, agent.EventRunCompleted,
 	}
-	if got := types(evs); !slices.Equal(got, want) {
+	if got := providertest.Types(evs); !slices.Equal(got, want) {
 		t.Fatalf("types = %v\nwant %v", got, want)
 	}
 	if !evs[1].Tool.IsError || evs[1].Tool.Output != "subagent failed" || evs[4].Subtype != "max_tokens" {
@@ -304,7 +296,7 @@ func TestQoderFixtures(t *testing.T) {
 		agent.EventAssistantDelta,
 		agent.EventUsageUpdated, agent.EventRunCompleted,
 	}
-	if got := types(evs); !slices.Equal(got, want) {
+	if got := providertest.Types(evs); !slices.Equal(got, want) {
 		t.Fatalf("types = %v\nwant %v", got, want)
 	}
 	if evs[4].Tool.Output != "main.go\ngo.mod" || evs[4].Tool.Name != "Bash" || evs[5].Text != "\n\nHello world" {
@@ -314,7 +306,7 @@ func TestQoderFixtures(t *testing.T) {
 	if f := terminal(t, evs); f.Type != agent.EventRunFailed || f.Text != "qoder run failed: error" {
 		t.Errorf("terminal = %+v", f)
 	}
-	if !slices.Contains(types(evs), agent.EventSystem) || !strings.Contains(text(evs, agent.EventSystem), "Quota exceeded") {
+	if !slices.Contains(providertest.Types(evs), agent.EventSystem) || !strings.Contains(text(evs, agent.EventSystem), "Quota exceeded") {
 		t.Errorf("assistant error not shown: %+v", evs)
 	}
 }
