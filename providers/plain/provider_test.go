@@ -29,14 +29,6 @@ func fake(t *testing.T, body string) (bin, dir string) {
 // recorder collects a run's events.
 type recorder = providertest.Events
 
-func types(evs []agent.Event) []agent.EventType {
-	out := make([]agent.EventType, len(evs))
-	for i, e := range evs {
-		out[i] = e.Type
-	}
-	return out
-}
-
 func deltas(evs []agent.Event) (text string, n int) {
 	var b strings.Builder
 	for _, e := range evs {

@@ -99,7 +99,7 @@ echo done > "$(dirname "$0")/finished"`)
 		t.Errorf("reattached deltas = %q\nwant %q", got, want)
 	}
 	if evs[len(evs)-1].Type != agent.EventRunCompleted {
-		t.Errorf("reattached run ended %v", types(evs))
+		t.Errorf("reattached run ended %v", providertest.Types(evs))
 	}
 	var live []string
 	for _, ev := range first.All() {
@@ -130,7 +130,7 @@ func TestRelayedRunCancel(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cancelled Run returned %v", err)
 	}
-	got := types(rec.All())
+	got := providertest.Types(rec.All())
 	if got[len(got)-1] != agent.EventRunInterrupted || slices.Contains(got, agent.EventRunCompleted) {
 		t.Fatalf("events = %v", got)
 	}
