@@ -37,15 +37,6 @@ func newHarness(t *testing.T, env map[string]string, tweak ...func(*Definition))
 	return &harness{t: t, def: def, prov: prov, record: fake.Record, cwd: t.TempDir()}
 }
 
-// types lists the events' types, for messages.
-func types(r *providertest.Result) string {
-	var s []string
-	for _, ev := range r.Events {
-		s = append(s, string(ev.Type))
-	}
-	return strings.Join(s, " ")
-}
-
 // run executes one Run in the harness's cwd (see providertest.Run);
 // onEvent (optional) sees each event with the cancel.
 func (h *harness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
@@ -102,8 +93,8 @@ func TestRunText(t *testing.T) {
 		t.Fatalf("Run: %v", r.Err)
 	}
 	want := "session.updated reasoning.delta assistant.delta assistant.delta system provider.native usage.updated run.completed"
-	if types(r) != want {
-		t.Fatalf("events\n got %s\nwant %s", types(r), want)
+	if r.TypesText() != want {
+		t.Fatalf("events\n got %s\nwant %s", r.TypesText(), want)
 	}
 	if ev := r.Events[0]; ev.SessionID != fakeSession || ev.Model != "m1" {
 		t.Errorf("session.updated %+v", ev)
@@ -197,7 +188,7 @@ func TestRunPermissionAnswers(t *testing.T) {
 			}
 			req := r.Of(agent.EventInteractionRequested)
 			if len(req) != 1 {
-				t.Fatalf("events %s", types(r))
+				t.Fatalf("events %s", r.TypesText())
 			}
 			in := req[0].Interaction
 			if in.ID != "0" || string(in.NativeID) != "0" || in.Kind != agent.KindCommandApproval || in.Command != "rm -rf build" || in.Cwd != h.cwd {
@@ -217,7 +208,7 @@ func TestRunPermissionAnswers(t *testing.T) {
 			}
 			started := r.Of(agent.EventToolStarted)
 			if len(started) != 1 || r.Events[slices.IndexFunc(r.Events, func(e agent.Event) bool { return e.Type == agent.EventToolStarted })+1].Type != agent.EventInteractionRequested {
-				t.Errorf("tool.started must precede the request: %s", types(r))
+				t.Errorf("tool.started must precede the request: %s", r.TypesText())
 			}
 		})
 	}
@@ -245,7 +236,7 @@ func TestRunPermissionByPolicy(t *testing.T) {
 			}
 			res := r.Of(agent.EventInteractionResolved)
 			if len(r.Of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.By != "policy" || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision {
-				t.Fatalf("events %s; resolution %+v", types(r), res)
+				t.Fatalf("events %s; resolution %+v", r.TypesText(), res)
 			}
 			if ans := h.answers()["0"]; !strings.Contains(string(ans.Result), `"optionId":"`+tt.option+`"`) {
 				t.Errorf("answer %s", ans.Result)
@@ -273,7 +264,7 @@ func TestRunPermissionCancelDecision(t *testing.T) {
 		t.Fatalf("resolution %+v", res)
 	}
 	if r.Last().Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", types(r))
+		t.Errorf("events %s", r.TypesText())
 	}
 	if len(h.sent("session/cancel")) != 1 {
 		t.Error("no session/cancel sent")
@@ -309,7 +300,7 @@ func TestRunDuplicateRequestFails(t *testing.T) {
 		t.Fatalf("Run = %v", r.Err)
 	}
 	if r.Last().Type != agent.EventRunFailed {
-		t.Errorf("events %s", types(r))
+		t.Errorf("events %s", r.TypesText())
 	}
 	if r.Elapsed > 5*time.Second {
 		t.Errorf("took %s", r.Elapsed)
@@ -354,7 +345,7 @@ func TestRunCancelPendingPermission(t *testing.T) {
 		t.Fatalf("resolution %+v", res)
 	}
 	if r.Last().Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", types(r))
+		t.Errorf("events %s", r.TypesText())
 	}
 	// The cancel notification goes first, then the cancelled outcome.
 	_, _, raw := h.recorded()
@@ -378,7 +369,7 @@ func TestExitTimeout(t *testing.T) {
 	h.prov.opts.InterruptTimeout = 20 * interrupt
 	r := h.run(agent.RunRequest{Prompt: "stop:end_turn"}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Elapsed > 10*interrupt {
-		t.Errorf("completed turn: Run = %v in %s, events %s", r.Err, r.Elapsed, types(r))
+		t.Errorf("completed turn: Run = %v in %s, events %s", r.Err, r.Elapsed, r.TypesText())
 	}
 	var cancelledAt time.Time
 	r = h.run(agent.RunRequest{Prompt: "slow"}, func(ev agent.Event, cancel context.CancelFunc) {
@@ -388,7 +379,7 @@ func TestExitTimeout(t *testing.T) {
 		}
 	})
 	if took := time.Since(cancelledAt); r.Err != nil || r.Last().Type != agent.EventRunInterrupted || r.Last().Text != "cancelled" || took > 10*interrupt {
-		t.Errorf("cancelled turn: Run = %v %s after the cancel, events %s", r.Err, took, types(r))
+		t.Errorf("cancelled turn: Run = %v %s after the cancel, events %s", r.Err, took, r.TypesText())
 	}
 	// Without it the agent lives until the interrupt deadline.
 	h = newHarness(t, stay)
@@ -412,7 +403,7 @@ func TestRunCancelKillsAfterDeadline(t *testing.T) {
 		t.Fatalf("Run = %v", r.Err)
 	}
 	if last := r.Last(); last.Type != agent.EventRunInterrupted {
-		t.Errorf("events %s", types(r))
+		t.Errorf("events %s", r.TypesText())
 	}
 	if took := time.Since(cancelledAt); took < 300*time.Millisecond || took > 3*time.Second {
 		t.Errorf("Run returned %s after cancel (deadline 300ms, then kill)", took)
@@ -453,8 +444,8 @@ func TestRunLoad(t *testing.T) {
 			if r.Err != nil {
 				t.Fatalf("Run: %v", r.Err)
 			}
-			if r.Text() != "echo: hello" || strings.Contains(types(r), "tool.") || len(r.Of(agent.EventSessionUpdated)) != 0 {
-				t.Errorf("replayed history re-emitted: %s, text %q", types(r), r.Text())
+			if r.Text() != "echo: hello" || strings.Contains(r.TypesText(), "tool.") || len(r.Of(agent.EventSessionUpdated)) != 0 {
+				t.Errorf("replayed history re-emitted: %s, text %q", r.TypesText(), r.Text())
 			}
 			if load := h.sent("session/load"); len(load) != 1 || string(load[0].Params) != `{"sessionId":"`+knownSession+`","cwd":"`+h.cwd+`","mcpServers":[]}` {
 				t.Errorf("session/load %+v", load)
@@ -473,7 +464,7 @@ func TestRunLoadUnknownSession(t *testing.T) {
 		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
 	if len(r.Of(agent.EventRunFailed)) != 0 || r.Last().Subtype != "session_not_found" {
-		t.Errorf("events %s", types(r))
+		t.Errorf("events %s", r.TypesText())
 	}
 	if len(h.sent("session/prompt")) != 0 {
 		t.Error("prompt sent after a failed load")
@@ -485,19 +476,19 @@ func TestRunResumeRefusedEarly(t *testing.T) {
 		h := newHarness(t, nil)
 		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession, Fork: true}, nil)
 		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Events) != 0 {
-			t.Fatalf("Run = %v, events %s", r.Err, types(r))
+			t.Fatalf("Run = %v, events %s", r.Err, r.TypesText())
 		}
 	})
 	t.Run("definition without resume", func(t *testing.T) {
 		h := newHarness(t, nil, func(d *Definition) { d.Resume = false })
 		r := h.run(agent.RunRequest{Prompt: "x", ResumeID: knownSession}, nil)
 		if !errors.Is(r.Err, agent.ErrSessionNotFound) || len(r.Events) != 0 {
-			t.Fatalf("Run = %v, events %s", r.Err, types(r))
+			t.Fatalf("Run = %v, events %s", r.Err, r.TypesText())
 		}
 		// And no session id is reported for it.
 		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
 		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 0 || r.Events[0].Native.Kind != "session/new" {
-			t.Fatalf("Run = %v, events %s", r.Err, types(r))
+			t.Fatalf("Run = %v, events %s", r.Err, r.TypesText())
 		}
 	})
 	t.Run("agent without loadSession", func(t *testing.T) {
@@ -508,7 +499,7 @@ func TestRunResumeRefusedEarly(t *testing.T) {
 		}
 		r = h.run(agent.RunRequest{Prompt: "x"}, nil)
 		if r.Err != nil || len(r.Of(agent.EventSessionUpdated)) != 0 {
-			t.Fatalf("a non-loadable session was reported: %s", types(r))
+			t.Fatalf("a non-loadable session was reported: %s", r.TypesText())
 		}
 	})
 }
@@ -537,7 +528,7 @@ func TestRunFailures(t *testing.T) {
 			r := h.run(agent.RunRequest{Prompt: tt.prompt}, nil)
 			last := r.Last()
 			if last.Type != tt.typ || !strings.Contains(last.Text, tt.want) {
-				t.Fatalf("last %+v; events %s", last, types(r))
+				t.Fatalf("last %+v; events %s", last, r.TypesText())
 			}
 			if tt.typ == agent.EventRunFailed && !errors.Is(r.Err, agent.ErrRunFailed) {
 				t.Errorf("Run = %v, want ErrRunFailed", r.Err)
@@ -604,7 +595,7 @@ func TestRunLateUpdatesDropped(t *testing.T) {
 	h := newHarness(t, nil)
 	r := h.run(agent.RunRequest{Prompt: "late"}, nil)
 	if r.Err != nil || r.Text() != "on time" || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, events %s, text %q", r.Err, types(r), r.Text())
+		t.Fatalf("Run = %v, events %s, text %q", r.Err, r.TypesText(), r.Text())
 	}
 }
 
