@@ -10,12 +10,7 @@ package acp_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -179,124 +174,45 @@ func startModel(t *testing.T, a api, scenes ...scene) modelServer {
 	return chatServer{fakeopenai.New(t, scripts...)}
 }
 
-// familyHarness runs one CLI against its model server.
-type familyHarness struct {
-	t      *testing.T
-	model  modelServer
-	prov   *acp.Provider
-	cwd    string
-	marker string // E2E_RUN_MARKER in every child's environment
-}
-
-// markerEnv marks the children of one harness, to find any left behind.
-const markerEnv = "E2E_RUN_MARKER"
+// familyHarness runs one CLI against its model server, every process of a
+// run marked (providertest.MarkEnv) to find any it leaves.
+type familyHarness = providertest.Harness[modelServer, *acp.Provider]
 
 // setupFamily returns nil in the outer test process (the test then ran, or
 // was skipped, in the netns child) and, inside the netns, the harness of c
 // against the server of its API with the scenes scripted.
 func setupFamily(t *testing.T, c familyCLI, scenes ...scene) *familyHarness {
 	t.Helper()
-	return newHarness(t, c, func() modelServer { return startModel(t, c.api, scenes...) })
+	return newHarness(t, c, func(t *testing.T) modelServer { return startModel(t, c.api, scenes...) })
 }
 
 // newHarness is setupFamily with the model server that start starts
 // (inside the netns only).
-func newHarness(t *testing.T, c familyCLI, start func() modelServer) *familyHarness {
+func newHarness(t *testing.T, c familyCLI, start func(t *testing.T) modelServer) *familyHarness {
 	t.Helper()
-	bin := providertest.FindCLI(t, c.def.Bin, c.envVar)
-	if !providertest.InNetns(t) {
-		return nil
-	}
-	model := start()
-	ep := acp.Endpoint{APIKey: "sk-fake", Model: c.model}
-	model.endpoint(&ep)
-	env, err := c.def.Configure(t.TempDir(), ep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.sharedCache {
-		root, err := providertest.RepoRoot()
+	return providertest.Setup(t, providertest.CLI{Name: c.def.Bin, EnvVar: c.envVar}, start, func(h *familyHarness) *acp.Provider {
+		ep := acp.Endpoint{APIKey: "sk-fake", Model: c.model}
+		h.Fake.endpoint(&ep)
+		env, err := c.def.Configure(t.TempDir(), ep)
 		if err != nil {
 			t.Fatal(err)
 		}
-		env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
-	}
-	// Anything that is not loopback fails at once: there is no route, and
-	// proxy-aware clients get a dead local proxy.
-	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
-	b := make([]byte, 8)
-	_, _ = rand.Read(b)
-	marker := hex.EncodeToString(b)
-	env[markerEnv] = marker
-	logger := slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
-	return &familyHarness{
-		t: t, model: model, cwd: t.TempDir(), marker: marker,
-		prov: acp.New(c.def, logger, acp.Options{Bin: bin, Env: env, InterruptTimeout: 5 * time.Second}),
-	}
-}
-
-// run executes one turn in the harness's cwd and checks that no process it
-// started is left. The check is seen to work: at the run's first event the
-// CLI is found by its marker.
-func (h *familyHarness) run(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.t.Helper()
-	if req.Cwd == "" {
-		req.Cwd = h.cwd
-	}
-	running := -1
-	r := providertest.Run(h.t, h.prov, req, func(ev agent.Event, cancel context.CancelFunc) {
-		if running < 0 {
-			running = len(marked(h.marker))
+		if c.sharedCache {
+			providertest.SharedCache(t, env)
 		}
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
+		// Anything that is not loopback fails at once: there is no route, and
+		// proxy-aware clients get a dead local proxy.
+		providertest.DeadProxy(env)
+		h.Marker = providertest.MarkEnv(env)
+		return acp.New(c.def, providertest.Logger(t), acp.Options{Bin: h.Bin, Env: env, InterruptTimeout: 5 * time.Second})
 	})
-	if running == 0 {
-		h.t.Errorf("no process with %s=%s while the run ran: the left-behind check sees nothing", markerEnv, h.marker)
-	}
-	if left := leftBehind(h.marker); len(left) > 0 {
-		h.t.Errorf("processes left after the run: %s", strings.Join(left, "; "))
-	}
-	return r
 }
 
-// marked lists the live processes whose environment carries marker.
-func marked(marker string) []string {
-	want := markerEnv + "=" + marker + "\x00"
-	var out []string
-	dirs, _ := os.ReadDir("/proc")
-	for _, d := range dirs {
-		if d.Name()[0] < '0' || d.Name()[0] > '9' {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
-		if err != nil || !strings.Contains(string(env), want) {
-			continue
-		}
-		cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		out = append(out, d.Name()+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
-	}
-	return out
-}
-
-// leftBehind lists the processes of marker still there after a run. A
-// process killed with its group may need a moment to go; one that outlived
-// its run stays, so the list is read until it is empty or for Scale(2s).
-func leftBehind(marker string) []string {
-	deadline := time.Now().Add(providertest.Scale(2 * time.Second))
-	for {
-		left := marked(marker)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func (h *familyHarness) transcripts() string {
+// transcripts renders every request h's model server saw, for failure
+// messages.
+func transcripts(h *familyHarness) string {
 	var sb strings.Builder
-	for i, tr := range h.model.transcripts() {
+	for i, tr := range h.Fake.transcripts() {
 		fmt.Fprintf(&sb, "--- request %d\n%s", i+1, tr)
 	}
 	return sb.String()
@@ -323,14 +239,14 @@ func testFamilyPermission(t *testing.T, c familyCLI, d agent.Decision) {
 		return
 	}
 	responses := make(chan agent.InteractionResponse, 4)
-	r := h.run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses},
+	r := h.Run(agent.RunRequest{Prompt: "e2e-perm: run it", Approval: agent.ApprovalAsk, Responses: responses},
 		providertest.Answer(responses, providertest.Always(d, nil)))
 	end := agent.EventRunCompleted
 	if d == agent.DecisionDecline && c.declineStops {
 		end = agent.EventRunInterrupted
 	}
 	if r.Err != nil || r.Last().Type != end {
-		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), transcripts(h))
 	}
 	req := r.Of(agent.EventInteractionRequested)
 	if len(req) != 1 {
@@ -352,14 +268,11 @@ func testFamilyPermission(t *testing.T, c familyCLI, d agent.Decision) {
 	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != want || res[0].Resolution.By != "e2e" {
 		t.Fatalf("resolution %+v", res)
 	}
-	path := filepath.Join(h.cwd, file)
-	if got := exists(path); got != (d == agent.DecisionApprove) {
+	if got := h.Exists(file); got != (d == agent.DecisionApprove) {
 		t.Errorf("%s exists = %v after %s", file, got, d)
 	}
 	if d == agent.DecisionApprove {
-		if b, _ := os.ReadFile(path); strings.TrimSpace(string(b)) != "perm" {
-			t.Errorf("%s holds %q", file, b)
-		}
+		h.CheckFile(file, "perm")
 	}
 	if started := r.Of(agent.EventToolStarted); len(started) != 1 {
 		t.Errorf("tool.started %+v", started)
@@ -392,7 +305,7 @@ func testFamilyCancel(t *testing.T, c familyCLI) {
 			cancel()
 		}
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
+	r := h.Run(agent.RunRequest{Prompt: "e2e-slow: count slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
 		if c.buffered {
 			once.Do(func() {
 				go func() {
@@ -410,7 +323,7 @@ func testFamilyCancel(t *testing.T, c familyCLI) {
 	mu.Lock()
 	defer mu.Unlock()
 	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v; transcripts:\n%s", r.Err, h.transcripts())
+		t.Fatalf("never saw the third delta; err %v; transcripts:\n%s", r.Err, transcripts(h))
 	}
 	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
 		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
@@ -432,7 +345,7 @@ func testFamilyCancelTool(t *testing.T, c familyCLI) {
 	if h == nil {
 		return
 	}
-	started := filepath.Join(h.cwd, "started.txt")
+	started := h.Path("started.txt")
 	var (
 		once        sync.Once
 		mu          sync.Mutex
@@ -440,7 +353,7 @@ func testFamilyCancelTool(t *testing.T, c familyCLI) {
 	)
 	stop := make(chan struct{})
 	defer close(stop)
-	r := h.run(agent.RunRequest{Prompt: "e2e-long: run it", Approval: agent.ApprovalAccept}, func(_ agent.Event, cancel context.CancelFunc) {
+	r := h.Run(agent.RunRequest{Prompt: "e2e-long: run it", Approval: agent.ApprovalAccept}, func(_ agent.Event, cancel context.CancelFunc) {
 		once.Do(func() {
 			go func() {
 				if providertest.WaitFile(started, stop) {
@@ -455,13 +368,13 @@ func testFamilyCancelTool(t *testing.T, c familyCLI) {
 	mu.Lock()
 	defer mu.Unlock()
 	if cancelledAt.IsZero() {
-		t.Fatalf("the tool never started; Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+		t.Fatalf("the tool never started; Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), transcripts(h))
 	}
 	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
 		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
 	}
 	t.Logf("cancel → Run returned in %s (%s)", time.Since(cancelledAt).Round(time.Millisecond), r.Last().Text)
-	if exists(filepath.Join(h.cwd, "late.txt")) {
+	if h.Exists("late.txt") {
 		t.Error("the command ran to its end despite the cancel")
 	}
 	providertest.NoOrphans(t, marker)
@@ -475,11 +388,11 @@ func testFamilyBackground(t *testing.T, c familyCLI) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-bg: run it", Approval: agent.ApprovalAccept}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-bg: run it", Approval: agent.ApprovalAccept}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), h.transcripts())
+		t.Fatalf("Run = %v, last %+v; transcripts:\n%s", r.Err, r.Last(), transcripts(h))
 	}
-	if !exists(filepath.Join(h.cwd, "bg.txt")) {
+	if !h.Exists("bg.txt") {
 		t.Fatal("the tool did not run")
 	}
 	providertest.NoOrphans(t, marker)
@@ -495,15 +408,15 @@ func testFamilyResume(t *testing.T, c familyCLI) {
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: providertest.RememberPrompt}, nil)
+	r1 := h.Run(agent.RunRequest{Prompt: providertest.RememberPrompt}, nil)
 	if r1.Err != nil || r1.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("run 1 = %v, last %+v; transcripts:\n%s", r1.Err, r1.Last(), h.transcripts())
+		t.Fatalf("run 1 = %v, last %+v; transcripts:\n%s", r1.Err, r1.Last(), transcripts(h))
 	}
 	sid := r1.SessionID()
 	if sid == "" {
 		t.Fatal("run 1 reported no session id")
 	}
-	checkResumed(t, h.run, sid, h.model.transcripts)
+	checkResumed(t, h.Run, sid, h.Fake.transcripts)
 }
 
 // checkResumed runs the recall turn on session sid and checks it: it

@@ -15,8 +15,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +42,7 @@ type e2e struct {
 func setup(t *testing.T, c familyCLI, scripts ...fakeopenai.Script) *e2e {
 	t.Helper()
 	var fake *fakeopenai.Server
-	h := newHarness(t, c, func() modelServer {
+	h := newHarness(t, c, func(t *testing.T) modelServer {
 		fake = fakeopenai.New(t, scripts...)
 		return chatServer{fake}
 	})
@@ -54,18 +52,14 @@ func setup(t *testing.T, c familyCLI, scripts ...fakeopenai.Script) *e2e {
 	return &e2e{familyHarness: h, fake: fake}
 }
 
-// transcripts renders what the fake saw, for failure messages.
-func transcripts(fake *fakeopenai.Server) string {
+// chatTranscripts renders what the fake saw, with the tools offered, for
+// failure messages.
+func chatTranscripts(fake *fakeopenai.Server) string {
 	var sb strings.Builder
 	for i, r := range fake.ChatRequests() {
 		fmt.Fprintf(&sb, "--- request %d (%d tools)\n%s", i+1, len(r.Tools), r.Transcript())
 	}
 	return sb.String()
-}
-
-func exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }
 
 func TestE2E(t *testing.T) {
@@ -95,17 +89,12 @@ func testTool(t *testing.T, c familyCLI) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
-	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
+	r := h.Ends(agent.EventRunCompleted, agent.RunRequest{Prompt: "e2e-tool: write the marker", Approval: agent.ApprovalAccept}, nil)
 	started, completed := r.Of(agent.EventToolStarted), r.Of(agent.EventToolCompleted)
 	if len(started) != 1 || len(completed) != 1 || completed[0].Tool.ID != started[0].Tool.ID || completed[0].Tool.IsError {
 		t.Fatalf("tool.started %+v, tool.completed %+v", started, completed)
 	}
-	if b, err := os.ReadFile(filepath.Join(h.cwd, "marker.txt")); err != nil || strings.TrimSpace(string(b)) != "e2e-tool-ok" {
-		t.Errorf("marker.txt in cwd: %q, %v", b, err)
-	}
+	h.CheckFile("marker.txt", "e2e-tool-ok")
 	// Any approval the agent still asked for (gemini downgrades yolo in an
 	// untrusted folder) was answered by the policy.
 	for _, ev := range r.Of(agent.EventInteractionResolved) {
@@ -122,7 +111,7 @@ func testTool(t *testing.T, c familyCLI) {
 		}
 	}
 	if !sent {
-		t.Errorf("no request carried the tool result; transcripts:\n%s", transcripts(h.fake))
+		t.Errorf("no request carried the tool result; transcripts:\n%s", chatTranscripts(h.fake))
 	}
 	if !strings.Contains(r.Last().Text, "Tool result:") || !strings.Contains(r.Text(), "e2e-tool-ok") {
 		t.Errorf("final answer %q", r.Last().Text)
@@ -133,11 +122,13 @@ func testTool(t *testing.T, c familyCLI) {
 }
 
 func testCancel(t *testing.T, c familyCLI) {
-	h := setup(t, c, fakeopenai.When("e2e-slow", fakeopenai.WithTools(fakeopenai.Slow(300, 100*time.Millisecond))))
+	h := setup(t, c, providertest.SlowScript(fakeopenai.When, func(n int, every time.Duration) fakeopenai.Script {
+		return fakeopenai.WithTools(fakeopenai.Slow(n, every))
+	}))
 	if h == nil {
 		return
 	}
-	r := providertest.CheckCancelMidStream(t, h.run, "word299", 8*time.Second)
+	r := providertest.CheckCancelMidStream(t, h.Run, providertest.SlowEnd, 8*time.Second)
 	if last := r.Last(); last.Text != "cancelled" {
 		t.Errorf("the agent did not answer stopReason cancelled in time (%q): killed instead", last.Text)
 	}
@@ -149,7 +140,7 @@ func testCancelPermission(t *testing.T, c familyCLI) {
 		return
 	}
 	var cancelledAt time.Time
-	r := h.run(agent.RunRequest{Prompt: "e2e-never: run it", Responses: make(chan agent.InteractionResponse)}, func(ev agent.Event, cancel context.CancelFunc) {
+	r := h.Run(agent.RunRequest{Prompt: "e2e-never: run it", Responses: make(chan agent.InteractionResponse)}, func(ev agent.Event, cancel context.CancelFunc) {
 		if ev.Type == agent.EventInteractionRequested && cancelledAt.IsZero() {
 			cancelledAt = time.Now()
 			cancel()
@@ -164,7 +155,7 @@ func testCancelPermission(t *testing.T, c familyCLI) {
 	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusCancelled {
 		t.Errorf("resolution %+v", res)
 	}
-	if exists(filepath.Join(h.cwd, "never.txt")) {
+	if h.Exists("never.txt") {
 		t.Error("the command ran after the cancel")
 	}
 	// From the cancel: the CLI's own start-up (slow on a loaded machine) is
@@ -175,14 +166,11 @@ func testCancelPermission(t *testing.T, c familyCLI) {
 }
 
 func testResume(t *testing.T, c familyCLI) {
-	h := setup(t, c,
-		fakeopenai.When("e2e-remember", fakeopenai.Text("Noted: ", "the word is ", "alpha.")),
-		fakeopenai.When("e2e-recall", fakeopenai.Text("The word ", "was alpha.")),
-	)
+	h := setup(t, c, providertest.ResumeScripts(fakeopenai.When, fakeopenai.Text)...)
 	if h == nil {
 		return
 	}
-	r1 := h.run(agent.RunRequest{Prompt: "e2e-remember the word alpha"}, nil)
+	r1 := h.Run(agent.RunRequest{Prompt: providertest.RememberPrompt}, nil)
 	if r1.Err != nil {
 		t.Fatalf("run 1: %v", r1.Err)
 	}
@@ -193,7 +181,7 @@ func testResume(t *testing.T, c familyCLI) {
 		if sid != "" {
 			t.Fatalf("run 1 reported session %q for a definition without resume", sid)
 		}
-		r2 := h.run(agent.RunRequest{Prompt: "e2e-recall", ResumeID: "any"}, nil)
+		r2 := h.Run(agent.RunRequest{Prompt: "e2e-recall", ResumeID: "any"}, nil)
 		if !errors.Is(r2.Err, agent.ErrSessionNotFound) || len(r2.Events) != 0 {
 			t.Fatalf("run 2 = %v, %d events", r2.Err, len(r2.Events))
 		}
@@ -202,7 +190,7 @@ func testResume(t *testing.T, c familyCLI) {
 	if sid == "" {
 		t.Fatal("run 1 reported no session id")
 	}
-	checkResumed(t, h.run, sid, func() []string { return providertest.Transcripts(h.fake.ChatRequests()) })
+	checkResumed(t, h.Run, sid, func() []string { return providertest.Transcripts(h.fake.ChatRequests()) })
 }
 
 func testBogusSession(t *testing.T, c familyCLI) {
@@ -217,7 +205,7 @@ func testBogusSession(t *testing.T, c familyCLI) {
 	if c.def.ID == "opencode" {
 		bogus = "ses_doesnotexist000000000000"
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: bogus}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: bogus}, nil)
 	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
 		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
 	}
@@ -238,14 +226,14 @@ func testFlagModel(t *testing.T, c familyCLI) {
 		return
 	}
 	responses := make(chan agent.InteractionResponse, 4)
-	r := h.run(agent.RunRequest{Prompt: "e2e-flag: run it", Model: "--auto", Approval: agent.ApprovalAsk, Responses: responses}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-flag: run it", Model: "--auto", Approval: agent.ApprovalAsk, Responses: responses}, nil)
 	if !errors.Is(r.Err, agent.ErrInvalidArgValue) || len(r.Events) != 0 {
 		t.Fatalf("Run(model --auto) = %v, %d events; want ErrInvalidArgValue and none", r.Err, len(r.Events))
 	}
 	if n := len(h.fake.ChatRequests()); n != 0 {
 		t.Fatalf("the refused run reached the model: %d requests", n)
 	}
-	r = h.run(agent.RunRequest{Prompt: "e2e-flag: run it", Approval: agent.ApprovalAsk, Responses: responses},
+	r = h.Run(agent.RunRequest{Prompt: "e2e-flag: run it", Approval: agent.ApprovalAsk, Responses: responses},
 		providertest.Answer(responses, providertest.Always(agent.DecisionDecline, nil)))
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
@@ -253,7 +241,7 @@ func testFlagModel(t *testing.T, c familyCLI) {
 	if req := r.Of(agent.EventInteractionRequested); len(req) != 1 || req[0].Interaction.Kind != agent.KindCommandApproval {
 		t.Fatalf("the bash tool did not ask: %+v", req)
 	}
-	if exists(filepath.Join(h.cwd, "asked.txt")) {
+	if h.Exists("asked.txt") {
 		t.Errorf("the declined tool ran")
 	}
 }
