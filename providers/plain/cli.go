@@ -39,86 +39,62 @@ var (
 	ErrPromptTooLarge = errors.New("prompt too large for the command line")
 )
 
-// delivery is how a prompt reaches the CLI.
-type delivery int
-
-const (
-	viaArgv  delivery = iota // as one argument
-	viaStdin                 // written to stdin, then closed
-	viaFile                  // a private temporary file named on the command line
-)
-
 // cliInfo is the per-CLI table.
 type cliInfo struct {
 	name    string // display name
 	bin     string
 	install string
-	// longPrompt is the delivery used when the prompt does not fit argv
-	// (viaArgv: none, refuse).
-	argv, longPrompt delivery
-	signIn           *regexp.Regexp
-	signInHelp       string
-	args             registry.ArgSpec // the flags Command passes
+	// prompt is how the prompt reaches the CLI; longPrompt is the delivery
+	// used when it does not fit argv (DeliverArgv: none, refuse).
+	prompt, longPrompt registry.PromptDelivery
+	signIn             *regexp.Regexp
+	signInHelp         string
+	args               registry.ArgSpec // the flags Command passes
 }
 
-// described is info with the executable, install hint and flags of the
-// CLI's descriptor, so that what detection shows is what runs.
-func described(d registry.Definition, info cliInfo) cliInfo {
-	info.bin, info.install, info.args = d.Executable, d.InstallHint, d.Args
-	return info
+// described is the table entry of the CLI of descriptor d, named name, whose
+// missing sign-in stderr matches signIn: its executable, install hint,
+// flags and prompt delivery are the descriptor's, so that what detection
+// shows is what runs.
+func described(d registry.Definition, name string, signIn *regexp.Regexp, signInHelp string) cliInfo {
+	long := d.PromptFallback
+	if long == "" {
+		long = d.Prompt
+	}
+	return cliInfo{name: name, bin: d.Executable, install: d.InstallHint, args: d.Args,
+		prompt: d.Prompt, longPrompt: long, signIn: signIn, signInHelp: signInHelp}
 }
 
 var signInGeneric = regexp.MustCompile(`(?i)not logged in|not authenticated|please (log|sign) ?in|authentication required|invalid api[ _-]?key|missing api[ _-]?key|no api[ _-]?key|api key (is )?(not set|missing|required)|\b401\b.*unauthori[sz]ed|unauthori[sz]ed.*\b401\b`)
 
 var clis = map[CLI]cliInfo{
-	Antigravity: described(antigravityDescriptor(), cliInfo{
-		name: "Antigravity",
-		argv: viaArgv, longPrompt: viaArgv,
-		signIn: regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
-		signInHelp: "Antigravity needs to sign in, and print mode cannot finish a Google sign-in. " +
-			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry.",
-	}),
-	Aider: described(aiderDescriptor(), cliInfo{
-		name: "Aider",
-		argv: viaArgv, longPrompt: viaFile, signIn: signInGeneric,
-		signInHelp: "Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry.",
-	}),
-	Grok: described(grokDescriptor(), cliInfo{
-		name: "Grok Build",
-		argv: viaArgv, longPrompt: viaArgv, signIn: signInGeneric,
-		signInHelp: "Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry.",
-	}),
+	Antigravity: described(antigravityDescriptor(), "Antigravity",
+		regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
+		"Antigravity needs to sign in, and print mode cannot finish a Google sign-in. "+
+			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry."),
+	Aider: described(aiderDescriptor(), "Aider", signInGeneric,
+		"Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry."),
+	Grok: described(grokDescriptor(), "Grok Build", signInGeneric,
+		"Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry."),
 	// Qwen has no descriptor here (the registry runs Qwen Code over ACP).
 	Qwen: {
 		name: "Qwen Code", bin: "qwen", install: "npm install -g @qwen-code/qwen-code",
-		args: registry.ArgSpec{Model: "--model", Accept: []string{"--yolo"}},
-		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
+		args:   registry.ArgSpec{Model: "--model", Accept: []string{"--yolo"}},
+		prompt: registry.DeliverStdin, longPrompt: registry.DeliverStdin, signIn: signInGeneric,
 		signInHelp: "Qwen Code is not signed in: run `qwen` once in a terminal on this host to log in (or set OPENAI_API_KEY/OPENAI_BASE_URL in agents.qwen.env), then retry.",
 	},
-	DeepSeek: described(deepseekDescriptor(), cliInfo{
-		name: "DeepSeek TUI",
-		argv: viaArgv, longPrompt: viaArgv,
-		signIn:     regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
-		signInHelp: "DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry.",
-	}),
-	AtomCode: described(atomcodeDescriptor(), cliInfo{
-		name: "AtomCode",
-		argv: viaFile, longPrompt: viaFile, signIn: signInGeneric,
-		signInHelp: "AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry.",
-	}),
-	Continue: described(continueDescriptor(), cliInfo{
-		name: "Continue CLI",
-		argv: viaStdin, longPrompt: viaStdin, signIn: signInGeneric,
-		signInHelp: "Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml " +
-			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry.",
-	}),
-	Crush: described(crushDescriptor(), cliInfo{
-		name: "Crush",
-		argv: viaStdin, longPrompt: viaStdin,
-		signIn: regexp.MustCompile(`(?i)no providers configured|` + signInGeneric.String()),
-		signInHelp: "Crush has no provider configured: run `crush` once in a terminal on this host to set one up " +
-			"(or set the provider's key, e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY, in agents.crush.env), then retry.",
-	}),
+	DeepSeek: described(deepseekDescriptor(), "DeepSeek TUI",
+		regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
+		"DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry."),
+	AtomCode: described(atomcodeDescriptor(), "AtomCode", signInGeneric,
+		"AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry."),
+	Continue: described(continueDescriptor(), "Continue CLI", signInGeneric,
+		"Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml "+
+			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry."),
+	Crush: described(crushDescriptor(), "Crush",
+		regexp.MustCompile(`(?i)no providers configured|`+signInGeneric.String()),
+		"Crush has no provider configured: run `crush` once in a terminal on this host to set one up "+
+			"(or set the provider's key, e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY, in agents.crush.env), then retry."),
 }
 
 // Invocation is one run's command line and prompt delivery.
@@ -162,15 +138,15 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 	if err := agent.CheckRunArgs(req); err != nil {
 		return Invocation{}, fmt.Errorf("%s: %w", info.name, err)
 	}
-	d := info.argv
-	if d == viaArgv && (len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0)) {
+	d := info.prompt
+	if d == registry.DeliverArgv && (len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0)) {
 		d = info.longPrompt
-		if d == viaArgv {
+		if d == registry.DeliverArgv {
 			return Invocation{}, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
 				ErrPromptTooLarge, info.name, len(req.Prompt), argvLimit)
 		}
 	}
-	if d == viaArgv && strings.HasPrefix(req.Prompt, "-") {
+	if d == registry.DeliverArgv && strings.HasPrefix(req.Prompt, "-") {
 		// An argument starting with '-' would be read as an option.
 		req.Prompt = " " + req.Prompt
 	}
@@ -205,7 +181,7 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 		add(req.Prompt)
 	case Aider:
 		acceptModelArgs()
-		if d == viaFile {
+		if d == registry.DeliverFile {
 			add(spec.PromptFile, PromptFileArg)
 		} else {
 			add(spec.Prompt, req.Prompt)
@@ -228,9 +204,9 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 	}
 	inv.Args = args
 	switch d {
-	case viaStdin:
+	case registry.DeliverStdin:
 		inv.Stdin = []byte(req.Prompt)
-	case viaFile:
+	case registry.DeliverFile:
 		inv.PromptFile = true
 	}
 	return inv, nil
