@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
@@ -179,7 +180,7 @@ func (b *Chats) Fork(ctx context.Context, fromID string) (Chat, error) {
 		return Chat{}, fmt.Errorf("fork chat %s: %w", fromID, err)
 	}
 	if b.log != nil {
-		b.log.InfoContext(ctx, "chat forked", "chat_id", id, "forked_from", fromID)
+		b.log.InfoContext(ctx, "chat forked", logkey.ChatID, id, "forked_from", fromID)
 	}
 	return b.chats.GetChat(ctx, id)
 }

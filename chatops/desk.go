@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Desk limits.
@@ -174,9 +175,9 @@ func (t *Desk) inboundItem(in Inbound) (item, Place, error) {
 		if in.EventID != "" {
 			first, err := t.store.FirstSeen(ctx, p.Platform, in.EventID)
 			if err != nil {
-				t.log.WarnContext(ctx, "dedup an inbound event", "event_id", in.EventID, "err", err)
+				t.log.WarnContext(ctx, "dedup an inbound event", logkey.EventID, in.EventID, "err", err)
 			} else if !first {
-				t.log.InfoContext(ctx, "dropped a repeated event", "event_id", in.EventID, "platform", p.Platform)
+				t.log.InfoContext(ctx, "dropped a repeated event", logkey.EventID, in.EventID, logkey.Platform, p.Platform)
 				return nil
 			}
 		}
@@ -247,22 +248,22 @@ func (t *Desk) send1(ctx context.Context, th *thread, it item, wait bool) error 
 	default:
 	}
 	if !wait {
-		t.log.WarnContext(ctx, "thread queue full, refusing the event", "place", th.place.String(), "depth", ThreadQueueDepth)
+		t.log.WarnContext(ctx, "thread queue full, refusing the event", logkey.Place, th.place.String(), "depth", ThreadQueueDepth)
 		return ErrQueueFull
 	}
 	since := time.Now()
-	t.log.WarnContext(ctx, "thread queue full, waiting for room (backpressure)", "place", th.place.String(), "depth", ThreadQueueDepth)
+	t.log.WarnContext(ctx, "thread queue full, waiting for room (backpressure)", logkey.Place, th.place.String(), "depth", ThreadQueueDepth)
 	tick := time.NewTicker(stillWaiting)
 	defer tick.Stop()
 	for {
 		select {
 		case th.in <- it:
-			t.log.InfoContext(ctx, "thread queue had room again", "place", th.place.String(), "waited", time.Since(since).Round(time.Millisecond))
+			t.log.InfoContext(ctx, "thread queue had room again", logkey.Place, th.place.String(), "waited", time.Since(since).Round(time.Millisecond))
 			return nil
 		case <-tick.C:
-			t.log.WarnContext(ctx, "thread queue still full", "place", th.place.String(), "waited", time.Since(since).Round(time.Second))
+			t.log.WarnContext(ctx, "thread queue still full", logkey.Place, th.place.String(), "waited", time.Since(since).Round(time.Second))
 		case <-ctx.Done():
-			t.log.WarnContext(ctx, "gave up waiting for room in a thread queue", "place", th.place.String(), "err", ctx.Err())
+			t.log.WarnContext(ctx, "gave up waiting for room in a thread queue", logkey.Place, th.place.String(), "err", ctx.Err())
 			return ctx.Err()
 		case <-t.base.Done():
 			return ErrClosed
@@ -308,7 +309,7 @@ func (t *Desk) handleSingle(th *thread, it item) {
 	defer func() {
 		if r := recover(); r != nil {
 			t.panics.Add(1)
-			t.log.ErrorContext(ctx, "desk event handler panicked", "what", it.what, "place", th.place.String(),
+			t.log.ErrorContext(ctx, "desk event handler panicked", "what", it.what, logkey.Place, th.place.String(),
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			t.tellFailure(ctx, th.place, it.user)
 			err = fmt.Errorf("%w: %s: %v", ErrPanic, it.what, r)
@@ -333,7 +334,7 @@ func (t *Desk) tellFailure(ctx context.Context, p Place, u User) {
 		return
 	}
 	if err := t.ephemeral(ctx, p, u, FailureNote); err != nil {
-		t.log.WarnContext(ctx, "tell a user their event failed", "place", p.String(), "user", u.Qualified(), "err", err)
+		t.log.WarnContext(ctx, "tell a user their event failed", logkey.Place, p.String(), logkey.User, u.Qualified(), "err", err)
 	}
 }
 

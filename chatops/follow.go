@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
 
@@ -91,7 +92,7 @@ func (t *Desk) Resume(ctx context.Context, platform string) error {
 		}
 	}
 	for chatID, seq := range from {
-		t.log.InfoContext(ctx, "resuming the rendering of a chat", "chat", chatID, "after_seq", seq)
+		t.log.InfoContext(ctx, "resuming the rendering of a chat", logkey.ChatID, chatID, "after_seq", seq)
 		t.start(t.lookThread(place[chatID]), chatID, seq, true, true)
 	}
 	return t.restoreQueues(ctx, platform)
@@ -106,7 +107,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 	ctx, cancel := context.WithCancel(t.base)
 	defer cancel()
 	defer t.forget(th)
-	log := t.log.With("chat", f.chatID)
+	log := t.log.With(logkey.ChatID, f.chatID)
 	last := from
 	stop := func() {
 		th.mu.Lock()
@@ -189,7 +190,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 				if cur == nil {
 					rows, err := t.store.RenderedMessages(ctx, ev.RunID)
 					if err != nil {
-						log.WarnContext(ctx, "read rendered messages", "run_id", ev.RunID, "err", err)
+						log.WarnContext(ctx, "read rendered messages", logkey.RunID, ev.RunID, "err", err)
 					}
 					ob.Load(rows)
 					cur = render.NewRun(ropts, f.chatID, ev.RunID, project)

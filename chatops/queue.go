@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 )
 
@@ -80,7 +81,7 @@ func (t *Desk) enqueuePrompt(ctx context.Context, th *thread, b Binding, m Messa
 	th.queue = append(th.queue, q)
 	n := len(th.queue)
 	th.mu.Unlock()
-	t.log.InfoContext(ctx, "prompt queued", "chat_id", b.ChatID, "place", b.Place.String(), "queued", n, "images", len(images), "files", len(files))
+	t.log.InfoContext(ctx, "prompt queued", logkey.ChatID, b.ChatID, logkey.Place, b.Place.String(), "queued", n, "images", len(images), "files", len(files))
 	t.watchActive(th, b.ChatID)
 	s, err := t.surface(b.Platform)
 	if err != nil {
@@ -162,7 +163,7 @@ func (t *Desk) queueDrain(th *thread, chatID string) {
 		return nil
 	}}, true)
 	if err != nil && !errors.Is(err, ErrClosed) {
-		t.log.WarnContext(t.base, "queue the drain of a thread", "place", th.place.String(), "err", err)
+		t.log.WarnContext(t.base, "queue the drain of a thread", logkey.Place, th.place.String(), "err", err)
 	}
 }
 
@@ -179,7 +180,7 @@ func (t *Desk) drain(ctx context.Context, th *thread, chatID string) {
 		next := th.queue[0]
 		th.mu.Unlock()
 		if err := t.ensureFollower(ctx, th, next.ChatID); err != nil {
-			t.log.WarnContext(ctx, "follow a chat for its queued prompt", "chat_id", next.ChatID, "err", err)
+			t.log.WarnContext(ctx, "follow a chat for its queued prompt", logkey.ChatID, next.ChatID, "err", err)
 		}
 		rules := t.policy.Channel(next.Place)
 		run, err := t.bot.Send(ctx, Prompt{ChatID: next.ChatID, Text: next.Text, Images: next.Images, By: next.Sender, Interactive: true,
@@ -197,7 +198,7 @@ func (t *Desk) drain(ctx context.Context, th *thread, chatID string) {
 			_ = t.fail(ctx, next.Place, "I could not start the queued message", err)
 			continue
 		}
-		t.log.InfoContext(ctx, "queued prompt started", "chat_id", next.ChatID, "run_id", run.ID, "place", next.Place.String())
+		t.log.InfoContext(ctx, "queued prompt started", logkey.ChatID, next.ChatID, logkey.RunID, run.ID, logkey.Place, next.Place.String())
 		t.watch(th, chatID, run)
 		return
 	}
@@ -209,7 +210,7 @@ func (t *Desk) unqueue(ctx context.Context, th *thread, id string) {
 	th.queue = slices.DeleteFunc(th.queue, func(q QueuedPrompt) bool { return q.ID == id })
 	th.mu.Unlock()
 	if err := t.store.DeleteQueuedPrompt(ctx, id); err != nil {
-		t.log.WarnContext(ctx, "delete a queued prompt", "place", th.place.String(), "queued_id", id, "err", err)
+		t.log.WarnContext(ctx, "delete a queued prompt", logkey.Place, th.place.String(), logkey.QueuedID, id, "err", err)
 	}
 }
 
@@ -253,7 +254,7 @@ func (t *Desk) restoreQueues(ctx context.Context, platform string) error {
 				}
 			}
 			th.mu.Unlock()
-			t.log.InfoContext(ctx, "queue restored", "place", p.String(), "chat_id", stored[0].ChatID, "queued", len(stored))
+			t.log.InfoContext(ctx, "queue restored", logkey.Place, p.String(), logkey.ChatID, stored[0].ChatID, "queued", len(stored))
 			if r, ok := t.bot.Active(stored[0].ChatID); ok {
 				t.watch(th, stored[0].ChatID, r)
 				return nil
@@ -378,10 +379,10 @@ func (t *Desk) runNow(ctx context.Context, th *thread, chatID, id string) (strin
 	th.queue = slices.Insert(slices.Delete(th.queue, i, i+1), 0, q)
 	th.mu.Unlock()
 	if err := t.store.QueuePromptFirst(ctx, th.place, id); err != nil {
-		t.log.WarnContext(ctx, "move a queued prompt first", "place", th.place.String(), "queued_id", id, "err", err)
+		t.log.WarnContext(ctx, "move a queued prompt first", logkey.Place, th.place.String(), logkey.QueuedID, id, "err", err)
 	}
 	if t.bot.Stop(chatID) {
-		t.log.InfoContext(ctx, "stopping the turn for a queued prompt", "chat_id", chatID, "queued_id", id)
+		t.log.InfoContext(ctx, "stopping the turn for a queued prompt", logkey.ChatID, chatID, logkey.QueuedID, id)
 		return "Stopping the running turn; the queued message " + preview(q.Text) + " runs next.", nil
 	}
 	t.drain(ctx, th, chatID)

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // modeDisablesApprovals says which modes let the agent act without asking.
@@ -71,7 +72,7 @@ func (t *Desk) projectRefusal(ctx context.Context, p Place, u User, rules Rules,
 	case errors.Is(err, ErrNoProject):
 		return fmt.Sprintf("There is no project %s. Nothing was changed.", name)
 	case err != nil:
-		t.log.ErrorContext(ctx, "read project access", "project", name, "err", err)
+		t.log.ErrorContext(ctx, "read project access", logkey.Project, name, "err", err)
 		return "I could not read the project's access list; nothing was changed."
 	}
 	if !t.policy.MayBind(u, p, pa) {
@@ -96,7 +97,7 @@ func (t *Desk) mayAnswerRun(ctx context.Context, u User, p Place, runID string) 
 			return true, ""
 		}
 		if err != nil {
-			t.log.WarnContext(ctx, "read run requester", "run", runID, "err", err)
+			t.log.WarnContext(ctx, "read run requester", logkey.RunID, runID, "err", err)
 		}
 	}
 	return false, "In this channel only the person who started the run (or an admin) may answer its requests."

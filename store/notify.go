@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/lib/pq"
+
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Errors of the Router.
@@ -118,7 +120,7 @@ func (r *Router) Listen(ctx context.Context, channel string, handle func(payload
 	context.AfterFunc(ctx, func() {
 		r.drop(pgc)
 		if err := r.l.Unlisten(pgc); err != nil && !r.isClosed() {
-			r.log.Warn("router: unlisten", "channel", channel, "err", err)
+			r.log.Warn("router: unlisten", logkey.Channel, channel, "err", err)
 		}
 	})
 	return nil

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // System event subtypes the preparer emits.
@@ -224,7 +225,7 @@ func (p *Preparer) Prepare(ctx context.Context, provider agent.ProviderID, req a
 		return nil, fmt.Errorf("%w (set one with threadline project add %s --container C)", ErrNoContainer, proj.Name)
 	}
 	in := Instance{Remote: p.opts.Remote, Name: proj.Container}
-	log := p.log.With("project", proj.Name, "container", in.Ref(), "chat_id", req.ChatID, "run_id", req.RunID)
+	log := p.log.With(logkey.Project, proj.Name, logkey.Container, in.Ref(), logkey.ChatID, req.ChatID, logkey.RunID, req.RunID)
 	unlock, err := p.lock(ctx, in.Ref())
 	if err != nil {
 		return nil, err
@@ -446,7 +447,7 @@ func (p *Preparer) Completed(ctx context.Context, provider agent.ProviderID, tar
 	ctx, cancel := context.WithTimeout(ctx, p.opts.CredentialTimeout)
 	defer cancel()
 	in := Instance{Remote: target.Remote, Name: target.Instance}
-	log := p.log.With("container", in.Ref(), "provider", string(provider))
+	log := p.log.With(logkey.Container, in.Ref(), logkey.Agent, string(provider))
 	for _, c := range prof.Credentials {
 		data, err := p.opts.LXD.Pull(ctx, in, c.Path)
 		if errors.Is(err, ErrFileNotFound) {

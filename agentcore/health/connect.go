@@ -9,6 +9,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Connector retries a platform's first connection with exponential backoff
@@ -39,7 +41,7 @@ func (c *Connector) Run(ctx context.Context, connect func(ctx context.Context) e
 			return err
 		}
 		c.set(fmt.Errorf("connecting: %s unreachable (attempt %d, next in %v): %w", c.Name, attempt, wait, err))
-		c.Log.WarnContext(ctx, "platform unreachable; retrying", "platform", c.Name, "attempt", attempt, "retry_in", wait, "err", err)
+		c.Log.WarnContext(ctx, "platform unreachable; retrying", logkey.Platform, c.Name, "attempt", attempt, "retry_in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
@@ -212,7 +213,7 @@ func (l *Liveness) Sweep(ctx context.Context) {
 		l.log.WarnContext(ctx, "mark stale runs", "err", err)
 	}
 	for _, r := range runs {
-		l.log.InfoContext(ctx, "run of a stopped process marked interrupted", "chat_id", r.ChatID, "run_id", r.ID, "owner", r.Owner)
+		l.log.InfoContext(ctx, "run of a stopped process marked interrupted", logkey.ChatID, r.ChatID, logkey.RunID, r.ID, "owner", r.Owner)
 		l.append(ctx, r.ChatID, r.ID, agent.Event{Type: agent.EventRunInterrupted, Text: InterruptedByStop})
 	}
 	l.expireOrphans(ctx)
@@ -249,7 +250,7 @@ func (l *Liveness) Reclaim(ctx context.Context, chatID string) (bool, error) {
 	if err != nil || !done {
 		return false, err
 	}
-	l.log.InfoContext(ctx, "run of an exited process marked interrupted", "chat_id", r.ChatID, "run_id", r.ID, "owner", r.Owner)
+	l.log.InfoContext(ctx, "run of an exited process marked interrupted", logkey.ChatID, r.ChatID, logkey.RunID, r.ID, "owner", r.Owner)
 	l.append(ctx, r.ChatID, r.ID, agent.Event{Type: agent.EventRunInterrupted, Text: InterruptedByStop})
 	l.expireOrphans(ctx)
 	return true, nil
@@ -312,15 +313,15 @@ func (l *Liveness) reattachRelays(ctx context.Context, ra Reattacher) {
 			}
 			continue
 		case err != nil:
-			l.log.WarnContext(ctx, "relay: read run", "run_id", st.RunID, "err", err)
+			l.log.WarnContext(ctx, "relay: read run", logkey.RunID, st.RunID, "err", err)
 			continue
 		case l.otherLiveOwner(run):
 			continue // another process of this host follows it
 		case !st.Reattachable():
-			l.log.InfoContext(ctx, "relay of a run died, marking it interrupted", "chat_id", run.ChatID, "run_id", run.ID)
+			l.log.InfoContext(ctx, "relay of a run died, marking it interrupted", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
 			ok, err := l.st.InterruptRun(ctx, run.ID, reasonRelayDied)
 			if err != nil {
-				l.log.WarnContext(ctx, "interrupt run", "run_id", run.ID, "err", err)
+				l.log.WarnContext(ctx, "interrupt run", logkey.RunID, run.ID, "err", err)
 				continue
 			}
 			if ok {
@@ -330,10 +331,10 @@ func (l *Liveness) reattachRelays(ctx context.Context, ra Reattacher) {
 			continue
 		}
 		if _, err := ra.Reattach(ctx, run.ChatID, run.ID); err != nil {
-			l.log.WarnContext(ctx, "reattach run", "chat_id", run.ChatID, "run_id", run.ID, "err", err)
+			l.log.WarnContext(ctx, "reattach run", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "err", err)
 			continue
 		}
-		l.log.InfoContext(ctx, "run reattached", "chat_id", run.ChatID, "run_id", run.ID, "previous_owner", run.Owner)
+		l.log.InfoContext(ctx, "run reattached", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "previous_owner", run.Owner)
 	}
 }
 
@@ -385,10 +386,10 @@ func (l *Liveness) expireOrphans(ctx context.Context) {
 func (l *Liveness) append(ctx context.Context, chatID, runID string, ev agent.Event) {
 	b, err := json.Marshal(ev)
 	if err != nil {
-		l.log.ErrorContext(ctx, "encode event", "chat_id", chatID, "type", ev.Type, "err", err)
+		l.log.ErrorContext(ctx, "encode event", logkey.ChatID, chatID, "type", ev.Type, "err", err)
 		return
 	}
 	if _, err := l.events.Append(ctx, chatID, runID, string(ev.Type), b); err != nil {
-		l.log.WarnContext(ctx, "append event", "chat_id", chatID, "type", ev.Type, "err", err)
+		l.log.WarnContext(ctx, "append event", logkey.ChatID, chatID, "type", ev.Type, "err", err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -53,16 +54,16 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		// What a provider that ended without a terminal event left held back.
 		a.scrub.flushAll(func(ev agent.Event) { s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev) })
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
-			s.log.InfoContext(ctx, "stale session, retrying without it", "chat", run.ChatID, "agent", run.Agent, "session", req.ResumeID)
+			s.log.InfoContext(ctx, "stale session, retrying without it", logkey.ChatID, run.ChatID, logkey.Agent, run.Agent, logkey.SessionID, req.ResumeID)
 			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
-				s.log.ErrorContext(ctx, "clear session", "chat", run.ChatID, "err", serr)
+				s.log.ErrorContext(ctx, "clear session", logkey.ChatID, run.ChatID, "err", serr)
 			}
 			s.appendEvent(persistCtx, run, agent.Event{
 				Type: agent.EventSystem, Subtype: SubtypeSessionRecovered,
 				Text: fmt.Sprintf("The saved %s session %s no longer exists; continuing in a new session with the visible history of this chat.", run.Agent, req.ResumeID),
 			})
 			if transcript, err = s.transcript(persistCtx, run.ChatID, run.ID); err != nil {
-				s.log.WarnContext(ctx, "read transcript", "chat", run.ChatID, "err", err)
+				s.log.WarnContext(ctx, "read transcript", logkey.ChatID, run.ChatID, "err", err)
 			}
 			req.ResumeID, req.Fork = "", false
 			s.retryRelay(ctx, run, lease, req)
@@ -110,7 +111,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	}
 	s.opts.Observer.RunEnded(run.Agent, string(status), time.Since(started))
 	if rerr := lease.Release(persistCtx, status, usage, errText); rerr != nil {
-		s.log.ErrorContext(persistCtx, "release run", "chat", run.ChatID, "run", run.ID, "err", rerr)
+		s.log.ErrorContext(persistCtx, "release run", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "err", rerr)
 	}
 	s.removeRelay(persistCtx, run)
 	s.mu.Lock()
@@ -147,7 +148,7 @@ func (s *Service) emitScrubbed(ctx context.Context, run *Run, provider string, r
 	case agent.EventSessionUpdated:
 		if ev.SessionID != "" {
 			if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
-				s.log.ErrorContext(ctx, "save session", "chat", run.ChatID, "err", err)
+				s.log.ErrorContext(ctx, "save session", logkey.ChatID, run.ChatID, "err", err)
 			}
 		}
 		if ev.Model != "" {
@@ -198,17 +199,17 @@ func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	}
 	if ev.Type.Terminal() || ev.Type == agent.EventInteractionRequested || ev.Type == agent.EventInteractionResolved {
 		if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
-			s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+			s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
 		}
 		return
 	}
 	err = s.hub.Enqueue(ctx, run.ChatID, run.ID, string(ev.Type), b, func(_ runhub.Event, err error) {
 		if err != nil {
-			s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+			s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
 		}
 	})
 	if err != nil {
-		s.log.ErrorContext(ctx, "persist event", "chat", run.ChatID, "run", run.ID, "type", ev.Type, "err", err)
+		s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
 	}
 }
 
@@ -246,7 +247,7 @@ func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...s
 		c, err := s.chats.Chat(ctx, chatID)
 		if err != nil {
 			// A parent deleted since: the history is what was read.
-			s.log.WarnContext(ctx, "read a chat for its fork's history", "chat_id", chatID, "err", err)
+			s.log.WarnContext(ctx, "read a chat for its fork's history", logkey.ChatID, chatID, "err", err)
 			return fold.Transcript(), nil
 		}
 		if c.ForkedFrom == "" {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // InteractionRecord is what the ledger keeps of a request. Answer values are
@@ -144,7 +145,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 	r.mu.Lock()
 	if _, dup := r.interactions[in.ID]; dup {
 		r.mu.Unlock()
-		s.log.WarnContext(ctx, "duplicate interaction id from provider", "run", r.ID, "interaction", in.ID)
+		s.log.WarnContext(ctx, "duplicate interaction id from provider", logkey.RunID, r.ID, logkey.InteractionID, in.ID)
 		return
 	}
 	r.interactions[in.ID] = st
@@ -165,7 +166,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 		RunID: r.ID, ID: in.ID, ChatID: r.ChatID, NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
 	})
 	if err != nil {
-		s.log.ErrorContext(ctx, "record interaction", "run", r.ID, "interaction", in.ID, "err", err)
+		s.log.ErrorContext(ctx, "record interaction", logkey.RunID, r.ID, logkey.InteractionID, in.ID, "err", err)
 	}
 }
 
@@ -179,7 +180,7 @@ func (s *Service) expire(r *Run, id string) {
 	}
 	st.answered, st.timedOut = true, true
 	r.mu.Unlock()
-	s.log.Info("interaction timed out, declining", "run", r.ID, "interaction", id)
+	s.log.Info("interaction timed out, declining", logkey.RunID, r.ID, logkey.InteractionID, id)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_ = r.send(ctx, agent.InteractionResponse{InteractionID: id, Decision: agent.DecisionDecline, By: "timeout"})
@@ -202,13 +203,13 @@ func (s *Service) resolved(ctx context.Context, r *Run, res *agent.Resolution) {
 	}
 	r.mu.Unlock()
 	if !ok {
-		s.log.WarnContext(ctx, "resolution of an unknown interaction", "run", r.ID, "interaction", res.InteractionID)
+		s.log.WarnContext(ctx, "resolution of an unknown interaction", logkey.RunID, r.ID, logkey.InteractionID, res.InteractionID)
 		return
 	}
 	s.opts.Observer.InteractionClosed(st.kind, res.Status)
 	if s.ledger != nil && (r.replay == nil || !r.replay.ledgerResolved[res.InteractionID]) {
 		if err := s.ledger.ResolveInteraction(ctx, r.ID, res.InteractionID, res.Status, string(res.Decision), res.By); err != nil {
-			s.log.ErrorContext(ctx, "resolve interaction", "run", r.ID, "interaction", res.InteractionID, "err", err)
+			s.log.ErrorContext(ctx, "resolve interaction", logkey.RunID, r.ID, logkey.InteractionID, res.InteractionID, "err", err)
 		}
 	}
 }

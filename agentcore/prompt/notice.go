@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // versionTimeout bounds the version check before a run.
@@ -50,7 +51,7 @@ func (s *Service) recordModel(ctx context.Context, run *Run, model string) {
 		return
 	}
 	if err := rec.SetAgentModel(ctx, run.ID, model); err != nil {
-		s.log.WarnContext(ctx, "record the agent's model", "chat_id", run.ChatID, "run_id", run.ID, "err", err)
+		s.log.WarnContext(ctx, "record the agent's model", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "err", err)
 	}
 }
 
@@ -70,13 +71,13 @@ func (s *Service) noticeVersion(ctx context.Context, run *Run) {
 	if n, ok := s.chats.(VersionNoticer); ok {
 		first, err := n.NoticeVersion(ctx, run.ChatID, run.Agent+"@"+version)
 		if err != nil {
-			s.log.WarnContext(ctx, "record a version notice", "chat_id", run.ChatID, "err", err)
+			s.log.WarnContext(ctx, "record a version notice", logkey.ChatID, run.ChatID, "err", err)
 		}
 		if !first {
 			return
 		}
 	}
-	s.log.InfoContext(ctx, "agent CLI outside its verified versions", "chat_id", run.ChatID, "run_id", run.ID, "agent", run.Agent, "version", version)
+	s.log.InfoContext(ctx, "agent CLI outside its verified versions", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, logkey.Agent, run.Agent, "version", version)
 	s.appendEvent(ctx, run, agent.Event{Type: agent.EventSystem, Subtype: SubtypeVersionNotice,
 		Text: fmt.Sprintf("Note: %s %s has not been verified with Threadline (%s); it may misbehave.", run.Agent, version, warning)})
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
@@ -362,7 +363,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	transcript := ""
 	if resume, _ := resumeOf(chat, string(prov.ID()), cfg); resume == "" {
 		if transcript, err = s.transcript(ctx, chat.ID); err != nil {
-			s.log.WarnContext(ctx, "read transcript", "chat", chat.ID, "err", err)
+			s.log.WarnContext(ctx, "read transcript", logkey.ChatID, chat.ID, "err", err)
 		}
 	}
 	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, chatlog.UserMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
@@ -429,7 +430,7 @@ func (s *Service) acquire(ctx context.Context, rec runhub.RunRecord) (*runhub.Le
 	}
 	freed, rerr := s.opts.Reclaimer.Reclaim(ctx, rec.ChatID)
 	if rerr != nil {
-		s.log.WarnContext(ctx, "reclaim a busy chat", "chat_id", rec.ChatID, "err", rerr)
+		s.log.WarnContext(ctx, "reclaim a busy chat", logkey.ChatID, rec.ChatID, "err", rerr)
 	}
 	if !freed {
 		return nil, err
@@ -503,7 +504,7 @@ func (s *Service) Fence(ctx context.Context, owned func(ctx context.Context, run
 		if err != nil || ok {
 			continue // unknown: keep running rather than stop on a database hiccup
 		}
-		s.log.WarnContext(ctx, "run no longer ours in the database, stopping it here", "chat", r.ChatID, "run", r.ID)
+		s.log.WarnContext(ctx, "run no longer ours in the database, stopping it here", logkey.ChatID, r.ChatID, logkey.RunID, r.ID)
 		r.cancel()
 		stopped = append(stopped, r.ID)
 	}
@@ -525,7 +526,7 @@ func (s *Service) Cancel(chatID string) bool {
 	defer cancel()
 	if err := s.Stop(ctx, chatID); err != nil {
 		if !errors.Is(err, ErrRunNotActive) {
-			s.log.WarnContext(ctx, "cancel a run of another replica", "chat", chatID, "err", err)
+			s.log.WarnContext(ctx, "cancel a run of another replica", logkey.ChatID, chatID, "err", err)
 		}
 		return false
 	}

@@ -38,6 +38,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
@@ -106,7 +107,7 @@ func (s *Service) retryRelay(ctx context.Context, run *Run, lease *runhub.Lease,
 		return
 	}
 	if err := run.relay.Reset(); err != nil {
-		s.log.WarnContext(ctx, "reset relay", "run", run.ID, "err", err)
+		s.log.WarnContext(ctx, "reset relay", logkey.RunID, run.ID, "err", err)
 	}
 	s.relayContext(ctx, run, lease, req)
 }
@@ -151,7 +152,7 @@ func (s *Service) endDetached(ctx context.Context, run *Run, lease *runhub.Lease
 	if !run.detached() {
 		return false
 	}
-	s.log.InfoContext(ctx, "run detached, its agent runs on under its relay", "chat", run.ChatID, "run", run.ID)
+	s.log.InfoContext(ctx, "run detached, its agent runs on under its relay", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
 	lease.Abandon()
 	s.mu.Lock()
 	if s.active[run.ChatID] == run {
@@ -178,7 +179,7 @@ func (s *Service) removeRelay(ctx context.Context, run *Run) {
 		return
 	}
 	if err := run.relay.Remove(); err != nil {
-		s.log.WarnContext(ctx, "remove relay", "run", run.ID, "err", err)
+		s.log.WarnContext(ctx, "remove relay", logkey.RunID, run.ID, "err", err)
 	}
 }
 
@@ -242,7 +243,7 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 	if note.Interactive {
 		areq.Responses = run.responses
 	}
-	s.log.InfoContext(ctx, "reattaching run", "chat", chatID, "run", runID, "agent", note.Agent, "persisted", rp.n)
+	s.log.InfoContext(ctx, "reattaching run", logkey.ChatID, chatID, logkey.RunID, runID, logkey.Agent, note.Agent, "persisted", rp.n)
 	s.opts.Observer.RunStarted(run.Agent)
 	go s.executeSafely(runCtx, run, lease, prov, chat, areq, "")
 	return run, nil
@@ -293,7 +294,7 @@ read:
 		case e.Type == chatlog.TypeRunStarted:
 			continue // the service's own
 		case err != nil:
-			s.log.WarnContext(ctx, "reattach: undecodable event", "run", runID, "seq", e.Seq, "err", err)
+			s.log.WarnContext(ctx, "reattach: undecodable event", logkey.RunID, runID, "seq", e.Seq, "err", err)
 			continue
 		}
 		ev := en.Agent
@@ -401,7 +402,7 @@ func (s *Service) replayed(ctx context.Context, run *Run, ev agent.Event, a *att
 		run.endingOnce.Do(func() { close(run.ending) })
 	}
 	if rp.n == 0 {
-		s.log.InfoContext(ctx, "reattached run caught up", "chat", run.ChatID, "run", run.ID)
+		s.log.InfoContext(ctx, "reattached run caught up", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
 	}
 	return true
 }
@@ -426,7 +427,7 @@ func (s *Service) rerequested(ctx context.Context, run *Run, id string) {
 	}
 	run.mu.Unlock()
 	if !answer {
-		s.log.InfoContext(ctx, "reattached run: interaction open again", "run", run.ID, "interaction", id)
+		s.log.InfoContext(ctx, "reattached run: interaction open again", logkey.RunID, run.ID, logkey.InteractionID, id)
 		return
 	}
 	resp := agent.InteractionResponse{InteractionID: id, Decision: decisionOf(res), By: res.By}

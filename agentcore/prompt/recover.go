@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
@@ -49,7 +50,7 @@ func (s *Service) executeSafely(ctx context.Context, run *Run, lease *runhub.Lea
 }
 
 func (s *Service) logPanic(ctx context.Context, run *Run, p any) {
-	s.log.ErrorContext(ctx, "panic in a run", "chat", run.ChatID, "run", run.ID, "agent", run.Agent,
+	s.log.ErrorContext(ctx, "panic in a run", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, logkey.Agent, run.Agent,
 		"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 }
 
@@ -64,7 +65,7 @@ func (s *Service) abandon(ctx context.Context, run *Run, lease *runhub.Lease) {
 	step := func(name string, f func()) {
 		defer func() {
 			if p := recover(); p != nil {
-				s.log.ErrorContext(ctx, "panic while ending a run", "step", name, "chat", run.ChatID, "run", run.ID,
+				s.log.ErrorContext(ctx, "panic while ending a run", "step", name, logkey.ChatID, run.ChatID, logkey.RunID, run.ID,
 					"panic", fmt.Sprint(p), "stack", string(debug.Stack()))
 			}
 		}()
@@ -73,7 +74,7 @@ func (s *Service) abandon(ctx context.Context, run *Run, lease *runhub.Lease) {
 	step("event", func() { s.appendEvent(ctx, run, agent.Event{Type: agent.EventRunFailed, Text: PanicText}) })
 	step("release", func() {
 		if err := lease.Release(ctx, runhub.StatusFailed, nil, PanicText); err != nil {
-			s.log.WarnContext(ctx, "release run after a panic", "chat", run.ChatID, "run", run.ID, "err", err)
+			s.log.WarnContext(ctx, "release run after a panic", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "err", err)
 		}
 	})
 	step("relay", func() { s.removeRelay(ctx, run) })

@@ -114,7 +114,8 @@ func TestPanickingRun(t *testing.T) {
 				t.Errorf("%s: %d run.failed events, want 1", where, failed)
 			}
 			var rec struct {
-				Msg, Panic, Stack, Run string
+				Msg, Panic, Stack string
+				Run               string `json:"run_id"`
 			}
 			found := false
 			for _, line := range strings.Split(logs.String(), "\n") {

@@ -29,6 +29,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Router carries requests between replicas sharing one database (store.Router
@@ -161,7 +162,7 @@ func (s *Service) serveRouted(m routeMsg) {
 			err = fmt.Errorf("%w: run %s of chat %s", ErrRunNotActive, m.Run, m.Chat)
 		}
 	}
-	s.log.Info("routed request served", "kind", m.Kind, "chat", m.Chat, "run", m.Run, "from", m.From, "err", err)
+	s.log.Info("routed request served", "kind", m.Kind, logkey.ChatID, m.Chat, logkey.RunID, m.Run, "from", m.From, "err", err)
 	reply := routeMsg{Kind: routeReply, ID: m.ID}
 	switch {
 	case err == nil:
@@ -179,7 +180,7 @@ func (s *Service) serveRouted(m routeMsg) {
 	}
 	b, _ := json.Marshal(reply)
 	if perr := s.opts.Router.Publish(ctx, replicaChannel(m.From), b); perr != nil {
-		s.log.Warn("routed request: reply", "chat", m.Chat, "run", m.Run, "to", m.From, "err", perr)
+		s.log.Warn("routed request: reply", logkey.ChatID, m.Chat, logkey.RunID, m.Run, "to", m.From, "err", perr)
 	}
 }
 

@@ -14,11 +14,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Probe defaults.
@@ -126,7 +129,7 @@ func Probe(ctx context.Context, defs []Definition, opts ProbeOptions) []Report {
 		wg.Go(func() {
 			defer func() {
 				if v := recover(); v != nil {
-					opts.Logger.Error("agent probe panicked", "agent", d.ID, "panic", fmt.Sprint(v))
+					opts.Logger.Error("agent probe panicked", logkey.Agent, d.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 					out[i] = baseReport(d)
 					out[i].Status = StatusBroken
 					out[i].Problems = append(out[i].Problems, fmt.Sprintf("probe failed: %v", v))
@@ -191,7 +194,7 @@ func baseReport(d Definition) Report {
 
 func probeOne(ctx context.Context, d Definition, opts ProbeOptions) Report {
 	r := baseReport(d)
-	logger := opts.Logger.With("agent", d.ID)
+	logger := opts.Logger.With(logkey.Agent, d.ID)
 	env := childEnv(opts.Env, d.Env)
 	r.Auth, r.AuthDetail = checkAuth(d, opts)
 

@@ -3,8 +3,10 @@
 package registry
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -154,9 +156,16 @@ func TestProbeIsolatesPanics(t *testing.T) {
 		{ID: "panicky", Name: "P", Executable: "ok", Models: Models{Command: &ModelCommand{Args: []string{"m"}, Parse: func(string) []string { panic("parser bug") }}}},
 		{ID: "fine", Name: "F", Executable: "ok"},
 	}
-	r := Probe(t.Context(), defs, testOpts(dir))
+	opts := testOpts(dir)
+	var logs bytes.Buffer
+	opts.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+	r := Probe(t.Context(), defs, opts)
 	if r[0].Status != StatusBroken || !strings.Contains(strings.Join(r[0].Problems, ""), "parser bug") {
 		t.Errorf("panicky = %+v", r[0])
+	}
+	// The log line carries the stack down to the parser that panicked.
+	if !strings.Contains(logs.String(), `"stack":"goroutine `) || !strings.Contains(logs.String(), "TestProbeIsolatesPanics") {
+		t.Errorf("panic logged without its stack: %s", logs.String())
 	}
 	if r[1].Status != StatusReady || r[1].Version != "1.0.0" {
 		t.Errorf("fine = %+v", r[1])

@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // ErrClosed is returned by Append after Close.
@@ -599,7 +600,7 @@ func (h *Hub) pump(ctx context.Context, chatID string, last int64, s *subscriber
 				if ctx.Err() != nil {
 					return false
 				}
-				h.logger.Warn("runhub replay failed", "chat_id", chatID, "after_seq", last, "err", err)
+				h.logger.Warn("runhub replay failed", logkey.ChatID, chatID, "after_seq", last, "err", err)
 				select {
 				case <-time.After(backoff):
 					backoff = min(2*backoff, 5*time.Second)

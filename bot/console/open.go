@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
@@ -102,7 +103,7 @@ func (c *Console) Start(ctx context.Context, chat chatops.Chat, created bool) er
 	fmt.Fprintf(c.Out, "threadline: %s chat %s · %s · %s\n", verb, chat.ID, label, chat.Cwd)
 	if !created {
 		if err := Recap(ctx, c.Bot, chat.ID, c.Out, 6); err != nil && c.Log != nil {
-			c.Log.WarnContext(ctx, "recap", "chat_id", chat.ID, "err", err)
+			c.Log.WarnContext(ctx, "recap", logkey.ChatID, chat.ID, "err", err)
 		}
 	}
 	fmt.Fprintf(c.Out, "Type a message. /help lists commands; Ctrl-C stops a turn; Ctrl-D quits. Reopen with --chat %s\n", chat.ID)

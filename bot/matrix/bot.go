@@ -24,6 +24,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -199,7 +200,7 @@ func New(cfg Config, desk Desk, accounts Accounts, seen Seen, logger *slog.Logge
 		cfg.MaxFileBytes = DefaultMaxFileBytes
 	}
 	b := &Bot{
-		cfg: cfg, desk: desk, accounts: accounts, seen: seen, log: logger.With("platform", Platform, "user_id", cfg.UserID),
+		cfg: cfg, desk: desk, accounts: accounts, seen: seen, log: logger.With(logkey.Platform, Platform, logkey.UserID, cfg.UserID),
 		me: uid, noticedAt: map[id.RoomID]time.Time{},
 		ready: make(chan struct{}),
 	}
@@ -223,7 +224,7 @@ func (b *Bot) Run(ctx context.Context) error {
 	if err := b.desk.Resume(ctx, Platform); err != nil {
 		b.log.WarnContext(ctx, "resume open renders", "err", err)
 	}
-	b.log.InfoContext(ctx, "matrix bot syncing", "device_id", b.cli.DeviceID, "encryption", b.crypto != nil)
+	b.log.InfoContext(ctx, "matrix bot syncing", logkey.DeviceID, b.cli.DeviceID, "encryption", b.crypto != nil)
 	close(b.ready)
 	err := b.cli.SyncWithContext(ctx)
 	stopped := ctx.Err() != nil
@@ -358,7 +359,7 @@ func (b *Bot) login(ctx context.Context, saved *login) error {
 		cli.DeviceID = who.DeviceID
 		if saved.DeviceID != "" && saved.DeviceID != who.DeviceID && b.cfg.Encryption {
 			b.log.WarnContext(ctx, "the access token is another device than the saved one; the encryption keys of the old device are not used",
-				"saved_device_id", saved.DeviceID, "device_id", who.DeviceID)
+				"saved_device_id", saved.DeviceID, logkey.DeviceID, who.DeviceID)
 		}
 		saved.DeviceID, saved.AccessToken = who.DeviceID, token
 		return nil
@@ -377,7 +378,7 @@ func (b *Bot) login(ctx context.Context, saved *login) error {
 		if !errors.Is(err, mautrix.MUnknownToken) {
 			return fmt.Errorf("%w: the saved access token: %w", ErrLogin, err)
 		}
-		b.log.InfoContext(ctx, "the saved access token is no longer valid, logging in with the password", "device_id", saved.DeviceID)
+		b.log.InfoContext(ctx, "the saved access token is no longer valid, logging in with the password", logkey.DeviceID, saved.DeviceID)
 	}
 	device := saved.DeviceID
 	if device == "" {
@@ -400,7 +401,7 @@ func (b *Bot) login(ctx context.Context, saved *login) error {
 		return fmt.Errorf("%w: password login as %s: %w", ErrLogin, b.me, err)
 	}
 	saved.DeviceID, saved.AccessToken = resp.DeviceID, resp.AccessToken
-	b.log.InfoContext(ctx, "logged in with the password", "device_id", resp.DeviceID)
+	b.log.InfoContext(ctx, "logged in with the password", logkey.DeviceID, resp.DeviceID)
 	return nil
 }
 
@@ -476,7 +477,7 @@ func (b *Bot) handle(done context.Context, it queued) {
 	defer func() {
 		if r := recover(); r != nil {
 			b.panics.Add(1)
-			b.log.ErrorContext(ctx, "matrix event handler panicked", "event_id", it.evt.ID, "room_id", it.evt.RoomID,
+			b.log.ErrorContext(ctx, "matrix event handler panicked", logkey.EventID, it.evt.ID, logkey.RoomID, it.evt.RoomID,
 				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			b.tellFailure(ctx, it.evt)
 		}
@@ -503,7 +504,7 @@ func (b *Bot) tellFailure(ctx context.Context, evt *event.Event) {
 		thread = rel.GetThreadParent()
 	}
 	if err := b.Ephemeral(ctx, b.place(evt.RoomID, thread), user(evt.Sender), failureNote); err != nil {
-		b.log.WarnContext(ctx, "tell a sender their event failed", "event_id", evt.ID, "err", err)
+		b.log.WarnContext(ctx, "tell a sender their event failed", logkey.EventID, evt.ID, "err", err)
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -217,7 +218,7 @@ func (b *Bot) readCards(ctx context.Context, room id.RoomID, p chatops.Place) {
 	}
 	rels, err := b.cli.GetRelations(ctx, room, id.EventID(p.Thread), &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: 50})
 	if err != nil {
-		b.log.InfoContext(ctx, "read the cards of a thread", "room_id", room, "thread", p.Thread, "err", err)
+		b.log.InfoContext(ctx, "read the cards of a thread", logkey.RoomID, room, logkey.ThreadID, p.Thread, "err", err)
 		return
 	}
 	for i := len(rels.Chunk) - 1; i >= 0; i-- { // oldest first: the newest card ends up newest
@@ -234,7 +235,7 @@ func (b *Bot) readCards(ctx context.Context, room id.RoomID, p chatops.Place) {
 			continue
 		}
 		if _, err := b.lookupCard(ctx, room, e.ID); err != nil {
-			b.log.InfoContext(ctx, "read a card of a thread", "room_id", room, "event_id", e.ID, "err", err)
+			b.log.InfoContext(ctx, "read a card of a thread", logkey.RoomID, room, logkey.EventID, e.ID, "err", err)
 		}
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -33,7 +34,7 @@ func (b *Bot) firstSeen(ctx context.Context, evt *event.Event) bool {
 	}
 	ok, err := b.seen.FirstSeen(ctx, Platform, string(evt.ID))
 	if err != nil {
-		b.log.WarnContext(ctx, "record a seen event", "event_id", evt.ID, "err", err)
+		b.log.WarnContext(ctx, "record a seen event", logkey.EventID, evt.ID, "err", err)
 		return true
 	}
 	return ok
@@ -55,17 +56,17 @@ func (b *Bot) onMember(ctx context.Context, evt *event.Event) {
 	}
 	p := b.place(room, "")
 	if !b.desk.Policy().Allowed(user(evt.Sender), p, chatops.ActRun) {
-		b.log.InfoContext(ctx, "declining an invite from a user who may not use the bot", "room_id", room, "inviter", evt.Sender)
+		b.log.InfoContext(ctx, "declining an invite from a user who may not use the bot", logkey.RoomID, room, "inviter", evt.Sender)
 		if _, err := b.cli.LeaveRoom(ctx, room, &mautrix.ReqLeave{Reason: "only allowed users may invite this bot"}); err != nil {
-			b.log.WarnContext(ctx, "decline invite", "room_id", room, "err", err)
+			b.log.WarnContext(ctx, "decline invite", logkey.RoomID, room, "err", err)
 		}
 		return
 	}
 	if _, err := b.cli.JoinRoomByID(ctx, room); err != nil {
-		b.log.WarnContext(ctx, "join room", "room_id", room, "err", err)
+		b.log.WarnContext(ctx, "join room", logkey.RoomID, room, "err", err)
 		return
 	}
-	b.log.InfoContext(ctx, "joined room", "room_id", room, "inviter", evt.Sender)
+	b.log.InfoContext(ctx, "joined room", logkey.RoomID, room, "inviter", evt.Sender)
 }
 
 // addressed reports whether the message is for the bot and returns its text
@@ -145,10 +146,10 @@ func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
 				f, err := b.download(ctx, c)
 				switch {
 				case errors.Is(err, ErrFileTooLarge):
-					b.log.InfoContext(ctx, "skipped a large attachment", "event_id", evt.ID, "err", err)
+					b.log.InfoContext(ctx, "skipped a large attachment", logkey.EventID, evt.ID, "err", err)
 					b.note(ctx, noted, fmt.Sprintf("I skipped the attachment %q: it is larger than %s.", c.GetFileName(), mib(b.cfg.MaxFileBytes)))
 				case err != nil:
-					b.log.WarnContext(ctx, "download attachment", "event_id", evt.ID, "err", err)
+					b.log.WarnContext(ctx, "download attachment", logkey.EventID, evt.ID, "err", err)
 					b.note(ctx, noted, fmt.Sprintf("I could not fetch the attachment %q, so your message runs without it.", c.GetFileName()))
 				default:
 					return []chatops.File{f}
@@ -253,7 +254,7 @@ func (b *Bot) onReaction(ctx context.Context, evt *event.Event) {
 	c, err := b.lookupCard(ctx, evt.RoomID, r.RelatesTo.GetAnnotationID())
 	if err != nil {
 		if !errors.Is(err, ErrNoCard) {
-			b.log.InfoContext(ctx, "reaction to an unknown message", "event_id", evt.ID, "err", err)
+			b.log.InfoContext(ctx, "reaction to an unknown message", logkey.EventID, evt.ID, "err", err)
 		}
 		return
 	}
@@ -292,7 +293,7 @@ func (b *Bot) notifyUnreadable(ctx context.Context, evt *event.Event, why string
 		c.GetRelatesTo().SetReplyTo(evt.ID)
 	}
 	if _, err := b.send(ctx, evt.RoomID, "notice", c); err != nil {
-		b.log.WarnContext(ctx, "post an undecryptable notice", "room_id", evt.RoomID, "err", err)
+		b.log.WarnContext(ctx, "post an undecryptable notice", logkey.RoomID, evt.RoomID, "err", err)
 	}
 }
 
@@ -301,7 +302,7 @@ func (b *Bot) onEncryptedWithoutCrypto(ctx context.Context, evt *event.Event) {
 	if evt.Sender == b.me || !b.firstSeen(ctx, evt) {
 		return
 	}
-	b.log.InfoContext(ctx, "encrypted message while encryption is off", "room_id", evt.RoomID, "event_id", evt.ID)
+	b.log.InfoContext(ctx, "encrypted message while encryption is off", logkey.RoomID, evt.RoomID, logkey.EventID, evt.ID)
 	b.notifyUnreadable(ctx, evt, "This bot runs without end-to-end encryption (matrix.encryption is off); use an unencrypted room or ask the operator to enable encryption.")
 }
 
@@ -311,7 +312,7 @@ func (b *Bot) onUndecryptable(evt *event.Event, err error) {
 	if evt.Sender == b.me {
 		return
 	}
-	b.log.Warn("undecryptable event", "room_id", evt.RoomID, "event_id", evt.ID, "sender", evt.Sender, "err", err)
+	b.log.Warn("undecryptable event", logkey.RoomID, evt.RoomID, logkey.EventID, evt.ID, "sender", evt.Sender, "err", err)
 	b.wg.Go(func() {
 		b.handle(context.Background(), queued{evt: evt, fn: func(ctx context.Context, evt *event.Event) {
 			if !b.firstSeen(ctx, evt) {

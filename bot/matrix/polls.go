@@ -21,6 +21,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -198,7 +199,7 @@ func (b *Bot) startPoll(ctx context.Context, room id.RoomID, p chatops.Place, ca
 	}
 	resp, err := b.cli.SendMessageEvent(ctx, room, event.EventUnstablePollStart, pollContent(v, id.EventID(p.Thread), card), extra...)
 	if err != nil {
-		b.log.WarnContext(ctx, "start a poll for a question", "room_id", room, "event_id", card, "err", err)
+		b.log.WarnContext(ctx, "start a poll for a question", logkey.RoomID, room, logkey.EventID, card, "err", err)
 		return
 	}
 	b.polls.put(card, resp.EventID)
@@ -212,7 +213,7 @@ func (b *Bot) endPoll(ctx context.Context, room id.RoomID, p chatops.Place, card
 	if !ok {
 		var err error
 		if poll, err = b.findPoll(ctx, room, id.EventID(p.Thread), card); err != nil {
-			b.log.InfoContext(ctx, "no poll found for an answered question", "room_id", room, "event_id", card, "err", err)
+			b.log.InfoContext(ctx, "no poll found for an answered question", logkey.RoomID, room, logkey.EventID, card, "err", err)
 			return
 		}
 		b.polls.put(card, poll)
@@ -230,7 +231,7 @@ func (b *Bot) endPoll(ctx context.Context, room id.RoomID, p chatops.Place, card
 		textKey:        text,
 	}
 	if _, err := b.cli.SendMessageEvent(ctx, room, event.EventUnstablePollEnd, c, mautrix.ReqSendEvent{TransactionID: txnFor("end/" + string(poll))}); err != nil {
-		b.log.WarnContext(ctx, "end a poll", "room_id", room, "event_id", poll, "err", err)
+		b.log.WarnContext(ctx, "end a poll", logkey.RoomID, room, logkey.EventID, poll, "err", err)
 	}
 }
 
@@ -317,7 +318,7 @@ func (b *Bot) onPollResponse(ctx context.Context, evt *event.Event) {
 	cardID, err := b.pollCard(ctx, evt.RoomID, poll)
 	if err != nil {
 		if !errors.Is(err, ErrNoPoll) {
-			b.log.InfoContext(ctx, "vote in an unknown poll", "event_id", evt.ID, "err", err)
+			b.log.InfoContext(ctx, "vote in an unknown poll", logkey.EventID, evt.ID, "err", err)
 		}
 		return
 	}
@@ -326,12 +327,12 @@ func (b *Bot) onPollResponse(ctx context.Context, evt *event.Event) {
 	}
 	c, err := b.lookupCard(ctx, evt.RoomID, cardID)
 	if err != nil {
-		b.log.InfoContext(ctx, "vote for an unknown card", "event_id", evt.ID, "card", cardID, "err", err)
+		b.log.InfoContext(ctx, "vote for an unknown card", logkey.EventID, evt.ID, "card", cardID, "err", err)
 		return
 	}
 	u := user(evt.Sender)
 	if !b.desk.MayAnswer(u, c.place) {
-		b.log.InfoContext(ctx, "refused a vote from a user who may not answer", "room_id", evt.RoomID, "sender", evt.Sender)
+		b.log.InfoContext(ctx, "refused a vote from a user who may not answer", logkey.RoomID, evt.RoomID, "sender", evt.Sender)
 		if err := b.Ephemeral(ctx, c.place, u, "Your vote does not count: you are not allowed to answer the agent's requests here; ask an approver."); err != nil {
 			b.log.WarnContext(ctx, "refuse a vote", "err", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -49,7 +50,7 @@ func (b *Bot) fitted(ctx context.Context, room id.RoomID, o outgoing) (any, erro
 		return nil, err
 	}
 	if shrunk != shrunkNone {
-		b.log.WarnContext(ctx, "message sent "+shrunk+" to fit one event", "room_id", room,
+		b.log.WarnContext(ctx, "message sent "+shrunk+" to fit one event", logkey.RoomID, room,
 			"max_event_bytes", b.cfg.MaxEventBytes, "encrypted", enc, "body_bytes", len(o.v.Body))
 	}
 	return wire, nil
@@ -93,7 +94,7 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 	if isCard(v) {
 		for _, k := range cardKeys(v) {
 			if _, err := b.cli.SendReaction(ctx, room, evt, k); err != nil {
-				b.log.WarnContext(ctx, "seed a card reaction", "room_id", room, "event_id", evt, "key", k, "err", err)
+				b.log.WarnContext(ctx, "seed a card reaction", logkey.RoomID, room, logkey.EventID, evt, "key", k, "err", err)
 				break
 			}
 		}
@@ -302,7 +303,7 @@ func (t *typing) loop(room id.RoomID, stop chan struct{}) {
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		if _, err := t.cli.UserTyping(ctx, room, true, t.timeout); err != nil {
-			t.log.WarnContext(ctx, "typing notice", "room_id", room, "err", err)
+			t.log.WarnContext(ctx, "typing notice", logkey.RoomID, room, "err", err)
 		}
 		cancel()
 		select {
@@ -313,7 +314,7 @@ func (t *typing) loop(room id.RoomID, stop chan struct{}) {
 		}
 		ctx, cancel = context.WithTimeout(context.Background(), 15*time.Second)
 		if _, err := t.cli.UserTyping(ctx, room, false, 0); err != nil {
-			t.log.WarnContext(ctx, "clear typing notice", "room_id", room, "err", err)
+			t.log.WarnContext(ctx, "clear typing notice", logkey.RoomID, room, "err", err)
 		}
 		cancel()
 		return

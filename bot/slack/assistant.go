@@ -18,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
@@ -125,7 +126,7 @@ func (h *home) prompted(ctx context.Context, p chatops.Place, user, text string)
 			defer cancel()
 			err := h.api.SetAssistantThreadsTitleContext(ctx, slack.AssistantThreadsSetTitleParameters{ChannelID: p.Channel, ThreadTS: p.Thread, Title: title})
 			if err != nil {
-				h.log.WarnContext(ctx, "set the assistant thread's title", "channel", p.Channel, "err", err)
+				h.log.WarnContext(ctx, "set the assistant thread's title", logkey.Channel, p.Channel, "err", err)
 			}
 		})
 	}
@@ -247,7 +248,7 @@ func (h *home) publish(ctx context.Context, user string) {
 		return
 	}
 	if _, err := h.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
-		h.log.WarnContext(ctx, "publish the app home", "user", user, "err", err)
+		h.log.WarnContext(ctx, "publish the app home", logkey.User, user, "err", err)
 	}
 }
 
@@ -326,7 +327,7 @@ func (b *Bot) onAssistantEvent(ev slackevents.EventsAPIEvent) bool {
 				params.AddPrompt(clip(sp.Title, 75), clip(sp.Message, 2000))
 			}
 			if err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params); err != nil {
-				b.log.WarnContext(ctx, "set suggested prompts", "channel", p.Channel, "err", err)
+				b.log.WarnContext(ctx, "set suggested prompts", logkey.Channel, p.Channel, "err", err)
 			}
 		})
 		return true

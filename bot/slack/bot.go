@@ -36,6 +36,7 @@ import (
 	"github.com/slack-go/slack/slackevents"
 	"github.com/slack-go/slack/socketmode"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -75,7 +76,7 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 	allowMentions.Store(cfg.AllowMentions)
 	ctx, cancel := context.WithCancel(context.Background())
 	b := &Bot{
-		cfg: cfg, api: api, threads: threads, log: logger.With("platform", Platform),
+		cfg: cfg, api: api, threads: threads, log: logger.With(logkey.Platform, Platform),
 		ready: make(chan struct{}), base: ctx, cancel: cancel,
 	}
 	b.home = newHome(api, b.log, cfg.AppHome, &b.wg, ctx)

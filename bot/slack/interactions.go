@@ -14,6 +14,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -183,12 +184,12 @@ func (b *Bot) decodeInteraction(cb slack.InteractionCallback) []action {
 			return nil
 		}
 		if meta.Place.Platform != Platform || meta.Place.Channel == "" {
-			b.log.Warn("an answer modal for no thread", "place", meta.Place.String())
+			b.log.Warn("an answer modal for no thread", logkey.Place, meta.Place.String())
 			return nil
 		}
 		w := who{place: meta.Place, user: user}
 		if cb.View.State == nil {
-			b.log.Warn("an answer modal submitted without state", "place", meta.Place.String(), "user", user.ID)
+			b.log.Warn("an answer modal submitted without state", logkey.Place, meta.Place.String(), logkey.User, user.ID)
 			return []action{{who: w, note: emptySubmission}}
 		}
 		ref, err := chatops.DecodeRef(meta.Ref)

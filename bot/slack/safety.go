@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -56,7 +57,11 @@ func (b *Bot) panicked(ctx context.Context, what string, r any, whom func() who)
 	}
 	var w who
 	func() {
-		defer func() { _ = recover() }()
+		defer func() {
+			if r := recover(); r != nil {
+				b.log.ErrorContext(ctx, "finding whom to tell about a panic panicked", "what", what, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			}
+		}()
 		w = whom()
 	}()
 	b.tellFailure(w)
@@ -77,7 +82,7 @@ func (b *Bot) tellFailure(w who) {
 			}
 		}()
 		if err := b.surface.Ephemeral(ctx, w.place, w.user, failureNote); err != nil {
-			b.log.WarnContext(ctx, "tell a user their request failed", "channel", w.place.Channel, "user", w.user.ID, "err", err)
+			b.log.WarnContext(ctx, "tell a user their request failed", logkey.Channel, w.place.Channel, logkey.User, w.user.ID, "err", err)
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/configs/agentset"
@@ -26,7 +27,7 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentset.Set, error) {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
 	builtins = codexharness.WithModelDiscovery(builtins, string(codex.ProviderID), func() *codexharness.Harness {
-		return codex.New(log.With("agent", "codex", "what", "model discovery"), codex.Options{}).Harness()
+		return codex.New(log.With(logkey.Agent, "codex", "what", "model discovery"), codex.Options{}).Harness()
 	})
 	s, err := agentset.Load(cfg, builtins, builtinRunners, log)
 	if err != nil {
@@ -42,7 +43,7 @@ func builtinRunners(log *slog.Logger) ([]agent.Provider, map[string]error) {
 	var providers []agent.Provider
 	noRunner := map[string]error{}
 	for _, b := range builtinTable() {
-		p, err := newBuiltinProvider(b, log.With("agent", b.desc.ID))
+		p, err := newBuiltinProvider(b, log.With(logkey.Agent, b.desc.ID))
 		if err != nil {
 			noRunner[b.desc.ID] = err
 			continue
