@@ -6,10 +6,8 @@
 package minimax
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,29 +26,20 @@ const envFake = "MINIMAX_TEST_FAKE" // path of the record file: act as the app-s
 
 func TestMain(m *testing.M) {
 	if rec := os.Getenv(envFake); rec != "" {
-		os.Exit(fakeAppServer(rec))
+		os.Exit(providertest.ServeFake("", rec, fakeAppServer))
 	}
 	os.Exit(m.Run())
 }
 
-// fakeAppServer records argv, env and stdin and answers the handshake, the
-// thread and the turn, then completes the turn.
-func fakeAppServer(recPath string) int {
-	rec, err := os.Create(recPath)
-	if err != nil {
-		return 98
-	}
-	defer rec.Close()
-	head, _ := json.Marshal(map[string]any{"argv": os.Args[1:], "env": os.Environ()})
-	fmt.Fprintf(rec, "%s\n", head)
-	sc := bufio.NewScanner(os.Stdin)
-	for sc.Scan() {
-		fmt.Fprintf(rec, "%s\n", sc.Bytes())
+// fakeAppServer answers the handshake, the thread and the turn, then
+// completes the turn, keeping every stdin line in rec (see ServeFake).
+func fakeAppServer(rec *os.File) int {
+	providertest.RecordLines(rec, func(line []byte) bool {
 		var m struct {
 			ID     json.RawMessage `json:"id"`
 			Method string          `json:"method"`
 		}
-		_ = json.Unmarshal(sc.Bytes(), &m)
+		_ = json.Unmarshal(line, &m)
 		switch m.Method {
 		case "initialize":
 			fmt.Printf(`{"id":%s,"result":{"userAgent":"fake"}}`+"\n", m.ID)
@@ -61,32 +50,19 @@ func fakeAppServer(recPath string) int {
 			fmt.Println(`{"method":"item/agentMessage/delta","params":{"threadId":"thr-1","turnId":"turn-1","itemId":"m1","delta":"hi"}}`)
 			fmt.Println(`{"method":"turn/completed","params":{"threadId":"thr-1","turn":{"id":"turn-1","status":"completed","items":[]}}}`)
 		}
-	}
+		return true
+	})
 	return 0
 }
 
 func TestConfigTOML(t *testing.T) {
 	p := New(nil, Options{CodexHome: t.TempDir(), BaseURL: "https://example.test/v1", Model: `M"2`})
-	want := `# Written by Threadline for the minimax provider; rewritten before every run.
-model = "M\"2"
-model_provider = "minimax"
-check_for_update_on_startup = false
-
-[model_providers.minimax]
-name = "MiniMax"
-base_url = "https://example.test/v1"
-env_key = "MINIMAX_API_KEY"
-wire_api = "responses"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-`
-	if got := p.ConfigTOML(); got != want {
+	// testdata/config.toml is the whole file for these options.
+	want, err := os.ReadFile(filepath.Join("testdata", "config.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.ConfigTOML(); got != string(want) {
 		t.Errorf("config.toml:\n%s\nwant:\n%s", got, want)
 	}
 	d := New(nil, Options{CodexHome: t.TempDir()})
@@ -99,32 +75,26 @@ enabled = false
 }
 
 func TestRunConfigEnvAndRequests(t *testing.T) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
 	home := filepath.Join(t.TempDir(), "mm-home")
-	rec := filepath.Join(t.TempDir(), "rec.jsonl")
+	fake := providertest.SelfFake(t, envFake, map[string]string{KeyEnv: "mm-configured"})
 	p := New(nil, Options{
 		Launch: procrun.Launch{
-			Bin: exe,
-			Env: map[string]string{envFake: rec, KeyEnv: "mm-configured"},
+			Bin: fake.Bin,
+			Env: fake.Env,
 			HostEnv: func() []string {
 				return []string{"PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "SLACK_BOT_TOKEN=xoxb", "CODEX_HOME=/home/x/.codex"}
 			},
 		},
 		CodexHome: home,
 	})
-	var events []agent.Event
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-	defer cancel()
-	if err := p.Run(ctx, agent.RunRequest{Prompt: "hello"}, func(ev agent.Event) { events = append(events, ev) }); err != nil {
-		t.Fatal(err)
+	r := providertest.Run(t, p, agent.RunRequest{Prompt: "hello"}, nil)
+	if r.Err != nil {
+		t.Fatal(r.Err)
 	}
-	if last := events[len(events)-1]; last.Type != agent.EventRunCompleted || last.Native == nil || last.Native.Provider != ProviderID {
+	if last := r.Last(); last.Type != agent.EventRunCompleted || last.Native == nil || last.Native.Provider != ProviderID {
 		t.Errorf("last %+v", last)
 	}
-	for _, ev := range events {
+	for _, ev := range r.Events {
 		if ev.Native != nil && ev.Native.Provider != ProviderID {
 			t.Errorf("event %s carries provider %q", ev.Type, ev.Native.Provider)
 		}
@@ -133,18 +103,7 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 	if err != nil || string(cfg) != p.ConfigTOML() {
 		t.Errorf("config.toml %q, %v", cfg, err)
 	}
-	data, err := os.ReadFile(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	var head struct {
-		Argv []string
-		Env  []string
-	}
-	if err := json.Unmarshal([]byte(lines[0]), &head); err != nil {
-		t.Fatal(err)
-	}
+	head := providertest.ReadRecord(t, fake.Record)
 	if !slices.Equal(head.Argv, []string{"app-server"}) {
 		t.Errorf("argv %q", head.Argv)
 	}
@@ -159,12 +118,12 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 		}
 	}
 	var thread, turn string
-	for _, l := range lines[1:] {
+	for _, l := range head.Stdin {
 		switch {
-		case strings.Contains(l, `"method":"thread/start"`):
-			thread = l
-		case strings.Contains(l, `"method":"turn/start"`):
-			turn = l
+		case strings.Contains(string(l), `"method":"thread/start"`):
+			thread = string(l)
+		case strings.Contains(string(l), `"method":"turn/start"`):
+			turn = string(l)
 		}
 	}
 	if !strings.Contains(thread, `"model":"MiniMax-M2.1","modelProvider":"minimax"`) {
@@ -176,25 +135,22 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 }
 
 func TestHostKeyDoesNotPass(t *testing.T) {
-	exe, _ := os.Executable()
-	rec := filepath.Join(t.TempDir(), "rec.jsonl")
-	p := New(nil, Options{CodexHome: t.TempDir(), Launch: procrun.Launch{Bin: exe, Env: map[string]string{envFake: rec},
+	fake := providertest.SelfFake(t, envFake, nil)
+	p := New(nil, Options{CodexHome: t.TempDir(), Launch: procrun.Launch{Bin: fake.Bin, Env: fake.Env,
 		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin", KeyEnv + "=mm-host"} }}})
 	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {}); err != nil {
 		t.Fatal(err)
 	}
-	data, _ := os.ReadFile(rec)
+	data, _ := os.ReadFile(fake.Record)
 	if strings.Contains(string(data), "mm-host") {
 		t.Error("the host's MINIMAX_API_KEY reached the child without being configured")
 	}
 }
 
 func TestNotInstalled(t *testing.T) {
-	p := New(nil, Options{Launch: procrun.Launch{Bin: "/nonexistent/codex"}, CodexHome: t.TempDir()})
-	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
-		t.Errorf("Run = %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *Provider {
+		return New(nil, Options{Launch: procrun.Launch{Bin: bin}, CodexHome: t.TempDir()})
+	}, "npm install -g @openai/codex")
 }
 
 // TestE2EMiniMaxConfig runs the real Codex CLI with the generated MiniMax
