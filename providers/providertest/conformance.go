@@ -11,23 +11,10 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
-
-// FakeGrace is how long a cancelled run on a FakeLaunch waits for its CLI
-// to stop before the kill.
-const FakeGrace = 500 * time.Millisecond
-
-// FakeLaunch is the launch of a provider under test on the fake CLI bin:
-// the host environment is PATH alone (no secret of the test's environment
-// reaches it) and a cancelled run is killed after FakeGrace.
-func FakeLaunch(bin string) procrun.Launch {
-	return procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, StopGrace: FakeGrace}
-}
 
 // CheckNotInstalled runs one turn of the provider newProvider returns for
 // an executable that does not exist, and fails t unless Run returns

@@ -1,5 +1,6 @@
 // Fake CLIs for the providers' unit tests: a shell script that records how
-// it was started, and a collector of the events a run emits.
+// it was started and what it read, the launch a provider runs it with, and a
+// collector of the events a run emits.
 
 package providertest
 
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
@@ -73,6 +76,17 @@ func FakeStarted(t testing.TB, dir string) bool {
 		t.Fatal(err)
 	}
 	return err == nil
+}
+
+// FakeGrace is how long a cancelled run on a FakeLaunch waits for its CLI
+// to stop before the kill.
+const FakeGrace = 500 * time.Millisecond
+
+// FakeLaunch is the launch of a provider under test on the fake CLI bin:
+// the host environment is PATH alone (no secret of the test's environment
+// reaches it) and a cancelled run is killed after FakeGrace.
+func FakeLaunch(bin string) procrun.Launch {
+	return procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }, StopGrace: FakeGrace}
 }
 
 // FakeArgs returns the arguments a FakeCLI in dir was last started with.
