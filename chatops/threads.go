@@ -35,6 +35,10 @@ type DeskOptions struct {
 	Workdir string
 	Render  RenderOptions
 	Budget  Budget
+	// Limiter, when set, is the rate budget the workspaces' outboxes share
+	// with other replicas (store.RateLimits on Postgres); nil keeps each
+	// outbox within its own buckets, with no call to ask first.
+	Limiter Limiter
 	// Stream uses a Surface's native streaming where it has one.
 	Stream bool
 	// IdleFollow is how long a thread's renderer waits for a next run before
@@ -172,7 +176,11 @@ func (t *Desk) outbox(p Place) (*outbox.Outbox, error) {
 	k := p.Platform + "|" + p.Workspace
 	o := t.outboxes[k]
 	if o == nil {
-		o = outbox.New(s, t.store, t.opts.Budget, t.opts.Stream, t.log.With("workspace", p.Workspace))
+		var opts []outbox.Option
+		if t.opts.Limiter != nil {
+			opts = append(opts, outbox.WithLimiter(t.opts.Limiter, k))
+		}
+		o = outbox.New(s, t.store, t.opts.Budget, t.opts.Stream, t.log.With("workspace", p.Workspace), opts...)
 		t.outboxes[k] = o
 		t.wg.Go(func() { o.Run(t.base) })
 	}

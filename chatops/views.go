@@ -27,6 +27,9 @@ type Rate = outbox.Rate
 // Budget is a workspace's rate budget (outbox.Budget).
 type Budget = outbox.Budget
 
+// Limiter is a rate budget shared by replicas (outbox.Limiter).
+type Limiter = outbox.Limiter
+
 // OutboxStats counts a workspace's calls (outbox.Stats).
 type OutboxStats = outbox.Stats
 

@@ -170,6 +170,9 @@ type Stats struct {
 	Calls       int
 	RateLimited int
 	Failures    int
+	// SharedWaits counts the calls the shared limiter (WithLimiter) made
+	// wait: another replica had spent the workspace's budget.
+	SharedWaits int
 }
 
 // oslot is one message of a run as the outbox knows it.
@@ -218,27 +221,40 @@ type Outbox struct {
 	buckets map[opKind]*bucket
 	stats   Stats
 	wake    chan struct{}
+
+	// shared, when set, is the budget this outbox shares with other
+	// replicas' (limiter.go); sharedReady is when each kind may ask it again.
+	shared      Limiter
+	sharedKey   string
+	sharedReady map[opKind]time.Time
+	// sharedWarned is when a failing shared limiter was last logged (Run's
+	// goroutine only).
+	sharedWarned time.Time
 }
 
 // New returns the outbox of a workspace sending through s. st, when not nil,
 // is told every message sent; stream uses s's native streaming where s is a
 // Streamer. Nothing is sent until Run is called.
-func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger) *Outbox {
+func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger, opts ...Option) *Outbox {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	b = b.WithDefaults()
 	now := time.Now()
 	_, canStream := s.(Streamer)
-	return &Outbox{
+	o := &Outbox{
 		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
 		slots: map[string]*oslot{}, runSent: map[string]time.Time{},
 		buckets: map[opKind]*bucket{
 			opPost: newBucket(b.Post, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
 			opStop: newBucket(b.Stop, now), opDelete: newBucket(b.Delete, now), opStatus: newBucket(b.Status, now),
 		},
-		wake: make(chan struct{}, 1),
+		wake: make(chan struct{}, 1), sharedReady: map[opKind]time.Time{},
 	}
+	for _, opt := range opts {
+		opt(o)
+	}
+	return o
 }
 
 func slotKey(runID, slot string) string { return runID + "|" + slot }
@@ -438,6 +454,7 @@ type job struct {
 	gen  int
 	op   opKind
 	hash string
+	at   time.Time // when next chose it
 }
 
 // Run is the worker: it sends the most urgent eligible update whenever the
@@ -457,6 +474,14 @@ func (o *Outbox) Run(ctx context.Context) {
 			t.Stop()
 			continue
 		}
+		at := j.at
+		if o.shared != nil && j.op != opNone {
+			if !o.takeShared(ctx, j.op) {
+				continue // another kind may go meanwhile
+			}
+			at = time.Now()
+		}
+		o.commit(j, at)
 		o.send(ctx, j)
 	}
 }
@@ -531,7 +556,7 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		if op != opNone {
 			// A call whose kind has no token now does not hold up the
 			// calls of other kinds.
-			if at := o.buckets[op].ready(now); at.After(now) {
+			if at := o.readyAt(op, now); at.After(now) {
 				earliest = earlier(earliest, at)
 				if !o.appendFirst(s, op, now) {
 					continue
@@ -549,20 +574,27 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 	if best == nil {
 		return nil, earliest.Sub(now)
 	}
-	op := bestOp
-	if op != opNone {
-		o.buckets[op].take(now)
-		if render.IsAnswer(best.rm.Slot) && (best.want.Priority == render.PriorityProgress || op == opAppend) {
-			// A placeholder's first text goes at once but borrows the next
-			// interval, so that the run stays within one call per interval.
-			if paced := o.runSent[best.rm.RunID].Add(o.budget.MinInterval); paced.After(now) {
-				o.runSent[best.rm.RunID] = paced
-			} else {
-				o.runSent[best.rm.RunID] = now
-			}
+	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: bestOp, hash: best.want.View.Hash(), at: now}, 0
+}
+
+// commit spends the budget of the job next chose: a token of its kind and,
+// for an answer's progress, the run's interval.
+func (o *Outbox) commit(j *job, now time.Time) {
+	if j.op == opNone {
+		return
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.buckets[j.op].take(now)
+	if render.IsAnswer(j.s.rm.Slot) && (j.sv.Priority == render.PriorityProgress || j.op == opAppend) {
+		// A placeholder's first text goes at once but borrows the next
+		// interval, so that the run stays within one call per interval.
+		if paced := o.runSent[j.s.rm.RunID].Add(o.budget.MinInterval); paced.After(now) {
+			o.runSent[j.s.rm.RunID] = paced
+		} else {
+			o.runSent[j.s.rm.RunID] = now
 		}
 	}
-	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: op, hash: best.want.View.Hash()}, 0
 }
 
 func (o *Outbox) opFor(s *oslot) opKind {
@@ -593,7 +625,7 @@ func (o *Outbox) opFor(s *oslot) opKind {
 // send its new text and cards as an append now: there are some, the
 // append's bucket has a token and the run's pace allows a call. o.mu is held.
 func (o *Outbox) appendFirst(s *oslot, op opKind, now time.Time) bool {
-	if op != opStop || o.buckets[opAppend].ready(now).After(now) || o.runSent[s.rm.RunID].Add(o.budget.MinInterval).After(now) {
+	if op != opStop || o.readyAt(opAppend, now).After(now) || o.runSent[s.rm.RunID].Add(o.budget.MinInterval).After(now) {
 		return false
 	}
 	chunks, _, ok := s.streamed.diff(s.want.View)
@@ -706,6 +738,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	}
 
 	now := time.Now()
+	var pauseUntil time.Time // set on a 429: the other replicas pause too
 	o.mu.Lock()
 	var rle *RateLimitError
 	switch {
@@ -759,6 +792,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			wait = rle.RetryAfter
 		}
 		o.paused = later(o.paused, now.Add(wait))
+		pauseUntil = o.paused
 		if id != "" && s.rm.MessageID == "" {
 			s.rm.MessageID = id // posted, then limited on a follow-up call
 		}
@@ -806,6 +840,9 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		s.resolve()
 	}
 	o.mu.Unlock()
+	if !pauseUntil.IsZero() {
+		o.pauseShared(ctx, pauseUntil)
+	}
 	if save && o.store != nil {
 		if serr := o.store.SaveRenderedMessage(context.WithoutCancel(ctx), row); serr != nil {
 			o.log.ErrorContext(ctx, "save rendered message", "run_id", row.RunID, "slot", row.Slot, "err", serr)
