@@ -33,7 +33,7 @@ func (a *app) desk() *chatops.Desk {
 		agentID, _ := a.defaultAgent() // "" when none can run: chats say so
 		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, a.policy(), chatops.DeskOptions{
 			DefaultAgent: agentID, Workdir: a.cfg.WorkRoot(), Stream: true, Redact: a.redactor,
-			Projects: chatstore.Store{St: a.store},
+			Projects: chatstore.Store{St: a.store}, Limiter: a.sharedBudget(),
 			RunRequester: func(ctx context.Context, runID string) (string, error) {
 				r, err := a.store.GetRun(ctx, runID)
 				return r.StartedBy, err

@@ -2,8 +2,11 @@
 // in run rows (owner), and agentcore/lifecycle heartbeats its runs and sweeps
 // those of replicas that stopped heartbeating (the failover bound is in its
 // package doc); answers and cancels for runs of other replicas are routed to
-// their owner over LISTEN/NOTIFY (prompt/route.go, store/notify.go). SQLite is
-// single-process: no router.
+// their owner over LISTEN/NOTIFY (prompt/route.go, store/notify.go). The
+// chat platforms' rate budgets are shared too: every outbox of a workspace,
+// on whichever replica, takes its tokens from one bucket per kind of call in
+// Postgres (store/ratelimit.go), and a 429 seen by one pauses all. SQLite is
+// single-process: no router, and each outbox's own buckets are the budget.
 
 package main
 
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
+	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -22,6 +26,9 @@ type replicaOptions struct {
 	owner          string
 	heartbeatEvery time.Duration
 	staleAfter     time.Duration
+	// ownBudget keeps each outbox within its own buckets on Postgres too
+	// (tests: the budget without sharing).
+	ownBudget bool
 }
 
 // withDefaults names an unnamed replica "host:pid".
@@ -39,4 +46,19 @@ func openRouter(ctx context.Context, st *store.Store, log *slog.Logger) (*store.
 		return nil, nil
 	}
 	return rt, err
+}
+
+// sharedBudget is the rate budget the outboxes share with the other
+// replicas: the store's shared rate limits on Postgres (wherever there is a
+// router, replicas are possible), nil on SQLite.
+func (a *app) sharedBudget() chatops.Limiter {
+	if a.router == nil || a.live.ownBudget {
+		return nil
+	}
+	l, err := a.store.RateLimits()
+	if err != nil {
+		a.log.Warn("rate budget not shared with other replicas", "err", err)
+		return nil
+	}
+	return l
 }

@@ -132,6 +132,10 @@ type Server struct {
 	ackWaiters map[string]chan json.RawMessage
 	// PingInterval is how often the Socket Mode side pings (default 5 s).
 	PingInterval time.Duration
+	// Spread sends each envelope to one connected client, in turn (replicas
+	// sharing an app), instead of to every one. Set it before connecting.
+	Spread     bool
+	spreadNext int
 }
 
 type fault struct {

@@ -128,7 +128,8 @@ func (s *Server) WaitConnected(timeout time.Duration) error {
 }
 
 // Envelope pushes a Socket Mode envelope ("events_api", "interactive",
-// "slash_commands") with payload to every connected client and returns its
+// "slash_commands") with payload to every connected client (to one of them,
+// in turn in connection order, when Spread is set) and returns its
 // envelope_id. retry sets retry_attempt, as Slack does when an envelope was not
 // acked in time.
 func (s *Server) Envelope(typ string, payload any, retry int) (string, error) {
@@ -140,9 +141,15 @@ func (s *Server) Envelope(typ string, payload any, retry int) (string, error) {
 	s.seq++
 	id := fmt.Sprintf("env-%08d", s.seq)
 	conns := append([]*wsConn(nil), s.wsConns...)
+	spread, n := s.Spread, s.spreadNext
+	s.spreadNext++
 	s.mu.Unlock()
 	if len(conns) == 0 {
 		return "", fmt.Errorf("slacktest: no socket mode client")
+	}
+	if spread {
+		// Like Slack with several connections: each envelope to one of them.
+		conns = conns[n%len(conns):][:1]
 	}
 	env := map[string]any{"type": typ, "envelope_id": id, "payload": json.RawMessage(raw),
 		"accepts_response_payload": typ != "events_api", "retry_attempt": retry, "retry_reason": ""}
