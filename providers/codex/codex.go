@@ -17,8 +17,6 @@ package codex
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -69,7 +67,6 @@ type Options struct {
 
 // Provider runs Codex.
 type Provider struct {
-	logger  *slog.Logger
 	opts    Options
 	harness *codexharness.Harness
 }
@@ -78,28 +75,21 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	h := codexharness.New(logger, codexharness.Options{
 		Provider:         ProviderID,
 		Label:            "Codex",
-		Bin:              opts.Bin,
 		Args:             DefaultArgs,
-		Env:              opts.Env,
 		CodexHome:        opts.CodexHome,
-		HostEnv:          opts.HostEnv,
-		Secret:           opts.Secret,
 		ModelProvider:    opts.ModelProvider,
 		ApprovalPolicy:   opts.ApprovalPolicy,
 		Sandbox:          opts.Sandbox,
-		InterruptTimeout: opts.StopGrace,
 		CredentialEnv:    CredentialEnv,
 		CatalogTTL:       opts.CatalogTTL,
 		DiscoveryTimeout: opts.DiscoveryTimeout,
-	})
-	return &Provider{logger: logger, opts: opts, harness: h}
+		InstallHint:      installHint,
+	}.WithLaunch(opts.Launch))
+	return &Provider{opts: opts, harness: h}
 }
 
 // ID returns "codex".
@@ -116,12 +106,5 @@ func (p *Provider) Catalog(ctx context.Context, bin string) (codexharness.Catalo
 // Run executes one turn through `codex app-server`. See the agent and
 // codexharness package docs for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	return withHint(p.harness.Run(ctx, req, emit))
-}
-
-func withHint(err error) error {
-	if errors.Is(err, agent.ErrNotInstalled) {
-		return fmt.Errorf("%w (install: %s)", err, installHint)
-	}
-	return err
+	return p.harness.Run(ctx, req, emit)
 }

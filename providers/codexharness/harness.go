@@ -77,6 +77,16 @@ type Options struct {
 	CredentialEnv []string
 	// CatalogTTL, FallbackTTL and DiscoveryTimeout tune Discover.
 	CatalogTTL, FallbackTTL, DiscoveryTimeout time.Duration
+	// InstallHint is appended to Run's not-installed error.
+	InstallHint string
+}
+
+// WithLaunch returns o with the executable, environment, host environment,
+// secret filter and stop grace (as InterruptTimeout) of a provider's launch
+// options.
+func (o Options) WithLaunch(l procrun.Launch) Options {
+	o.Bin, o.Env, o.HostEnv, o.Secret, o.InterruptTimeout = l.Bin, l.Env, l.HostEnv, l.Secret, l.StopGrace
+	return o
 }
 
 // Harness runs app-server turns for one provider.
@@ -188,6 +198,7 @@ func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent
 		Wire:             r,
 		Responses:        req.Responses,
 		Logger:           logger,
+		InstallHint:      h.opts.InstallHint,
 		InterruptTimeout: h.opts.InterruptTimeout,
 		ExitTimeout:      h.opts.ExitTimeout,
 		NoResult:         fmt.Sprintf("%s app-server exited before the turn completed", h.opts.Label),

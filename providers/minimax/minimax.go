@@ -14,9 +14,9 @@
 package minimax
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,7 +65,6 @@ type Options struct {
 
 // Provider runs MiniMax through the Codex App Server.
 type Provider struct {
-	logger  *slog.Logger
 	opts    Options
 	harness *codexharness.Harness
 }
@@ -74,16 +73,9 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
 	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
-	if opts.BaseURL == "" {
-		opts.BaseURL = DefaultBaseURL
-	}
-	if opts.Model == "" {
-		opts.Model = DefaultModel
-	}
+	opts.BaseURL = cmp.Or(opts.BaseURL, DefaultBaseURL)
+	opts.Model = cmp.Or(opts.Model, DefaultModel)
 	if len(opts.Models) == 0 {
 		opts.Models = DefaultModels
 	}
@@ -91,18 +83,14 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		opts.CodexHome = defaultCodexHome()
 	}
 	h := codexharness.New(logger, codexharness.Options{
-		Provider:         ProviderID,
-		Label:            "MiniMax",
-		Bin:              opts.Bin,
-		Env:              opts.Env,
-		CodexHome:        opts.CodexHome,
-		HostEnv:          opts.HostEnv,
-		Secret:           opts.Secret,
-		ModelProvider:    modelProvider,
-		InterruptTimeout: opts.StopGrace,
-		CredentialEnv:    []string{KeyEnv},
-	})
-	return &Provider{logger: logger, opts: opts, harness: h}
+		Provider:      ProviderID,
+		Label:         "MiniMax",
+		CodexHome:     opts.CodexHome,
+		ModelProvider: modelProvider,
+		CredentialEnv: []string{KeyEnv},
+		InstallHint:   installHint,
+	}.WithLaunch(opts.Launch))
+	return &Provider{opts: opts, harness: h}
 }
 
 func defaultCodexHome() string {
@@ -183,12 +171,5 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if req.Model == "" {
 		req.Model = p.opts.Model
 	}
-	return withHint(p.harness.Run(ctx, req, emit))
-}
-
-func withHint(err error) error {
-	if errors.Is(err, agent.ErrNotInstalled) {
-		return fmt.Errorf("%w (install: %s)", err, installHint)
-	}
-	return err
+	return p.harness.Run(ctx, req, emit)
 }
