@@ -28,6 +28,27 @@ func CheckNotInstalled[P Runner](t testing.TB, newProvider func(bin string) P, h
 	}
 }
 
+// CheckFailed fails t unless r is a failed run's result as the contract
+// has it: Run returned an error wrapping agent.ErrRunFailed and the last
+// event is run.failed, its text containing want. It returns that event.
+func CheckFailed(t testing.TB, r *Result, want string) agent.Event {
+	t.Helper()
+	last := r.Last()
+	if !errors.Is(r.Err, agent.ErrRunFailed) || last.Type != agent.EventRunFailed || !strings.Contains(last.Text, want) {
+		t.Fatalf("Run = %v, events %s, last %+v; want ErrRunFailed and run.failed with %q", r.Err, r.TypesText(), last, want)
+	}
+	return last
+}
+
+// CheckRunFailed runs one turn of p (see Run) and checks that it failed
+// with want in the run.failed text (CheckFailed).
+func CheckRunFailed(t testing.TB, p Runner, req agent.RunRequest, want string) *Result {
+	t.Helper()
+	r := Run(t, p, req, nil)
+	CheckFailed(t, r, want)
+	return r
+}
+
 // CheckDescriptor fails t unless d is a valid registry definition
 // (registry.Validate) with an executable and an install hint that says what
 // verified it: by, unless by is empty.
