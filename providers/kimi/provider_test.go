@@ -3,7 +3,6 @@
 package kimi
 
 import (
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -90,15 +89,7 @@ func TestRunFailsWithoutHint(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"assistant","content":"half"}'
 echo "Error: LLM provider error: 401 invalid api key" >&2
 exit 1`)
-	var rec recorder
-	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v, want ErrRunFailed", err)
-	}
-	last := rec.Last()
-	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "401 invalid api key") {
-		t.Fatalf("last event = %+v", last)
-	}
+	providertest.CheckRunFailed(t, newTestProvider(bin), agent.RunRequest{Prompt: "p"}, "401 invalid api key")
 }
 
 func TestRunCancelled(t *testing.T) {
