@@ -113,12 +113,8 @@ func TestCommand(t *testing.T) {
 
 func TestRunOpenCodeErrorFails(t *testing.T) {
 	bin, _ := fakeCLI(t, "opencode-http500.jsonl", "exit 1")
-	var rec recorder
-	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", err)
-	}
-	if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventRunFailed}) {
+	r := providertest.CheckRunFailed(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p"}, "")
+	if got := r.Types(); !slices.Equal(got, []agent.EventType{agent.EventRunFailed}) {
 		t.Fatalf("events = %v", got)
 	}
 }
@@ -128,15 +124,7 @@ func TestRunExitWithoutEndFails(t *testing.T) {
 	bin, _ := fakeCLI(t, "", `head -4 "`+providertest.Testdata(t, "opencode-tool.jsonl")+`"
 echo "opencode: killed by the OOM reaper" >&2
 exit 137`)
-	var rec recorder
-	err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", err)
-	}
-	last := rec.Last()
-	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "OOM reaper") {
-		t.Fatalf("last = %+v", last)
-	}
+	providertest.CheckRunFailed(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p"}, "OOM reaper")
 }
 
 func TestRunCancelled(t *testing.T) {
