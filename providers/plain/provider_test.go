@@ -142,17 +142,8 @@ func TestSignInFailure(t *testing.T) {
 echo "Waiting for authentication (timeout 30s)..."
 echo "Error: authentication timed out." >&2
 exit 1`)
-	var rec recorder
-	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", err)
-	}
-	evs := rec.All()
-	last := evs[len(evs)-1]
-	if last.Type != agent.EventRunFailed || !strings.Contains(last.Text, "Run `agy` once in a terminal") {
-		t.Fatalf("last = %+v", last)
-	}
-	if evs[len(evs)-2].Subtype != SubtypeSignIn {
+	r := providertest.CheckRunFailed(t, provider(t, Antigravity, bin, dir, nil), agent.RunRequest{Prompt: "p"}, "Run `agy` once in a terminal")
+	if evs := r.Events; len(evs) < 2 || evs[len(evs)-2].Subtype != SubtypeSignIn {
 		t.Errorf("no sign_in_required system event: %+v", evs)
 	}
 }
@@ -161,23 +152,16 @@ func TestFailureCarriesTail(t *testing.T) {
 	bin, dir := fake(t, `i=0; while [ $i -lt 300 ]; do echo "noise line $i padding padding padding" >&2; i=$((i+1)); done
 echo "fatal: model quota exhausted" >&2
 exit 3`)
-	var rec recorder
-	err := provider(t, Grok, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", err)
-	}
-	last := rec.Last()
-	if last.Type != agent.EventRunFailed || !strings.HasPrefix(last.Text, "Grok Build exited with status 3: ") || !strings.Contains(last.Text, "model quota exhausted") || strings.Contains(last.Text, "noise line 1 ") {
+	last := providertest.CheckRunFailed(t, provider(t, Grok, bin, dir, nil), agent.RunRequest{Prompt: "p"}, "model quota exhausted").Last()
+	if !strings.HasPrefix(last.Text, "Grok Build exited with status 3: ") || strings.Contains(last.Text, "noise line 1 ") {
 		t.Fatalf("last = %.300q", last.Text)
 	}
 }
 
 func TestNoOutputFails(t *testing.T) {
 	bin, dir := fake(t, `exit 0`)
-	var rec recorder
-	err := provider(t, DeepSeek, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	if !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
-		t.Fatalf("err %v, events %+v", err, rec.All())
+	if r := providertest.CheckRunFailed(t, provider(t, DeepSeek, bin, dir, nil), agent.RunRequest{Prompt: "p"}, ""); len(r.Events) != 1 {
+		t.Fatalf("events %+v", r.Events)
 	}
 }
 
