@@ -312,15 +312,15 @@ func TestRunRetry(t *testing.T) {
 	t.Run("gives up", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "retry-fail", Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Type != agent.EventRunFailed || r.Last().Text != "500 fake upstream failure" {
-			t.Fatalf("Run = %v, events %s, last %+v", r.Err, r.Types(), r.Last())
+		if last := providertest.CheckFailed(t, r, ""); last.Text != "500 fake upstream failure" {
+			t.Fatalf("last %+v", last)
 		}
 	})
 	t.Run("no retry follows", func(t *testing.T) {
 		h := newHarness(t)
 		r := h.run(agent.RunRequest{Prompt: "error", Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Text != "400 bad request" {
-			t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
+		if last := providertest.CheckFailed(t, r, ""); last.Text != "400 bad request" {
+			t.Fatalf("last %+v", last)
 		}
 		if r.Elapsed < 200*time.Millisecond {
 			t.Errorf("ended after %s, before the retry window", r.Elapsed)
@@ -337,9 +337,7 @@ func TestRunFailures(t *testing.T) {
 		t.Run(prompt, func(t *testing.T) {
 			h := newHarness(t)
 			r := h.run(agent.RunRequest{Prompt: prompt, Approval: agent.ApprovalAccept}, nil)
-			if !errors.Is(r.Err, agent.ErrRunFailed) || r.Last().Type != agent.EventRunFailed || !strings.Contains(r.Last().Text, want) {
-				t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-			}
+			providertest.CheckFailed(t, r, want)
 		})
 	}
 }
