@@ -231,9 +231,7 @@ func TestRunBasic(t *testing.T) {
 // the run fails saying so) while the rest of the stream is still parsed.
 func TestRunMalformedAndHugeLines(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envNoise: "1"}, nil)
-	if !errors.Is(f.Err, agent.ErrRunFailed) || f.Last().Type != agent.EventRunFailed || !strings.Contains(f.Last().Text, "16 MiB limit") {
-		t.Fatalf("err %v, events %v, last %+v", f.Err, f.Types(), f.Last())
-	}
+	providertest.CheckFailed(t, &f.Result, "16 MiB limit")
 	if types := f.Types(); types[0] != agent.EventSystem || types[1] != agent.EventSessionUpdated {
 		t.Errorf("noise produced other events: %v", types[:3])
 	}
@@ -244,11 +242,7 @@ func TestRunMalformedAndHugeLines(t *testing.T) {
 
 func TestRunExitWithoutResult(t *testing.T) {
 	f := runFake(t, "basic.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envStopAfter: "10"}, nil)
-	if !errors.Is(f.Err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v, want ErrRunFailed", f.Err)
-	}
-	last := f.Last()
-	if last.Type != agent.EventRunFailed || last.Text != "claude exited without a result: fatal: something broke" {
+	if last := providertest.CheckFailed(t, &f.Result, ""); last.Text != "claude exited without a result: fatal: something broke" {
 		t.Fatalf("last = %+v", last)
 	}
 	if n := len(f.Events); f.find(agent.EventRunCompleted) != nil || n < 2 {
@@ -271,10 +265,7 @@ func TestRunResumeUnknown(t *testing.T) {
 
 func TestRunAPIError(t *testing.T) {
 	f := runFake(t, "api-error-400.jsonl", agent.RunRequest{Prompt: "x"}, map[string]string{envExit: "1"}, nil)
-	if !errors.Is(f.Err, agent.ErrRunFailed) {
-		t.Fatalf("err = %v", f.Err)
-	}
-	if last := f.Last(); last.Type != agent.EventRunFailed || last.Text != "API Error: 400 fake: scripted failure" {
+	if last := providertest.CheckFailed(t, &f.Result, ""); last.Text != "API Error: 400 fake: scripted failure" {
 		t.Fatalf("last = %+v", last)
 	}
 	if f.Text() != "" {
