@@ -46,6 +46,24 @@ type refRun struct {
 // message chunk repeated; the transcripts repeated until the agent lines
 // reach the size. size counts the agent lines with their newlines.
 func referenceRuns(b *testing.B) (runs []refRun, size int64) {
+	unit := referenceUnit(b, refDeltaRepeat)
+	for size < refStreamBytes {
+		for _, run := range unit {
+			runs = append(runs, run)
+			for _, s := range run.steps {
+				if s.line != nil {
+					size += int64(len(s.line)) + 1
+				}
+			}
+		}
+	}
+	return runs, size
+}
+
+// referenceUnit is one run per transcript, each message chunk repeated
+// repeat times.
+func referenceUnit(b testing.TB, repeat int) (unit []refRun) {
+	b.Helper()
 	dir := os.Getenv("ACP_STREAM_REFERENCE")
 	if dir == "" {
 		dir = "testdata"
@@ -58,7 +76,6 @@ func referenceRuns(b *testing.B) (runs []refRun, size int64) {
 		}
 	}
 	slices.Sort(files)
-	var unit []refRun
 	for _, f := range files {
 		run := refRun{def: definitionFor(b, f)}
 		for _, l := range providertest.ReadTranscript(b, f) {
@@ -81,7 +98,7 @@ func referenceRuns(b *testing.B) (runs []refRun, size int64) {
 				}
 				n := 1
 				if isChunk(buf.Bytes()) {
-					n = refDeltaRepeat
+					n = repeat
 				}
 				for range n {
 					run.steps = append(run.steps, refStep{line: buf.Bytes()})
@@ -90,17 +107,7 @@ func referenceRuns(b *testing.B) (runs []refRun, size int64) {
 		}
 		unit = append(unit, run)
 	}
-	for size < refStreamBytes {
-		for _, run := range unit {
-			runs = append(runs, run)
-			for _, s := range run.steps {
-				if s.line != nil {
-					size += int64(len(s.line)) + 1
-				}
-			}
-		}
-	}
-	return runs, size
+	return unit
 }
 
 // isChunk reports a streamed message or thought chunk.
@@ -124,7 +131,13 @@ func isChunk(l []byte) bool {
 // session.go), with a new Parser for each transcript's run; the client's
 // requests are tracked and its session/cancel applied as in the capture.
 // SetBytes counts the agent lines with their newlines.
-func BenchmarkParseReference(b *testing.B) {
+func BenchmarkParseReference(b *testing.B) { benchReference(b, false) }
+
+// BenchmarkParseReferenceStd is the path before the single-pass decoder,
+// for the comparison in one run: every line through json.Unmarshal.
+func BenchmarkParseReferenceStd(b *testing.B) { benchReference(b, true) }
+
+func benchReference(b *testing.B, stdOnly bool) {
 	runs, size := referenceRuns(b)
 	b.SetBytes(size)
 	b.ReportAllocs()
@@ -134,6 +147,7 @@ func BenchmarkParseReference(b *testing.B) {
 		for _, run := range runs {
 			p := NewParser(ParserOptions{Provider: run.def.ID, EmitSession: run.def.Resume, HoldReplay: run.def.LoadQuiet > 0,
 				SessionNotFound: run.def.SessionNotFound, FS: &memFS{}})
+			p.dec.stdOnly = stdOnly
 			for _, s := range run.steps {
 				switch {
 				case s.line != nil:

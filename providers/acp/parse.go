@@ -124,6 +124,8 @@ type Parser struct {
 
 	cancelling      bool
 	sessionNotFound bool
+
+	dec decoder
 }
 
 // NewParser returns a parser for one connection.
@@ -204,7 +206,7 @@ func (p *Parser) newTurn() {
 func (p *Parser) Parse(line []byte) (Parsed, error) {
 	var m inMessage
 	badParams := false
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := p.dec.decode(line, &m); err != nil {
 		// Valid JSON-RPC whose params do not fit the shapes the client reads
 		// is still a message: keep its envelope.
 		var g rpcMessage
@@ -502,8 +504,10 @@ func (p *Parser) update(u *sessionUpdate, line []byte) []agent.Event {
 			p.chunkUsage.OutputTokens += u.Meta.Usage.OutputTokens
 			p.chunkUsage.CacheReadTokens += u.Meta.Usage.CachedReadTokens
 		}
-		var c ContentBlock
-		_ = json.Unmarshal(u.Content, &c)
+		c := u.block
+		if !u.hasBlock {
+			_ = json.Unmarshal(u.Content, &c)
+		}
 		if c.Type != "text" {
 			return []agent.Event{p.native("session/update", u.SessionUpdate, nil, line)}
 		}

@@ -221,8 +221,12 @@ type sessionUpdate struct {
 	SessionUpdate string `json:"sessionUpdate"`
 	// Content is a ContentBlock on *_message_chunk and agent_thought_chunk,
 	// a []toolCallContent on tool_call and tool_call_update.
-	Content   json.RawMessage `json:"content"`
-	MessageID string          `json:"messageId"`
+	Content json.RawMessage `json:"content"`
+	// block is Content decoded as a ContentBlock when the decoder's fast
+	// path did so with the line (hasBlock), as json.Unmarshal would.
+	block     ContentBlock
+	hasBlock  bool
+	MessageID string `json:"messageId"`
 	// tool_call, tool_call_update
 	toolCallFields
 	// plan
@@ -235,13 +239,17 @@ type sessionUpdate struct {
 		Currency string  `json:"currency"`
 	} `json:"cost"`
 	// notice
-	Severity    string `json:"severity"`
-	Description string `json:"description"`
-	Meta        *struct {
-		Usage      *wireUsage `json:"usage"`
-		ToolName   string     `json:"toolName"`
-		DurationMS int64      `json:"durationMs"`
-	} `json:"_meta"`
+	Severity    string      `json:"severity"`
+	Description string      `json:"description"`
+	Meta        *updateMeta `json:"_meta"`
+}
+
+// updateMeta is a session/update payload's _meta (qwen's usage on chunks,
+// tool names; qwen's available_commands_update carries its skill list here).
+type updateMeta struct {
+	Usage      *wireUsage `json:"usage"`
+	ToolName   string     `json:"toolName"`
+	DurationMS int64      `json:"durationMs"`
 }
 
 // toolCallFields are the ToolCall / ToolCallUpdate fields.

@@ -48,71 +48,79 @@ var (
 )
 
 func (d *decoder) fast(line []byte, r *record) error {
-	return jsonscan.Decode(line, func(s *jsonscan.Scanner) error {
-		return s.Object(1, recordKeys, func(key []byte) error {
-			switch string(key) {
-			case "type":
-				return s.StrIn(&r.Type, names)
-			case "id":
-				return s.Raw(&r.ID)
-			case "command":
-				return s.StrIn(&r.Command, names)
-			case "success":
-				return s.Bool(&r.Success)
-			case "error":
-				return s.Str(&r.Error)
-			case "data":
-				return s.Raw(&r.Data)
-			case "message":
-				return s.Raw(&r.Message)
-			case "assistantMessageEvent":
-				return jsonscan.Nullable(s, &r.Event, &d.ev, 2, eventKeys, func(ev *assistantEvent, key []byte) error {
-					switch string(key) {
-					case "type":
-						return s.StrIn(&ev.Type, names)
-					case "delta":
-						return s.Str(&ev.Delta)
-					}
-					return jsonscan.ErrUnknownKey
-				})
-			case "messages":
-				return jsonscan.Std(s, &r.Messages)
-			case "toolCallId":
-				return s.Str(&r.ToolCallID)
-			case "toolName":
-				return s.Str(&r.ToolName)
-			case "args":
-				return s.Raw(&r.Args)
-			case "partialResult":
-				return jsonscan.Std(s, &r.PartialResult)
-			case "result":
-				return jsonscan.Std(s, &r.Result)
-			case "isError":
-				return s.Bool(&r.IsError)
-			case "attempt":
-				return jsonscan.Std(s, &r.Attempt)
-			case "maxAttempts":
-				return jsonscan.Std(s, &r.MaxAttempts)
-			case "delayMs":
-				return jsonscan.Std(s, &r.DelayMS)
-			case "errorMessage":
-				return s.Str(&r.ErrorMessage)
-			case "finalError":
-				return s.Str(&r.FinalError)
-			case "method":
-				return s.Str(&r.Method)
-			case "title":
-				return s.Str(&r.Title)
-			case "options":
-				return jsonscan.Std(s, &r.Options)
-			case "placeholder":
-				return s.Str(&r.Placeholder)
-			case "prefill":
-				return s.Str(&r.Prefill)
-			case "reason":
-				return s.Str(&r.Reason)
-			}
-			return jsonscan.ErrUnknownKey
-		})
+	s := jsonscan.New(line)
+	if !s.TopNull() {
+		if err := d.record(&s, r); err != nil {
+			return err
+		}
+	}
+	return s.End()
+}
+
+func (d *decoder) record(s *jsonscan.Scanner, r *record) error {
+	return s.Object(recordKeys, func(key []byte) error {
+		switch string(key) {
+		case "type":
+			return s.StrIn(&r.Type, names)
+		case "id":
+			return s.Raw(&r.ID)
+		case "command":
+			return s.StrIn(&r.Command, names)
+		case "success":
+			return s.Bool(&r.Success)
+		case "error":
+			return s.Str(&r.Error)
+		case "data":
+			return s.Raw(&r.Data)
+		case "message":
+			return s.Raw(&r.Message)
+		case "assistantMessageEvent":
+			return jsonscan.Nullable(s, &r.Event, &d.ev, eventKeys, func(ev *assistantEvent, key []byte) error {
+				switch string(key) {
+				case "type":
+					return s.StrIn(&ev.Type, names)
+				case "delta":
+					return s.Str(&ev.Delta)
+				}
+				return jsonscan.ErrUnknownKey
+			})
+		case "messages":
+			return jsonscan.Std(s, &r.Messages)
+		case "toolCallId":
+			return s.Str(&r.ToolCallID)
+		case "toolName":
+			return s.Str(&r.ToolName)
+		case "args":
+			return s.Raw(&r.Args)
+		case "partialResult":
+			return jsonscan.Std(s, &r.PartialResult)
+		case "result":
+			return jsonscan.Std(s, &r.Result)
+		case "isError":
+			return s.Bool(&r.IsError)
+		case "attempt":
+			return jsonscan.Std(s, &r.Attempt)
+		case "maxAttempts":
+			return jsonscan.Std(s, &r.MaxAttempts)
+		case "delayMs":
+			return jsonscan.Std(s, &r.DelayMS)
+		case "errorMessage":
+			return s.Str(&r.ErrorMessage)
+		case "finalError":
+			return s.Str(&r.FinalError)
+		case "method":
+			return s.Str(&r.Method)
+		case "title":
+			return s.Str(&r.Title)
+		case "options":
+			return jsonscan.Std(s, &r.Options)
+		case "placeholder":
+			return s.Str(&r.Placeholder)
+		case "prefill":
+			return s.Str(&r.Prefill)
+		case "reason":
+			return s.Str(&r.Reason)
+		}
+		return jsonscan.ErrUnknownKey
 	})
 }

@@ -32,23 +32,30 @@ const MaxDepth = 10000
 
 // Scanner walks one JSON text.
 type Scanner struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int // containers open at i
 }
 
-// Decode walks line as one JSON value at the top level: top decodes it
-// (its object is at depth 1), unless it is null, which json.Unmarshal
-// leaves as a no-op. Only whitespace may surround it.
-func Decode(line []byte, top func(s *Scanner) error) error {
-	s := Scanner{b: line}
+// New returns a Scanner at the start of line, one JSON text. A decoder
+// reads its one value (TopNull, then Object or any other method) and
+// checks with End that nothing follows; a Scanner stays on its caller's
+// stack as long as it is only passed to these methods.
+func New(line []byte) Scanner { return Scanner{b: line} }
+
+// TopNull consumes a top-level null, which json.Unmarshal takes as a no-op,
+// and reports it.
+func (s *Scanner) TopNull() bool {
 	s.ws()
-	if s.PeekNull() {
-		if err := s.literal("null"); err != nil {
-			return err
-		}
-	} else if err := top(&s); err != nil {
-		return err
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += len("null")
+		return true
 	}
+	return false
+}
+
+// End checks that only whitespace follows the value.
+func (s *Scanner) End() error {
 	s.ws()
 	if s.i != len(s.b) {
 		return ErrSlow
@@ -86,12 +93,13 @@ func (s *Scanner) literal(lit string) error {
 	return nil
 }
 
-// open consumes the '{' of an object at nesting level depth.
-func (s *Scanner) open(depth int) error {
-	if depth > MaxDepth || s.i >= len(s.b) || s.b[s.i] != '{' {
+// open consumes the '{' of an object or the '[' of an array.
+func (s *Scanner) open(c byte) error {
+	if s.depth >= MaxDepth || s.i >= len(s.b) || s.b[s.i] != c {
 		return ErrSlow
 	}
 	s.i++
+	s.depth++
 	return nil
 }
 
@@ -106,6 +114,7 @@ func (s *Scanner) key(n int, match bool) (key []byte, more bool, err error) {
 	switch c := s.b[s.i]; {
 	case c == '}':
 		s.i++
+		s.depth--
 		return nil, false, nil
 	case n > 0 && c != ',':
 		return nil, false, ErrSlow
@@ -131,13 +140,12 @@ func (s *Scanner) key(n int, match bool) (key []byte, more bool, err error) {
 	return key, true, nil
 }
 
-// Object reads the object at nesting level depth (a struct field of the
-// top-level object is at 2): field decodes the value of each key, or
-// returns ErrUnknownKey and the value is skipped, unless encoding/json's
+// Object reads an object: field decodes the value of each key, or returns
+// ErrUnknownKey and the value is skipped, unless encoding/json's
 // case-insensitive matching could give it to one of known, the object's
 // field names (then ErrSlow).
-func (s *Scanner) Object(depth int, known []string, field func(key []byte) error) error {
-	if err := s.open(depth); err != nil {
+func (s *Scanner) Object(known []string, field func(key []byte) error) error {
+	if err := s.open('{'); err != nil {
 		return err
 	}
 	for n := 0; ; n++ {
@@ -146,7 +154,7 @@ func (s *Scanner) Object(depth int, known []string, field func(key []byte) error
 			return err
 		}
 		if err = field(key); err == ErrUnknownKey {
-			err = s.unknown(key, known, depth)
+			err = s.unknown(key, known)
 		}
 		if err != nil {
 			return err
@@ -158,7 +166,7 @@ func (s *Scanner) Object(depth int, known []string, field func(key []byte) error
 // case-insensitive matching could give it to one of known ("toolcallid"
 // folds onto toolCallId as "TYPE" onto type; non-ASCII keys fold in ways of
 // their own: those take the slow path).
-func (s *Scanner) unknown(key []byte, known []string, depth int) error {
+func (s *Scanner) unknown(key []byte, known []string) error {
 	for _, c := range key {
 		if c >= utf8.RuneSelf {
 			return ErrSlow
@@ -169,14 +177,14 @@ func (s *Scanner) unknown(key []byte, known []string, depth int) error {
 			return ErrSlow
 		}
 	}
-	return s.Skip(depth)
+	return s.Skip()
 }
 
 // Nullable decodes an object field held by pointer, as encoding/json does:
 // null sets *p to nil; an object fills the value *p points to, or store
 // (zeroed first) when *p is nil. store lets a decoder reuse its own memory
 // when what it decodes does not outlive the line.
-func Nullable[T any](s *Scanner, p **T, store *T, depth int, known []string, field func(v *T, key []byte) error) error {
+func Nullable[T any](s *Scanner, p **T, store *T, known []string, field func(v *T, key []byte) error) error {
 	if s.PeekNull() {
 		*p = nil
 		return s.literal("null")
@@ -187,7 +195,7 @@ func Nullable[T any](s *Scanner, p **T, store *T, depth int, known []string, fie
 		*p = store
 	}
 	v := *p
-	return s.Object(depth, known, func(key []byte) error { return field(v, key) })
+	return s.Object(known, func(key []byte) error { return field(v, key) })
 }
 
 // Names interns the string values a decoder sees on most lines.
@@ -302,7 +310,7 @@ func (s *Scanner) Bool(dst *bool) error {
 // included). They alias the line: a decoder copies what outlives it.
 func (s *Scanner) Raw(dst *json.RawMessage) error {
 	start := s.i
-	if err := s.Skip(1); err != nil {
+	if err := s.Skip(); err != nil {
 		return err
 	}
 	*dst = s.b[start:s.i:s.i]
@@ -310,8 +318,8 @@ func (s *Scanner) Raw(dst *json.RawMessage) error {
 }
 
 // RawObject is Raw with the value, when it is an object, also decoded by
-// decode (at nesting level depth); ok reports that it was.
-func (s *Scanner) RawObject(dst *json.RawMessage, depth int, decode func() error) (ok bool, err error) {
+// decode; ok reports that it was.
+func (s *Scanner) RawObject(dst *json.RawMessage, decode func() error) (ok bool, err error) {
 	start := s.i
 	if !s.PeekObject() {
 		return false, s.Raw(dst)
@@ -328,7 +336,7 @@ func (s *Scanner) RawObject(dst *json.RawMessage, depth int, decode func() error
 // would merge into *dst it merges too.
 func Std[T any](s *Scanner, dst *T) error {
 	start := s.i
-	if err := s.Skip(1); err != nil {
+	if err := s.Skip(); err != nil {
 		return err
 	}
 	v := new(T)
@@ -340,8 +348,8 @@ func Std[T any](s *Scanner, dst *T) error {
 	return nil
 }
 
-// Skip validates and skips one value; depth is its container's level.
-func (s *Scanner) Skip(depth int) error {
+// Skip validates and skips one value.
+func (s *Scanner) Skip() error {
 	if s.i >= len(s.b) {
 		return ErrSlow
 	}
@@ -350,7 +358,7 @@ func (s *Scanner) Skip(depth int) error {
 		_, err := s.skipString()
 		return err
 	case '{':
-		if err := s.open(depth + 1); err != nil {
+		if err := s.open('{'); err != nil {
 			return err
 		}
 		for n := 0; ; n++ {
@@ -358,22 +366,22 @@ func (s *Scanner) Skip(depth int) error {
 			if err != nil || !more {
 				return err
 			}
-			if err := s.Skip(depth + 1); err != nil {
+			if err := s.Skip(); err != nil {
 				return err
 			}
 		}
 	case '[':
-		if depth+1 > MaxDepth {
-			return ErrSlow
+		if err := s.open('['); err != nil {
+			return err
 		}
-		s.i++
 		s.ws()
 		if s.i < len(s.b) && s.b[s.i] == ']' {
 			s.i++
+			s.depth--
 			return nil
 		}
 		for {
-			if err := s.Skip(depth + 1); err != nil {
+			if err := s.Skip(); err != nil {
 				return err
 			}
 			s.ws()
@@ -386,6 +394,7 @@ func (s *Scanner) Skip(depth int) error {
 				s.ws()
 			case ']':
 				s.i++
+				s.depth--
 				return nil
 			default:
 				return ErrSlow

@@ -30,9 +30,8 @@ var validCases = []string{
 	`{"a":"\x01"}`, `{"a":"\q"}`, `{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"x`, `{"a":NaN}`, `{'a':1}`, "{}\x00",
 }
 
-// TestSkipMatchesValid: Decode with a walker that skips the value accepts
-// exactly what json.Valid accepts (values other than objects and null are
-// refused by Object, so the walker skips at the top).
+// TestSkipMatchesValid: TopNull or Skip, then End, accept exactly what
+// json.Valid accepts.
 func TestSkipMatchesValid(t *testing.T) {
 	cases := validCases
 	deep := bytes.Repeat([]byte(`{"a":`), MaxDepth)
@@ -40,9 +39,16 @@ func TestSkipMatchesValid(t *testing.T) {
 	cases = append(cases, `{"a":`+string(deep)+"1"+string(bytes.Repeat([]byte("}"), MaxDepth+1)))
 	cases = append(cases, "["+string(deep)+"1"+string(bytes.Repeat([]byte("}"), MaxDepth))+"]")
 	for _, c := range cases {
-		err := Decode([]byte(c), func(s *Scanner) error { return s.Skip(0) })
+		s := New([]byte(c))
+		var err error
+		if !s.TopNull() {
+			err = s.Skip()
+		}
+		if err == nil {
+			err = s.End()
+		}
 		if (err == nil) != json.Valid([]byte(c)) {
-			t.Errorf("%.40q: Decode err %v, json.Valid %v", c, err, json.Valid([]byte(c)))
+			t.Errorf("%.40q: Skip/End err %v, json.Valid %v", c, err, json.Valid([]byte(c)))
 		}
 	}
 }
