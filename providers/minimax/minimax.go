@@ -16,7 +16,6 @@ package minimax
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -115,31 +114,10 @@ func (p *Provider) CodexHome() string { return p.opts.CodexHome }
 // model provider (Responses wire API, key from MINIMAX_API_KEY) and plugins,
 // remote plugins, apps, analytics and update checks off.
 func (p *Provider) ConfigTOML() string {
-	return fmt.Sprintf(`# Written by Threadline for the minimax provider; rewritten before every run.
-model = %s
-model_provider = %s
-check_for_update_on_startup = false
-
-[model_providers.%s]
-name = "MiniMax"
-base_url = %s
-env_key = %s
-wire_api = "responses"
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-`, tomlString(p.opts.Model), tomlString(modelProvider), modelProvider, tomlString(p.opts.BaseURL), tomlString(KeyEnv))
-}
-
-// tomlString quotes s as a TOML basic string (JSON escapes are valid TOML).
-func tomlString(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
+	return codexharness.ProviderConfig{
+		Comment: "Written by Threadline for the minimax provider; rewritten before every run.",
+		Model:   p.opts.Model, ID: modelProvider, Name: "MiniMax", BaseURL: p.opts.BaseURL, EnvKey: KeyEnv,
+	}.TOML()
 }
 
 // WriteConfig creates CODEX_HOME and writes config.toml when it differs.

@@ -22,6 +22,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/threadline-bot/threadline/providers/codexharness"
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
@@ -57,26 +58,9 @@ const ProviderID = "fake"
 // plugins, remote plugins, apps, analytics and update checks off so that
 // nothing but the provider's base_url is contacted.
 func (s *Server) ConfigTOML(model string) string {
-	return fmt.Sprintf(`model = %q
-model_provider = %q
-check_for_update_on_startup = false
-
-[model_providers.%s]
-name = "Fake Responses"
-base_url = %q
-env_key = %q
-wire_api = "responses"
-request_max_retries = 0
-stream_max_retries = 0
-
-[features]
-plugins = false
-remote_plugin = false
-apps = false
-
-[analytics]
-enabled = false
-`, model, ProviderID, ProviderID, s.BaseURL(), APIKeyEnv)
+	return codexharness.ProviderConfig{
+		Model: model, ID: ProviderID, Name: "Fake Responses", BaseURL: s.BaseURL(), EnvKey: APIKeyEnv, NoRetries: true,
+	}.TOML()
 }
 
 // CodexHome creates dir/codex-home with ConfigTOML(model) and returns it with
