@@ -8,31 +8,24 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/threadline-bot/threadline/providers/internal/jsonscan"
+	"github.com/threadline-bot/threadline/providers/internal/jsonscan/jsonscantest"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // sameRecord fails t unless the decoder gives what json.Unmarshal gives for
-// line: the same record, and an error exactly when it errs.
+// line.
 func sameRecord(t *testing.T, d *decoder, line []byte) {
 	t.Helper()
-	var want, got record
-	wantErr := json.Unmarshal(line, &want)
-	gotErr := d.decode(line, &got)
-	if (wantErr == nil) != (gotErr == nil) || wantErr != nil && wantErr.Error() != gotErr.Error() {
-		t.Fatalf("%q: encoding/json err %v, decoder err %v", line, wantErr, gotErr)
-	}
-	if !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q:\nencoding/json %+v\ndecoder       %+v", line, want, got)
-	}
+	jsonscantest.Same(t, line, d.decode, nil)
 }
 
 // decoderCases are lines the fast path must decode as encoding/json does or
 // hand over to it: keys it would fold or unescape, types that do not fit,
-// null, duplicates, invalid JSON.
+// null, duplicates (jsonscantest.SyntaxCases has the invalid JSON).
 var decoderCases = []string{
 	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","contentIndex":0,"delta":"hi \"there\"\n\u00e9\ud83d\ude00 \ud800 x\udc00 \/","partial":{"role":"assistant"}},"message":{"role":"assistant","content":[]}}`,
 	`{"type":"message_update","assistantMessageEvent":{"type":"text_delta","delta":"bad utf8 \xff\xfe ok é"}}`,
@@ -59,13 +52,6 @@ var decoderCases = []string{
 	`{"type":"extension_ui_request","id":"d1","method":"select","title":"Pick","options":["a","b"],"placeholder":"p","prefill":"x"}`,
 	`{"type":"extension_ui_request","id":"d1","method":"confirm","title":"Sure?","message":"really"}`,
 	`{"type":"extension_ui_request","options":"a"}`, `{"type":"compaction_start","reason":"threshold"}`,
-	` 	{"type" : "x" , "unknown" : [ true , false , null , -0.5e+10 , 0 , {} , [] ] } 
-`,
-	`null`, ` null `, `nul`, `[]`, `"x"`, `5`, ``, ` `, `{}`, `{`, `}`, `{"type":"x"}x`, `{"type":"x"}{}`,
-	`{"type":"x",}`, `{,}`, `{"type"}`, `{"type":}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`,
-	`{"a":+1}`, `{"a":tru}`, `{"a":nulls}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":"\x01"}`, `{"a":"\q"}`,
-	`{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"unterminated}`, `{"a":"x\`, `{"a":NaN}`, `{'a':1}`,
-	`{"type":"x"}` + "\x00", "\xef\xbb\xbf{}",
 }
 
 // captureLines are the pi → client lines of the testdata transcripts,
@@ -87,7 +73,7 @@ func captureLines(t testing.TB) [][]byte {
 
 func TestDecoderMatchesEncodingJSON(t *testing.T) {
 	d := &decoder{}
-	for _, c := range decoderCases {
+	for _, c := range slices.Concat(decoderCases, jsonscantest.SyntaxCases) {
 		sameRecord(t, d, []byte(c))
 	}
 	deep := bytes.Repeat([]byte(`{"a":`), jsonscan.MaxDepth)
@@ -130,7 +116,7 @@ func TestParseMatchesEncodingJSON(t *testing.T) {
 	fast.StartTurn("req-2")
 	std.StartTurn("req-2")
 	lines := captureLines(t)
-	for _, c := range decoderCases {
+	for _, c := range slices.Concat(decoderCases, jsonscantest.SyntaxCases) {
 		lines = append(lines, []byte(c))
 	}
 	for _, l := range lines {
@@ -144,7 +130,7 @@ func FuzzDecoder(f *testing.F) {
 	for _, l := range captureLines(f) {
 		f.Add(l)
 	}
-	for _, c := range decoderCases {
+	for _, c := range slices.Concat(decoderCases, jsonscantest.SyntaxCases) {
 		f.Add([]byte(c))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

@@ -290,20 +290,17 @@ func (s *Scanner) strBody() (body []byte, plain bool, err error) {
 
 // Bool decodes true, false or null (which leaves *dst as it is).
 func (s *Scanner) Bool(dst *bool) error {
-	if s.i >= len(s.b) {
+	if s.i >= len(s.b) || s.b[s.i] != 't' && s.b[s.i] != 'f' && s.b[s.i] != 'n' {
 		return ErrSlow
 	}
-	switch s.b[s.i] {
-	case 't':
-		*dst = true
-		return s.literal("true")
-	case 'f':
-		*dst = false
-		return s.literal("false")
-	case 'n':
-		return s.literal("null")
+	c := s.b[s.i]
+	if err := s.Skip(); err != nil {
+		return err
 	}
-	return ErrSlow
+	if c != 'n' {
+		*dst = c == 't'
+	}
+	return nil
 }
 
 // Raw sets *dst to the value's bytes, as json.RawMessage does (null
