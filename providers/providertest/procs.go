@@ -111,12 +111,7 @@ func WaitFile(path string, stop <-chan struct{}) bool {
 // long Run took to return after the cancel (0 when it was not cancelled).
 func RunCancelledOnFile(t testing.TB, p Runner, req agent.RunRequest, path string) (*Result, time.Duration) {
 	t.Helper()
-	if req.ChatID == "" {
-		req.ChatID = "chat-e2e"
-	}
-	if req.RunID == "" {
-		req.RunID = "run-" + t.Name()
-	}
+	req = withIDs(t, req)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	cancelled := make(chan time.Time, 1)

@@ -16,6 +16,14 @@ import (
 // RunRelayIfAsked act as a relay.
 const RelayEnv = "THREADLINE_PROVIDERTEST_RELAY"
 
+// RelayMain is the TestMain of a package whose tests relay runs through the
+// test binary: it runs the relay when asked (RunRelayIfAsked), else the
+// tests.
+func RelayMain(m *testing.M) {
+	RunRelayIfAsked()
+	os.Exit(m.Run())
+}
+
 // RunRelayIfAsked, called first in TestMain, runs the relay and exits when
 // the test binary was started as one (by a Relay's run); otherwise it
 // returns at once.

@@ -98,14 +98,21 @@ func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result 
 	return run(t, p, req, onEvent, Scale(RunIdle), Scale(RunCap))
 }
 
-func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, limit time.Duration) *Result {
-	t.Helper()
+// withIDs returns req with ChatID "chat-e2e" and RunID "run-<test name>"
+// where it sets none.
+func withIDs(t testing.TB, req agent.RunRequest) agent.RunRequest {
 	if req.ChatID == "" {
 		req.ChatID = "chat-e2e"
 	}
 	if req.RunID == "" {
 		req.RunID = "run-" + t.Name()
 	}
+	return req
+}
+
+func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, limit time.Duration) *Result {
+	t.Helper()
+	req = withIDs(t, req)
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	defer cancelCause(nil)
 	cancel := func() { cancelCause(context.Canceled) } // onEvent's cancel
@@ -191,12 +198,16 @@ func (r *Result) Last() agent.Event {
 }
 
 // Text joins the assistant.delta texts.
-func (r *Result) Text() string {
-	var sb strings.Builder
-	for _, ev := range r.Of(agent.EventAssistantDelta) {
-		sb.WriteString(ev.Text)
+func (r *Result) Text() string { return strings.Join(r.Texts(agent.EventAssistantDelta), "") }
+
+// Texts returns the text of each event of type typ, in order (the chunks
+// of tool.output, say).
+func (r *Result) Texts(typ agent.EventType) []string {
+	var out []string
+	for _, ev := range r.Of(typ) {
+		out = append(out, ev.Text)
 	}
-	return sb.String()
+	return out
 }
 
 // SessionID returns the first session id a session.updated reported.
