@@ -138,11 +138,7 @@ func TestRunToolEvents(t *testing.T) {
 	if len(started) != 1 || started[0].Tool.ID != "t1" || started[0].Tool.Name != "bash" || started[0].Tool.Summary != "ls -la" || string(started[0].Tool.Input) != `{"command":"ls -la"}` {
 		t.Fatalf("tool.started %+v", started)
 	}
-	var outs []string
-	for _, ev := range r.Of(agent.EventToolOutput) {
-		outs = append(outs, ev.Text)
-	}
-	if !slices.Equal(outs, []string{"out1", "out2"}) {
+	if outs := r.Texts(agent.EventToolOutput); !slices.Equal(outs, []string{"out1", "out2"}) {
 		t.Errorf("tool.output deltas %q", outs)
 	}
 	done := r.Of(agent.EventToolCompleted)
@@ -154,19 +150,43 @@ func TestRunToolEvents(t *testing.T) {
 	}
 }
 
+// permOutcome is how the fake's permission request ends: the option the
+// client answered and the resolution's status and decision.
+type permOutcome struct {
+	option, status string
+	decision       agent.Decision
+}
+
+// checkResolved fails t unless the run resolved the one request (id "0")
+// as want says, by by, and answered the fake with want.option.
+func (h *harness) checkResolved(t *testing.T, r *providertest.Result, want permOutcome, by string) {
+	t.Helper()
+	res := r.Of(agent.EventInteractionResolved)
+	if len(r.Of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.Status != want.status || res[0].Resolution.Decision != want.decision || res[0].Resolution.By != by || string(res[0].Native.ID) != "0" {
+		t.Fatalf("events %s; resolution %+v", r.TypesText(), res)
+	}
+	if ans := h.answers()["0"]; string(ans.Result) != `{"outcome":{"outcome":"selected","optionId":"`+want.option+`"}}` {
+		t.Errorf("answer sent %s", ans.Result)
+	}
+}
+
+var (
+	allowOnce   = permOutcome{"once", agent.StatusApproved, agent.DecisionApprove}
+	allowAlways = permOutcome{"always", agent.StatusApproved, agent.DecisionApproveSession}
+	rejected    = permOutcome{"reject", agent.StatusDeclined, agent.DecisionDecline}
+)
+
 func TestRunPermissionAnswers(t *testing.T) {
 	tests := []struct {
-		name     string
-		resp     agent.InteractionResponse
-		option   string
-		status   string
-		decision agent.Decision
+		name string
+		resp agent.InteractionResponse
+		want permOutcome
 	}{
-		{"approve", agent.InteractionResponse{Decision: agent.DecisionApprove}, "once", agent.StatusApproved, agent.DecisionApprove},
-		{"approve session", agent.InteractionResponse{Decision: agent.DecisionApproveSession}, "always", agent.StatusApproved, agent.DecisionApproveSession},
-		{"decline", agent.InteractionResponse{Decision: agent.DecisionDecline}, "reject", agent.StatusDeclined, agent.DecisionDecline},
-		{"explicit option", agent.InteractionResponse{OptionID: "always", Decision: agent.DecisionDecline}, "always", agent.StatusApproved, agent.DecisionApproveSession},
-		{"unknown decision never allows", agent.InteractionResponse{Decision: "maybe"}, "reject", agent.StatusDeclined, agent.DecisionDecline},
+		{"approve", agent.InteractionResponse{Decision: agent.DecisionApprove}, allowOnce},
+		{"approve session", agent.InteractionResponse{Decision: agent.DecisionApproveSession}, allowAlways},
+		{"decline", agent.InteractionResponse{Decision: agent.DecisionDecline}, rejected},
+		{"explicit option", agent.InteractionResponse{OptionID: "always", Decision: agent.DecisionDecline}, allowAlways},
+		{"unknown decision never allows", agent.InteractionResponse{Decision: "maybe"}, rejected},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,14 +218,7 @@ func TestRunPermissionAnswers(t *testing.T) {
 			if !slices.Equal(in.Options, wantOpts) {
 				t.Errorf("options %+v", in.Options)
 			}
-			res := r.Of(agent.EventInteractionResolved)
-			if len(res) != 1 || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision || res[0].Resolution.By != "alice" || string(res[0].Native.ID) != "0" {
-				t.Fatalf("resolution %+v", res)
-			}
-			ans := h.answers()["0"]
-			if string(ans.Result) != `{"outcome":{"outcome":"selected","optionId":"`+tt.option+`"}}` {
-				t.Errorf("answer sent %s", ans.Result)
-			}
+			h.checkResolved(t, r, tt.want, "alice")
 			started := r.Of(agent.EventToolStarted)
 			if len(started) != 1 || r.Events[slices.IndexFunc(r.Events, func(e agent.Event) bool { return e.Type == agent.EventToolStarted })+1].Type != agent.EventInteractionRequested {
 				t.Errorf("tool.started must precede the request: %s", r.TypesText())
@@ -216,15 +229,13 @@ func TestRunPermissionAnswers(t *testing.T) {
 
 func TestRunPermissionByPolicy(t *testing.T) {
 	for _, tt := range []struct {
-		name     string
-		req      agent.RunRequest
-		option   string
-		status   string
-		decision agent.Decision
+		name string
+		req  agent.RunRequest
+		want permOutcome
 	}{
-		{"deny", agent.RunRequest{Approval: agent.ApprovalDeny}, "reject", agent.StatusDeclined, agent.DecisionDecline},
-		{"ask without responses", agent.RunRequest{Approval: agent.ApprovalAsk}, "reject", agent.StatusDeclined, agent.DecisionDecline},
-		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: make(chan agent.InteractionResponse)}, "once", agent.StatusApproved, agent.DecisionApprove},
+		{"deny", agent.RunRequest{Approval: agent.ApprovalDeny}, rejected},
+		{"ask without responses", agent.RunRequest{Approval: agent.ApprovalAsk}, rejected},
+		{"accept", agent.RunRequest{Approval: agent.ApprovalAccept, Responses: make(chan agent.InteractionResponse)}, allowOnce},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, nil)
@@ -234,14 +245,8 @@ func TestRunPermissionByPolicy(t *testing.T) {
 			if r.Err != nil {
 				t.Fatalf("Run: %v", r.Err)
 			}
-			res := r.Of(agent.EventInteractionResolved)
-			if len(r.Of(agent.EventInteractionRequested)) != 1 || len(res) != 1 || res[0].Resolution.By != "policy" || res[0].Resolution.Status != tt.status || res[0].Resolution.Decision != tt.decision {
-				t.Fatalf("events %s; resolution %+v", r.TypesText(), res)
-			}
-			if ans := h.answers()["0"]; !strings.Contains(string(ans.Result), `"optionId":"`+tt.option+`"`) {
-				t.Errorf("answer %s", ans.Result)
-			}
-			if want := "after: "; tt.status == agent.StatusApproved && !strings.HasPrefix(r.Last().Text, want+"ran with once") {
+			h.checkResolved(t, r, tt.want, "policy")
+			if want := "after: "; tt.want.status == agent.StatusApproved && !strings.HasPrefix(r.Last().Text, want+"ran with once") {
 				t.Errorf("final %q", r.Last().Text)
 			}
 		})
