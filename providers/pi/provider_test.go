@@ -283,11 +283,7 @@ func TestRunTool(t *testing.T) {
 	if len(st) != 1 || st[0].Tool.Summary != "bash: ls -la" || string(st[0].Tool.Input) != `{"command":"ls -la"}` {
 		t.Fatalf("tool.started %+v", st)
 	}
-	var outs []string
-	for _, ev := range r.Of(agent.EventToolOutput) {
-		outs = append(outs, ev.Text)
-	}
-	if !slices.Equal(outs, []string{"a", "b"}) {
+	if outs := r.Texts(agent.EventToolOutput); !slices.Equal(outs, []string{"a", "b"}) {
 		t.Errorf("tool.output %q", outs)
 	}
 	if c := r.Of(agent.EventToolCompleted); len(c) != 1 || c[0].Tool.Output != "ab" || !c[0].Tool.IsError {
