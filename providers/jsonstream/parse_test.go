@@ -79,6 +79,19 @@ func parseAll(t *testing.T, d Dialect, path string) []agent.Event {
 // types is providertest.Types (e2e_test.go's messages use it).
 func types(evs []agent.Event) []agent.EventType { return providertest.Types(evs) }
 
+// checkTexts fails t unless the joined assistant and reasoning deltas of
+// evs are answer and reasoning (an echo of the full text repeating the
+// deltas shows here).
+func checkTexts(t *testing.T, evs []agent.Event, answer, reasoning string) {
+	t.Helper()
+	if got := text(evs, agent.EventAssistantDelta); got != answer {
+		t.Errorf("text = %q, want %q", got, answer)
+	}
+	if got := text(evs, agent.EventReasoningDelta); got != reasoning {
+		t.Errorf("reasoning = %q, want %q", got, reasoning)
+	}
+}
+
 func text(evs []agent.Event, typ agent.EventType) string {
 	var b strings.Builder
 	for _, e := range evs {
@@ -195,12 +208,7 @@ func TestOpenCodeEdges(t *testing.T) {
 
 func TestCursorFixtures(t *testing.T) {
 	evs := parseAll(t, CursorAgent, "testdata/cursor-agent-tool.jsonl")
-	if got := text(evs, agent.EventAssistantDelta); got != "I'll read the file.The file says: hello from alpha" {
-		t.Errorf("text = %q (echoes must not repeat deltas)", got)
-	}
-	if got := text(evs, agent.EventReasoningDelta); got != "Reading alpha.txt to report its exact contents." {
-		t.Errorf("reasoning = %q", got)
-	}
+	checkTexts(t, evs, "I'll read the file.The file says: hello from alpha", "Reading alpha.txt to report its exact contents.")
 	var tools []agent.Tool
 	for _, e := range evs {
 		if e.Type == agent.EventToolCompleted {
@@ -247,12 +255,7 @@ func TestCursorFixtures(t *testing.T) {
 
 func TestCopilotFixtures(t *testing.T) {
 	evs := parseAll(t, Copilot, "testdata/copilot-tool.jsonl")
-	if got := text(evs, agent.EventAssistantDelta); got != "Let me list the files.\n\nThere are two files: a.txt and b.txt." {
-		t.Errorf("text = %q", got)
-	}
-	if got := text(evs, agent.EventReasoningDelta); got != "I should run ls." {
-		t.Errorf("reasoning = %q (the full reasoning repeated its deltas?)", got)
-	}
+	checkTexts(t, evs, "Let me list the files.\n\nThere are two files: a.txt and b.txt.", "I should run ls.")
 	var last agent.Usage
 	var outs []agent.Tool
 	for _, e := range evs {
