@@ -20,10 +20,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-func TestMain(m *testing.M) {
-	providertest.RunRelayIfAsked()
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { providertest.RelayMain(m) }
 
 // testRelay is a relay run by this test binary.
 func testRelay(t *testing.T) procrun.Relay { return providertest.Relay(t) }
