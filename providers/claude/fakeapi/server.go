@@ -41,13 +41,7 @@ func New(log Logger, scripts ...Script) *Server {
 
 // MessageRequests returns the recorded POST /v1/messages requests.
 func (s *Server) MessageRequests() []Request {
-	var out []Request
-	for _, r := range s.Requests() {
-		if r.IsMessages() {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.RequestsWhere(func(r Request) bool { return r.IsMessages() })
 }
 
 // ServeHTTP implements http.Handler.

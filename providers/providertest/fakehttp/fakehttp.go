@@ -86,6 +86,18 @@ func (s *Server[R]) Requests() []R {
 	return append([]R(nil), s.reqs...)
 }
 
+// RequestsWhere returns the recorded requests for which keep holds, in
+// arrival order.
+func (s *Server[R]) RequestsWhere(keep func(R) bool) []R {
+	var out []R
+	for _, r := range s.Requests() {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Logf logs "<name>: <message>" until the server is closed (a test's log is
 // gone after it ends).
 func (s *Server[R]) Logf(format string, args ...any) {

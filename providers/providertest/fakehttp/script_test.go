@@ -26,3 +26,18 @@ func TestScripts(t *testing.T) {
 		t.Errorf("no script answers, got %+v", r)
 	}
 }
+
+func TestRequestsWhere(t *testing.T) {
+	s := Listen[string]("t", nil)
+	defer s.Close()
+	for _, r := range []string{"a1", "b", "a2"} {
+		s.Record(r)
+	}
+	got := s.RequestsWhere(func(r string) bool { return strings.HasPrefix(r, "a") })
+	if strings.Join(got, ",") != "a1,a2" {
+		t.Errorf("RequestsWhere = %q, want [a1 a2]", got)
+	}
+	if got := s.RequestsWhere(func(string) bool { return false }); got != nil {
+		t.Errorf("none kept = %q", got)
+	}
+}

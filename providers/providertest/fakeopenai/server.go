@@ -63,13 +63,7 @@ func New(log Logger, scripts ...Script) *Server {
 // ChatRequests returns the recorded chat requests that offered tools: the
 // agent's own turns, without side calls such as title generation.
 func (s *Server) ChatRequests() []Request {
-	var out []Request
-	for _, r := range s.Requests() {
-		if r.IsChat() && r.HasTools() {
-			out = append(out, r)
-		}
-	}
-	return out
+	return s.RequestsWhere(func(r Request) bool { return r.IsChat() && r.HasTools() })
 }
 
 // ServeHTTP implements http.Handler.
