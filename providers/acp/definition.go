@@ -6,6 +6,7 @@ package acp
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,7 +139,7 @@ func Opencode() Definition {
 			_ = json.Unmarshal(e.Data, &d)
 			return e.Code == CodeInternalError && d.Service == "session" && strings.Contains(e.Message, "OpenCode service failure")
 		},
-		Configure: configureOpencode,
+		Configure: opencodeSetup.configure,
 	})
 }
 
@@ -161,7 +162,7 @@ func Qwen() Definition {
 		},
 		// qwen: {"code":-32002,"message":"Resource not found: session:<id>"}, also
 		// for a real id from another cwd.
-		Configure: configureQwen,
+		Configure: qwenSetup.configure,
 	})
 }
 
@@ -194,7 +195,7 @@ func Gemini() Definition {
 			d := e.Details()
 			return e.Code == CodeResourceNotFound || strings.HasPrefix(d, "No previous sessions found") || strings.HasPrefix(d, "Invalid session identifier")
 		},
-		Configure: configureGemini,
+		Configure: geminiSetup.configure,
 	})
 }
 
@@ -225,7 +226,7 @@ func Kilo() Definition {
 			}
 			return map[string]string{"KILO_CONFIG_CONTENT": KiloPermissionEnv}
 		},
-		Configure: configureKilo,
+		Configure: kiloSetup.configure,
 	})
 }
 
@@ -244,7 +245,7 @@ func CopilotACP() Definition {
 			}
 			return nil
 		},
-		Configure: configureCopilot,
+		Configure: copilotSetup.configure,
 	})
 }
 
@@ -257,7 +258,7 @@ func Droid() Definition {
 		Wiring: "custom_models in ~/.factory/config.json (provider generic-chat-completion-api, base_url, api_key, model), " +
 			"offered over ACP as custom:<model>-<index> (the first is the default), and FACTORY_AIRGAP_ENABLED=1 " +
 			"(else session/new asks for FACTORY_API_KEY); FACTORY_DISABLE_KEYRING=1",
-		Configure: configureDroid,
+		Configure: droidSetup.configure,
 	})
 }
 
@@ -282,7 +283,7 @@ func CodexACP() Definition {
 			}
 			return []string{"-c", `approval_policy="untrusted"`}
 		},
-		Configure: configureCodexACP,
+		Configure: codexACPSetup.configure,
 	})
 }
 
@@ -303,7 +304,7 @@ func ClaudeAgentACP() Definition {
 		ExitTimeout: time.Second,
 		Wiring: "ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (Anthropic Messages API), CLAUDE_CONFIG_DIR; " +
 			"CLAUDE_CODE_EXECUTABLE may point at an installed claude instead of the bundled one",
-		Configure: configureClaudeAgentACP,
+		Configure: claudeAgentACPSetup.configure,
 	})
 }
 
@@ -350,152 +351,178 @@ func homeEnv(home string) map[string]string {
 	}
 }
 
-func writeJSONFile(path string, v any) error {
+// setup is how a CLI is pointed at an Endpoint (Definition.Configure): the
+// base URL it needs, the configuration file it reads under home, if any, and
+// the environment it runs with beyond homeEnv.
+type setup struct {
+	cli string
+	// url is the endpoint's base URL the CLI talks to; needs says which it
+	// is when missing.
+	url   func(Endpoint) string
+	needs string
+	// file is the configuration's path under home; config writes it (JSON
+	// unless toml).
+	file   string
+	config func(Endpoint) any
+	toml   bool
+	// env is the environment beyond homeEnv.
+	env func(home string, ep Endpoint) map[string]string
+}
+
+// The base URLs a setup may need.
+var (
+	openAIURL    = func(ep Endpoint) string { return ep.OpenAIBaseURL }
+	needsOpenAI  = "OpenAI-compatible base URL"
+	responsesURL = func(ep Endpoint) string { return ep.ResponsesBaseURL }
+)
+
+// configure is a Definition.Configure.
+func (s setup) configure(home string, ep Endpoint) (map[string]string, error) {
+	if s.url(ep) == "" {
+		return nil, fmt.Errorf("%s: no %s", s.cli, s.needs)
+	}
+	env := homeEnv(home)
+	if s.file != "" {
+		if err := writeConfig(filepath.Join(home, s.file), s.config(ep), s.toml); err != nil {
+			return nil, fmt.Errorf("%s config: %w", s.cli, err)
+		}
+	}
+	maps.Copy(env, s.env(home, ep))
+	return env, nil
+}
+
+// writeConfig writes v (a string as it is when toml, else indented JSON) to
+// path, creating its directory.
+func writeConfig(path string, v any, toml bool) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
+	var b []byte
+	if toml {
+		b = []byte(v.(string))
+	} else {
+		var err error
+		if b, err = json.MarshalIndent(v, "", "  "); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(path, b, 0o600)
 }
 
-func configureOpencode(home string, ep Endpoint) (map[string]string, error) {
-	if ep.OpenAIBaseURL == "" {
-		return nil, fmt.Errorf("opencode: no OpenAI-compatible base URL")
+// offlineOpencode are the switches opencode and its fork kilo (with their
+// own prefix) take to fetch, download and load nothing beyond the endpoint.
+func offlineOpencode(prefix string) map[string]string {
+	env := map[string]string{}
+	for _, k := range []string{"MODELS_FETCH", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "CLAUDE_CODE", "EXTERNAL_SKILLS"} {
+		env[prefix+"_DISABLE_"+k] = "1"
 	}
-	env := homeEnv(home)
-	cfg := map[string]any{
-		"$schema": "https://opencode.ai/config.json",
-		"provider": map[string]any{"threadline": map[string]any{
-			"npm":     "@ai-sdk/openai-compatible",
-			"name":    "Threadline endpoint",
-			"options": map[string]any{"baseURL": ep.OpenAIBaseURL, "apiKey": ep.APIKey},
-			"models":  map[string]any{ep.Model: map[string]any{"name": ep.Model}},
-		}},
-		"model":       "threadline/" + ep.Model,
-		"small_model": "threadline/" + ep.Model,
-		"autoupdate":  false,
-		"share":       "disabled",
-	}
-	if err := writeJSONFile(filepath.Join(env["XDG_CONFIG_HOME"], "opencode", "opencode.json"), cfg); err != nil {
-		return nil, fmt.Errorf("opencode config: %w", err)
-	}
-	env["OPENCODE_DISABLE_MODELS_FETCH"] = "1"
-	env["OPENCODE_DISABLE_LSP_DOWNLOAD"] = "1"
-	env["OPENCODE_DISABLE_DEFAULT_PLUGINS"] = "1"
-	env["OPENCODE_DISABLE_CLAUDE_CODE"] = "1"
-	env["OPENCODE_DISABLE_EXTERNAL_SKILLS"] = "1"
-	return env, nil
+	return env
 }
 
-func configureQwen(home string, ep Endpoint) (map[string]string, error) {
-	if ep.OpenAIBaseURL == "" {
-		return nil, fmt.Errorf("qwen: no OpenAI-compatible base URL")
-	}
-	env := homeEnv(home)
-	cfg := map[string]any{
-		"security":  map[string]any{"auth": map[string]any{"selectedType": "openai"}},
-		"model":     map[string]any{"name": ep.Model},
-		"general":   map[string]any{"enableAutoUpdate": false},
-		"privacy":   map[string]any{"usageStatisticsEnabled": false},
-		"telemetry": map[string]any{"enabled": false},
-	}
-	if err := writeJSONFile(filepath.Join(home, ".qwen", "settings.json"), cfg); err != nil {
-		return nil, fmt.Errorf("qwen settings: %w", err)
-	}
-	env["OPENAI_BASE_URL"] = ep.OpenAIBaseURL
-	env["OPENAI_API_KEY"] = ep.APIKey
-	env["OPENAI_MODEL"] = ep.Model
-	return env, nil
+var opencodeSetup = setup{
+	cli: "opencode", url: openAIURL, needs: needsOpenAI,
+	file: ".config/opencode/opencode.json",
+	config: func(ep Endpoint) any {
+		return map[string]any{
+			"$schema": "https://opencode.ai/config.json",
+			"provider": map[string]any{"threadline": map[string]any{
+				"npm":     "@ai-sdk/openai-compatible",
+				"name":    "Threadline endpoint",
+				"options": map[string]any{"baseURL": ep.OpenAIBaseURL, "apiKey": ep.APIKey},
+				"models":  map[string]any{ep.Model: map[string]any{"name": ep.Model}},
+			}},
+			"model":       "threadline/" + ep.Model,
+			"small_model": "threadline/" + ep.Model,
+			"autoupdate":  false,
+			"share":       "disabled",
+		}
+	},
+	env: func(string, Endpoint) map[string]string { return offlineOpencode("OPENCODE") },
 }
 
-func configureGemini(home string, ep Endpoint) (map[string]string, error) {
-	if ep.GeminiBaseURL == "" {
-		return nil, fmt.Errorf("gemini: no Gemini-API base URL (gemini has no OpenAI-compatible mode)")
-	}
-	env := homeEnv(home)
-	cfg := map[string]any{
-		"security":  map[string]any{"auth": map[string]any{"selectedType": "gemini-api-key"}},
-		"model":     map[string]any{"name": ep.Model},
-		"general":   map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-		"privacy":   map[string]any{"usageStatisticsEnabled": false},
-		"telemetry": map[string]any{"enabled": false},
-	}
-	if err := writeJSONFile(filepath.Join(home, ".gemini", "settings.json"), cfg); err != nil {
-		return nil, fmt.Errorf("gemini settings: %w", err)
-	}
-	env["GOOGLE_GEMINI_BASE_URL"] = ep.GeminiBaseURL
-	env["GEMINI_API_KEY"] = ep.APIKey
-	return env, nil
-}
-
-// openAICompatibleProvider is an opencode-style provider entry for ep.
-func openAICompatibleProvider(ep Endpoint) map[string]any {
-	return map[string]any{
-		"npm":     "@ai-sdk/openai-compatible",
-		"name":    "Threadline endpoint",
-		"options": map[string]any{"baseURL": ep.OpenAIBaseURL, "apiKey": ep.APIKey},
-		"models": map[string]any{ep.Model: map[string]any{
-			"name": ep.Model, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
-		}},
+// geminiSettings are the settings.json of qwen and gemini (a fork of it)
+// for auth type auth: the model, and updates, usage statistics and
+// telemetry off.
+func geminiSettings(auth string, general map[string]any) func(Endpoint) any {
+	return func(ep Endpoint) any {
+		return map[string]any{
+			"security":  map[string]any{"auth": map[string]any{"selectedType": auth}},
+			"model":     map[string]any{"name": ep.Model},
+			"general":   general,
+			"privacy":   map[string]any{"usageStatisticsEnabled": false},
+			"telemetry": map[string]any{"enabled": false},
+		}
 	}
 }
 
-func configureKilo(home string, ep Endpoint) (map[string]string, error) {
-	if ep.OpenAIBaseURL == "" {
-		return nil, fmt.Errorf("kilo: no OpenAI-compatible base URL")
-	}
-	env := homeEnv(home)
-	cfg := map[string]any{
-		"provider":          map[string]any{"threadline": openAICompatibleProvider(ep)},
-		"enabled_providers": []string{"threadline"},
-		"model":             "threadline/" + ep.Model,
-		"small_model":       "threadline/" + ep.Model,
-		"autoupdate":        false,
-		"share":             "disabled",
-	}
-	if err := writeJSONFile(filepath.Join(env["XDG_CONFIG_HOME"], "kilo", "kilo.json"), cfg); err != nil {
-		return nil, fmt.Errorf("kilo config: %w", err)
-	}
-	env["KILO_DISABLE_MODELS_FETCH"] = "1"
-	env["KILO_DISABLE_LSP_DOWNLOAD"] = "1"
-	env["KILO_DISABLE_DEFAULT_PLUGINS"] = "1"
-	env["KILO_DISABLE_CLAUDE_CODE"] = "1"
-	env["KILO_DISABLE_EXTERNAL_SKILLS"] = "1"
-	return env, nil
+var qwenSetup = setup{
+	cli: "qwen", url: openAIURL, needs: needsOpenAI,
+	file:   ".qwen/settings.json",
+	config: geminiSettings("openai", map[string]any{"enableAutoUpdate": false}),
+	env: func(_ string, ep Endpoint) map[string]string {
+		return map[string]string{"OPENAI_BASE_URL": ep.OpenAIBaseURL, "OPENAI_API_KEY": ep.APIKey, "OPENAI_MODEL": ep.Model}
+	},
 }
 
-func configureCopilot(home string, ep Endpoint) (map[string]string, error) {
-	if ep.OpenAIBaseURL == "" {
-		return nil, fmt.Errorf("copilot: no OpenAI-compatible base URL")
-	}
-	env := homeEnv(home)
-	env["COPILOT_HOME"] = filepath.Join(home, ".copilot")
-	env["COPILOT_OFFLINE"] = "true"
-	env["COPILOT_PROVIDER_BASE_URL"] = ep.OpenAIBaseURL
-	env["COPILOT_PROVIDER_TYPE"] = "openai"
-	env["COPILOT_PROVIDER_API_KEY"] = ep.APIKey
-	env["COPILOT_MODEL"] = ep.Model
-	return env, nil
+var geminiSetup = setup{
+	cli: "gemini", url: func(ep Endpoint) string { return ep.GeminiBaseURL },
+	needs:  "Gemini-API base URL (gemini has no OpenAI-compatible mode)",
+	file:   ".gemini/settings.json",
+	config: geminiSettings("gemini-api-key", map[string]any{"enableAutoUpdate": false, "enableAutoUpdateNotification": false}),
+	env: func(_ string, ep Endpoint) map[string]string {
+		return map[string]string{"GOOGLE_GEMINI_BASE_URL": ep.GeminiBaseURL, "GEMINI_API_KEY": ep.APIKey}
+	},
 }
 
-func configureDroid(home string, ep Endpoint) (map[string]string, error) {
-	if ep.OpenAIBaseURL == "" {
-		return nil, fmt.Errorf("droid: no OpenAI-compatible base URL")
-	}
-	env := homeEnv(home)
-	cfg := map[string]any{"custom_models": []map[string]any{{
-		"model_display_name": ep.Model, "model": ep.Model, "base_url": ep.OpenAIBaseURL,
-		"api_key": ep.APIKey, "provider": "generic-chat-completion-api", "max_tokens": 4096,
-	}}}
-	if err := writeJSONFile(filepath.Join(home, ".factory", "config.json"), cfg); err != nil {
-		return nil, fmt.Errorf("droid config: %w", err)
-	}
-	env["FACTORY_AIRGAP_ENABLED"] = "1"
-	env["FACTORY_DISABLE_KEYRING"] = "1"
-	return env, nil
+var kiloSetup = setup{
+	cli: "kilo", url: openAIURL, needs: needsOpenAI,
+	file: ".config/kilo/kilo.json",
+	config: func(ep Endpoint) any {
+		return map[string]any{
+			"provider": map[string]any{"threadline": map[string]any{
+				"npm":     "@ai-sdk/openai-compatible",
+				"name":    "Threadline endpoint",
+				"options": map[string]any{"baseURL": ep.OpenAIBaseURL, "apiKey": ep.APIKey},
+				"models": map[string]any{ep.Model: map[string]any{
+					"name": ep.Model, "tool_call": true, "limit": map[string]any{"context": 128000, "output": 4096},
+				}},
+			}},
+			"enabled_providers": []string{"threadline"},
+			"model":             "threadline/" + ep.Model,
+			"small_model":       "threadline/" + ep.Model,
+			"autoupdate":        false,
+			"share":             "disabled",
+		}
+	},
+	env: func(string, Endpoint) map[string]string { return offlineOpencode("KILO") },
+}
+
+var copilotSetup = setup{
+	cli: "copilot", url: openAIURL, needs: needsOpenAI,
+	env: func(home string, ep Endpoint) map[string]string {
+		return map[string]string{
+			"COPILOT_HOME":              filepath.Join(home, ".copilot"),
+			"COPILOT_OFFLINE":           "true",
+			"COPILOT_PROVIDER_BASE_URL": ep.OpenAIBaseURL,
+			"COPILOT_PROVIDER_TYPE":     "openai",
+			"COPILOT_PROVIDER_API_KEY":  ep.APIKey,
+			"COPILOT_MODEL":             ep.Model,
+		}
+	},
+}
+
+var droidSetup = setup{
+	cli: "droid", url: openAIURL, needs: needsOpenAI,
+	file: ".factory/config.json",
+	config: func(ep Endpoint) any {
+		return map[string]any{"custom_models": []map[string]any{{
+			"model_display_name": ep.Model, "model": ep.Model, "base_url": ep.OpenAIBaseURL,
+			"api_key": ep.APIKey, "provider": "generic-chat-completion-api", "max_tokens": 4096,
+		}}}
+	},
+	env: func(string, Endpoint) map[string]string {
+		return map[string]string{"FACTORY_AIRGAP_ENABLED": "1", "FACTORY_DISABLE_KEYRING": "1"}
+	},
 }
 
 // codexACPConfig is the config.toml of a custom Responses provider for ep.
@@ -516,31 +543,23 @@ stream_max_retries = 0
 enabled = false
 `
 
-func configureCodexACP(home string, ep Endpoint) (map[string]string, error) {
-	if ep.ResponsesBaseURL == "" {
-		return nil, fmt.Errorf("codex-acp: no Responses API base URL")
-	}
-	env := homeEnv(home)
-	codexHome := filepath.Join(home, ".codex")
-	if err := os.MkdirAll(codexHome, 0o700); err != nil {
-		return nil, err
-	}
-	cfg := fmt.Sprintf(codexACPConfig, ep.Model, ep.ResponsesBaseURL)
-	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(cfg), 0o600); err != nil {
-		return nil, fmt.Errorf("codex-acp config: %w", err)
-	}
-	env["CODEX_HOME"] = codexHome
-	env["CODEX_ACP_API_KEY"] = ep.APIKey
-	return env, nil
+var codexACPSetup = setup{
+	cli: "codex-acp", url: responsesURL, needs: "Responses API base URL",
+	file: ".codex/config.toml", toml: true,
+	config: func(ep Endpoint) any { return fmt.Sprintf(codexACPConfig, ep.Model, ep.ResponsesBaseURL) },
+	env: func(home string, ep Endpoint) map[string]string {
+		return map[string]string{"CODEX_HOME": filepath.Join(home, ".codex"), "CODEX_ACP_API_KEY": ep.APIKey}
+	},
 }
 
-func configureClaudeAgentACP(home string, ep Endpoint) (map[string]string, error) {
-	if ep.AnthropicBaseURL == "" {
-		return nil, fmt.Errorf("claude-agent-acp: no Anthropic Messages API base URL")
-	}
-	env := homeEnv(home)
-	env["CLAUDE_CONFIG_DIR"] = filepath.Join(home, ".claude")
-	env["ANTHROPIC_BASE_URL"] = ep.AnthropicBaseURL
-	env["ANTHROPIC_API_KEY"] = ep.APIKey
-	return env, nil
+var claudeAgentACPSetup = setup{
+	cli: "claude-agent-acp", url: func(ep Endpoint) string { return ep.AnthropicBaseURL },
+	needs: "Anthropic Messages API base URL",
+	env: func(home string, ep Endpoint) map[string]string {
+		return map[string]string{
+			"CLAUDE_CONFIG_DIR":  filepath.Join(home, ".claude"),
+			"ANTHROPIC_BASE_URL": ep.AnthropicBaseURL,
+			"ANTHROPIC_API_KEY":  ep.APIKey,
+		}
+	},
 }
