@@ -6,10 +6,14 @@ package providertest
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // ServeFake is the body of a fake CLI: started with --version it prints
@@ -62,4 +66,17 @@ func SelfFake(t testing.TB, recordEnv string, env map[string]string, more ...map
 	}
 	s.Env[recordEnv] = s.Record
 	return s
+}
+
+// IgnoreStop makes a fake CLI ignore SIGINT and SIGTERM, as a CLI stuck in
+// its turn does: only the kill ends it.
+func IgnoreStop() { signal.Ignore(syscall.SIGINT, syscall.SIGTERM) }
+
+// Hang is a stuck fake CLI: it ignores SIGINT and SIGTERM (IgnoreStop),
+// answers nothing and keeps copying what it reads from in to rec, until it
+// is killed (or a minute has passed).
+func Hang(rec io.Writer, in io.Reader) {
+	IgnoreStop()
+	go io.Copy(rec, in)
+	time.Sleep(time.Minute)
 }
