@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -256,7 +254,7 @@ func fakePrompt(c *fakeConn, id json.RawMessage, p promptParams) {
 		time.Sleep(time.Minute)
 	case text == "slow" || text == "hang":
 		if text == "hang" {
-			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+			providertest.IgnoreStop()
 		}
 		for i := range 500 {
 			c.update(chunk("agent_message_chunk", fmt.Sprintf("w%03d ", i)))

@@ -12,12 +12,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -116,9 +114,7 @@ func fakeClaude(rec *os.File) int {
 			written++
 			if stopAfter > 0 && written == stopAfter {
 				if os.Getenv(envHang) != "" {
-					signal.Ignore(syscall.SIGINT)
-					go io.Copy(rec, in) // record, never answer
-					time.Sleep(time.Minute)
+					providertest.Hang(rec, in)
 				}
 				fmt.Fprintln(os.Stderr, "fatal: something broke")
 				return 2

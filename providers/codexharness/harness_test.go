@@ -11,13 +11,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,9 +120,7 @@ func fakeAppServer(rec *os.File) int {
 				return 0 // stdin closed: exit like the real server
 			}
 			if os.Getenv(envHang) != "" && bytes.Contains(line, []byte(`"turn/interrupt"`)) {
-				signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
-				go io.Copy(rec, in)
-				time.Sleep(time.Minute)
+				providertest.Hang(rec, in)
 				return 0
 			}
 		}

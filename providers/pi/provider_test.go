@@ -10,12 +10,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -163,7 +161,7 @@ func fakeRun(out *providertest.LineWriter, prompt string, abort chan struct{}, d
 		end(assistant("cut", "length", ""))
 	case "slow", "hang":
 		if prompt == "hang" {
-			signal.Ignore(syscall.SIGINT, syscall.SIGTERM)
+			providertest.IgnoreStop()
 		}
 		for i := range 500 {
 			delta("text_delta", fmt.Sprintf("w%03d ", i))
