@@ -254,8 +254,14 @@ func Answer(ch chan<- agent.InteractionResponse, decide func(in *agent.Interacti
 
 // Always decides every interaction with d (and answers, for questions), by "e2e".
 func Always(d agent.Decision, answers map[string]string) func(*agent.Interaction) agent.InteractionResponse {
+	return Decide(d, answers, "e2e")
+}
+
+// Decide decides every interaction with d (and answers, for questions), by
+// the user by.
+func Decide(d agent.Decision, answers map[string]string, by string) func(*agent.Interaction) agent.InteractionResponse {
 	return func(*agent.Interaction) agent.InteractionResponse {
-		return agent.InteractionResponse{Decision: d, Answers: answers, By: "e2e"}
+		return agent.InteractionResponse{Decision: d, Answers: answers, By: by}
 	}
 }
 
