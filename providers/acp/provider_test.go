@@ -256,11 +256,7 @@ func TestRunPermissionByPolicy(t *testing.T) {
 func TestRunPermissionCancelDecision(t *testing.T) {
 	h := newHarness(t, nil)
 	responses := make(chan agent.InteractionResponse, 1)
-	r := h.run(agent.RunRequest{Prompt: "perm", Responses: responses}, func(ev agent.Event, _ context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested {
-			responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionCancel, By: "bob"}
-		}
-	})
+	r := h.run(agent.RunRequest{Prompt: "perm", Responses: responses}, providertest.Answer(responses, providertest.Decide(agent.DecisionCancel, nil, "bob")))
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}

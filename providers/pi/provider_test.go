@@ -378,11 +378,7 @@ func TestRunDialogs(t *testing.T) {
 	t.Run("asked", func(t *testing.T) {
 		h := newHarness(t)
 		responses := make(chan agent.InteractionResponse, 1)
-		r := h.run(agent.RunRequest{Prompt: "confirm", Responses: responses}, func(ev agent.Event, _ context.CancelFunc) {
-			if ev.Type == agent.EventInteractionRequested {
-				responses <- agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: agent.DecisionApprove, By: "alice"}
-			}
-		})
+		r := h.run(agent.RunRequest{Prompt: "confirm", Responses: responses}, providertest.Answer(responses, providertest.Decide(agent.DecisionApprove, nil, "alice")))
 		if r.Err != nil {
 			t.Fatalf("Run: %v", r.Err)
 		}
