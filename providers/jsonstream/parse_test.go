@@ -363,16 +363,21 @@ func FuzzCursor(f *testing.F)   { fuzzDialect(f, CursorAgent) }
 func FuzzCopilot(f *testing.F)  { fuzzDialect(f, Copilot) }
 func FuzzQoder(f *testing.F)    { fuzzDialect(f, Qoder) }
 
+// turnFixtures are a captured turn (testdata/<file>) of each dialect.
+var turnFixtures = []struct {
+	d    Dialect
+	file string
+}{
+	{OpenCode, "opencode-tool.jsonl"},
+	{Mimo, "mimo-text.jsonl"},
+	{CursorAgent, "cursor-agent-tool.jsonl"},
+	{Copilot, "copilot-tool.jsonl"},
+	{Qoder, "qoder-tool.jsonl"},
+	{GrokCLI, "grok-cli-tool.jsonl"},
+}
+
 func BenchmarkParse(b *testing.B) {
-	for _, tc := range []struct {
-		d    Dialect
-		file string
-	}{
-		{OpenCode, "opencode-tool.jsonl"},
-		{CursorAgent, "cursor-agent-tool.jsonl"},
-		{Copilot, "copilot-tool.jsonl"},
-		{Qoder, "qoder-tool.jsonl"},
-	} {
+	for _, tc := range turnFixtures {
 		b.Run(string(tc.d), func(b *testing.B) {
 			ls := providertest.Lines(b, filepath.Join("testdata", tc.file))
 			providertest.BenchLines(b, ls, func() {

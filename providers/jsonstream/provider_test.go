@@ -37,19 +37,9 @@ func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 }
 
 func TestRunEachDialectCompletes(t *testing.T) {
-	for _, tc := range []struct {
-		d       Dialect
-		fixture string
-	}{
-		{OpenCode, "opencode-tool.jsonl"},
-		{Mimo, "mimo-text.jsonl"},
-		{CursorAgent, "cursor-agent-tool.jsonl"},
-		{Copilot, "copilot-tool.jsonl"},
-		{Qoder, "qoder-tool.jsonl"},
-		{GrokCLI, "grok-cli-tool.jsonl"},
-	} {
+	for _, tc := range turnFixtures {
 		t.Run(string(tc.d), func(t *testing.T) {
-			bin, dir := fakeCLI(t, tc.fixture, "")
+			bin, dir := fakeCLI(t, tc.file, "")
 			var rec recorder
 			err := newTestProvider(t, tc.d, bin).Run(t.Context(), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, rec.Emit)
 			if err != nil {
