@@ -88,11 +88,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return fmt.Errorf("claude prompt: %w", err)
 	}
-	known := req.ResumeID
-	if req.Fork {
-		known = ""
-	}
-	parser := NewParser(known)
+	parser := NewParser(procrun.KnownSession(req))
 	// The rules approved for the session in earlier turns (a fork keeps
 	// its parent's), remembered under the session the run ends on.
 	parser.Grants = p.grants.get(req.ResumeID)

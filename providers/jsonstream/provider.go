@@ -235,11 +235,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return err
 	}
-	known := req.ResumeID
-	if req.Fork {
-		known = "" // a fork (or a fresh start) reports a new session
-	}
-	parser, err := NewParser(p.opts.Dialect, p.opts.ID, known)
+	parser, err := NewParser(p.opts.Dialect, p.opts.ID, procrun.KnownSession(req))
 	if err != nil {
 		return err
 	}

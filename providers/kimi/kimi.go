@@ -87,20 +87,13 @@ func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 	if req.Model != "" {
 		inv.Args = append(inv.Args, "--model="+req.Model)
 	}
-	if id := resumeID(req); id != "" {
+	if id := procrun.KnownSession(req); id != "" {
 		inv.Args = append(inv.Args, "--session", id)
 	}
 	inv.Args = append(inv.Args, req.Args...)
 	return inv, nil
 }
 
-// resumeID is the session to continue: none for a fork (no native fork).
-func resumeID(req agent.RunRequest) string {
-	if req.Fork {
-		return ""
-	}
-	return req.ResumeID
-}
 
 // Run executes one turn. See the agent package doc for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
@@ -122,7 +115,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if inv.Stdin != nil {
 		ro.Stdin = [][]byte{inv.Stdin}
 	}
-	err = procrun.Run(ctx, logger, spec, NewParser(resumeID(req)), ro, emit)
+	err = procrun.Run(ctx, logger, spec, NewParser(procrun.KnownSession(req)), ro, emit)
 	if errors.Is(err, agent.ErrNotInstalled) {
 		return fmt.Errorf("%w (install: %s)", err, installHint)
 	}

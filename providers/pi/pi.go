@@ -163,11 +163,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return fmt.Errorf("pi prompt: %w", err)
 	}
-	known := req.ResumeID
-	if req.Fork {
-		known = ""
-	}
-	parser := NewParser(known)
+	parser := NewParser(procrun.KnownSession(req))
 	parser.AutoAnswer = agent.DecisionDecline
 	if req.Responses != nil && (req.Approval == agent.ApprovalAsk || req.Approval == "") {
 		parser.AutoAnswer = ""

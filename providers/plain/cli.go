@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
@@ -174,7 +175,7 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 			add("--add-dir", req.Cwd)
 		}
 		bound(spec.Model, req.Model)
-		if id := resumeID(req); id != "" {
+		if id := procrun.KnownSession(req); id != "" {
 			add(resumeFlag, id)
 		}
 		add(req.Args...)
@@ -212,10 +213,3 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 	return inv, nil
 }
 
-// resumeID is the session a run continues: none for a fork (no native fork).
-func resumeID(req agent.RunRequest) string {
-	if req.Fork {
-		return ""
-	}
-	return req.ResumeID
-}

@@ -126,7 +126,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	// Antigravity reports no session id: snapshot its brain directory
 	// around a fresh run. Inside a project container the directory is not on
 	// this host, so no session is discovered there.
-	if p.opts.CLI == Antigravity && resumeID(req) == "" && req.Container == nil {
+	if p.opts.CLI == Antigravity && procrun.KnownSession(req) == "" && req.Container == nil {
 		w.brain = p.brainDir(procrun.AgentEnviron(ctx, spec.Env))
 		w.before = snapshot(w.brain)
 	}
