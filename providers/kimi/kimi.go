@@ -94,7 +94,6 @@ func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 	return inv, nil
 }
 
-
 // Run executes one turn. See the agent package doc for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)

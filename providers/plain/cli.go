@@ -212,4 +212,3 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 	}
 	return inv, nil
 }
-
