@@ -49,6 +49,30 @@ func CheckRunFailed(t testing.TB, p Runner, req agent.RunRequest, want string) *
 	return r
 }
 
+// BotSecrets are variables of the bot's own environment, one of each kind
+// procrun keeps from every agent CLI (SLACK_*, MATRIX_*, THREADLINE_*,
+// DATABASE_URL).
+var BotSecrets = []string{"SLACK_BOT_TOKEN=xoxb-secret", "MATRIX_ACCESS_TOKEN=mx-secret", "THREADLINE_TOKEN=tl-secret", "DATABASE_URL=postgres://secret"}
+
+// HostEnvWithBotSecrets returns a host environment (a Launch's HostEnv):
+// base and then the BotSecrets.
+func HostEnvWithBotSecrets(base ...string) func() []string {
+	env := append(slices.Clip(base), BotSecrets...)
+	return func() []string { return slices.Clone(env) }
+}
+
+// CheckNoBotSecrets fails t when the child environment env holds one of
+// the BotSecrets' variables.
+func CheckNoBotSecrets(t testing.TB, env []string) {
+	t.Helper()
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.ContainsFunc(BotSecrets, func(s string) bool { return strings.HasPrefix(s, k+"=") }) {
+			t.Errorf("a bot secret reached the child: %s", kv)
+		}
+	}
+}
+
 // CheckDescriptor fails t unless d is a valid registry definition
 // (registry.Validate) with an executable and an install hint that says what
 // verified it: by, unless by is empty.
