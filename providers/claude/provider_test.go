@@ -179,9 +179,7 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[stri
 	fake := providertest.SelfFake(t, envRecord, map[string]string{envTranscript: providertest.Testdata(t, transcript)}, env)
 	req.Bin, req.Env = fake.Bin, fake.Env
 	p := New(nil, Options{Bin: "claude-not-used", InterruptTimeout: 2 * time.Second,
-		HostEnv: func() []string {
-			return []string{"PATH=/usr/bin:/bin", "SLACK_BOT_TOKEN=xoxb-secret", "HOME=" + t.TempDir()}
-		}})
+		HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME="+t.TempDir())})
 	f := &fakeRun{Result: *providertest.Run(t, p, req, onEvent)}
 	rec := providertest.ReadRecord(t, fake.Record)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
@@ -210,11 +208,7 @@ func TestRunBasic(t *testing.T) {
 	if len(users) != 1 || string(users[0]) != `{"type":"user","message":{"role":"user","content":"make out.txt"},"parent_tool_use_id":null,"session_id":""}` {
 		t.Errorf("prompt line = %s", users)
 	}
-	for _, kv := range f.env {
-		if strings.HasPrefix(kv, "SLACK_") {
-			t.Errorf("bot secret reached the child: %s", kv)
-		}
-	}
+	providertest.CheckNoBotSecrets(t, f.env)
 	for _, want := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_ENABLE_TODO_TOOLS=1", "PATH=/usr/bin:/bin"} {
 		if !slices.Contains(f.env, want) {
 			t.Errorf("child env lacks %s: %q", want, f.env)

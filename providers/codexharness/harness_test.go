@@ -224,9 +224,7 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	opts := Options{
 		Provider: "testprov", Label: "Test", Bin: fake.Bin,
 		InterruptTimeout: time.Second, ExitTimeout: 2 * time.Second, StartTimeout: 10 * time.Second,
-		HostEnv: func() []string {
-			return []string{"PATH=/usr/bin:/bin", "HOME=/home/nobody", "SLACK_BOT_TOKEN=xoxb-secret", "OPENAI_API_KEY=sk-host", "DATABASE_URL=postgres://x"}
-		},
+		HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME=/home/nobody", "OPENAI_API_KEY=sk-host"),
 	}
 	if fo.opts != nil {
 		fo.opts(&opts)
@@ -285,10 +283,9 @@ func TestRunText(t *testing.T) {
 	if !slices.Equal(f.argv, []string{"-c", "x=1", "app-server"}) {
 		t.Errorf("argv %q", f.argv)
 	}
-	for _, kv := range f.env {
-		if strings.HasPrefix(kv, "SLACK_") || strings.HasPrefix(kv, "OPENAI_API_KEY=") || strings.HasPrefix(kv, "DATABASE_URL=") {
-			t.Errorf("host secret reached the child: %s", kv)
-		}
+	providertest.CheckNoBotSecrets(t, f.env)
+	if slices.ContainsFunc(f.env, func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_API_KEY=") }) {
+		t.Errorf("the host's API key reached the child: %q", f.env)
 	}
 	if !slices.Contains(f.env, "CODEX_HOME=/srv/codex-home") || !slices.Contains(f.env, "PATH=/usr/bin:/bin") {
 		t.Errorf("child env %q", f.env)

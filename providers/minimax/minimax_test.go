@@ -79,11 +79,9 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 	fake := providertest.SelfFake(t, envFake, map[string]string{KeyEnv: "mm-configured"})
 	p := New(nil, Options{
 		Launch: procrun.Launch{
-			Bin: fake.Bin,
-			Env: fake.Env,
-			HostEnv: func() []string {
-				return []string{"PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "SLACK_BOT_TOKEN=xoxb", "CODEX_HOME=/home/x/.codex"}
-			},
+			Bin:     fake.Bin,
+			Env:     fake.Env,
+			HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME=/home/x", "OPENAI_API_KEY=sk-host", "CODEX_HOME=/home/x/.codex"),
 		},
 		CodexHome: home,
 	})
@@ -112,8 +110,9 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 			t.Errorf("child env lacks %s: %q", want, head.Env)
 		}
 	}
+	providertest.CheckNoBotSecrets(t, head.Env)
 	for _, kv := range head.Env {
-		if strings.HasPrefix(kv, "OPENAI_API_KEY=") || strings.HasPrefix(kv, "SLACK_") || kv == "CODEX_HOME=/home/x/.codex" {
+		if strings.HasPrefix(kv, "OPENAI_API_KEY=") || kv == "CODEX_HOME=/home/x/.codex" {
 			t.Errorf("child env has %s", kv)
 		}
 	}
