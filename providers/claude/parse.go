@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 // ProviderID is the claude provider's id.
@@ -64,8 +64,7 @@ type Parser struct {
 	model           string            // the model last reported on session.updated
 	streamed        map[string]bool   // api message ids with text/thinking deltas
 	tools           map[string]string // tool_use id → name
-	pending         map[string]*pendingRequest
-	pendingOrder    []string
+	pending         procrun.Ledger[*pendingRequest]
 	plan            plan
 	outgoing        [][]byte
 	sawResult       bool
@@ -79,7 +78,6 @@ func NewParser(knownSession string) *Parser {
 		sessionID: knownSession,
 		streamed:  map[string]bool{},
 		tools:     map[string]string{},
-		pending:   map[string]*pendingRequest{},
 		plan:      plan{tasks: map[string]taskCall{}},
 	}
 }
@@ -344,12 +342,11 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 		return []agent.Event{native(r.Type, req.Subtype, id, line)}, nil
 	}
 	key := idKey(id)
-	if _, dup := p.pending[key]; dup {
+	if p.pending.Has(key) {
 		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, id)
 	}
 	in := p.interaction(key, id, &req, line)
-	p.pending[key] = &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input), suggestions: req.PermissionSuggestions}
-	p.pendingOrder = append(p.pendingOrder, key)
+	p.pending.Add(key, &pendingRequest{nativeID: id, kind: in.Kind, toolUseID: req.ToolUseID, input: agent.CompactJSON(req.Input), suggestions: req.PermissionSuggestions})
 	out := []agent.Event{{
 		Type:        agent.EventInteractionRequested,
 		Interaction: in,
@@ -427,11 +424,11 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 
 func (p *Parser) controlCancel(r *record) []agent.Event {
 	key := idKey(agent.CompactJSON(r.RequestID))
-	pr, ok := p.pending[key]
+	pr, ok := p.pending.Get(key)
 	if !ok {
 		return nil
 	}
-	p.drop(key)
+	p.pending.Drop(key)
 	return []agent.Event{resolved(key, pr, agent.StatusCancelled, "", "")}
 }
 
@@ -440,7 +437,7 @@ func (p *Parser) controlCancel(r *record) []agent.Event {
 // interaction.resolved event. An id that is not pending returns
 // agent.ErrUnknownInteraction.
 func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
-	pr, ok := p.pending[resp.InteractionID]
+	pr, ok := p.pending.Get(resp.InteractionID)
 	if !ok {
 		return agent.Event{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
@@ -481,34 +478,21 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 	p.queue(controlResponse{Type: "control_response", Response: controlResult{
 		Subtype: "success", RequestID: pr.nativeID, Response: res,
 	}})
-	p.drop(resp.InteractionID)
+	p.pending.Drop(resp.InteractionID)
 	return resolved(resp.InteractionID, pr, status, resp.Decision, resp.By), nil
 }
 
 // Pending reports whether interaction id is waiting for an answer.
-func (p *Parser) Pending(id string) bool { _, ok := p.pending[id]; return ok }
+func (p *Parser) Pending(id string) bool { return p.pending.Has(id) }
 
 // EndPending resolves every open interaction as turn_ended (the turn is over
 // or the process is gone) and returns the events.
 func (p *Parser) EndPending() []agent.Event { return p.endPending() }
 
 func (p *Parser) endPending() []agent.Event {
-	var out []agent.Event
-	for _, key := range p.pendingOrder {
-		if pr, ok := p.pending[key]; ok {
-			out = append(out, resolved(key, pr, agent.StatusTurnEnded, "", ""))
-		}
-	}
-	clear(p.pending)
-	p.pendingOrder = p.pendingOrder[:0]
-	return out
-}
-
-func (p *Parser) drop(key string) {
-	delete(p.pending, key)
-	if i := slices.Index(p.pendingOrder, key); i >= 0 {
-		p.pendingOrder = slices.Delete(p.pendingOrder, i, i+1)
-	}
+	return procrun.CloseAll(&p.pending, func(key string, pr *pendingRequest) agent.Event {
+		return resolved(key, pr, agent.StatusTurnEnded, "", "")
+	})
 }
 
 func (p *Parser) queue(v any) {

@@ -11,9 +11,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/threadline-bot/threadline/providers/jsonrpc"
-
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
 // codeDeclined is the JSON-RPC error code of a declined server request.
@@ -65,14 +65,13 @@ type pendingRequest struct {
 type interactions struct {
 	provider agent.ProviderID
 	label    string
-	pending  map[string]*pendingRequest // Threadline id → request
-	order    []string
-	seen     map[string]bool // native ids seen on this connection
+	pending  procrun.Ledger[*pendingRequest] // by Threadline id
+	seen     map[string]bool                 // native ids seen on this connection
 	now      func() time.Time
 }
 
 func newInteractions(provider agent.ProviderID, label string) *interactions {
-	return &interactions{provider: provider, label: label, pending: map[string]*pendingRequest{}, seen: map[string]bool{}, now: time.Now}
+	return &interactions{provider: provider, label: label, seen: map[string]bool{}, now: time.Now}
 }
 
 // interactionID is Threadline's id for a native request id: "rpc-7" for the
@@ -128,8 +127,7 @@ func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, poli
 	if pr.autoResolve > 0 {
 		it.AutoResolveAt = in.now().Add(pr.autoResolve)
 	}
-	in.pending[pr.id] = pr
-	in.order = append(in.order, pr.id)
+	in.pending.Add(pr.id, pr)
 	out := outcome{events: []agent.Event{{
 		Type:        agent.EventInteractionRequested,
 		Interaction: it,
@@ -161,7 +159,7 @@ func (in *interactions) request(m *jsonrpc.Message, line []byte, p *Parser, poli
 // passed (nothing if it was answered or withdrawn meanwhile): the agent goes
 // on without them, and the request resolves timed_out by the agent.
 func (in *interactions) autoResolved(id string) outcome {
-	pr, ok := in.pending[id]
+	pr, ok := in.pending.Get(id)
 	if !ok {
 		return outcome{}
 	}
@@ -169,7 +167,7 @@ func (in *interactions) autoResolved(id string) outcome {
 	if err != nil {
 		return outcome{}
 	}
-	in.drop(id)
+	in.pending.Drop(id)
 	return outcome{events: []agent.Event{in.resolved(pr, agent.StatusTimedOut, "", ByAgent)}, lines: [][]byte{line}}
 }
 
@@ -449,7 +447,7 @@ func deref(s *string) string {
 // of its method and returns the interaction.resolved event and the line to
 // write.
 func (in *interactions) respond(resp agent.InteractionResponse) (outcome, error) {
-	pr, ok := in.pending[resp.InteractionID]
+	pr, ok := in.pending.Get(resp.InteractionID)
 	if !ok {
 		return outcome{}, fmt.Errorf("%w: %q", agent.ErrUnknownInteraction, resp.InteractionID)
 	}
@@ -463,7 +461,7 @@ func (in *interactions) respond(resp agent.InteractionResponse) (outcome, error)
 	} else if line, err = jsonrpc.EncodeResult(pr.nativeID, result.value); err != nil {
 		return outcome{}, fmt.Errorf("%w: %w", ErrBadAnswer, err)
 	}
-	in.drop(pr.id)
+	in.pending.Drop(pr.id)
 	return outcome{
 		events:    []agent.Event{in.resolved(pr, status, resp.Decision, resp.By)},
 		lines:     [][]byte{line},
@@ -625,7 +623,7 @@ func nativeAnswer(pr *pendingRequest, resp agent.InteractionResponse) (answer, s
 
 // method is the method of pending request id ("" if it is not pending).
 func (in *interactions) method(id string) string {
-	if pr, ok := in.pending[id]; ok {
+	if pr, ok := in.pending.Get(id); ok {
 		return pr.method
 	}
 	return ""
@@ -634,10 +632,9 @@ func (in *interactions) method(id string) string {
 // resolvedByServer closes a request the server resolved without our answer.
 func (in *interactions) resolvedByServer(requestID json.RawMessage) []agent.Event {
 	key := string(agent.CompactJSON(requestID))
-	for _, id := range in.order {
-		pr := in.pending[id]
-		if pr != nil && string(pr.nativeID) == key {
-			in.drop(id)
+	for id, pr := range in.pending.All() {
+		if string(pr.nativeID) == key {
+			in.pending.Drop(id)
 			return []agent.Event{in.resolved(pr, agent.StatusCancelled, "", ByAgent)}
 		}
 	}
@@ -646,22 +643,9 @@ func (in *interactions) resolvedByServer(requestID json.RawMessage) []agent.Even
 
 // endAll resolves every open request as turn_ended.
 func (in *interactions) endAll() []agent.Event {
-	var out []agent.Event
-	for _, id := range in.order {
-		if pr, ok := in.pending[id]; ok {
-			out = append(out, in.resolved(pr, agent.StatusTurnEnded, "", ""))
-		}
-	}
-	clear(in.pending)
-	in.order = in.order[:0]
-	return out
-}
-
-func (in *interactions) drop(id string) {
-	delete(in.pending, id)
-	if i := slices.Index(in.order, id); i >= 0 {
-		in.order = slices.Delete(in.order, i, i+1)
-	}
+	return procrun.CloseAll(&in.pending, func(_ string, pr *pendingRequest) agent.Event {
+		return in.resolved(pr, agent.StatusTurnEnded, "", "")
+	})
 }
 
 func (in *interactions) resolved(pr *pendingRequest, status string, d agent.Decision, by string) agent.Event {
