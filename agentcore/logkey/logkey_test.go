@@ -26,7 +26,6 @@ var notConverted = []string{
 	"chatops/threads.go",                // "chat"
 	"cmd/threadline/serve.go",           // "front-ends"
 	"providers/acp/acp.go",              // "provider"
-	"providers/acp/session.go",          // "exit_timeout"
 	"providers/claude/claude.go",        // "provider"
 	"providers/codexharness/harness.go", // "provider", "id"
 }
