@@ -57,16 +57,7 @@ func (it InputItem) text() string {
 }
 
 // OutputText is a function_call_output's output as text.
-func (it InputItem) OutputText() string {
-	switch v := it.Output.(type) {
-	case string:
-		return v
-	case nil:
-		return ""
-	}
-	b, _ := json.Marshal(it.Output)
-	return string(b)
-}
+func (it InputItem) OutputText() string { return textOrJSON(it.Output, "") }
 
 // userMessages are the user's own messages (without codex's injected
 // context such as <environment_context>).
@@ -168,16 +159,19 @@ type Item struct {
 	Arguments any // marshalled unless it is a string
 }
 
-func (it Item) argsJSON() string {
-	switch v := it.Arguments.(type) {
+func (it Item) argsJSON() string { return textOrJSON(it.Arguments, "{}") }
+
+// textOrJSON is v as it is when a string, none when nil, else v marshalled.
+func textOrJSON(v any, none string) string {
+	switch v := v.(type) {
 	case string:
 		return v
 	case nil:
-		return "{}"
+		return none
 	}
-	b, err := json.Marshal(it.Arguments)
+	b, err := json.Marshal(v)
 	if err != nil {
-		panic(fmt.Sprintf("fakeresponses: arguments: %v", err))
+		panic(fmt.Sprintf("fakeresponses: %T: %v", v, err))
 	}
 	return string(b)
 }
