@@ -72,17 +72,10 @@ func assemble(t *testing.T, data []string) streamed {
 			Object  string `json:"object"`
 			Choices []struct {
 				Delta struct {
-					Role      string `json:"role"`
-					Content   string `json:"content"`
-					Reasoning string `json:"reasoning_content"`
-					ToolCalls []struct {
-						Index    int    `json:"index"`
-						ID       string `json:"id"`
-						Function struct {
-							Name      string `json:"name"`
-							Arguments string `json:"arguments"`
-						} `json:"function"`
-					} `json:"tool_calls"`
+					Role      string         `json:"role"`
+					Content   string         `json:"content"`
+					Reasoning string         `json:"reasoning_content"`
+					ToolCalls []wireToolCall `json:"tool_calls"`
 				} `json:"delta"`
 				FinishReason *string `json:"finish_reason"`
 			} `json:"choices"`

@@ -143,6 +143,17 @@ func (r *Request) Transcript() string {
 	return sb.String()
 }
 
+// wireToolCall is a Chat Completions tool call as it is sent: in an
+// assistant message, or in pieces in streamed deltas (Index says which).
+type wireToolCall struct {
+	Index    int    `json:"index"`
+	ID       string `json:"id"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
 // decodeOpenAI fills the normalized fields from a Chat Completions body.
 func (r *Request) decodeOpenAI() error {
 	var b struct {
@@ -156,13 +167,7 @@ func (r *Request) decodeOpenAI() error {
 			Content    json.RawMessage `json:"content"`
 			ToolCallID string          `json:"tool_call_id"`
 			Name       string          `json:"name"`
-			ToolCalls  []struct {
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			ToolCalls  []wireToolCall  `json:"tool_calls"`
 		} `json:"messages"`
 		Tools []struct {
 			Function struct {
