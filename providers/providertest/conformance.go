@@ -18,13 +18,15 @@ import (
 
 // CheckNotInstalled runs one turn of the provider newProvider returns for
 // an executable that does not exist, and fails t unless Run returns
-// agent.ErrNotInstalled with hint (the install hint) in its message.
+// agent.ErrNotInstalled with hint (the install hint) in its message and
+// emits nothing (the caller reports the error; there was no run).
 func CheckNotInstalled[P Runner](t testing.TB, newProvider func(bin string) P, hint string) {
 	t.Helper()
 	p := newProvider(filepath.Join(t.TempDir(), "no-such-cli"))
-	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), hint) {
-		t.Fatalf("Run = %v; want ErrNotInstalled naming %q", err, hint)
+	var evs Events
+	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, evs.Emit)
+	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), hint) || len(evs.All()) > 0 {
+		t.Fatalf("Run = %v, events %v; want ErrNotInstalled naming %q and no event", err, evs.Types(), hint)
 	}
 }
 
