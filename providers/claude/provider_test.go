@@ -409,11 +409,7 @@ func TestRunInterrupt(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	p := New(nil, Options{Bin: "threadline-no-such-claude"})
-	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) { t.Error("event emitted") })
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @anthropic-ai/claude-code") {
-		t.Fatalf("err = %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *Provider { return New(nil, Options{Bin: bin}) }, "npm install -g @anthropic-ai/claude-code")
 }
 
 func TestDescriptor(t *testing.T) {
@@ -421,13 +417,8 @@ func TestDescriptor(t *testing.T) {
 	if d.ID != string(ProviderID) || d.Executable != DefaultBin || d.InstallHint != installHint || !slices.Equal(d.Efforts, Efforts) || !d.NativeFork {
 		t.Fatalf("descriptor %+v", d)
 	}
-	args := Args(agent.RunRequest{Model: "m1", Effort: "high", ResumeID: "s1", Fork: true})
-	line := " " + strings.Join(args, " ") + " "
-	for _, want := range []string{strings.Join(d.Args.Base, " "), d.Args.Model + "=m1", d.Args.Effort + "=high", d.Args.Resume + " s1", d.Args.Fork} {
-		if !strings.Contains(line, " "+want+" ") {
-			t.Errorf("args %q lack %q", args, want)
-		}
-	}
+	providertest.CheckDescriptor(t, d, registry.VerifiedRealCLI)
+	providertest.CheckDescribedArgs(t, d, func(req agent.RunRequest) ([]string, error) { return Args(req), nil })
 	for _, other := range []func() registry.Definition{AmpDescriptor, CodeBuddyDescriptor} {
 		if o := other(); o.Format != d.Format || o.Executable == d.Executable || o.VerifiedVersions != nil {
 			t.Errorf("%s: %+v", o.ID, o)
