@@ -606,10 +606,7 @@ func TestRunCancelBeforeStart(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	err := New(nil, Options{Provider: "p", Bin: "/nonexistent/codex"}).Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) {
-		t.Fatalf("err %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *Harness { return New(nil, Options{Provider: "p", Bin: bin}) }, "")
 }
 
 func TestRunResumeMissingThread(t *testing.T) {
