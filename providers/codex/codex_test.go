@@ -3,14 +3,13 @@
 package codex_test
 
 import (
-	"errors"
 	"slices"
-	"strings"
 	"testing"
 
-	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/codex"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 func TestIdentity(t *testing.T) {
@@ -19,6 +18,7 @@ func TestIdentity(t *testing.T) {
 	if p.ID() != "codex" || d.ID != "codex" || d.Executable != codex.DefaultBin || d.InstallHint != "npm install -g @openai/codex" || !slices.Equal(d.VerifiedVersions, []string{"0.169.0"}) {
 		t.Errorf("id %q descriptor %+v", p.ID(), d)
 	}
+	providertest.CheckDescriptor(t, d, registry.VerifiedRealCLI)
 	if o := p.Harness().Options(); o.Provider != "codex" || o.Label != "Codex" || o.Bin != "codex" || o.ApprovalPolicy != "untrusted" ||
 		!slices.Equal(o.Args, []string{"-c", "tools.update_plan.enabled=true"}) {
 		t.Errorf("harness options %+v", o)
@@ -45,9 +45,7 @@ func TestChildEnv(t *testing.T) {
 }
 
 func TestNotInstalledNamesTheInstall(t *testing.T) {
-	p := codex.New(nil, codex.Options{Launch: procrun.Launch{Bin: "/nonexistent/codex"}})
-	err := p.Run(t.Context(), agent.RunRequest{Prompt: "x"}, func(agent.Event) {})
-	if !errors.Is(err, agent.ErrNotInstalled) || !strings.Contains(err.Error(), "npm install -g @openai/codex") {
-		t.Errorf("Run = %v", err)
-	}
+	providertest.CheckNotInstalled(t, func(bin string) *codex.Provider {
+		return codex.New(nil, codex.Options{Launch: procrun.Launch{Bin: bin}})
+	}, "npm install -g @openai/codex")
 }
