@@ -25,6 +25,15 @@ func (c *Conn) Flush(p Outgoing) {
 	}
 }
 
+// FlushEmit writes the lines p queued, then emits evs: what a parser made of
+// one line (its answers to what the line asked go out first).
+func (c *Conn) FlushEmit(p Outgoing, evs []agent.Event) {
+	c.Flush(p)
+	for _, ev := range evs {
+		c.Emit(ev)
+	}
+}
+
 // Answer is Wire.Respond for a parser that answers: p resolves resp, the
 // lines it queued are written and its resolution is emitted. An error from
 // p (an unknown or malformed answer) is returned and nothing is written.

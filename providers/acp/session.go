@@ -70,10 +70,7 @@ func (w *wire) Start(c *procrun.Conn) error {
 // and sequences the protocol on the replies.
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	parsed, err := w.parser.Parse(line)
-	c.Flush(w.parser)
-	for _, ev := range parsed.Events {
-		c.Emit(ev)
-	}
+	c.FlushEmit(w.parser, parsed.Events)
 	if parsed.Reply != nil {
 		w.onReply(parsed.Reply, c)
 	}
@@ -244,11 +241,7 @@ func (w *wire) Interrupt(c *procrun.Conn) error {
 		return nil
 	}
 	c.Logger().Info("cancelling the turn")
-	evs := w.parser.Cancel()
-	c.Flush(w.parser)
-	for _, ev := range evs {
-		c.Emit(ev)
-	}
+	c.FlushEmit(w.parser, w.parser.Cancel())
 	return nil
 }
 

@@ -24,13 +24,12 @@ func (w *wire) Start(c *procrun.Conn) error {
 
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	evs, err := w.parser.Parse(line)
-	c.Flush(w.parser)
-	for _, ev := range evs {
+	for i, ev := range evs {
 		if ev.Type == agent.EventRunFailed {
-			ev.Text = signInHint(ev.Text) // "Not logged in" becomes how to sign in
+			evs[i].Text = signInHint(ev.Text) // "Not logged in" becomes how to sign in
 		}
-		c.Emit(ev)
 	}
+	c.FlushEmit(w.parser, evs)
 	if w.parser.SawResult() {
 		c.Done() // the turn is over: let the CLI exit, but not forever
 	}

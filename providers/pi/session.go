@@ -37,10 +37,7 @@ func (w *wire) Start(c *procrun.Conn) error {
 
 func (w *wire) Line(line []byte, c *procrun.Conn) error {
 	evs, err := w.parser.Parse(line)
-	c.Flush(w.parser)
-	for _, ev := range evs {
-		c.Emit(ev)
-	}
+	c.FlushEmit(w.parser, evs)
 	w.afterEvents(c)
 	return err
 }
