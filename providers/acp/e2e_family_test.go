@@ -51,6 +51,14 @@ type familyCLI struct {
 	// scripts/install-agents.sh (<repo>/.cache/agents-xdg): copilot unpacks
 	// 235 MB there on its first start.
 	sharedCache bool
+	// more are the CLI's own subtests, after its group's.
+	more []scenario
+}
+
+// scenario is one subtest of TestE2E, run on one CLI.
+type scenario struct {
+	name string
+	run  func(t *testing.T, c familyCLI)
 }
 
 var familyCLIs = []familyCLI{
@@ -125,53 +133,46 @@ func (s messagesServer) transcripts() []string {
 
 // startModel starts the server of a with the scenes scripted.
 func startModel(t *testing.T, a api, scenes ...scene) modelServer {
+	const why = "Run a command for the fake test"
 	switch a {
 	case responsesAPI:
-		var scripts []fakeresponses.Script
-		for _, sc := range scenes {
-			s := fakeresponses.Text(sc.text...)
-			switch {
-			case sc.shell != "":
-				s = fakeresponses.Shell(sc.shell)
-			case sc.slow:
-				s = fakeresponses.Slow(300, 100*time.Millisecond)
-			}
-			scripts = append(scripts, fakeresponses.WhenLast(sc.trigger, arrival(sc, s)))
-		}
-		return responsesServer{fakeresponses.New(t, scripts...)}
+		return responsesServer{fakeresponses.New(t, scripts(scenes, fakeresponses.WhenLast, fakeresponses.Text, fakeresponses.Shell, fakeresponses.Slow)...)}
 	case messagesAPI:
-		var scripts []fakeapi.Script
-		for _, sc := range scenes {
-			s := fakeapi.Text(sc.text...)
-			switch {
-			case sc.shell != "":
-				s = fakeapi.ToolUse("Bash", map[string]any{"command": sc.shell, "description": "Run a command for the fake test"})
-			case sc.slow:
-				s = fakeapi.Slow(300, 100*time.Millisecond)
-			}
-			scripts = append(scripts, fakeapi.When(sc.trigger, arrival(sc, s)))
+		bash := func(cmd string) fakeapi.Script {
+			return fakeapi.ToolUse("Bash", map[string]any{"command": cmd, "description": why})
 		}
-		return messagesServer{fakeapi.New(t, scripts...)}
+		return messagesServer{fakeapi.New(t, scripts(scenes, fakeapi.When, fakeapi.Text, bash, fakeapi.Slow)...)}
 	}
-	var scripts []fakeopenai.Script
+	shell := func(cmd string) fakeopenai.Script {
+		return fakeopenai.Call(shellTools, func(tool fakeopenai.Tool) map[string]any {
+			args := map[string]any{"command": cmd, "description": why}
+			if tool.Name == "Execute" { // droid: the model rates the command's risk
+				args["riskLevel"], args["riskLevelReason"] = "medium", "It writes a file in the working directory."
+			}
+			return args
+		})
+	}
+	slow := func(n int, every time.Duration) fakeopenai.Script {
+		return fakeopenai.WithTools(fakeopenai.Slow(n, every))
+	}
+	return chatServer{fakeopenai.New(t, scripts(scenes, fakeopenai.When, fakeopenai.Text, shell, slow)...)}
+}
+
+// scripts turns the scenes into scripts of one fake, with its constructors:
+// a shell tool call, the slow stream of providertest.SlowScript, or text.
+func scripts[S ~func(*R) *P, R, P any](scenes []scene, when func(string, S) S, text func(...string) S, shell func(string) S, slow func(int, time.Duration) S) []S {
+	var out []S
 	for _, sc := range scenes {
-		s := fakeopenai.Text(sc.text...)
+		s := text(sc.text...)
 		switch {
 		case sc.shell != "":
-			cmd := sc.shell
-			s = fakeopenai.Call(shellTools, func(tool fakeopenai.Tool) map[string]any {
-				args := map[string]any{"command": cmd, "description": "Run a command for the fake test"}
-				if tool.Name == "Execute" { // droid: the model rates the command's risk
-					args["riskLevel"], args["riskLevelReason"] = "medium", "It writes a file in the working directory."
-				}
-				return args
-			})
+			s = shell(sc.shell)
 		case sc.slow:
-			s = fakeopenai.WithTools(fakeopenai.Slow(300, 100*time.Millisecond))
+			s = slow(providertest.SlowWords, providertest.SlowEvery)
 		}
-		scripts = append(scripts, fakeopenai.When(sc.trigger, arrival(sc, s)))
+		out = append(out, when(sc.trigger, arrival(sc, s)))
 	}
-	return chatServer{fakeopenai.New(t, scripts...)}
+	return out
 }
 
 // familyHarness runs one CLI against its model server, every process of a
@@ -218,14 +219,14 @@ func transcripts(h *familyHarness) string {
 	return sb.String()
 }
 
-func testFamily(t *testing.T, c familyCLI) {
-	t.Run("allow", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionApprove) })
-	t.Run("reject", func(t *testing.T) { testFamilyPermission(t, c, agent.DecisionDecline) })
-	t.Run("cancel", func(t *testing.T) { testFamilyCancel(t, c) })
-	t.Run("cancel-tool", func(t *testing.T) { testFamilyCancelTool(t, c) })
-	t.Run("background", func(t *testing.T) { testFamilyBackground(t, c) })
-	t.Run("resume", func(t *testing.T) { testFamilyResume(t, c) })
+// familyScenarios are the subtests of each CLI of familyCLIs.
+var familyScenarios = []scenario{
+	{"allow", testAllow}, {"reject", testReject}, {"cancel", testFamilyCancel}, {"cancel-tool", testFamilyCancelTool},
+	{"background", testFamilyBackground}, {"resume", testFamilyResume},
 }
+
+func testAllow(t *testing.T, c familyCLI)  { testFamilyPermission(t, c, agent.DecisionApprove) }
+func testReject(t *testing.T, c familyCLI) { testFamilyPermission(t, c, agent.DecisionDecline) }
 
 // testFamilyPermission: the shell tool asks, the chat answers d; approved
 // writes the file, declined leaves none and the turn still completes.
@@ -329,7 +330,7 @@ func testFamilyCancel(t *testing.T, c familyCLI) {
 		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
 	}
 	t.Logf("cancel → Run returned in %s (%s)", time.Since(cancelledAt).Round(time.Millisecond), r.Last().Text)
-	if strings.Contains(r.Text(), "word299") {
+	if strings.Contains(r.Text(), providertest.SlowEnd) {
 		t.Error("stream ran to the end despite the cancel")
 	}
 }

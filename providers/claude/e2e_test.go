@@ -12,7 +12,6 @@
 package claude_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -47,48 +46,14 @@ func setupEnv(t *testing.T, scripts []fakeapi.Script, edit func(h *harness, opts
 	})
 }
 
-// TestE2ENetnsNoRouteOut proves the sandbox the CLI runs in: only lo, and a
-// connect to a public address fails locally with ENETUNREACH.
-func TestE2ENetnsNoRouteOut(t *testing.T) {
-	if !providertest.InNetns(t) {
-		return
-	}
-	if err := providertest.CheckNoRouteOut(); err != nil {
-		t.Fatal(err)
-	}
-}
-
 func TestE2EStreamedText(t *testing.T) {
-	h := setupE2E(t, fakeapi.When("e2e-text",
-		fakeapi.Thinking([]string{"Pondering ", "the request."}, "Hello ", "from ", "the ", "fake API.")))
+	h := setupE2E(t, providertest.TextScript(fakeapi.When, fakeapi.Thinking))
 	if h == nil {
 		return
 	}
-	r := h.Run(agent.RunRequest{Prompt: "e2e-text: say hello"}, nil)
-	if r.Err != nil {
-		t.Fatalf("Run: %v", r.Err)
-	}
-	deltas := r.Of(agent.EventAssistantDelta)
-	if len(deltas) < 3 {
-		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
-	}
-	if got := r.Text(); got != "Hello from the fake API." {
-		t.Errorf("streamed text %q", got)
-	}
-	if len(r.Of(agent.EventReasoningDelta)) == 0 {
-		t.Error("no reasoning.delta for the thinking block")
-	}
-	if r.SessionID() == "" {
-		t.Error("no session.updated with a session id")
-	}
-	if last := r.Last(); last.Type != agent.EventRunCompleted || last.Text != "Hello from the fake API." {
-		t.Errorf("last event %+v", last)
-	}
-	if len(r.Of(agent.EventUsageUpdated)) == 0 {
-		t.Error("no usage.updated")
-	}
+	providertest.CheckStreamedText(t, h.Run)
 	reqs := h.Fake.MessageRequests()
-	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != "e2e-text: say hello" {
+	if len(reqs) != 1 || !reqs[0].Body.Stream || reqs[0].Prompt() != providertest.TextPrompt {
 		t.Errorf("fake saw %d requests; first prompt %q", len(reqs), firstPrompt(reqs))
 	}
 }
@@ -163,7 +128,7 @@ func TestE2ECancelMidStream(t *testing.T) {
 	if h == nil {
 		return
 	}
-	providertest.CheckCancelMidStream(t, h.Run, providertest.SlowEnd, 8*time.Second)
+	providertest.CheckCancelMidStream(t, h.Run, 8*time.Second, "")
 }
 
 func TestE2EAPIError(t *testing.T) {
@@ -255,17 +220,9 @@ func TestE2ECancelWhileApprovalPending(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ch := make(chan agent.InteractionResponse)
-	r := h.Run(agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: ch}, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested {
-			cancel() // the user stops the turn instead of answering
-		}
-	})
-	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
-	}
-	res := r.Resolutions()
-	if len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
+	req := agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: make(chan agent.InteractionResponse)}
+	r := providertest.CheckCancelAtInteraction(t, h.Run, req, 15*time.Second)
+	if res := r.Resolutions(); len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
 		t.Errorf("the pending card was not closed: %v", res)
 	}
 	if h.Exists("must-not-exist.txt") {

@@ -12,7 +12,6 @@ package jsonstream_test
 
 import (
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -20,98 +19,114 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
-// TestCopilotJSONE2E: a shell tool call round trip with the accept flag
-// (the file written, the answer, nothing left behind), a second turn
-// resuming the session with --resume (the model sees the first), and a
-// cancel while a tool runs.
-func TestCopilotJSONE2E(t *testing.T) {
-	bin := providertest.FindCLI(t, "copilot", "THREADLINE_COPILOT_BIN")
-	if !providertest.InNetns(t) {
+// oneShot is a one-shot CLI of this file: where it is, its dialect, the ACP
+// definition that writes the configuration it reads, and what else its
+// environment and provider need (env, id: "" for the dialect's).
+type oneShot struct {
+	cli     providertest.CLI
+	dialect jsonstream.Dialect
+	def     acp.Definition
+	id      agent.ProviderID
+	env     func(t testing.TB, env map[string]string)
+}
+
+var (
+	copilot = oneShot{
+		cli: providertest.CLI{Name: "copilot", EnvVar: "THREADLINE_COPILOT_BIN"}, dialect: jsonstream.Copilot, def: acp.CopilotACP(),
+		env: providertest.SharedCache,
+	}
+	kilo = oneShot{
+		cli: providertest.CLI{Name: "kilo", EnvVar: "THREADLINE_KILO_BIN"}, dialect: jsonstream.Kilo, def: acp.Kilo(),
+		id:  agent.ProviderID(descriptor(jsonstream.Kilo).ID),
+		env: func(_ testing.TB, env map[string]string) { maps.Copy(env, descriptor(jsonstream.Kilo).Env) },
+	}
+)
+
+// shellScenarios runs the shell-tool scenarios on o inside the netns: a
+// tool call round trip with the accept flag (the file written, the answer,
+// nothing left behind; then turn's checks of it), a second turn resuming
+// the session (the model sees the first; then resumed's checks), and a
+// cancel while a tool runs (interrupted within the grace, nothing left).
+func shellScenarios(t *testing.T, o oneShot, turn func(r *providertest.Result), resumed func(first, again *providertest.Result)) {
+	t.Helper()
+	word := o.cli.Name + "-e2e"
+	done, held := providertest.OrphanMarker(o.cli.Name+"-done"), providertest.OrphanMarker(o.cli.Name+"-cancel")
+	start := providertest.ChatFake(providertest.ShellScript(word, done), providertest.ResumeScript(), providertest.HangScript(held))
+	h := providertest.Setup(t, o.cli, start, func(h *providertest.Harness[*fakeopenai.Server, *jsonstream.Provider]) *jsonstream.Provider {
+		env := acpEnv(t, o.def, h.Fake)
+		if o.env != nil {
+			o.env(t, env)
+		}
+		p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 3 * time.Second}, Dialect: o.dialect, ID: o.id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+	if h == nil {
 		return
 	}
-	done, held := providertest.OrphanMarker("copilot-done"), providertest.OrphanMarker("copilot-cancel")
-	fake := fakeopenai.New(t, providertest.ShellScript("copilot-e2e", done), providertest.ResumeScript(), providertest.HangScript(held))
-	env := acpEnv(t, acp.CopilotACP(), fake)
-	root, err := providertest.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
-	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, Dialect: jsonstream.Copilot})
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-
-	r := providertest.CheckShellTurn(t, p, work, "copilot-e2e", done)
+	r := providertest.CheckShellTurn(t, h.Prov, h.Cwd, word, done)
 	if r.SessionID() == "" {
 		t.Fatal("first run reported no session")
 	}
-	for _, ev := range r.Of(agent.EventProviderNative) { // every record of the pinned CLI is understood
-		t.Errorf("unmapped copilot record %s: %s", ev.Native.Kind, ev.Native.Payload)
-	}
-	if out := r.Of(agent.EventToolOutput); len(out) != 1 || out[0].Text != "copilot-e2e\n" {
-		t.Errorf("tool.output = %+v", out)
-	}
-	if tools := r.Of(agent.EventToolCompleted); len(tools) != 1 || !strings.Contains(tools[0].Tool.Output, "copilot-e2e") {
+	if tools := r.Of(agent.EventToolCompleted); len(tools) != 1 || !strings.Contains(tools[0].Tool.Output, word) {
 		t.Errorf("tool.completed = %+v", tools)
 	}
-	providertest.CheckShellResumed(t, p, work, r.SessionID(), providertest.LastTranscript(fake))
-	providertest.CheckShellCancelled(t, p, work, held, 3*time.Second+5*time.Second)
+	turn(r)
+	resumed(r, providertest.CheckShellResumed(t, h.Prov, h.Cwd, r.SessionID(), providertest.LastTranscript(h.Fake)))
+	providertest.CheckShellCancelled(t, h.Prov, h.Cwd, held, 3*time.Second+5*time.Second)
+}
+
+// TestCopilotJSONE2E: the shell scenarios (the session resumed with
+// --resume); every record the pinned CLI prints is understood, and the
+// tool's output streams.
+func TestCopilotJSONE2E(t *testing.T) {
+	shellScenarios(t, copilot, func(r *providertest.Result) {
+		for _, ev := range r.Of(agent.EventProviderNative) { // every record of the pinned CLI is understood
+			t.Errorf("unmapped copilot record %s: %s", ev.Native.Kind, ev.Native.Payload)
+		}
+		if out := r.Of(agent.EventToolOutput); len(out) != 1 || out[0].Text != "copilot-e2e\n" {
+			t.Errorf("tool.output = %+v", out)
+		}
+	}, func(_, _ *providertest.Result) {})
 }
 
 // TestCopilotVersionProbe: detection runs the real `copilot --version` and
 // finds the verified version.
-func TestCopilotVersionProbe(t *testing.T) {
-	d, _ := jsonstream.Descriptor(jsonstream.Copilot)
-	providertest.CheckVersion(t, d, providertest.FindCLI(t, "copilot", "THREADLINE_COPILOT_BIN"))
-}
+func TestCopilotVersionProbe(t *testing.T) { checkVersion(t, copilot) }
 
-// TestKiloRunE2E: a shell tool call round trip (answer, exit 0, no process
-// left behind), a second turn resuming the CLI's session (the model sees the
-// first), and a cancel while a tool runs (interrupted, nothing left). Kilo's
-// config is written as its ACP definition writes it (acp.Kilo().Configure).
+// TestKiloRunE2E: the shell scenarios; the resumed turn stays on the CLI's
+// session. Kilo's config is written as its ACP definition writes it
+// (acp.Kilo().Configure).
 func TestKiloRunE2E(t *testing.T) {
-	bin := providertest.FindCLI(t, "kilo", "THREADLINE_KILO_BIN")
-	if !providertest.InNetns(t) {
-		return
-	}
-	done, held := providertest.OrphanMarker("kilo-run-done"), providertest.OrphanMarker("kilo-run-cancel")
-	fake := fakeopenai.New(t, providertest.ShellScript("kilo-e2e", done), providertest.ResumeScript(), providertest.HangScript(held))
-	env := acpEnv(t, acp.Kilo(), fake)
-	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
-	maps.Copy(env, d.Env)
-	p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: bin, Env: env, StopGrace: 3 * time.Second}, Dialect: jsonstream.Kilo, ID: agent.ProviderID(d.ID)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	work := t.TempDir()
-
-	r := providertest.CheckShellTurn(t, p, work, "kilo-e2e", done)
-	if r.SessionID() == "" {
-		t.Fatal("first run reported no session")
-	}
-	if tools := r.Of(agent.EventToolCompleted); len(tools) != 1 || !strings.Contains(tools[0].Tool.Output, "kilo-e2e") {
-		t.Fatalf("tool.completed = %+v", tools)
-	}
-	again := providertest.CheckShellResumed(t, p, work, r.SessionID(), providertest.LastTranscript(fake))
-	if slices.ContainsFunc(again.Of(agent.EventSessionUpdated), func(ev agent.Event) bool { return ev.SessionID != r.SessionID() }) {
-		t.Errorf("the resumed run reported another session: %+v", again.Of(agent.EventSessionUpdated))
-	}
-	providertest.CheckShellCancelled(t, p, work, held, 3*time.Second+5*time.Second)
+	shellScenarios(t, kilo, func(*providertest.Result) {}, func(first, again *providertest.Result) {
+		if slices.ContainsFunc(again.Of(agent.EventSessionUpdated), func(ev agent.Event) bool { return ev.SessionID != first.SessionID() }) {
+			t.Errorf("the resumed run reported another session: %+v", again.Of(agent.EventSessionUpdated))
+		}
+	})
 }
 
 // TestKiloRunVersionProbe: detection runs the real `kilo --version` and finds
 // the verified version.
-func TestKiloRunVersionProbe(t *testing.T) {
-	d, _ := jsonstream.Descriptor(jsonstream.Kilo)
-	providertest.CheckVersion(t, d, providertest.FindCLI(t, "kilo", "THREADLINE_KILO_BIN"))
+func TestKiloRunVersionProbe(t *testing.T) { checkVersion(t, kilo) }
+
+// checkVersion probes o's descriptor on the real CLI.
+func checkVersion(t *testing.T, o oneShot) {
+	t.Helper()
+	providertest.CheckVersion(t, descriptor(o.dialect), providertest.FindCLI(t, o.cli.Name, o.cli.EnvVar))
+}
+
+func descriptor(d jsonstream.Dialect) registry.Definition {
+	desc, _ := jsonstream.Descriptor(d)
+	return desc
 }
 
 // acpEnv is the child environment the CLI's ACP definition d configures

@@ -1,6 +1,10 @@
-// End-to-end: the real opencode CLI through the Provider, against the fake
-// LLM, inside a loopback-only network namespace: a turn, its resume and a
-// cancel; model values that would read as flags.
+// End-to-end: the real opencode and grok-cli (@vibe-kit/grok-cli) CLIs,
+// pinned in package.json, through the Provider against the scripted Chat
+// Completions fake, inside a loopback-only network namespace: opencode's
+// turn, its resume and a cancel, and model values that would read as flags;
+// grok-cli's shell turn, its failures and a cancel.
+//
+//	THREADLINE_E2E=1 go test -run 'TestOpenCode.*E2E|TestGrokCLI' -v ./providers/jsonstream/
 
 package jsonstream
 
@@ -20,6 +24,25 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
+// harness is an e2e run of one CLI against the Chat Completions fake.
+type harness = providertest.Harness[*fakeopenai.Server, *Provider]
+
+// The CLIs of this file.
+var (
+	opencodeCLI = providertest.CLI{Name: "opencode", EnvVar: "THREADLINE_OPENCODE_BIN"}
+	grokCLI     = providertest.CLI{Name: "grok", EnvVar: "THREADLINE_GROK_CLI_BIN"}
+)
+
+// newE2E is the provider of an e2e run.
+func newE2E(t *testing.T, opts Options) *Provider {
+	t.Helper()
+	p, err := New(nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // opencodeRunEnv is the child env of an e2e run: an isolated HOME/XDG tree
 // plus the offline switches.
 func opencodeRunEnv(home string) map[string]string {
@@ -35,36 +58,36 @@ func opencodeRunEnv(home string) map[string]string {
 	return env
 }
 
-// opencodeProvider is the opencode provider of an e2e run configured under
-// home (opencodeHome).
-func opencodeProvider(t *testing.T, home string) *Provider {
+// opencodeSetup returns nil in the outer test process (the test then ran,
+// or was skipped, in the netns child) and, inside the netns, opencode
+// configured for the fake answering with scripts (opencodeHome), edit
+// (optional) changing that home first.
+func opencodeSetup(t *testing.T, edit func(t *testing.T, home string), scripts ...fakeopenai.Script) *harness {
 	t.Helper()
-	bin := providertest.FindCLI(t, "opencode", "THREADLINE_OPENCODE_BIN")
-	p, err := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second}, Dialect: OpenCode})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func TestOpenCodeE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("e2e")
 	}
-	if !providertest.InNetns(t) {
-		return
-	}
+	return providertest.Setup(t, opencodeCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
+		home := opencodeHome(t, h.Fake.URL())
+		if edit != nil {
+			edit(t, home)
+		}
+		return newE2E(t, Options{Launch: procrun.Launch{Bin: h.Bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second}, Dialect: OpenCode})
+	})
+}
+
+func TestOpenCodeE2E(t *testing.T) {
 	// opencode runs each shell command in a session of its own: what the
 	// tool leaves behind is found by the run's token (RunTokenEnv).
 	left := providertest.OrphanMarker("opencode-run")
-	fake := fakeopenai.New(t,
+	h := opencodeSetup(t, nil,
 		providertest.ShellScript("e2e-marker", left), providertest.ResumeScript(),
 		fakeopenai.When("Slowly", fakeopenai.WithTools(fakeopenai.Slow(200, 100*time.Millisecond))),
 	)
-	p := opencodeProvider(t, opencodeHome(t, fake.URL()))
-	work := t.TempDir()
-
-	r1 := providertest.CheckShellTurn(t, p, work, "e2e-marker", left)
+	if h == nil {
+		return
+	}
+	r1 := providertest.CheckShellTurn(t, h.Prov, h.Cwd, "e2e-marker", left)
 	if r1.Events[0].Type != agent.EventSessionUpdated {
 		t.Fatalf("first run events = %v", r1.Types())
 	}
@@ -72,7 +95,7 @@ func TestOpenCodeE2E(t *testing.T) {
 		t.Fatalf("tool.completed = %+v", tools)
 	}
 	// The second turn continues the CLI's own session: the model sees turn one.
-	again := providertest.CheckShellResumed(t, p, work, r1.SessionID(), providertest.LastTranscript(fake))
+	again := providertest.CheckShellResumed(t, h.Prov, h.Cwd, r1.SessionID(), providertest.LastTranscript(h.Fake))
 	if n := len(again.Of(agent.EventSessionUpdated)); n != 0 {
 		t.Errorf("resume reported a new session: %+v", again.Events)
 	}
@@ -81,19 +104,16 @@ func TestOpenCodeE2E(t *testing.T) {
 	// opencode prints a text part only when it is complete), the run ends
 	// with run.interrupted, within the grace.
 	var cancelled time.Time
-	r := providertest.Run(t, p, agent.RunRequest{Prompt: "Slowly", Cwd: work}, func(ev agent.Event, cancel context.CancelFunc) {
+	h.Ends(agent.EventRunInterrupted, agent.RunRequest{Prompt: "Slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
 		if ev.Type == agent.EventSessionUpdated && cancelled.IsZero() {
 			cancelled = time.Now()
 			cancel()
 		}
 	})
-	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted || cancelled.IsZero() {
-		t.Fatalf("cancelled run: %v, last %+v", r.Err, r.Last())
-	}
 	took := time.Since(cancelled)
 	t.Logf("the cancel took %s", took.Round(time.Millisecond))
-	if took > providertest.Scale(3*time.Second+5*time.Second) {
-		t.Errorf("the cancel took %s", took)
+	if cancelled.IsZero() || took > providertest.Scale(3*time.Second+5*time.Second) {
+		t.Errorf("the cancel took %s (cancelled: %v)", took, !cancelled.IsZero())
 	}
 }
 
@@ -124,75 +144,130 @@ func askBash(t *testing.T, home string) {
 // opencode starts, and a valid model bound as --model=M still leaves a bash
 // tool that policy says must ask unapproved.
 func TestOpenCodeFlagModelE2E(t *testing.T) {
-	if testing.Short() {
-		t.Skip("e2e")
-	}
-	if !providertest.InNetns(t) {
+	h := opencodeSetup(t, askBash, fakeopenai.When("Touch it", fakeopenai.WithTools(fakeopenai.Shell("touch pwned.txt"))))
+	if h == nil {
 		return
 	}
-	fake := fakeopenai.New(t, fakeopenai.When("Touch it", fakeopenai.WithTools(fakeopenai.Shell("touch pwned.txt"))))
-	home := opencodeHome(t, fake.URL())
-	askBash(t, home)
-	p := opencodeProvider(t, home)
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
-	defer cancel()
-	run := func(req agent.RunRequest) ([]agent.Event, string, error) {
-		work := t.TempDir()
-		req.Cwd, req.Prompt = work, "Touch it"
-		var evs []agent.Event
-		err := p.Run(ctx, req, func(ev agent.Event) {
-			evs = append(evs, ev)
-			t.Logf("event %s %.120q", ev.Type, ev.Text)
-		})
-		return evs, filepath.Join(work, "pwned.txt"), err
+	// Each run in a directory of its own, to tell whose tool ran.
+	run := func(req agent.RunRequest) (*providertest.Result, string) {
+		req.Cwd, req.Prompt = t.TempDir(), "Touch it"
+		return h.Run(req, nil), filepath.Join(req.Cwd, "pwned.txt")
 	}
 
 	// The chat's model set to "--auto" directly in the request (as if the
 	// chat command had been bypassed): refused, nothing starts.
 	for _, req := range []agent.RunRequest{{Model: "--auto"}, {Effort: "--auto"}, {Model: "fake/fake-model --auto"}} {
-		evs, marker, err := run(req)
-		if !errors.Is(err, agent.ErrInvalidArgValue) || len(evs) != 0 {
-			t.Fatalf("Run(%+v) = %v, events %v; want ErrInvalidArgValue and no event", req, err, types(evs))
+		r, marker := run(req)
+		if !errors.Is(r.Err, agent.ErrInvalidArgValue) || len(r.Events) != 0 {
+			t.Fatalf("Run(%+v) = %v, events %v; want ErrInvalidArgValue and no event", req, r.Err, r.Types())
 		}
 		if _, err := os.Stat(marker); !os.IsNotExist(err) {
 			t.Fatalf("the bash tool ran for %+v (stat %v)", req, err)
 		}
 	}
-	if n := len(fake.ChatRequests()); n != 0 {
+	if n := len(h.Fake.ChatRequests()); n != 0 {
 		t.Fatalf("a refused run reached the model: %d requests", n)
 	}
 
 	// A valid model, bound as --model=fake/fake-model, reaches the real
 	// opencode and the model; the bash tool that must ask is not run.
 	// opencode's print mode auto-rejects the permission (and fails the run).
-	evs, marker, err := run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel})
-	if err != nil && !errors.Is(err, agent.ErrRunFailed) {
-		t.Fatalf("valid model run: %v (events %v)", err, types(evs))
+	r, marker := run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel})
+	if r.Err != nil && !errors.Is(r.Err, agent.ErrRunFailed) {
+		t.Fatalf("valid model run: %v (events %v)", r.Err, r.Types())
 	}
-	if len(fake.ChatRequests()) == 0 {
+	if len(h.Fake.ChatRequests()) == 0 {
 		t.Fatalf("opencode did not call the model with --model=fake/%s", fakeopenai.DefaultModel)
 	}
 	if _, err := os.Stat(marker); !os.IsNotExist(err) {
-		t.Fatalf("the bash tool ran without an approval (stat %v); events %v", err, types(evs))
+		t.Fatalf("the bash tool ran without an approval (stat %v); events %v", err, r.Types())
 	}
 	rejected := false
-	for _, ev := range evs {
-		if ev.Type == agent.EventToolCompleted && ev.Tool != nil && ev.Tool.IsError {
+	for _, ev := range r.Of(agent.EventToolCompleted) {
+		if ev.Tool != nil && ev.Tool.IsError {
 			rejected = true
 		}
 	}
 	if !rejected {
-		t.Fatalf("no rejected tool call in %v", types(evs))
+		t.Fatalf("no rejected tool call in %v", r.Types())
 	}
 
 	// Control: the operator's explicit --auto (trusted config args) does
 	// approve it, so the run above was held back by the ask policy and not by
 	// a broken script.
-	_, marker, err = run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel, Args: []string{"--auto"}})
-	if err != nil {
-		t.Fatalf("control run: %v", err)
+	r, marker = run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel, Args: []string{"--auto"}})
+	if r.Err != nil {
+		t.Fatalf("control run: %v", r.Err)
 	}
 	if _, err := os.Stat(marker); err != nil {
 		t.Fatalf("control: with the operator's --auto the bash tool did not run (%v): the ask policy test proves nothing", err)
 	}
+}
+
+// grokGrace is how long grok-cli has to stop after SIGINT.
+const grokGrace = 3 * time.Second
+
+// grokCLISetup returns nil in the outer test process (the test then ran,
+// or was skipped, in the netns child) and, inside the netns, grok-cli aimed
+// at the fake answering with scripts.
+func grokCLISetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
+	t.Helper()
+	return providertest.Setup(t, grokCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
+		env := map[string]string{
+			"HOME": t.TempDir(), "GROK_BASE_URL": h.Fake.URL() + "/v1", "GROK_API_KEY": "sk-fake", "GROK_MODEL": fakeopenai.DefaultModel,
+		}
+		providertest.DeadProxy(env)
+		return newE2E(t, Options{Dialect: GrokCLI, ID: GrokCLIProviderID, Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: grokGrace}})
+	})
+}
+
+// TestGrokCLIE2E: a turn with a shell tool call: the file is written, the
+// tool's output and the final answer come back, the run completes with
+// grok-cli's exit status 0, and the process the tool left in the background
+// does not outlive the run.
+func TestGrokCLIE2E(t *testing.T) {
+	h, r := providertest.ShellTurn(t, grokCLISetup, "grok-e2e")
+	if h == nil {
+		return
+	}
+	done := r.Of(agent.EventToolCompleted)
+	if len(done) != 1 || done[0].Tool.Name != "bash" || strings.TrimSpace(done[0].Tool.Output) != "grok-e2e" {
+		t.Errorf("tool.completed = %+v", done)
+	}
+	reqs := h.Fake.ChatRequests()
+	if len(reqs) != 2 || reqs[0].Model != fakeopenai.DefaultModel {
+		t.Errorf("%d chat requests, model %q", len(reqs), reqs[0].Model)
+	}
+}
+
+// TestGrokCLIE2EFailures: a model error (grok-cli exits 0 and prints its
+// apology) and a missing key (exit status 1) both fail the run with the
+// CLI's text, not as an answer.
+func TestGrokCLIE2EFailures(t *testing.T) {
+	h := grokCLISetup(t, fakeopenai.When(providertest.BadPrompt, fakeopenai.Error(400, "fake bad request")))
+	if h == nil {
+		return
+	}
+	if r := providertest.CheckAPIError(t, h.Run, "fake bad request"); r.Text() != "" {
+		t.Errorf("model error: the CLI's apology came as the answer %q", r.Text())
+	}
+	h.Prov.opts.Env["GROK_API_KEY"] = ""
+	r := h.Run(agent.RunRequest{Prompt: providertest.BadPrompt}, nil)
+	if pe, ok := procrun.IsExit(r.Err); !ok || pe.ExitCode != 1 || r.Last().Type != agent.EventRunFailed || !strings.Contains(r.Last().Text, "API key required") {
+		t.Errorf("no key: Run = %v, last %+v", r.Err, r.Last())
+	}
+}
+
+// TestGrokCLIE2ECancel: cancelled while its shell tool runs, grok-cli is
+// stopped (SIGINT, then its process group killed): run.interrupted within
+// the grace, and the tool's process is gone too.
+func TestGrokCLIE2ECancel(t *testing.T) {
+	providertest.ShellCancel(t, grokCLISetup, grokGrace+5*time.Second)
+}
+
+// TestGrokCLIVersionProbe: detection reads the real grok-cli's version from
+// its package.json (its --version prints 1.0.1) and finds the verified one.
+func TestGrokCLIVersionProbe(t *testing.T) {
+	d, _ := Descriptor(GrokCLI)
+	providertest.CheckVersion(t, d, providertest.FindCLI(t, grokCLI.Name, grokCLI.EnvVar))
 }

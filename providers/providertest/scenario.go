@@ -1,13 +1,20 @@
-// Scenarios every real-CLI e2e test runs the same way, whatever the agent:
-// resume, cancel mid-stream, an upstream error; and the shell-tool turns the
-// one-shot CLIs' e2e tests (Copilot, Kilo, opencode, grok-cli, Continue) run
-// against the Chat Completions fake: a tool call round trip, a turn resuming
-// its session, a cancel while a tool runs.
+// The harness every real-CLI e2e test runs in (the pinned CLI found, the
+// test run again inside the loopback-only network namespace, the scripted
+// model server started, the provider built on both, each turn run in the
+// test's working directory and, when the run's processes are marked, none
+// of them left after it), and the scenarios every such test runs the same
+// way, whatever the agent: resume, cancel mid-stream, cancel at a pending
+// question, an upstream error; and the shell-tool turns the one-shot CLIs'
+// e2e tests (Copilot, Kilo, opencode, grok-cli, Continue) run against the
+// Chat Completions fake: a tool call round trip, a turn resuming its
+// session, a cancel while a tool runs.
 
 package providertest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,6 +25,210 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
+
+// CLI names a pinned agent CLI: its executable (node_modules/.bin/Name) and
+// the variable that overrides it (see FindCLI).
+type CLI struct {
+	Name, EnvVar string
+}
+
+// Harness is one e2e test inside the netns: the CLI's executable, its
+// scripted model server F, the provider P built on them and the turns'
+// working directory.
+type Harness[F any, P Runner] struct {
+	T    *testing.T
+	Bin  string
+	Fake F
+	Prov P
+	// Cwd is the working directory of a turn whose request names none.
+	Cwd string
+	// Marker, when set (MarkEnv in the provider's environment), is what
+	// every turn checks that no process it started is left with.
+	Marker string
+}
+
+// Setup finds cli and runs t again inside a loopback-only netns (InNetns).
+// In the outer process it returns nil: the test ran, or was skipped, in the
+// child, and the caller returns. Inside it starts the model server (start),
+// makes the working directory and builds the provider (build, which may set
+// h.Marker).
+func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, build func(h *Harness[F, P]) P) *Harness[F, P] {
+	t.Helper()
+	bin := FindCLI(t, cli.Name, cli.EnvVar)
+	if !InNetns(t) {
+		return nil
+	}
+	h := &Harness[F, P]{T: t, Bin: bin, Fake: start(t), Cwd: t.TempDir()}
+	h.Prov = build(h)
+	return h
+}
+
+// Run runs one turn of the provider (see Run) in h.Cwd unless req names a
+// directory. With h.Marker set it also fails the test when one of the
+// turn's processes is left after it (see MarkedLeft), and, for a turn that
+// ended with a terminal event, when no marked process was seen alive at any
+// of its events (the check would see nothing; a turn refused at its start
+// may report after its process is gone).
+func (h *Harness[F, P]) Run(req agent.RunRequest, onEvent OnEvent) *Result {
+	h.T.Helper()
+	if req.Cwd == "" {
+		req.Cwd = h.Cwd
+	}
+	if h.Marker == "" {
+		return Run(h.T, h.Prov, req, onEvent)
+	}
+	seen := false
+	r := Run(h.T, h.Prov, req, func(ev agent.Event, cancel context.CancelFunc) {
+		if !seen {
+			seen = len(Marked(h.Marker)) > 0
+		}
+		if onEvent != nil {
+			onEvent(ev, cancel)
+		}
+	})
+	if !seen && r.Terminals() > 0 {
+		h.T.Errorf("no process with %s=%s while the run ran: the left-behind check sees nothing", MarkerEnv, h.Marker)
+	}
+	if left := MarkedLeft(h.Marker); len(left) > 0 {
+		h.T.Errorf("processes left after the run: %s", strings.Join(left, "; "))
+	}
+	return r
+}
+
+// Ends runs one turn as Run does and fails the test at once unless Run
+// returned nil and the last event is of type end.
+func (h *Harness[F, P]) Ends(end agent.EventType, req agent.RunRequest, onEvent OnEvent) *Result {
+	h.T.Helper()
+	r := h.Run(req, onEvent)
+	if r.Err != nil || r.Last().Type != end {
+		h.T.Fatalf("Run(%q) = %v, last %+v; want %s", req.Prompt, r.Err, r.Last(), end)
+	}
+	return r
+}
+
+// Path is name in the working directory.
+func (h *Harness[F, P]) Path(name string) string { return filepath.Join(h.Cwd, name) }
+
+// Exists reports whether name exists in the working directory (a tool
+// call wrote it).
+func (h *Harness[F, P]) Exists(name string) bool {
+	_, err := os.Stat(h.Path(name))
+	return err == nil
+}
+
+// CheckFile fails the test unless name in the working directory holds want
+// (white space around it aside).
+func (h *Harness[F, P]) CheckFile(name, want string) {
+	h.T.Helper()
+	if b, err := os.ReadFile(h.Path(name)); err != nil || strings.TrimSpace(string(b)) != want {
+		h.T.Errorf("%s in the working directory: %q, %v; want %q", name, b, err, want)
+	}
+}
+
+// DeadProxy points a child's HTTP(S)_PROXY at a closed local port, so that
+// a proxy-aware client fails at once on anything but the fake (which the
+// caller exempts where the client would use the proxy for it).
+func DeadProxy(env map[string]string) {
+	env["HTTP_PROXY"], env["HTTPS_PROXY"] = "http://127.0.0.1:9", "http://127.0.0.1:9"
+}
+
+// MarkerEnv is the variable MarkEnv sets in a child's environment.
+const MarkerEnv = "E2E_RUN_MARKER"
+
+// MarkEnv puts a fresh random marker in env (MarkerEnv) and returns it: the
+// processes the CLI starts inherit it, and Marked finds them by it.
+func MarkEnv(env map[string]string) string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	marker := hex.EncodeToString(b)
+	env[MarkerEnv] = marker
+	return marker
+}
+
+// Marked lists the live processes whose environment carries marker
+// (MarkEnv), as "pid command line".
+func Marked(marker string) []string {
+	want := MarkerEnv + "=" + marker + "\x00"
+	var out []string
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", d.Name(), "environ"))
+		if err != nil || !strings.Contains(string(env), want) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		out = append(out, d.Name()+" "+strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " ")))
+	}
+	return out
+}
+
+// MarkedLeft lists the processes of marker still there after a run. A
+// process killed with its group may need a moment to go; one that outlived
+// its run stays, so the list is read until it is empty or for Scale(2s).
+func MarkedLeft(marker string) []string {
+	deadline := time.Now().Add(Scale(2 * time.Second))
+	for {
+		left := Marked(marker)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Scripting the scenarios of scenario.go with a fake model server's own
+// script constructors (fakeapi, fakeresponses, fakeopenai: the same names,
+// each with its Script type).
+
+// ResumeScripts scripts CheckResume's two turns: RememberPrompt answered
+// with RememberText in chunks, RecallPrompt with RecallText.
+func ResumeScripts[S any](when func(substr string, s S) S, text func(chunks ...string) S) []S {
+	return []S{
+		when(RememberPrompt, text(rememberChunks...)),
+		when(RecallPrompt, text(recallChunks...)),
+	}
+}
+
+// RememberText and RecallText in the chunks the fakes stream them in.
+var (
+	rememberChunks = []string{"Noted: ", "the word is ", "alpha."}
+	recallChunks   = []string{"The word ", "was alpha."}
+)
+
+// The stream of SlowScript: SlowWords words ("word00 " ...), one every
+// SlowEvery; SlowEnd is its last word, which a cancelled run never sees.
+const (
+	SlowWords = 300
+	SlowEvery = 100 * time.Millisecond
+	SlowEnd   = "word299"
+)
+
+// SlowScript scripts CheckCancelMidStream's turn: SlowPrompt answered with
+// the slow stream.
+func SlowScript[S any](when func(substr string, s S) S, slow func(n int, every time.Duration) S) S {
+	return when(SlowPrompt, slow(SlowWords, SlowEvery))
+}
+
+// ChatFake is Setup's start of the Chat Completions fake (fakeopenai) with
+// scripts.
+func ChatFake(scripts ...fakeopenai.Script) func(t *testing.T) *fakeopenai.Server {
+	return func(t *testing.T) *fakeopenai.Server { return fakeopenai.New(t, scripts...) }
+}
+
+// SharedCache points env's XDG_CACHE_HOME at <repo>/.cache/agents-xdg, the
+// cache scripts/install-agents.sh and the e2e tests share (copilot unpacks
+// 235 MB there on its first start).
+func SharedCache(t testing.TB, env map[string]string) {
+	t.Helper()
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
+}
 
 // Turn runs one turn of an e2e harness in its working directory (its run
 // method, e.g. h.run).
@@ -78,11 +289,13 @@ func CheckResume(t *testing.T, run Turn, wantModel string, requests func() []str
 	return sid
 }
 
-// CheckCancelMidStream runs SlowPrompt (the fake streams "word00 ",
-// "word01 ", ... slowly), cancels at the delta holding "word02", and checks
-// that Run returns nil within limit with run.interrupted last and that the
-// stream did not run to its end (endWord). It returns the run.
-func CheckCancelMidStream(t *testing.T, run Turn, endWord string, limit time.Duration) *Result {
+// CheckCancelMidStream runs SlowPrompt (the fake scripted with SlowScript
+// streams "word00 ", "word01 ", ... slowly), cancels at the delta holding
+// "word02", and checks that Run returns nil within limit with
+// run.interrupted last, that the stream did not run to its end (SlowEnd)
+// and, when text is not empty, that the run.interrupted says text (the
+// CLI's own end of a cancelled turn, not the kill). It returns the run.
+func CheckCancelMidStream(t *testing.T, run Turn, limit time.Duration, text string) *Result {
 	t.Helper()
 	var cancelledAt time.Time
 	r := run(agent.RunRequest{Prompt: SlowPrompt}, func(ev agent.Event, cancel context.CancelFunc) {
@@ -105,15 +318,50 @@ func CheckCancelMidStream(t *testing.T, run Turn, endWord string, limit time.Dur
 	if limit = Scale(limit); took > limit {
 		t.Errorf("Run returned %s after cancel, over %s", took, limit)
 	}
-	if strings.Contains(r.Text(), endWord) {
+	if strings.Contains(r.Text(), SlowEnd) {
 		t.Error("stream ran to the end despite the cancel")
+	}
+	if text != "" && r.Last().Text != text {
+		t.Errorf("run.interrupted %q, want %q: the CLI did not end the turn itself in time (killed instead?)", r.Last().Text, text)
+	}
+	return r
+}
+
+// CheckCancelAtInteraction runs req (a turn whose tool call asks, with no
+// answer coming), cancels at its interaction.requested, and checks that
+// Run returns nil within Scale(limit) of the cancel with run.interrupted
+// last and one interaction.resolved. It returns the run, for the CLI's own
+// checks of the resolution.
+func CheckCancelAtInteraction(t *testing.T, run Turn, req agent.RunRequest, limit time.Duration) *Result {
+	t.Helper()
+	var cancelledAt time.Time
+	r := run(req, func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == agent.EventInteractionRequested && cancelledAt.IsZero() {
+			cancelledAt = time.Now()
+			cancel() // the user stops the turn instead of answering
+		}
+	})
+	if cancelledAt.IsZero() {
+		t.Fatalf("never asked; Run = %v, last %+v", r.Err, r.Last())
+	}
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
+	}
+	took := time.Since(cancelledAt)
+	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
+	if limit = Scale(limit); took > limit {
+		t.Errorf("Run returned %s after cancel, over %s", took, limit)
+	}
+	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 {
+		t.Errorf("the pending card was not closed once: %+v", res)
 	}
 	return r
 }
 
 // CheckAPIError runs BadPrompt (the fake answers it with an HTTP error whose
-// message holds want) and checks that the run fails saying so.
-func CheckAPIError(t *testing.T, run Turn, want string) {
+// message holds want) and checks that the run fails saying so. It returns
+// the run, for the CLI's own checks.
+func CheckAPIError(t *testing.T, run Turn, want string) *Result {
 	t.Helper()
 	r := run(agent.RunRequest{Prompt: BadPrompt}, nil)
 	if !errors.Is(r.Err, agent.ErrRunFailed) {
@@ -122,6 +370,57 @@ func CheckAPIError(t *testing.T, run Turn, want string) {
 	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, want) {
 		t.Errorf("last event %+v", last)
 	}
+	return r
+}
+
+// The streamed-text scenario: TextPrompt answered with a thinking block
+// (TextReasoning in chunks), then TextAnswer in chunks.
+const (
+	TextPrompt    = "e2e-text: say hello"
+	TextReasoning = "Pondering the request."
+	TextAnswer    = "Hello from the fake API."
+)
+
+// TextScript scripts CheckStreamedText's turn with a fake's When and
+// Thinking (fakeapi, fakeresponses).
+func TextScript[S any](when func(substr string, s S) S, thinking func(reasoning []string, text ...string) S) S {
+	return when(TextPrompt, thinking([]string{"Pondering ", "the request."}, "Hello ", "from ", "the ", "fake API."))
+}
+
+// CheckStreamedText runs TextPrompt (the fake scripted with TextScript)
+// and checks that the answer streams in several assistant.delta events
+// and the reasoning in reasoning.delta events, that a session is reported,
+// usage too, and that the run completes with the answer. It returns the
+// run, for the CLI's own checks.
+func CheckStreamedText(t *testing.T, run Turn) *Result {
+	t.Helper()
+	r := run(agent.RunRequest{Prompt: TextPrompt}, nil)
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
+	}
+	if deltas := r.Of(agent.EventAssistantDelta); len(deltas) < 3 {
+		t.Errorf("%d assistant.delta events, want the text in several deltas", len(deltas))
+	}
+	if got := r.Text(); got != TextAnswer {
+		t.Errorf("streamed text %q", got)
+	}
+	var reasoning strings.Builder
+	for _, ev := range r.Of(agent.EventReasoningDelta) {
+		reasoning.WriteString(ev.Text)
+	}
+	if reasoning.String() != TextReasoning {
+		t.Errorf("reasoning %q, want %q", reasoning.String(), TextReasoning)
+	}
+	if r.SessionID() == "" {
+		t.Error("no session.updated with a session id")
+	}
+	if last := r.Last(); last.Type != agent.EventRunCompleted || last.Text != TextAnswer {
+		t.Errorf("last event %+v", last)
+	}
+	if len(r.Of(agent.EventUsageUpdated)) == 0 {
+		t.Error("no usage.updated")
+	}
+	return r
 }
 
 // Transcripts returns each request's Transcript (for CheckResume): reqs are
@@ -206,6 +505,32 @@ func CheckShellCancelled(t testing.TB, p Runner, work, held string, limit time.D
 	t.Helper()
 	CheckCancelled(t, p, agent.RunRequest{Prompt: HangPrompt, Cwd: work, Approval: agent.ApprovalAccept},
 		filepath.Join(work, "started.txt"), held, limit)
+}
+
+// ChatSetup sets up the harness of a CLI against the Chat Completions fake
+// answering with scripts (nil in the outer test process, see Setup).
+type ChatSetup[P Runner] func(t *testing.T, scripts ...fakeopenai.Script) *Harness[*fakeopenai.Server, P]
+
+// ShellTurn sets up with ShellScript(word, a marker of t) and runs
+// CheckShellTurn in the harness; outside the netns it returns nil, nil.
+func ShellTurn[P Runner](t *testing.T, setup ChatSetup[P], word string) (*Harness[*fakeopenai.Server, P], *Result) {
+	t.Helper()
+	done := OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-") + "-done")
+	h := setup(t, ShellScript(word, done))
+	if h == nil {
+		return nil, nil
+	}
+	return h, CheckShellTurn(t, h.Prov, h.Cwd, word, done)
+}
+
+// ShellCancel sets up with HangScript(a marker of t) and runs
+// CheckShellCancelled in the harness.
+func ShellCancel[P Runner](t *testing.T, setup ChatSetup[P], limit time.Duration) {
+	t.Helper()
+	held := OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-") + "-cancel")
+	if h := setup(t, HangScript(held)); h != nil {
+		CheckShellCancelled(t, h.Prov, h.Cwd, held, limit)
+	}
 }
 
 // LastTranscript returns the transcript of the last chat request fake
