@@ -1,23 +1,17 @@
 // Fake CLIs for the providers' unit tests: a shell script that records how
-// it was started and what it read, the launch a provider runs it with, and a
-// collector of the events a run emits.
+// it was started and what it read, and the launch a provider runs it with.
 
 package providertest
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
-	"github.com/threadline-bot/threadline/agentcore/registry"
 )
 
 // FakeCLI writes an executable shell script called name into a fresh
@@ -97,94 +91,4 @@ func FakeArgs(t testing.TB, dir string) []string {
 		t.Fatal(err)
 	}
 	return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
-}
-
-// Events collects the events of runs; Emit may be called from any goroutine.
-type Events struct {
-	mu  sync.Mutex
-	evs []agent.Event
-}
-
-// Emit records ev (the emit function of a Run).
-func (e *Events) Emit(ev agent.Event) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	e.evs = append(e.evs, ev)
-}
-
-// All returns a copy of the events so far.
-func (e *Events) All() []agent.Event {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return append([]agent.Event(nil), e.evs...)
-}
-
-// Types returns the types of the events so far.
-func (e *Events) Types() []agent.EventType { return Types(e.All()) }
-
-// Last returns the last event so far (the zero event when there is none).
-func (e *Events) Last() agent.Event {
-	evs := e.All()
-	if len(evs) == 0 {
-		return agent.Event{}
-	}
-	return evs[len(evs)-1]
-}
-
-// CancelOn returns an OnEvent (see Run) that cancels the run at its first
-// event of type typ.
-func CancelOn(typ agent.EventType) OnEvent {
-	return func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == typ {
-			cancel()
-		}
-	}
-}
-
-// CheckInterrupted fails t unless r is a cancelled run's result: Run
-// returned nil, the last event is run.interrupted and no run.completed came.
-func CheckInterrupted(t testing.TB, r *Result) {
-	t.Helper()
-	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted || len(r.Of(agent.EventRunCompleted)) > 0 {
-		t.Fatalf("cancelled run: Run = %v, events %+v", r.Err, r.Events)
-	}
-}
-
-// CheckVersion probes d on the real CLI bin (as `threadline agents` does)
-// and fails t unless it is ready at one of d's verified versions.
-func CheckVersion(t testing.TB, d registry.Definition, bin string) {
-	t.Helper()
-	d.Bin = bin
-	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
-	if r.Status != registry.StatusReady || !slices.Contains(d.VerifiedVersions, r.Version) || r.VersionWarning != "" {
-		t.Fatalf("%s: report %+v, verified %q", d.ID, r, d.VerifiedVersions)
-	}
-}
-
-// FlagValues are model and effort values that could read as a flag or
-// split into other arguments: every command line builder refuses them
-// (agent.CheckRunArgs).
-var FlagValues = []agent.RunRequest{
-	{Prompt: "P", Model: "--auto"}, {Prompt: "P", Model: "-m"}, {Prompt: "P", Effort: "--auto"},
-	{Prompt: "P", Model: "a b"}, {Prompt: "P", Model: "k\tx"}, {Prompt: "P", Model: "m\nx"}, {Prompt: "P", Model: "x\x00y"},
-}
-
-// CheckFlagValues checks a command line builder (command returns the
-// arguments for a request): every FlagValues request is refused with
-// agent.ErrInvalidArgValue and no arguments, and the valid model
-// "provider/model-1" becomes the one argument "--model=provider/model-1"
-// (when bound; else no model argument at all), never a bare -m or --model.
-// It returns the arguments of the valid request.
-func CheckFlagValues(t testing.TB, command func(agent.RunRequest) ([]string, error), bound bool) []string {
-	t.Helper()
-	for _, req := range FlagValues {
-		if args, err := command(req); !errors.Is(err, agent.ErrInvalidArgValue) || args != nil {
-			t.Errorf("%+v: args %q, err %v; want ErrInvalidArgValue and no args", req, args, err)
-		}
-	}
-	args, err := command(agent.RunRequest{Prompt: "P", Model: "provider/model-1"})
-	if err != nil || slices.Contains(args, "--model=provider/model-1") != bound || slices.Contains(args, "--model") || slices.Contains(args, "-m") {
-		t.Errorf("args %q, err %v; want --model=provider/model-1 bound: %v", args, err, bound)
-	}
-	return args
 }

@@ -240,6 +240,48 @@ func (r *Result) Terminals() int {
 	return n
 }
 
+// CancelOn returns an OnEvent (see Run) that cancels the run at its first
+// event of type typ.
+func CancelOn(typ agent.EventType) OnEvent {
+	return func(ev agent.Event, cancel context.CancelFunc) {
+		if ev.Type == typ {
+			cancel()
+		}
+	}
+}
+
+// Events collects the events of runs; Emit may be called from any goroutine.
+type Events struct {
+	mu  sync.Mutex
+	evs []agent.Event
+}
+
+// Emit records ev (the emit function of a Run).
+func (e *Events) Emit(ev agent.Event) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.evs = append(e.evs, ev)
+}
+
+// All returns a copy of the events so far.
+func (e *Events) All() []agent.Event {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]agent.Event(nil), e.evs...)
+}
+
+// Types returns the types of the events so far.
+func (e *Events) Types() []agent.EventType { return Types(e.All()) }
+
+// Last returns the last event so far (the zero event when there is none).
+func (e *Events) Last() agent.Event {
+	evs := e.All()
+	if len(evs) == 0 {
+		return agent.Event{}
+	}
+	return evs[len(evs)-1]
+}
+
 // Answer returns an OnEvent that answers every interaction.requested on ch
 // with decide(interaction), its InteractionID filled in.
 func Answer(ch chan<- agent.InteractionResponse, decide func(in *agent.Interaction) agent.InteractionResponse) OnEvent {
