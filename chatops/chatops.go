@@ -68,7 +68,7 @@ type Runner interface {
 	Start(ctx context.Context, req prompt.StartRequest) (*prompt.Run, error)
 	Cancel(chatID string) bool
 	Active(chatID string) (*prompt.Run, bool)
-	RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error
+	RespondInteraction(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error
 }
 
 // Feed reads a chat's events: persisted ones after a seq, then live ones.
@@ -226,9 +226,10 @@ func (b *Chats) Stop(chatID string) bool { return b.runner.Cancel(chatID) }
 // Active returns the chat's running run.
 func (b *Chats) Active(chatID string) (*prompt.Run, bool) { return b.runner.Active(chatID) }
 
-// Respond answers a pending interaction.
+// Respond answers a pending interaction. Its ids stay strings while the
+// card refs (render.Ref) that chatops' desk passes here are strings.
 func (b *Chats) Respond(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	return b.runner.RespondInteraction(ctx, chatID, runID, resp)
+	return b.runner.RespondInteraction(ctx, agent.ChatID(chatID), agent.RunID(runID), resp)
 }
 
 // agentInfo returns the agent's entry; ok is false without a catalogue or

@@ -343,7 +343,7 @@ func runStatus(ctx context.Context, c *call) (Result, error) {
 	}
 	s := fmt.Sprintf("chat %s · agent %s · model %s · mode %s · cwd %s", ch.ID, ch.Agent, model, ch.Mode, ch.Cwd)
 	if r, ok := c.bot.Active(c.chatID); ok {
-		s += " · running " + r.ID
+		s += " · running " + string(r.ID)
 	} else {
 		s += " · idle"
 	}

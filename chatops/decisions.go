@@ -82,14 +82,14 @@ func (t *Desk) approvalsWaiting(th *thread, chatID string) []waitingApproval {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	var out []waitingApproval
-	prefix := r.ID + "|"
+	prefix := string(r.ID) + "|"
 	for k, in := range th.pending {
 		if !strings.HasPrefix(k, prefix) || !in.Accepts(agent.DecisionApprove) {
 			continue
 		}
 		out = append(out, waitingApproval{
-			ref:  Ref{ChatID: chatID, RunID: r.ID, InteractionID: in.ID},
-			code: render.CardCode(r.ID, in.ID),
+			ref:  Ref{ChatID: chatID, RunID: string(r.ID), InteractionID: in.ID},
+			code: render.CardCode(r.ID, agent.InteractionID(in.ID)),
 			at:   th.cardAt[k],
 		})
 	}

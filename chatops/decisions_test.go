@@ -118,7 +118,7 @@ func TestTypedDecisionNamesACard(t *testing.T) {
 				t.Fatalf("button answered %+v", r)
 			}
 			codeB := codeOn(t, f, "step perm-b")
-			if want := render.CardCode(refA.RunID, "perm-b"); codeB != want {
+			if want := render.CardCode(agent.RunID(refA.RunID), "perm-b"); codeB != want {
 				t.Fatalf("card B shows code %s, want %s", codeB, want)
 			}
 			if err := f.say(t, "UAPPROVER", "approve", typed); !errors.Is(err, chatops.ErrForbidden) {

@@ -169,7 +169,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 		if cur == nil || cur.Done() {
 			return
 		}
-		if r, ok := t.bot.Active(f.chatID); ok && r.ID == cur.RunID() {
+		if r, ok := t.bot.Active(f.chatID); ok && string(r.ID) == cur.RunID() {
 			return
 		}
 		cur.Interrupt("the bot restarted before the run ended")
@@ -193,7 +193,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 						log.WarnContext(ctx, "read rendered messages", logkey.RunID, ev.RunID, "err", err)
 					}
 					ob.Load(rows)
-					cur = render.NewRun(ropts, f.chatID, ev.RunID, project)
+					cur = render.NewRun(ropts, agent.ChatID(f.chatID), agent.RunID(ev.RunID), project)
 				}
 				cur.Apply(ev)
 				th.noteInteraction(cur, ev.Type)

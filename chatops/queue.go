@@ -112,11 +112,11 @@ func (t *Desk) watchActive(th *thread, chatID string) {
 // watch queues the drain of the thread's prompts when run ends.
 func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
 	th.mu.Lock()
-	if th.watching[run.ID] {
+	if th.watching[string(run.ID)] {
 		th.mu.Unlock()
 		return
 	}
-	th.watching[run.ID] = true
+	th.watching[string(run.ID)] = true
 	th.mu.Unlock()
 	t.wg.Go(func() {
 		select {
@@ -124,7 +124,7 @@ func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
 		case <-t.base.Done():
 		}
 		th.mu.Lock()
-		delete(th.watching, run.ID)
+		delete(th.watching, string(run.ID))
 		th.mu.Unlock()
 		t.queueDrain(th, chatID)
 	})

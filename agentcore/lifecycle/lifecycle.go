@@ -61,8 +61,9 @@ var ErrNotFound = errors.New("lifecycle: not found")
 
 // Run is what the lifecycle needs to know of a stored run.
 type Run struct {
-	ID, ChatID string
-	Status     runhub.RunStatus
+	ID     agent.RunID
+	ChatID agent.ChatID
+	Status runhub.RunStatus
 	// Owner names the process running it: "host:pid" for a process started
 	// by threadline (see OwnerID), any name for a replica named by its
 	// operator.
@@ -83,7 +84,9 @@ func (r Run) lastSeen() time.Time {
 
 // Interaction is a pending interaction that was expired.
 type Interaction struct {
-	ID, ChatID, RunID string
+	ID     agent.InteractionID
+	ChatID agent.ChatID
+	RunID  agent.RunID
 }
 
 // Store is the run table as the lifecycle uses it.
@@ -98,7 +101,7 @@ type Store interface {
 	// older than before, except those in keep, and returns them.
 	MarkStaleRunsInterrupted(ctx context.Context, before time.Time, keep ...string) ([]Run, error)
 	// InterruptRun interrupts a running run; it reports whether it was running.
-	InterruptRun(ctx context.Context, runID, reason string) (bool, error)
+	InterruptRun(ctx context.Context, runID agent.RunID, reason string) (bool, error)
 	// ExpireOrphanedInteractions expires the interactions left pending by runs
 	// that no longer run, and returns them.
 	ExpireOrphanedInteractions(ctx context.Context) ([]Interaction, error)
@@ -106,13 +109,13 @@ type Store interface {
 
 // Events appends to a chat's event log (runhub.Hub).
 type Events interface {
-	Append(ctx context.Context, chatID, runID, typ string, payload json.RawMessage) (runhub.Event, error)
+	Append(ctx context.Context, chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage) (runhub.Event, error)
 }
 
 // Reattacher continues a run whose agent survived under a relay
 // (prompt.Service).
 type Reattacher interface {
-	Reattach(ctx context.Context, chatID, runID string) (*prompt.Run, error)
+	Reattach(ctx context.Context, chatID agent.ChatID, runID agent.RunID) (*prompt.Run, error)
 }
 
 // Fencer stops this process's runs the database no longer gives it
@@ -243,7 +246,7 @@ func (l *Liveness) Reclaim(ctx context.Context, chatID string) (bool, error) {
 	if err != nil || !ok {
 		return false, err
 	}
-	if !l.deadLocalOwner(r) || l.relayed(r.ID) {
+	if !l.deadLocalOwner(r) || l.relayed(string(r.ID)) {
 		return false, nil
 	}
 	done, err := l.st.InterruptRun(ctx, r.ID, reasonOwnerExited)
@@ -327,7 +330,7 @@ func (l *Liveness) reattachRelays(ctx context.Context, ra Reattacher) {
 			if ok {
 				l.append(ctx, run.ChatID, run.ID, agent.Event{Type: agent.EventRunInterrupted, Text: InterruptedByStop})
 			}
-			_ = procrun.RemoveRelay(dir, run.ID)
+			_ = procrun.RemoveRelay(dir, string(run.ID))
 			continue
 		}
 		if _, err := ra.Reattach(ctx, run.ChatID, run.ID); err != nil {
@@ -378,12 +381,12 @@ func (l *Liveness) expireOrphans(ctx context.Context) {
 	for _, in := range expired {
 		l.append(ctx, in.ChatID, in.RunID, agent.Event{
 			Type:       agent.EventInteractionResolved,
-			Resolution: &agent.Resolution{InteractionID: in.ID, Status: agent.StatusExpired},
+			Resolution: &agent.Resolution{InteractionID: string(in.ID), Status: agent.StatusExpired},
 		})
 	}
 }
 
-func (l *Liveness) append(ctx context.Context, chatID, runID string, ev agent.Event) {
+func (l *Liveness) append(ctx context.Context, chatID agent.ChatID, runID agent.RunID, ev agent.Event) {
 	b, err := json.Marshal(ev)
 	if err != nil {
 		l.log.ErrorContext(ctx, "encode event", logkey.ChatID, chatID, "type", ev.Type, "err", err)

@@ -29,7 +29,7 @@ type memStore struct {
 func newMemStore(runs ...Run) *memStore {
 	m := &memStore{runs: map[string]*Run{}, interrupted: map[string]string{}}
 	for _, r := range runs {
-		m.runs[r.ID] = &r
+		m.runs[string(r.ID)] = &r
 	}
 	return m
 }
@@ -48,7 +48,7 @@ func (m *memStore) RunningRun(_ context.Context, chatID string) (Run, bool, erro
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, r := range m.runs {
-		if r.ChatID == chatID && r.Status == runhub.StatusRunning {
+		if string(r.ChatID) == chatID && r.Status == runhub.StatusRunning {
 			return *r, true, nil
 		}
 	}
@@ -67,25 +67,25 @@ func (m *memStore) MarkStaleRunsInterrupted(_ context.Context, before time.Time,
 	defer m.mu.Unlock()
 	var out []Run
 	for _, r := range m.runs {
-		if r.Status != runhub.StatusRunning || r.lastSeen().After(before) || contains(keep, r.ID) {
+		if r.Status != runhub.StatusRunning || r.lastSeen().After(before) || contains(keep, string(r.ID)) {
 			continue
 		}
 		r.Status = runhub.StatusInterrupted
-		m.interrupted[r.ID] = "stale"
+		m.interrupted[string(r.ID)] = "stale"
 		out = append(out, *r)
 	}
 	return out, nil
 }
 
-func (m *memStore) InterruptRun(_ context.Context, id, reason string) (bool, error) {
+func (m *memStore) InterruptRun(_ context.Context, id agent.RunID, reason string) (bool, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	r, ok := m.runs[id]
+	r, ok := m.runs[string(id)]
 	if !ok || r.Status != runhub.StatusRunning {
 		return false, nil
 	}
 	r.Status = runhub.StatusInterrupted
-	m.interrupted[id] = reason
+	m.interrupted[string(id)] = reason
 	return true, nil
 }
 
@@ -94,7 +94,7 @@ func (m *memStore) ExpireOrphanedInteractions(context.Context) ([]Interaction, e
 	defer m.mu.Unlock()
 	var out, keep []Interaction
 	for _, in := range m.pending {
-		if r, ok := m.runs[in.RunID]; ok && r.Status == runhub.StatusRunning {
+		if r, ok := m.runs[string(in.RunID)]; ok && r.Status == runhub.StatusRunning {
 			keep = append(keep, in)
 			continue
 		}
@@ -119,10 +119,10 @@ type memEvents struct {
 	evs []runhub.Event
 }
 
-func (e *memEvents) Append(_ context.Context, chatID, runID, typ string, payload json.RawMessage) (runhub.Event, error) {
+func (e *memEvents) Append(_ context.Context, chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage) (runhub.Event, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ev := runhub.Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, Seq: int64(len(e.evs) + 1)}
+	ev := runhub.Event{ChatID: string(chatID), RunID: string(runID), Type: typ, Payload: payload, Seq: int64(len(e.evs) + 1)}
 	e.evs = append(e.evs, ev)
 	return ev, nil
 }
@@ -216,12 +216,12 @@ func TestReclaimKeepsLiveAndForeignRuns(t *testing.T) {
 	evs := &memEvents{}
 	l := New(st, evs, Config{Owner: OwnerID(), RelayDir: relays, Log: quiet()})
 	for _, r := range runs {
-		freed, err := l.Reclaim(context.Background(), r.ChatID)
+		freed, err := l.Reclaim(context.Background(), string(r.ChatID))
 		if err != nil || freed {
 			t.Errorf("%s: Reclaim %v %v", r.ID, freed, err)
 		}
-		if st.runs[r.ID].Status != runhub.StatusRunning {
-			t.Errorf("%s: %s", r.ID, st.runs[r.ID].Status)
+		if st.runs[string(r.ID)].Status != runhub.StatusRunning {
+			t.Errorf("%s: %s", r.ID, st.runs[string(r.ID)].Status)
 		}
 	}
 	if len(evs.evs) != 0 {

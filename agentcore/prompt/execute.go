@@ -55,7 +55,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		a.scrub.flushAll(func(ev agent.Event) { s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev) })
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
 			s.log.InfoContext(ctx, "stale session, retrying without it", logkey.ChatID, run.ChatID, logkey.Agent, run.Agent, logkey.SessionID, req.ResumeID)
-			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
+			if serr := s.chats.SetSession(persistCtx, string(run.ChatID), pid, ""); serr != nil {
 				s.log.ErrorContext(ctx, "clear session", logkey.ChatID, run.ChatID, "err", serr)
 			}
 			s.appendEvent(persistCtx, run, agent.Event{
@@ -115,8 +115,8 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	}
 	s.removeRelay(persistCtx, run)
 	s.mu.Lock()
-	if s.active[run.ChatID] == run {
-		delete(s.active, run.ChatID)
+	if s.active[string(run.ChatID)] == run {
+		delete(s.active, string(run.ChatID))
 	}
 	s.mu.Unlock()
 	run.mu.Lock()
@@ -147,7 +147,7 @@ func (s *Service) emitScrubbed(ctx context.Context, run *Run, provider string, r
 	switch ev.Type {
 	case agent.EventSessionUpdated:
 		if ev.SessionID != "" {
-			if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
+			if err := s.chats.SetSession(ctx, string(run.ChatID), provider, ev.SessionID); err != nil {
 				s.log.ErrorContext(ctx, "save session", logkey.ChatID, run.ChatID, "err", err)
 			}
 		}
@@ -227,14 +227,15 @@ const maxForkDepth = 32
 // the limit, not the chat's length. A fork's history goes on, older, with its
 // parent's up to the fork (ForkedFrom, ForkSeq), and so on up the forks.
 // Events of the run excludeRun are left out.
-func (s *Service) transcript(ctx context.Context, chatID string, excludeRun ...string) (string, error) {
+func (s *Service) transcript(ctx context.Context, chat agent.ChatID, excludeRun ...agent.RunID) (string, error) {
 	var (
+		chatID  = string(chat)
 		fold    chatlog.Backward
 		before  int64 // 0: from the end
 		skipRun string
 	)
 	if len(excludeRun) > 0 {
-		skipRun = excludeRun[0]
+		skipRun = string(excludeRun[0])
 	}
 	for depth := 0; ; depth++ {
 		full, err := s.foldBack(ctx, &fold, chatID, before, skipRun)

@@ -28,7 +28,7 @@ type InteractionRecord struct {
 type Ledger interface {
 	RecordInteraction(ctx context.Context, in InteractionRecord) error
 	// ResolveInteraction moves a pending interaction to a final status.
-	ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error
+	ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error
 }
 
 // LedgerReader is a Ledger that also reads a run's interactions back. A
@@ -37,7 +37,7 @@ type Ledger interface {
 // ledger ahead of the events, and the reattached run neither records the
 // request again nor loses the decision.
 type LedgerReader interface {
-	RunInteractions(ctx context.Context, chatID, runID string) ([]LedgerEntry, error)
+	RunInteractions(ctx context.Context, chatID agent.ChatID, runID agent.RunID) ([]LedgerEntry, error)
 }
 
 // LedgerEntry is an interaction as the ledger has it; Status is "pending"
@@ -79,8 +79,8 @@ type interactionState struct {
 // unknown ids, already-answered requests and ended runs are refused. A secret
 // answer goes to the agent and nowhere else: for a run of another replica it
 // is refused with ErrSecretNotRouted.
-func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	if r, ok := s.current(chatID); !ok || r.ID != runID {
+func (s *Service) RespondInteraction(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error {
+	if r, ok := s.current(string(chatID)); !ok || r.ID != runID {
 		if routed, err := s.routeAnswer(ctx, chatID, runID, resp); routed {
 			return err
 		}
@@ -89,8 +89,8 @@ func (s *Service) RespondInteraction(ctx context.Context, chatID, runID string, 
 }
 
 // respondLocal delivers an answer to a run of this replica.
-func (s *Service) respondLocal(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	r, ok := s.current(chatID)
+func (s *Service) respondLocal(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error {
+	r, ok := s.current(string(chatID))
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
 	}
@@ -163,7 +163,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 		payload = nil
 	}
 	err := s.ledger.RecordInteraction(ctx, InteractionRecord{
-		RunID: r.ID, ID: in.ID, ChatID: r.ChatID, NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
+		RunID: string(r.ID), ID: in.ID, ChatID: string(r.ChatID), NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "record interaction", logkey.RunID, r.ID, logkey.InteractionID, in.ID, "err", err)
@@ -208,7 +208,7 @@ func (s *Service) resolved(ctx context.Context, r *Run, res *agent.Resolution) {
 	}
 	s.opts.Observer.InteractionClosed(st.kind, res.Status)
 	if s.ledger != nil && (r.replay == nil || !r.replay.ledgerResolved[res.InteractionID]) {
-		if err := s.ledger.ResolveInteraction(ctx, r.ID, res.InteractionID, res.Status, string(res.Decision), res.By); err != nil {
+		if err := s.ledger.ResolveInteraction(ctx, r.ID, agent.InteractionID(res.InteractionID), res.Status, string(res.Decision), res.By); err != nil {
 			s.log.ErrorContext(ctx, "resolve interaction", logkey.RunID, r.ID, logkey.InteractionID, res.InteractionID, "err", err)
 		}
 	}

@@ -20,8 +20,8 @@ func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionReco
 	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
 }
 
-func (l ledger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
+func (l ledger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
+	return l.st.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
 }
 
 // asking is a turn that asks one question or approval and resolves it the way a
@@ -83,27 +83,27 @@ func TestInteractionLedger(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitPending(t, st, r.ID)
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}); !errors.Is(err, prompt.ErrUnknownInteraction) {
+			waitPending(t, st, string(r.ID))
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}); !errors.Is(err, prompt.ErrUnknownInteraction) {
 				t.Errorf("unknown id: %v", err)
 			}
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, "other-run", agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), "other-run", agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
 				t.Errorf("wrong run: %v", err)
 			}
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, By: "alice"}); err != nil {
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, By: "alice"}); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionDecline, By: "bob"}); !errors.Is(err, prompt.ErrInteractionResolved) {
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionDecline, By: "bob"}); !errors.Is(err, prompt.ErrInteractionResolved) {
 				t.Errorf("second answer: %v", err)
 			}
 			if resp := <-got; resp.Decision != agent.DecisionApprove || resp.By != "alice" {
 				t.Errorf("provider got %+v", resp)
 			}
 			<-r.Done()
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
 				t.Errorf("after the run: %v", err)
 			}
-			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
+			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
 			if in.Status != store.InteractionApproved || in.ResolvedBy != "alice" || string(in.NativeID) != "7" {
 				t.Errorf("ledger %+v", in)
 			}
@@ -125,17 +125,17 @@ func TestInteractionLedger(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				waitPending(t, st, r.ID)
+				waitPending(t, st, string(r.ID))
 				for _, d := range c.bad {
-					err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: d, Answers: map[string]string{"pw": "ok"}, By: "mallory"})
+					err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: d, Answers: map[string]string{"pw": "ok"}, By: "mallory"})
 					if !errors.Is(err, prompt.ErrAnswerKind) {
 						t.Errorf("%s answered with %q: %v, want ErrAnswerKind", c.kind, d, err)
 					}
 				}
-				if in, _ := st.GetInteraction(t.Context(), r.ID, "q1"); in.Status != store.InteractionPending {
+				if in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1"); in.Status != store.InteractionPending {
 					t.Errorf("%s: a refused response resolved the request: %+v", c.kind, in)
 				}
-				if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: c.good[0], Answers: map[string]string{"pw": "x"}, By: "alice"}); err != nil {
+				if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: c.good[0], Answers: map[string]string{"pw": "x"}, By: "alice"}); err != nil {
 					t.Fatalf("%s answered with %q: %v", c.kind, c.good[0], err)
 				}
 				if resp := <-got; resp.Decision != c.good[0] || resp.By != "alice" {
@@ -157,11 +157,11 @@ func TestInteractionLedger(t *testing.T) {
 			if resp := <-got; resp.Decision != agent.DecisionDecline || resp.By != "timeout" {
 				t.Errorf("provider got %+v", resp)
 			}
-			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
+			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
 			if in.Status != store.InteractionTimedOut {
 				t.Errorf("ledger %+v", in)
 			}
-			if got := f.types(t, r.ID); !strings.Contains(strings.Join(got, " "), "interaction.requested interaction.resolved") {
+			if got := f.types(t, string(r.ID)); !strings.Contains(strings.Join(got, " "), "interaction.requested interaction.resolved") {
 				t.Errorf("events %v", got)
 			}
 		})
@@ -170,7 +170,7 @@ func TestInteractionLedger(t *testing.T) {
 			f := setupLedger(t, st)
 			f.prov.turns = append(f.prov.turns, asking(agent.KindCommandApproval, nil, false))
 			r := f.run(t, "x")
-			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
+			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
 			if in.Status != store.InteractionTurnEnded {
 				t.Errorf("ledger %+v", in)
 			}
@@ -189,9 +189,9 @@ func TestInteractionLedger(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			waitPending(t, st, r.ID)
+			waitPending(t, st, string(r.ID))
 			const secret = "hunter2-secret-answer"
-			if err := f.svc.RespondInteraction(t.Context(), f.chat, r.ID, agent.InteractionResponse{
+			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{
 				InteractionID: "q1", Decision: agent.DecisionAnswer, Answers: map[string]string{"pw": secret}, Secret: true, By: "alice",
 			}); err != nil {
 				t.Fatal(err)

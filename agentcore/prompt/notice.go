@@ -29,7 +29,7 @@ type VersionChecker interface {
 // ModelRecorder is an optional interface of the Chats given to New: it
 // stores the model the agent reported for a run (store.SetAgentModel).
 type ModelRecorder interface {
-	SetAgentModel(ctx context.Context, runID, model string) error
+	SetAgentModel(ctx context.Context, runID agent.RunID, model string) error
 }
 
 // VersionNoticer is an optional interface of the Chats given to New: it
@@ -37,7 +37,7 @@ type ModelRecorder interface {
 // this was the first time (store.NoticeVersion). Without it the notice is
 // told at every run.
 type VersionNoticer interface {
-	NoticeVersion(ctx context.Context, chatID, what string) (bool, error)
+	NoticeVersion(ctx context.Context, chatID agent.ChatID, what string) (bool, error)
 }
 
 // recordModel stores the model the agent reported, once per change.

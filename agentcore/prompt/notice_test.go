@@ -90,7 +90,7 @@ func TestVersionNoticeAndReportedModel(t *testing.T) {
 		if len(got) != 1 || strings.Contains(got[0], "\n") || !strings.Contains(got[0], "fake 1.2.0") || !strings.Contains(got[0], "verified with 1.0.0") {
 			t.Fatalf("notices after the first run: %q", got)
 		}
-		if run, _ := st.GetRun(ctx, r1.ID); run.AgentModel != "fake-large-2" {
+		if run, _ := st.GetRun(ctx, string(r1.ID)); run.AgentModel != "fake-large-2" {
 			t.Fatalf("run 1 agent model %q", run.AgentModel)
 		}
 		runIn(t, svc, c.ID, "two")
@@ -102,7 +102,7 @@ func TestVersionNoticeAndReportedModel(t *testing.T) {
 		if got := notices(t, st, c.ID); len(got) != 2 || !strings.Contains(got[1], "1.3.0") {
 			t.Fatalf("a new version was not told: %q", got)
 		}
-		if run, _ := st.GetRun(ctx, r3.ID); run.AgentModel != "" {
+		if run, _ := st.GetRun(ctx, string(r3.ID)); run.AgentModel != "" {
 			t.Fatalf("a run that reported no model has %q", run.AgentModel)
 		}
 		v.set("1.0.0", true)
@@ -110,7 +110,7 @@ func TestVersionNoticeAndReportedModel(t *testing.T) {
 		if got := notices(t, st, c.ID); len(got) != 2 {
 			t.Fatalf("a verified version was told: %q", got)
 		}
-		if run, _ := st.GetRun(ctx, r4.ID); run.AgentModel != "fake-small-1" {
+		if run, _ := st.GetRun(ctx, string(r4.ID)); run.AgentModel != "fake-small-1" {
 			t.Fatalf("run 4 agent model %q", run.AgentModel)
 		}
 		if m, _ := st.LastAgentModel(ctx, c.ID); m != "fake-small-1" {

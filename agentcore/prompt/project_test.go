@@ -90,7 +90,7 @@ func TestProjectRuns(t *testing.T) {
 				t.Fatalf("provider got container %v", req.Container)
 			}
 			want := "user.message run.started system/container_starting session.updated assistant.delta usage.updated run.completed"
-			if got := strings.Join(f.types(t, r.ID), " "); got != want {
+			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
 			if p, c := prep.counts(); p != 1 || c != 1 {
@@ -138,7 +138,7 @@ func TestProjectRuns(t *testing.T) {
 				t.Errorf("provider ran %d times", n)
 			}
 			want := "user.message run.started system/container_starting run.failed"
-			if got := strings.Join(f.types(t, r.ID), " "); got != want {
+			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
 			if _, c := prep.counts(); c != 0 {

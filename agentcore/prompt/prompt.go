@@ -219,8 +219,8 @@ type StartRequest struct {
 
 // Run is a started run.
 type Run struct {
-	ID     string
-	ChatID string
+	ID     agent.RunID
+	ChatID agent.ChatID
 	Agent  string
 
 	cancel    context.CancelFunc
@@ -339,9 +339,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	if err != nil {
 		return nil, err
 	}
-	runID := uuid.NewString()
+	runID := agent.RunID(uuid.NewString())
 	run := &Run{
-		ID: runID, ChatID: chat.ID, Agent: chat.Agent,
+		ID: runID, ChatID: agent.ChatID(chat.ID), Agent: chat.Agent,
 		responses: make(chan agent.InteractionResponse, 8),
 		done:      make(chan struct{}),
 		ending:    make(chan struct{}),
@@ -349,11 +349,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		interactions:       map[string]*interactionState{},
 		resolved:           map[string]bool{},
 		interactionTimeout: req.InteractionTimeout,
-		relay:              s.newRelayRun(runID),
+		relay:              s.newRelayRun(string(runID)),
 	}
 	s.awaitEnding(ctx, chat.ID)
 	lease, err := s.acquire(ctx, runhub.RunRecord{
-		ID: run.ID, ChatID: chat.ID, Agent: chat.Agent, Model: model,
+		ID: string(run.ID), ChatID: chat.ID, Agent: chat.Agent, Model: model,
 		Owner: s.opts.Owner, StartedBy: req.By,
 	})
 	if err != nil {
@@ -362,15 +362,15 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	// History is read before this prompt is appended so that it is not repeated.
 	transcript := ""
 	if resume, _ := resumeOf(chat, string(prov.ID()), cfg); resume == "" {
-		if transcript, err = s.transcript(ctx, chat.ID); err != nil {
+		if transcript, err = s.transcript(ctx, run.ChatID); err != nil {
 			s.log.WarnContext(ctx, "read transcript", logkey.ChatID, chat.ID, "err", err)
 		}
 	}
-	if _, err := s.appendJSON(ctx, chat.ID, run.ID, EventUserMessage, chatlog.UserMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
+	if _, err := s.appendJSON(ctx, run.ChatID, run.ID, EventUserMessage, chatlog.UserMessage{Text: req.Prompt, By: req.By, Images: len(req.Images)}); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx), runhub.StatusFailed, nil, err.Error())
 		return nil, fmt.Errorf("persist prompt: %w", err)
 	}
-	if _, err := s.appendJSON(ctx, chat.ID, run.ID, chatlog.TypeRunStarted, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
+	if _, err := s.appendJSON(ctx, run.ChatID, run.ID, chatlog.TypeRunStarted, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: chat.Agent, Model: model, By: req.By}); err != nil {
 		_ = lease.Release(context.WithoutCancel(ctx), runhub.StatusFailed, nil, err.Error())
 		return nil, fmt.Errorf("persist run start: %w", err)
 	}
@@ -381,7 +381,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	s.mu.Unlock()
 
 	areq := agent.RunRequest{
-		ChatID: chat.ID, RunID: run.ID,
+		ChatID: chat.ID, RunID: string(run.ID),
 		Prompt: text, Images: req.Images,
 		Model: model, Effort: chat.Effort, Mode: chat.Mode,
 		Cwd: chat.Cwd, Project: chat.Project,
@@ -500,13 +500,13 @@ func (s *Service) Fence(ctx context.Context, owned func(ctx context.Context, run
 	s.mu.Unlock()
 	var stopped []string
 	for _, r := range runs {
-		ok, err := owned(ctx, r.ID)
+		ok, err := owned(ctx, string(r.ID))
 		if err != nil || ok {
 			continue // unknown: keep running rather than stop on a database hiccup
 		}
 		s.log.WarnContext(ctx, "run no longer ours in the database, stopping it here", logkey.ChatID, r.ChatID, logkey.RunID, r.ID)
 		r.cancel()
-		stopped = append(stopped, r.ID)
+		stopped = append(stopped, string(r.ID))
 	}
 	return stopped
 }
@@ -533,7 +533,7 @@ func (s *Service) Cancel(chatID string) bool {
 	return true
 }
 
-func (s *Service) appendJSON(ctx context.Context, chatID, runID, typ string, v any) (runhub.Event, error) {
+func (s *Service) appendJSON(ctx context.Context, chatID agent.ChatID, runID agent.RunID, typ string, v any) (runhub.Event, error) {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return runhub.Event{}, err

@@ -141,14 +141,14 @@ func TestService(t *testing.T) {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			want := "user.message run.started session.updated assistant.delta assistant.delta usage.updated run.completed"
-			if got := strings.Join(f.types(t, r.ID), " "); got != want {
+			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
 			c, _ := st.GetChat(t.Context(), f.chat)
 			if c.Sessions["fake"] != "s1" {
 				t.Errorf("sessions = %v", c.Sessions)
 			}
-			run, err := st.GetRun(t.Context(), r.ID)
+			run, err := st.GetRun(t.Context(), string(r.ID))
 			if err != nil || run.Status != "completed" {
 				t.Errorf("run row %+v %v", run, err)
 			}
@@ -183,7 +183,7 @@ func TestService(t *testing.T) {
 			if r.Status() != runhub.StatusCompleted {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
-			got := strings.Join(f.types(t, r.ID), " ")
+			got := strings.Join(f.types(t, string(r.ID)), " ")
 			want := "user.message run.started system/session_recovered session.updated assistant.delta usage.updated run.completed"
 			if got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
@@ -250,7 +250,7 @@ func TestService(t *testing.T) {
 			if r.Status() != runhub.StatusInterrupted || r.Err() != nil {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
-			got := f.types(t, r.ID)
+			got := f.types(t, string(r.ID))
 			if got[len(got)-1] != "run.interrupted" {
 				t.Errorf("events %v", got)
 			}
@@ -286,7 +286,7 @@ func TestService(t *testing.T) {
 				return fmt.Errorf("claude: %w", agent.ErrRunFailed)
 			})
 			r := f.run(t, "x")
-			got := strings.Join(f.types(t, r.ID), " ")
+			got := strings.Join(f.types(t, string(r.ID)), " ")
 			if got != "user.message run.started run.failed" || r.Status() != runhub.StatusFailed {
 				t.Errorf("events %s status %s", got, r.Status())
 			}
@@ -360,7 +360,7 @@ func TestShutdownInterruptsEveryRun(t *testing.T) {
 		if r.Status() != runhub.StatusInterrupted {
 			t.Errorf("run %s: %s", r.ID, r.Status())
 		}
-		if row, _ := st.GetRun(t.Context(), r.ID); row.Status != "interrupted" {
+		if row, _ := st.GetRun(t.Context(), string(r.ID)); row.Status != "interrupted" {
 			t.Errorf("run row %s: %s", r.ID, row.Status)
 		}
 	}
@@ -408,8 +408,8 @@ func TestFenceStopsRunsTakenOver(t *testing.T) {
 	if got := f.svc.Fence(t.Context(), func(context.Context, string) (bool, error) { return true, nil }); len(got) != 0 {
 		t.Fatalf("an owned run was stopped: %v", got)
 	}
-	got := f.svc.Fence(t.Context(), func(_ context.Context, id string) (bool, error) { return id != r.ID, nil })
-	if len(got) != 1 || got[0] != r.ID {
+	got := f.svc.Fence(t.Context(), func(_ context.Context, id string) (bool, error) { return id != string(r.ID), nil })
+	if len(got) != 1 || got[0] != string(r.ID) {
 		t.Fatalf("Fence = %v", got)
 	}
 	select {

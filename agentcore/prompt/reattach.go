@@ -155,8 +155,8 @@ func (s *Service) endDetached(ctx context.Context, run *Run, lease *runhub.Lease
 	s.log.InfoContext(ctx, "run detached, its agent runs on under its relay", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
 	lease.Abandon()
 	s.mu.Lock()
-	if s.active[run.ChatID] == run {
-		delete(s.active, run.ChatID)
+	if s.active[string(run.ChatID)] == run {
+		delete(s.active, string(run.ChatID))
 	}
 	s.mu.Unlock()
 	run.mu.Lock()
@@ -186,11 +186,11 @@ func (s *Service) removeRelay(ctx context.Context, run *Run) {
 // Reattach continues a run that an earlier process started under a relay:
 // see the file comment. The run must still be running in the store. The
 // returned Run behaves like one from Start.
-func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, error) {
+func (s *Service) Reattach(ctx context.Context, chatID agent.ChatID, runID agent.RunID) (*Run, error) {
 	if s.opts.Relay.Dir == "" {
 		return nil, ErrNoRelay
 	}
-	b, err := s.opts.Relay.Note(runID)
+	b, err := s.opts.Relay.Note(string(runID))
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 	if err := json.Unmarshal(b, &note); err != nil {
 		return nil, fmt.Errorf("reattach %s: note: %w", runID, err)
 	}
-	chat, err := s.chats.Chat(ctx, chatID)
+	chat, err := s.chats.Chat(ctx, string(chatID))
 	if err != nil {
 		return nil, fmt.Errorf("load chat %s: %w", chatID, err)
 	}
@@ -218,11 +218,11 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 		interactions:       map[string]*interactionState{},
 		resolved:           map[string]bool{},
 		interactionTimeout: note.InteractionTimeout,
-		relay:              s.opts.Relay.Reattach(runID),
+		relay:              s.opts.Relay.Reattach(string(runID)),
 		replay:             rp,
 	}
 	lease, err := s.hub.Adopt(ctx, runhub.RunRecord{
-		ID: runID, ChatID: chatID, Agent: note.Agent, Model: note.Model, Owner: s.opts.Owner, StartedBy: note.By,
+		ID: string(runID), ChatID: string(chatID), Agent: note.Agent, Model: note.Model, Owner: s.opts.Owner, StartedBy: note.By,
 	})
 	if err != nil {
 		return nil, err
@@ -230,10 +230,10 @@ func (s *Service) Reattach(ctx context.Context, chatID, runID string) (*Run, err
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	run.cancel = cancel
 	s.mu.Lock()
-	s.active[chatID] = run
+	s.active[string(chatID)] = run
 	s.mu.Unlock()
 	areq := agent.RunRequest{
-		ChatID: chatID, RunID: runID, Prompt: rp.prompt,
+		ChatID: string(chatID), RunID: string(runID), Prompt: rp.prompt,
 		Model: note.Model, Effort: chat.Effort, Mode: chat.Mode,
 		Cwd: chat.Cwd, Project: chat.Project,
 		Bin: cfg.Bin, Args: cfg.Args, Env: cfg.Env,
@@ -255,7 +255,7 @@ const replayReadPage = 1000
 // loadReplay reads what the run already persisted: the chat backwards from
 // its last persisted seq down to the run's prompt (its first event), so that
 // its cost follows the run, not the whole chat before it.
-func (s *Service) loadReplay(ctx context.Context, chatID, runID string) (*replayState, error) {
+func (s *Service) loadReplay(ctx context.Context, chatID agent.ChatID, runID agent.RunID) (*replayState, error) {
 	rp := &replayState{left: map[string]int{}, requests: map[string]*agent.Interaction{}, resolutions: map[string]agent.Resolution{}}
 	var (
 		run    []runhub.Event // the run's events, newest first
@@ -263,13 +263,13 @@ func (s *Service) loadReplay(ctx context.Context, chatID, runID string) (*replay
 	)
 read:
 	for {
-		evs, err := s.history.EventsBefore(ctx, chatID, before, replayReadPage)
+		evs, err := s.history.EventsBefore(ctx, string(chatID), before, replayReadPage)
 		if err != nil {
 			return nil, fmt.Errorf("reattach %s: read events: %w", runID, err)
 		}
 		for _, e := range evs {
 			before = e.Seq
-			if e.RunID != runID {
+			if e.RunID != string(runID) {
 				continue
 			}
 			run = append(run, e)
@@ -321,7 +321,7 @@ read:
 // between left requests and decisions there only. A decision found only there
 // is answered again like a persisted one (the agent has not seen it: procrun
 // writes an answer once its resolution was persisted).
-func (s *Service) loadLedger(ctx context.Context, rp *replayState, chatID, runID string) error {
+func (s *Service) loadLedger(ctx context.Context, rp *replayState, chatID agent.ChatID, runID agent.RunID) error {
 	lr, ok := s.ledger.(LedgerReader)
 	if !ok {
 		return nil

@@ -22,15 +22,15 @@ func (l storeLedger) RecordInteraction(ctx context.Context, in InteractionRecord
 	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
 }
 
-func (l storeLedger) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
+func (l storeLedger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
+	return l.st.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
 }
 
-func (l storeLedger) RunInteractions(ctx context.Context, chatID, runID string) ([]LedgerEntry, error) {
-	ins, err := l.st.ListInteractions(ctx, chatID)
+func (l storeLedger) RunInteractions(ctx context.Context, chatID agent.ChatID, runID agent.RunID) ([]LedgerEntry, error) {
+	ins, err := l.st.ListInteractions(ctx, string(chatID))
 	var out []LedgerEntry
 	for _, in := range ins {
-		if in.RunID == runID {
+		if in.RunID == string(runID) {
 			out = append(out, LedgerEntry{ID: in.ID, Status: in.Status, Decision: in.Decision, By: in.ResolvedBy})
 		}
 	}

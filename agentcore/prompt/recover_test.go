@@ -90,7 +90,7 @@ func TestPanickingRun(t *testing.T) {
 			if _, active := svc.Active(f.chat); active {
 				t.Fatalf("%s: the chat is still busy", where)
 			}
-			run, err := st.GetRun(t.Context(), r.ID)
+			run, err := st.GetRun(t.Context(), string(r.ID))
 			if err != nil || run.Status != runhub.StatusFailed || !strings.Contains(run.Error, prompt.PanicText) {
 				t.Fatalf("%s: stored run %+v, %v", where, run, err)
 			}
@@ -100,7 +100,7 @@ func TestPanickingRun(t *testing.T) {
 			}
 			failed := 0
 			for _, e := range evs {
-				if e.RunID != r.ID || e.Type != string(agent.EventRunFailed) {
+				if e.RunID != string(r.ID) || e.Type != string(agent.EventRunFailed) {
 					continue
 				}
 				var ev agent.Event
@@ -119,7 +119,7 @@ func TestPanickingRun(t *testing.T) {
 			}
 			found := false
 			for _, line := range strings.Split(logs.String(), "\n") {
-				if json.Unmarshal([]byte(line), &rec) == nil && rec.Run == r.ID && rec.Stack != "" {
+				if json.Unmarshal([]byte(line), &rec) == nil && rec.Run == string(r.ID) && rec.Stack != "" {
 					found = true
 					if !strings.Contains(rec.Stack, "recover_test.go") && i == 0 || !strings.Contains(rec.Stack, "goroutine") {
 						t.Errorf("%s: the logged stack does not show the panic's origin:\n%s", where, rec.Stack)

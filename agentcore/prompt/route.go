@@ -78,11 +78,11 @@ const (
 
 // routeMsg is one routed request or reply. No secret value is ever in it.
 type routeMsg struct {
-	Kind string `json:"k"`
-	ID   string `json:"id"`
-	From string `json:"from,omitempty"`
-	Chat string `json:"chat,omitempty"`
-	Run  string `json:"run,omitempty"`
+	Kind string       `json:"k"`
+	ID   string       `json:"id"`
+	From string       `json:"from,omitempty"`
+	Chat agent.ChatID `json:"chat,omitempty"`
+	Run  agent.RunID  `json:"run,omitempty"`
 
 	Interaction string            `json:"interaction,omitempty"`
 	Decision    agent.Decision    `json:"decision,omitempty"`
@@ -156,7 +156,7 @@ func (s *Service) serveRouted(m routeMsg) {
 			InteractionID: m.Interaction, Decision: m.Decision, OptionID: m.Option, Answers: m.Answers, By: m.By,
 		})
 	case routeCancel:
-		if r, ok := s.Active(m.Chat); ok && r.ID == m.Run {
+		if r, ok := s.Active(string(m.Chat)); ok && r.ID == m.Run {
 			r.cancel()
 		} else {
 			err = fmt.Errorf("%w: run %s of chat %s", ErrRunNotActive, m.Run, m.Chat)
@@ -193,15 +193,15 @@ func (s *Service) routeTimeout() time.Duration {
 
 // remoteOwner returns the replica owning runID of chatID when it is not this
 // one; "" when the run is not running elsewhere (or there is no router).
-func (s *Service) remoteOwner(ctx context.Context, chatID, runID string) (string, error) {
+func (s *Service) remoteOwner(ctx context.Context, chatID agent.ChatID, runID agent.RunID) (string, error) {
 	if s.opts.Router == nil {
 		return "", nil
 	}
-	id, owner, err := s.opts.Router.RunOwner(ctx, chatID)
+	id, owner, err := s.opts.Router.RunOwner(ctx, string(chatID))
 	if err != nil {
 		return "", fmt.Errorf("prompt: find the owner of chat %s's run: %w", chatID, err)
 	}
-	if id == "" || owner == "" || owner == s.opts.Owner || (runID != "" && id != runID) {
+	if id == "" || owner == "" || owner == s.opts.Owner || (runID != "" && id != string(runID)) {
 		return "", nil
 	}
 	return owner, nil
@@ -209,7 +209,7 @@ func (s *Service) remoteOwner(ctx context.Context, chatID, runID string) (string
 
 // routeAnswer sends an answer to the owner of a run that is not local. It
 // reports false when the run is not running on another replica either.
-func (s *Service) routeAnswer(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) (bool, error) {
+func (s *Service) routeAnswer(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) (bool, error) {
 	owner, err := s.remoteOwner(ctx, chatID, runID)
 	if err != nil || owner == "" {
 		return err != nil, err
@@ -288,7 +288,7 @@ func (s *Service) Stop(ctx context.Context, chatID string) error {
 			return fmt.Errorf("prompt: find the owner of chat %s's run: %w", chatID, err)
 		}
 		if id != "" && owner != "" && owner != s.opts.Owner {
-			return s.request(ctx, owner, routeMsg{Kind: routeCancel, Chat: chatID, Run: id})
+			return s.request(ctx, owner, routeMsg{Kind: routeCancel, Chat: agent.ChatID(chatID), Run: agent.RunID(id)})
 		}
 	}
 	return fmt.Errorf("%w: chat %s has no running run", ErrRunNotActive, chatID)

@@ -100,16 +100,16 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitInteraction(t, st, r.ID, "q1")
+	waitInteraction(t, st, string(r.ID), "q1")
 
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}); !errors.Is(err, prompt.ErrUnknownInteraction) {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}); !errors.Is(err, prompt.ErrUnknownInteraction) {
 		t.Errorf("unknown id through B: %v", err)
 	}
-	if err := b.svc.RespondInteraction(ctx, chat.ID, "another-run", agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), "another-run", agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
 		t.Errorf("wrong run through B: %v", err)
 	}
 	start := time.Now()
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, By: "bob"}); err != nil {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, By: "bob"}); err != nil {
 		t.Fatalf("answer through B: %v", err)
 	}
 	t.Logf("routed answer acknowledged in %s", time.Since(start))
@@ -121,15 +121,15 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the answer never reached A's run")
 	}
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionDecline, By: "carol"}); !errors.Is(err, prompt.ErrInteractionResolved) {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionDecline, By: "carol"}); !errors.Is(err, prompt.ErrInteractionResolved) {
 		t.Errorf("second answer through B: %v", err)
 	}
 
 	// A secret answer is refused on B, reaches nobody, and the request stays
 	// answerable on A.
-	waitInteraction(t, st, r.ID, "q2")
+	waitInteraction(t, st, string(r.ID), "q2")
 	const secret = "hunter2-routed-secret"
-	err = b.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{
+	err = b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{
 		InteractionID: "q2", Decision: agent.DecisionAnswer, Answers: map[string]string{"pw": secret}, Secret: true, By: "bob",
 	})
 	if !errors.Is(err, prompt.ErrSecretNotRouted) || !strings.Contains(err.Error(), "answer again") || strings.Contains(err.Error(), secret) {
@@ -140,10 +140,10 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 		t.Fatalf("a refused secret answer reached the run: %+v", resp)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if in, _ := st.GetInteraction(ctx, r.ID, "q2"); in.Status != store.InteractionPending {
+	if in, _ := st.GetInteraction(ctx, string(r.ID), "q2"); in.Status != store.InteractionPending {
 		t.Errorf("q2 after the refused answer: %+v", in)
 	}
-	if err := a.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{
+	if err := a.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{
 		InteractionID: "q2", Decision: agent.DecisionAnswer, Answers: map[string]string{"pw": secret}, Secret: true, By: "bob",
 	}); err != nil {
 		t.Fatalf("secret on A: %v", err)
@@ -164,7 +164,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	if r.Status() != runhub.StatusInterrupted {
 		t.Errorf("status %q", r.Status())
 	}
-	if run, _ := st.GetRun(ctx, r.ID); run.Status != runhub.StatusInterrupted {
+	if run, _ := st.GetRun(ctx, string(r.ID)); run.Status != runhub.StatusInterrupted {
 		t.Errorf("stored run %+v", run)
 	}
 	evs, _ := st.EventsAfter(ctx, chat.ID, 0, 1000)
@@ -180,7 +180,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	if interrupted != 1 {
 		t.Errorf("%d run.interrupted events", interrupted)
 	}
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, agent.InteractionResponse{InteractionID: "q2"}); !errors.Is(err, prompt.ErrRunNotActive) {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "q2"}); !errors.Is(err, prompt.ErrRunNotActive) {
 		t.Errorf("answer after the run: %v", err)
 	}
 	if err := b.svc.Stop(ctx, chat.ID); !errors.Is(err, prompt.ErrRunNotActive) {
@@ -208,7 +208,7 @@ func TestRouteFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err := b.svc.RespondInteraction(ctx, ghost.ID, "ghost-run", agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove})
+	err := b.svc.RespondInteraction(ctx, agent.ChatID(ghost.ID), "ghost-run", agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove})
 	if !errors.Is(err, prompt.ErrRouteTimeout) {
 		t.Errorf("answer to a dead owner: %v", err)
 	}
@@ -229,13 +229,13 @@ func TestRouteFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitInteraction(t, st, r.ID, "q1")
+	waitInteraction(t, st, string(r.ID), "q1")
 	big := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, Answers: map[string]string{"a": strings.Repeat("x", 8000)}}
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, big); !errors.Is(err, prompt.ErrRouteTooLarge) {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, big); !errors.Is(err, prompt.ErrRouteTooLarge) {
 		t.Errorf("9 kB answer: %v", err)
 	}
 	small := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, OptionID: "opt-2", Answers: map[string]string{"name": "ünïcode \"quoted\""}, By: "bob"}
-	if err := b.svc.RespondInteraction(ctx, chat.ID, r.ID, small); err != nil {
+	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, small); err != nil {
 		t.Fatal(err)
 	}
 	if resp := <-got; resp.OptionID != "opt-2" || resp.Answers["name"] != small.Answers["name"] || resp.By != "bob" {

@@ -95,13 +95,13 @@ func BenchmarkTranscript100k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got, err := s.transcript(ctx, chatID); err != nil || got != want || len(got) < TranscriptLimit-4 {
+			if got, err := s.transcript(ctx, agent.ChatID(chatID)); err != nil || got != want || len(got) < TranscriptLimit-4 {
 				b.Fatalf("backward transcript (%d bytes, %v) differs from the forward one (%d bytes)", len(got), err, len(want))
 			}
 			b.Run("backward", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := s.transcript(ctx, chatID); err != nil {
+					if _, err := s.transcript(ctx, agent.ChatID(chatID)); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -149,7 +149,7 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.transcript(t.Context(), chatID)
+			got, err := s.transcript(t.Context(), agent.ChatID(chatID))
 			if err != nil || got != want {
 				t.Fatalf("transcript (%d bytes, %v) differs from the whole chat's (%d bytes)", len(got), err, len(want))
 			}
@@ -165,7 +165,7 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 					f.Add(ev.Type, ev.Payload)
 				}
 			}
-			if got, err := s.transcript(t.Context(), chatID, last); err != nil || got != f.Transcript() || got == want {
+			if got, err := s.transcript(t.Context(), agent.ChatID(chatID), agent.RunID(last)); err != nil || got != f.Transcript() || got == want {
 				t.Fatalf("transcript without %s: %v, equal to the full one: %v", last, err, got == want)
 			}
 		})
@@ -189,7 +189,7 @@ func TestLoadReplayReadsFromTheEnd(t *testing.T) {
 			} {
 				h := &countingHistory{History: st}
 				s := &Service{history: h, log: slog.New(slog.DiscardHandler)}
-				rp, err := s.loadReplay(t.Context(), chatID, tt.run)
+				rp, err := s.loadReplay(t.Context(), agent.ChatID(chatID), agent.RunID(tt.run))
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -68,7 +69,7 @@ func BenchmarkAppend(b *testing.B) {
 				defer func() { _ = l.Release(context.Background(), runhub.StatusCompleted, nil, "") }()
 			}
 			run(b, func(ctx context.Context, chat string) error {
-				_, err := h.Append(ctx, chat, "run", "text", payload)
+				_, err := h.Append(ctx, agent.ChatID(chat), "run", "text", payload)
 				return err
 			}, chats)
 		}

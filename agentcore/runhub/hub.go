@@ -258,7 +258,7 @@ func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMes
 // Append stores one event of the chat with the chat's next seq and returns it once
 // it is committed and broadcast. If ctx ends while the commit is pending, Append
 // returns ctx's error; the event may still be stored and broadcast.
-func (h *Hub) Append(ctx context.Context, chatID, runID, typ string, payload json.RawMessage) (Event, error) {
+func (h *Hub) Append(ctx context.Context, chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage) (Event, error) {
 	r, err := newReq(chatID, runID, typ, payload)
 	if err != nil {
 		return Event{}, err
@@ -288,7 +288,7 @@ func (h *Hub) Append(ctx context.Context, chatID, runID, typ string, payload jso
 // commit's error once the commit is over; it must not block. Enqueue blocks only
 // while the writer's queue is full; it fails, without calling done, when ctx
 // ends first or the hub is closed. Sync waits for what was queued.
-func (h *Hub) Enqueue(ctx context.Context, chatID, runID, typ string, payload json.RawMessage, done func(Event, error)) error {
+func (h *Hub) Enqueue(ctx context.Context, chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage, done func(Event, error)) error {
 	r, err := newReq(chatID, runID, typ, payload)
 	if err != nil {
 		return err
@@ -312,7 +312,7 @@ func (h *Hub) Sync(ctx context.Context) error {
 	}
 }
 
-func newReq(chatID, runID, typ string, payload json.RawMessage) (*appendReq, error) {
+func newReq(chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage) (*appendReq, error) {
 	if chatID == "" || typ == "" {
 		return nil, errors.New("runhub: append: chat id and type are required")
 	}
@@ -320,7 +320,7 @@ func newReq(chatID, runID, typ string, payload json.RawMessage) (*appendReq, err
 		payload = nil
 	}
 	// Microseconds: what Postgres keeps, so live and replayed events are equal.
-	return &appendReq{ev: Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)}}, nil
+	return &appendReq{ev: Event{ChatID: string(chatID), RunID: string(runID), Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)}}, nil
 }
 
 // queue hands r to the writer.

@@ -93,7 +93,7 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 			for w := range writers {
 				wg.Go(func() {
 					for i := range perWriter {
-						ev, err := h.Append(t.Context(), chat, "r", "text", payload(w*1000+i))
+						ev, err := h.Append(t.Context(), agent.ChatID(chat), "r", "text", payload(w*1000+i))
 						if err != nil {
 							t.Error(err)
 							return

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -214,7 +215,7 @@ func TestRunsStartingTogetherLoadSeqsOnce(t *testing.T) {
 			if _, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("r%d", i), ChatID: c}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Enqueue(ctx, c, fmt.Sprintf("r%d", i), "text", nil, nil); err != nil {
+			if err := h.Enqueue(ctx, agent.ChatID(c), agent.RunID(fmt.Sprintf("r%d", i)), "text", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -201,13 +201,13 @@ func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool, rate floa
 				}
 				run, typ := leases[i].Run().ID, string(agent.EventAssistantDelta)
 				if pipelined {
-					err = h.Enqueue(ctx, c, run, typ, p, func(_ runhub.Event, err error) {
+					err = h.Enqueue(ctx, agent.ChatID(c), agent.RunID(run), typ, p, func(_ runhub.Event, err error) {
 						if err != nil {
 							b.Error(err)
 						}
 					})
 				} else {
-					_, err = h.Append(ctx, c, run, typ, p)
+					_, err = h.Append(ctx, agent.ChatID(c), agent.RunID(run), typ, p)
 				}
 				if err != nil {
 					b.Error(err)

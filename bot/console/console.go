@@ -393,7 +393,7 @@ func (s *session) send(ctx context.Context, text string) error {
 		s.prompt()
 		return nil
 	}
-	s.runID, s.done = run.ID, run.Done()
+	s.runID, s.done = string(run.ID), run.Done()
 	s.startSpinner()
 	s.prompt()
 	return nil

@@ -72,7 +72,7 @@ func (o *OneShot) Run(ctx context.Context, chatID, text string) (*prompt.Run, er
 	if err != nil {
 		return nil, err
 	}
-	s := &oneShotRun{OneShot: o, chatID: chatID, runID: run.ID, asked: map[string]string{}}
+	s := &oneShotRun{OneShot: o, chatID: chatID, runID: string(run.ID), asked: map[string]string{}}
 	if o.Ask {
 		s.lines = readLines(ctx, o.In)
 	}
@@ -88,7 +88,7 @@ func (o *OneShot) Run(ctx context.Context, chatID, text string) (*prompt.Run, er
 			if !ok {
 				return nil, ErrFeedClosed
 			}
-			if ev.RunID != run.ID {
+			if ev.RunID != string(run.ID) {
 				continue
 			}
 			if ended, err = s.show(ctx, ev); err != nil {

@@ -88,7 +88,7 @@ func TestOneShotJSONL(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("not JSON: %q", line)
 		}
-		if ev.ChatID != chat || ev.RunID != run.ID || ev.Seq <= last {
+		if ev.ChatID != chat || ev.RunID != string(run.ID) || ev.Seq <= last {
 			t.Errorf("envelope of %q (last seq %d)", line, last)
 		}
 		last = ev.Seq

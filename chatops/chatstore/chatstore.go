@@ -85,8 +85,8 @@ func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
 
 // SetAgentModel records the model the agent reported for a run
 // (prompt.ModelRecorder).
-func (s Store) SetAgentModel(ctx context.Context, runID, model string) error {
-	return s.St.SetAgentModel(ctx, runID, model)
+func (s Store) SetAgentModel(ctx context.Context, runID agent.RunID, model string) error {
+	return s.St.SetAgentModel(ctx, string(runID), model)
 }
 
 // LastAgentModel returns the model the agent reported in the chat's latest
@@ -96,8 +96,8 @@ func (s Store) LastAgentModel(ctx context.Context, chatID string) (string, error
 }
 
 // NoticeVersion records a chat's version notice (prompt.VersionNoticer).
-func (s Store) NoticeVersion(ctx context.Context, chatID, what string) (bool, error) {
-	return s.St.NoticeVersion(ctx, chatID, what)
+func (s Store) NoticeVersion(ctx context.Context, chatID agent.ChatID, what string) (bool, error) {
+	return s.St.NoticeVersion(ctx, string(chatID), what)
 }
 
 // SetSession records a provider's native session of the chat.
@@ -114,14 +114,14 @@ func (s Store) RecordInteraction(ctx context.Context, in prompt.InteractionRecor
 
 // RunInteractions returns the run's interactions as the ledger has them
 // (prompt.LedgerReader).
-func (s Store) RunInteractions(ctx context.Context, chatID, runID string) ([]prompt.LedgerEntry, error) {
-	ins, err := s.St.ListInteractions(ctx, chatID)
+func (s Store) RunInteractions(ctx context.Context, chatID agent.ChatID, runID agent.RunID) ([]prompt.LedgerEntry, error) {
+	ins, err := s.St.ListInteractions(ctx, string(chatID))
 	if err != nil {
 		return nil, err
 	}
 	var out []prompt.LedgerEntry
 	for _, in := range ins {
-		if in.RunID == runID {
+		if in.RunID == string(runID) {
 			out = append(out, prompt.LedgerEntry{ID: in.ID, Status: in.Status, Decision: in.Decision, By: in.ResolvedBy})
 		}
 	}
@@ -129,8 +129,8 @@ func (s Store) RunInteractions(ctx context.Context, chatID, runID string) ([]pro
 }
 
 // ResolveInteraction stores an interaction's outcome.
-func (s Store) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
-	return s.St.ResolveInteraction(ctx, runID, id, status, decision, by)
+func (s Store) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
+	return s.St.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
 }
 
 // ProjectAccess returns who may bind chats to the project. A project that
@@ -301,6 +301,14 @@ func (f Feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
 type Capabilities struct{ St *store.Store }
 
 var _ registry.CacheStore = Capabilities{}
+
+// The prompt service finds these optional interfaces by a type assertion:
+// this keeps their signatures checked.
+var (
+	_ prompt.LedgerReader   = Store{}
+	_ prompt.ModelRecorder  = Store{}
+	_ prompt.VersionNoticer = Store{}
+)
 
 // LoadCache returns the probes recorded at or after since; a row whose entry
 // does not decode is skipped (it is probed again).

@@ -93,8 +93,8 @@ const CardCodeLen = 4
 // a hash of the run and interaction ids. Codes of a thread's pending cards
 // may collide (one chance in 65536 per pair); such a code is refused as
 // ambiguous.
-func CardCode(runID, interactionID string) string {
-	sum := sha256.Sum256([]byte(runID + "|" + interactionID))
+func CardCode(runID agent.RunID, interactionID agent.InteractionID) string {
+	sum := sha256.Sum256([]byte(string(runID) + "|" + string(interactionID)))
 	return hex.EncodeToString(sum[:])[:CardCodeLen]
 }
 
@@ -151,9 +151,9 @@ type Run struct {
 
 // NewRun starts the fold of run runID of chat chatID (project names the
 // chat's project on the status line; empty shows none).
-func NewRun(opts RenderOptions, chatID, runID, project string) *Run {
+func NewRun(opts RenderOptions, chatID agent.ChatID, runID agent.RunID, project string) *Run {
 	return &Run{
-		opts: opts.WithDefaults(), chatID: chatID, runID: runID, project: project,
+		opts: opts.WithDefaults(), chatID: string(chatID), runID: string(runID), project: project,
 		files: map[string]bool{}, cards: map[string]*card{},
 	}
 }
@@ -615,7 +615,7 @@ func (r *Run) cardView(c *card) View {
 			Button{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
 		)
 	} else {
-		code := CardCode(r.runID, in.ID)
+		code := CardCode(agent.RunID(r.runID), agent.InteractionID(in.ID))
 		fmt.Fprintf(&b, "\n_Card `%s`: press a button, or reply `approve %s`, `approve for session %s` or `deny %s`._", code, code, code, code)
 		v.Buttons = []Button{
 			{ID: ButtonApprove, Label: "Approve", Value: with(agent.DecisionApprove), Style: StylePrimary},
@@ -766,7 +766,7 @@ func RenderRun(chatID, project string, opts RenderOptions, events []Event) []Slo
 			continue
 		}
 		if r == nil {
-			r = NewRun(opts, chatID, ev.RunID, project)
+			r = NewRun(opts, agent.ChatID(chatID), agent.RunID(ev.RunID), project)
 		}
 		if ev.RunID == r.runID {
 			r.Apply(ev)

@@ -60,7 +60,7 @@ func sampleRun() *log {
 
 func TestRunViews(t *testing.T) {
 	l := sampleRun()
-	r := render.NewRun(render.RenderOptions{}, l.chatID, l.runID, "proj")
+	r := render.NewRun(render.RenderOptions{}, agent.ChatID(l.chatID), agent.RunID(l.runID), "proj")
 	for _, ev := range l.evs[:len(l.evs)-1] {
 		r.Apply(ev)
 	}
@@ -113,7 +113,7 @@ func TestRunViews(t *testing.T) {
 // counts (no clock).
 func TestReplayIsLive(t *testing.T) {
 	l := sampleRun()
-	r := render.NewRun(render.RenderOptions{}, l.chatID, l.runID, "proj")
+	r := render.NewRun(render.RenderOptions{}, agent.ChatID(l.chatID), agent.RunID(l.runID), "proj")
 	for _, ev := range l.evs {
 		r.Apply(ev)
 		_ = r.Views() // rendering in between changes nothing

@@ -68,7 +68,7 @@ func TestServeRestartReattachesPlainRun(t *testing.T) {
 	}
 	countDeltas := func(st *store.Store) (n int, text string) {
 		var b strings.Builder
-		for _, e := range runEvents(t, st, "p0", r.ID) {
+		for _, e := range runEvents(t, st, "p0", string(r.ID)) {
 			if e.Type == string(agent.EventAssistantDelta) {
 				var ev agent.Event
 				if err := json.Unmarshal(e.Payload, &ev); err != nil {
@@ -105,7 +105,7 @@ func TestServeRestartReattachesPlainRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, _ := st.GetRun(ctx, r.ID)
+	got, _ := st.GetRun(ctx, string(r.ID))
 	before, _ := countDeltas(st)
 	st.Close()
 	if got.Status != runhub.StatusRunning {
@@ -121,7 +121,7 @@ func TestServeRestartReattachesPlainRun(t *testing.T) {
 	}
 	defer a2.Close()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		run, _ := a2.store.GetRun(ctx, r.ID)
+		run, _ := a2.store.GetRun(ctx, string(r.ID))
 		if run.Status == runhub.StatusCompleted {
 			break
 		}

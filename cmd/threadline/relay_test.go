@@ -157,9 +157,9 @@ func testBot() int {
 		if i%4 == 0 {
 			go func() {
 				for {
-					ins, _ := a.store.PendingInteractions(ctx, run.ID)
+					ins, _ := a.store.PendingInteractions(ctx, string(run.ID))
 					for _, in := range ins {
-						if a.prompt.RespondInteraction(ctx, id, run.ID, agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "test"}) == nil {
+						if a.prompt.RespondInteraction(ctx, agent.ChatID(id), run.ID, agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "test"}) == nil {
 							return
 						}
 					}
@@ -399,7 +399,7 @@ func answerWhenAsked(t *testing.T, a *app, chat, runID string) bool {
 			t.Fatal(err)
 		}
 		for _, in := range ins {
-			err := a.prompt.RespondInteraction(ctx, chat, runID, agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "test"})
+			err := a.prompt.RespondInteraction(ctx, agent.ChatID(chat), agent.RunID(runID), agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "test"})
 			if err == nil {
 				return true
 			}
@@ -524,7 +524,7 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		runs[chat] = r.ID
+		runs[chat] = string(r.ID)
 	}
 	// Mid-stream: every run has streamed ten deltas (watching the database;
 	// a run may start late on a loaded machine, after its version probe).

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
@@ -19,7 +20,7 @@ type Store struct{ St *store.Store }
 var _ lifecycle.Store = Store{}
 
 func lifeRun(r store.Run) lifecycle.Run {
-	return lifecycle.Run{ID: r.ID, ChatID: r.ChatID, Status: r.Status, Owner: r.Owner, StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt}
+	return lifecycle.Run{ID: agent.RunID(r.ID), ChatID: agent.ChatID(r.ChatID), Status: r.Status, Owner: r.Owner, StartedAt: r.StartedAt, HeartbeatAt: r.HeartbeatAt}
 }
 
 // Run is the run runID; lifecycle.ErrNotFound when there is none.
@@ -62,8 +63,8 @@ func (s Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time, k
 }
 
 // InterruptRun marks runID interrupted with reason.
-func (s Store) InterruptRun(ctx context.Context, runID, reason string) (bool, error) {
-	return s.St.InterruptRun(ctx, runID, reason)
+func (s Store) InterruptRun(ctx context.Context, runID agent.RunID, reason string) (bool, error) {
+	return s.St.InterruptRun(ctx, string(runID), reason)
 }
 
 // ExpireOrphanedInteractions expires the pending interactions of runs
@@ -72,7 +73,7 @@ func (s Store) ExpireOrphanedInteractions(ctx context.Context) ([]lifecycle.Inte
 	ins, err := s.St.ExpireOrphanedInteractions(ctx)
 	out := make([]lifecycle.Interaction, len(ins))
 	for i, in := range ins {
-		out[i] = lifecycle.Interaction{ID: in.ID, ChatID: in.ChatID, RunID: in.RunID}
+		out[i] = lifecycle.Interaction{ID: agent.InteractionID(in.ID), ChatID: agent.ChatID(in.ChatID), RunID: agent.RunID(in.RunID)}
 	}
 	return out, err
 }
