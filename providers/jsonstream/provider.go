@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -44,8 +43,8 @@ var (
 	ErrUnknownDialect = errors.New("jsonstream: unknown dialect")
 	// ErrPromptTooLarge is returned (after run.failed) when a CLI that only
 	// takes the prompt as an argument (grok-cli) gets one longer than the
-	// argv limit.
-	ErrPromptTooLarge = errors.New("prompt too large for the command line")
+	// argv limit: procrun.ErrPromptTooLarge.
+	ErrPromptTooLarge = procrun.ErrPromptTooLarge
 )
 
 // dialectInfo is what the provider reads of a dialect's descriptor.
@@ -66,9 +65,8 @@ func launchInfo(d Dialect) (dialectInfo, bool) {
 // Defaults.
 const (
 	DefaultStopGrace = 5 * time.Second
-	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
-	// per-argument limit; the wiring may pass registry.ArgvBudget instead.
-	DefaultArgvLimit = 96 << 10
+	// DefaultArgvLimit is procrun.DefaultArgvLimit.
+	DefaultArgvLimit = procrun.DefaultArgvLimit
 )
 
 // Options configures a Provider.
@@ -209,9 +207,8 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 		bound(spec.Model, req.Model)
 		opt(spec.Resume, resume)
 	case GrokCLI:
-		if len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0) {
-			return nil, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
-				ErrPromptTooLarge, d, len(req.Prompt), argvLimit)
+		if !procrun.FitsArgv(req.Prompt, argvLimit) {
+			return nil, procrun.PromptTooLarge(string(d), req.Prompt, argvLimit)
 		}
 		bound(spec.Model, req.Model)
 		// grok-cli's parser (commander) takes the argument after --prompt
@@ -228,12 +225,8 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	args, err := Command(p.opts.Dialect, req, p.opts.ArgvLimit)
-	if errors.Is(err, ErrPromptTooLarge) {
-		emit(agent.Event{Type: agent.EventRunFailed, Text: err.Error()})
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
-	}
 	if err != nil {
-		return err
+		return procrun.StartError(err, emit)
 	}
 	parser, err := NewParser(p.opts.Dialect, p.opts.ID, procrun.KnownSession(req))
 	if err != nil {

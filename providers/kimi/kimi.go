@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -21,10 +20,8 @@ const installHint = "uv tool install kimi-cli (or npm install -g @moonshot-ai/ki
 const (
 	DefaultBin       = "kimi"
 	DefaultStopGrace = 5 * time.Second
-	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
-	// per-argument limit with room to spare; the wiring may pass
-	// registry.ArgvBudget instead.
-	DefaultArgvLimit = 96 << 10
+	// DefaultArgvLimit is procrun.DefaultArgvLimit.
+	DefaultArgvLimit = procrun.DefaultArgvLimit
 )
 
 // Options configures a Provider.
@@ -74,7 +71,7 @@ func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 	if err := agent.CheckRunArgs(req); err != nil {
 		return inv, fmt.Errorf("kimi: %w", err)
 	}
-	if len(req.Prompt) <= argvLimit && !strings.ContainsRune(req.Prompt, 0) {
+	if procrun.FitsArgv(req.Prompt, argvLimit) {
 		inv.Args = []string{"-p", req.Prompt, "--output-format", "stream-json"}
 	} else {
 		line, err := json.Marshal(map[string]string{"role": "user", "content": req.Prompt})

@@ -36,8 +36,9 @@ var (
 	// ErrUnknownCLI is returned by New and Command for an unsupported CLI.
 	ErrUnknownCLI = errors.New("plain: unknown CLI")
 	// ErrPromptTooLarge is returned (after run.failed) when a CLI that only
-	// takes the prompt as an argument gets one longer than the argv limit.
-	ErrPromptTooLarge = errors.New("prompt too large for the command line")
+	// takes the prompt as an argument gets one longer than the argv limit:
+	// procrun.ErrPromptTooLarge.
+	ErrPromptTooLarge = procrun.ErrPromptTooLarge
 )
 
 // cliInfo is the per-CLI table.
@@ -140,11 +141,10 @@ func Command(cli CLI, req agent.RunRequest, argvLimit int, resumeFlag string) (I
 		return Invocation{}, fmt.Errorf("%s: %w", info.name, err)
 	}
 	d := info.prompt
-	if d == registry.DeliverArgv && (len(req.Prompt) > argvLimit || strings.ContainsRune(req.Prompt, 0)) {
+	if d == registry.DeliverArgv && !procrun.FitsArgv(req.Prompt, argvLimit) {
 		d = info.longPrompt
 		if d == registry.DeliverArgv {
-			return Invocation{}, fmt.Errorf("%w: %s takes the prompt as one argument and the prompt is %d bytes, but at most %d fit; shorten the prompt or use an agent that reads stdin",
-				ErrPromptTooLarge, info.name, len(req.Prompt), argvLimit)
+			return Invocation{}, procrun.PromptTooLarge(info.name, req.Prompt, argvLimit)
 		}
 	}
 	if d == registry.DeliverArgv && strings.HasPrefix(req.Prompt, "-") {

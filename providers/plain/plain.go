@@ -4,7 +4,6 @@ package plain
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -19,9 +18,8 @@ import (
 // Defaults and bounds.
 const (
 	DefaultStopGrace = 5 * time.Second
-	// DefaultArgvLimit keeps an argv prompt under Linux's 128 KiB
-	// per-argument limit; the wiring may pass registry.ArgvBudget instead.
-	DefaultArgvLimit = 96 << 10
+	// DefaultArgvLimit is procrun.DefaultArgvLimit.
+	DefaultArgvLimit = procrun.DefaultArgvLimit
 	// DefaultResumeFlag is Antigravity's resume option.
 	DefaultResumeFlag = "--resume"
 	// TailBytes is how much of the stdout tail failures show.
@@ -91,12 +89,8 @@ func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	inv, err := Command(p.opts.CLI, req, p.opts.ArgvLimit, p.opts.ResumeFlag)
-	if errors.Is(err, ErrPromptTooLarge) {
-		emit(agent.Event{Type: agent.EventRunFailed, Text: err.Error()})
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
-	}
 	if err != nil {
-		return err
+		return procrun.StartError(err, emit)
 	}
 	if ctx.Err() != nil {
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
