@@ -48,7 +48,7 @@ func TestRenderer(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			views := render.RenderRun(chatID, "proj", chatops.RenderOptions{Mention: f.surf.Mention}, evs)
+			views := render.RenderRun(agent.ChatID(chatID), "proj", chatops.RenderOptions{Mention: f.surf.Mention}, evs)
 			if len(views) != 1 || views[0].View.Hash() != live.view.Hash() {
 				t.Fatalf("replayed view differs from the live one\nreplay %+v\nlive   %+v", views, live.view)
 			}

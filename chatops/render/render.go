@@ -759,14 +759,14 @@ func thousands(n int64) string {
 // RenderRun returns the views of a run from its events, as the live renderer
 // shows them once it has seen all of them (front-ends and tests use it to
 // re-render a run from the store).
-func RenderRun(chatID, project string, opts RenderOptions, events []Event) []SlotView {
+func RenderRun(chatID agent.ChatID, project string, opts RenderOptions, events []Event) []SlotView {
 	var r *Run
 	for _, ev := range events {
 		if ev.RunID == "" {
 			continue
 		}
 		if r == nil {
-			r = NewRun(opts, agent.ChatID(chatID), agent.RunID(ev.RunID), project)
+			r = NewRun(opts, chatID, agent.RunID(ev.RunID), project)
 		}
 		if ev.RunID == r.runID {
 			r.Apply(ev)
