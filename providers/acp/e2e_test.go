@@ -190,16 +190,7 @@ func testBogusSession(t *testing.T, c familyCLI) {
 	if c.def.ID == "opencode" {
 		bogus = "ses_doesnotexist000000000000"
 	}
-	r := h.Run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: bogus}, nil)
-	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
-		t.Fatalf("Run = %v, want ErrSessionNotFound", r.Err)
-	}
-	if n := len(r.Of(agent.EventRunFailed)); n != 0 {
-		t.Errorf("%d run.failed for a stale session", n)
-	}
-	if n := len(h.fake.ChatRequests()); n != 0 {
-		t.Errorf("fake saw %d requests for a stale resume", n)
-	}
+	providertest.CheckUnknownSession(t, h.Run, agent.RunRequest{}, bogus, func() int { return len(h.fake.ChatRequests()) })
 }
 
 // testFlagModel: a model that reads as a flag ("--auto") is refused before

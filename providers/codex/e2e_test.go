@@ -283,23 +283,9 @@ func TestE2EResumeUnknownThread(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), providertest.Scale(providertest.RunCap))
-	defer cancel()
-	var events []agent.Event
-	err := h.Prov.Run(ctx, agent.RunRequest{Prompt: "e2e-stale", Cwd: h.Cwd, ResumeID: "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10"}, func(ev agent.Event) {
-		events = append(events, ev)
-	})
-	if !errors.Is(err, agent.ErrSessionNotFound) {
-		t.Fatalf("Run = %v, want ErrSessionNotFound", err)
-	}
-	for _, ev := range events {
-		if ev.Type.Terminal() {
-			t.Errorf("terminal %s for a missing thread", ev.Type)
-		}
-	}
-	if n := len(h.Fake.Requests()); n != 0 {
-		t.Errorf("fake saw %d requests for a stale resume", n)
-	}
+	// The harness's own run: codex's run wants a terminal event.
+	providertest.CheckUnknownSession(t, h.harness.Run, agent.RunRequest{}, "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10",
+		func() int { return len(h.Fake.Requests()) })
 }
 
 func TestE2EAPIError(t *testing.T) {

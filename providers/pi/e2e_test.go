@@ -11,7 +11,6 @@
 package pi_test
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -144,15 +143,7 @@ func TestE2EBogusSession(t *testing.T) {
 		return
 	}
 	for _, id := range []string{"00000000-dead-beef-0000-000000000000", h.Path("gone.jsonl")} {
-		r := h.Run(agent.RunRequest{Prompt: "e2e-stale", ResumeID: id, Approval: agent.ApprovalAccept}, nil)
-		if !errors.Is(r.Err, agent.ErrSessionNotFound) {
-			t.Fatalf("Run(%s) = %v, want ErrSessionNotFound", id, r.Err)
-		}
-		if n := len(r.Of(agent.EventRunFailed)); n != 0 {
-			t.Errorf("%d run.failed for a stale session", n)
-		}
-	}
-	if n := len(h.Fake.ChatRequests()); n != 0 {
-		t.Errorf("fake saw %d requests", n)
+		providertest.CheckUnknownSession(t, h.Run, agent.RunRequest{Approval: agent.ApprovalAccept}, id,
+			func() int { return len(h.Fake.ChatRequests()) })
 	}
 }

@@ -373,6 +373,29 @@ func CheckAPIError(t *testing.T, run Turn, want string) *Result {
 	return r
 }
 
+// StalePrompt is the prompt of CheckUnknownSession's turn.
+const StalePrompt = "e2e-stale"
+
+// CheckUnknownSession runs StalePrompt (with req's other fields) resuming
+// session id, which the CLI does not know, and checks that Run fails with
+// agent.ErrSessionNotFound and no terminal event (the core then starts
+// afresh and retries) and that the model was not asked: requests returns
+// how many requests the fake saw.
+func CheckUnknownSession(t *testing.T, run Turn, req agent.RunRequest, id string, requests func() int) {
+	t.Helper()
+	req.Prompt, req.ResumeID = StalePrompt, id
+	r := run(req, nil)
+	if !errors.Is(r.Err, agent.ErrSessionNotFound) {
+		t.Fatalf("Run(resume %s) = %v, want ErrSessionNotFound", id, r.Err)
+	}
+	if n := r.Terminals(); n != 0 {
+		t.Errorf("%d terminal events for a stale session: %v", n, r.Types())
+	}
+	if n := requests(); n != 0 {
+		t.Errorf("fake saw %d requests for a stale resume", n)
+	}
+}
+
 // The streamed-text scenario: TextPrompt answered with a thinking block
 // (TextReasoning in chunks), then TextAnswer in chunks.
 const (
