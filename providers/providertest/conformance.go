@@ -30,6 +30,24 @@ func CheckNotInstalled[P Runner](t testing.TB, newProvider func(bin string) P, h
 	}
 }
 
+// CheckCompleted fails t unless r is a completed run's result: Run
+// returned nil and the last event is run.completed.
+func CheckCompleted(t testing.TB, r *Result) {
+	t.Helper()
+	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
+		t.Fatalf("Run = %v, events %s; want nil and run.completed last", r.Err, r.TypesText())
+	}
+}
+
+// CheckRunCompleted runs one turn of p (see Run) and checks that it
+// completed (CheckCompleted).
+func CheckRunCompleted(t testing.TB, p Runner, req agent.RunRequest) *Result {
+	t.Helper()
+	r := Run(t, p, req, nil)
+	CheckCompleted(t, r)
+	return r
+}
+
 // CheckFailed fails t unless r is a failed run's result as the contract
 // has it: Run returned an error wrapping agent.ErrRunFailed and the last
 // event is run.failed, its text containing want. It returns that event.
