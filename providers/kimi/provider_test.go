@@ -19,9 +19,6 @@ func fakeKimi(t *testing.T, body string) (bin, dir string) {
 	return providertest.FakeCLI(t, "kimi", body)
 }
 
-// recorder collects a run's events.
-type recorder = providertest.Events
-
 // newTestProvider runs kimi on the fake bin (providertest.FakeLaunch).
 func newTestProvider(bin string) *Provider {
 	return New(nil, Options{Launch: providertest.FakeLaunch(bin)})
@@ -29,16 +26,11 @@ func newTestProvider(bin string) *Provider {
 
 func TestRunCompletes(t *testing.T) {
 	bin, dir := fakeKimi(t, providertest.PrintFixture(t, "tools.jsonl"))
-	var rec recorder
-	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{
+	got := providertest.CheckRunCompleted(t, newTestProvider(bin), agent.RunRequest{
 		Prompt: "fix the test", Model: "kimi-k2.5", ResumeID: "session_old", Args: []string{"--yolo"},
 		Env: map[string]string{"KIMI_API_KEY": "k"},
-	}, rec.Emit)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	got := rec.Types()
-	if got[len(got)-1] != agent.EventRunCompleted || !slices.Contains(got, agent.EventToolCompleted) {
+	}).Types()
+	if !slices.Contains(got, agent.EventToolCompleted) {
 		t.Fatalf("events = %v", got)
 	}
 	if !slices.Contains(got, agent.EventSystem) {
@@ -69,10 +61,7 @@ func TestRunLongPromptGoesToStdin(t *testing.T) {
 echo '{"role":"assistant","content":"got it"}'
 echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	prompt := strings.Repeat("long prompt ", 100)
-	var rec recorder
-	if err := New(nil, Options{Launch: providertest.FakeLaunch(bin), ArgvLimit: 64}).Run(t.Context(), agent.RunRequest{Prompt: prompt}, rec.Emit); err != nil {
-		t.Fatal(err)
-	}
+	r := providertest.CheckRunCompleted(t, New(nil, Options{Launch: providertest.FakeLaunch(bin), ArgvLimit: 64}), agent.RunRequest{Prompt: prompt})
 	args := providertest.FakeArgs(t, dir)
 	if slices.Contains(args, "-p") || slices.Contains(args, prompt) || !slices.Equal(args[:5], []string{"--print", "--input-format", "stream-json", "--output-format", "stream-json"}) {
 		t.Fatalf("args = %q", args)
@@ -80,7 +69,7 @@ echo '{"role":"meta","type":"session.resume_hint","session_id":"s9"}'`)
 	if stdin := providertest.FakeStdin(t, dir); !strings.HasPrefix(stdin, `{"content":"long prompt long prompt`) || !strings.Contains(stdin, `"role":"user"`) || !strings.HasSuffix(stdin, "}\n") {
 		t.Fatalf("stdin = %.120q", stdin)
 	}
-	if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
+	if got := r.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventSessionUpdated, agent.EventRunCompleted}) {
 		t.Fatalf("events = %v", got)
 	}
 }
@@ -105,10 +94,9 @@ func TestRunNotInstalled(t *testing.T) {
 
 func TestRunImagesDropped(t *testing.T) {
 	bin, _ := fakeKimi(t, `echo '{"role":"meta","type":"session.resume_hint","session_id":"s"}'`)
-	var rec recorder
-	err := newTestProvider(bin).Run(t.Context(), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}}, rec.Emit)
-	if err != nil || rec.All()[0].Type != agent.EventSystem || rec.All()[0].Subtype != "images_dropped" {
-		t.Fatalf("err %v, events %+v", err, rec.All())
+	r := providertest.CheckRunCompleted(t, newTestProvider(bin), agent.RunRequest{Prompt: "p", Images: []agent.Image{{MediaType: "image/png", Data: []byte{1}}}})
+	if r.Events[0].Type != agent.EventSystem || r.Events[0].Subtype != "images_dropped" {
+		t.Fatalf("events %+v", r.Events)
 	}
 }
 
