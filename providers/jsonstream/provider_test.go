@@ -23,9 +23,6 @@ func fakeCLI(t *testing.T, fixture, body string) (bin, dir string) {
 	return providertest.FakeCLI(t, "cli", providertest.RecordStdin+"\n"+cat+body)
 }
 
-// recorder collects a run's events.
-type recorder = providertest.Events
-
 // newTestProvider runs dialect d on the fake bin (providertest.FakeLaunch).
 func newTestProvider(t *testing.T, d Dialect, bin string) *Provider {
 	t.Helper()
@@ -40,15 +37,7 @@ func TestRunEachDialectCompletes(t *testing.T) {
 	for _, tc := range turnFixtures {
 		t.Run(string(tc.d), func(t *testing.T) {
 			bin, dir := fakeCLI(t, tc.file, "")
-			var rec recorder
-			err := newTestProvider(t, tc.d, bin).Run(t.Context(), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"}, rec.Emit)
-			if err != nil {
-				t.Fatalf("Run: %v", err)
-			}
-			got := rec.Types()
-			if got[len(got)-1] != agent.EventRunCompleted {
-				t.Fatalf("events = %v", got)
-			}
+			providertest.CheckRunCompleted(t, newTestProvider(t, tc.d, bin), agent.RunRequest{Prompt: "line one\nline two", Model: "m1"})
 			wantStdin := "line one\nline two\n"
 			if tc.d == GrokCLI { // the prompt is an argument; stdin is closed
 				wantStdin = ""
@@ -127,19 +116,11 @@ exec sleep 30`)
 func TestRunResumeAndFork(t *testing.T) {
 	// Resuming the same session reports no session.updated; a fork does.
 	bin, _ := fakeCLI(t, "opencode-text.jsonl", "")
-	var rec recorder
-	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01"}, rec.Emit); err != nil {
-		t.Fatal(err)
+	if r := providertest.CheckRunCompleted(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p", ResumeID: "ses_01"}); len(r.Of(agent.EventSessionUpdated)) > 0 {
+		t.Errorf("resume re-announced the session: %v", r.Types())
 	}
-	if slices.Contains(rec.Types(), agent.EventSessionUpdated) {
-		t.Errorf("resume re-announced the session: %v", rec.Types())
-	}
-	rec = recorder{}
-	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p", ResumeID: "ses_01", Fork: true}, rec.Emit); err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(rec.Types(), agent.EventSessionUpdated) {
-		t.Errorf("fork did not report its session: %v", rec.Types())
+	if r := providertest.CheckRunCompleted(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p", ResumeID: "ses_01", Fork: true}); len(r.Of(agent.EventSessionUpdated)) == 0 {
+		t.Errorf("fork did not report its session: %v", r.Types())
 	}
 }
 
@@ -174,10 +155,9 @@ func TestGrokCLIPromptTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rec recorder
-	err = p.Run(t.Context(), agent.RunRequest{Prompt: "a prompt of 25 characters"}, rec.Emit)
-	if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || !slices.Equal(rec.Types(), []agent.EventType{agent.EventRunFailed}) {
-		t.Fatalf("Run = %v, events %v", err, rec.Types())
+	r := providertest.CheckRunFailed(t, p, agent.RunRequest{Prompt: "a prompt of 25 characters"}, "")
+	if !errors.Is(r.Err, ErrPromptTooLarge) || len(r.Events) != 1 {
+		t.Fatalf("Run = %v, events %v", r.Err, r.Types())
 	}
 	if providertest.FakeStarted(t, dir) {
 		t.Error("the CLI ran")
@@ -204,14 +184,14 @@ func TestGrokCLIOutcomes(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			bin, _ := fakeCLI(t, tc.fixture, tc.body)
-			var rec recorder
-			err := newTestProvider(t, GrokCLI, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-			last := rec.Last()
-			if last.Type != tc.want || !strings.Contains(last.Text, tc.text) || (err == nil) != (tc.want == agent.EventRunCompleted) {
-				t.Fatalf("Run = %v, last %s %q; want %s %q", err, last.Type, last.Text, tc.want, tc.text)
+			r := providertest.Run(t, newTestProvider(t, GrokCLI, bin), agent.RunRequest{Prompt: "p"}, nil)
+			if tc.want == agent.EventRunCompleted {
+				providertest.CheckCompleted(t, r)
+				return
 			}
-			if tc.want == agent.EventRunFailed && strings.Contains(text(rec.All(), agent.EventAssistantDelta), tc.text) {
-				t.Errorf("the failure was also shown as the answer: %v", rec.All())
+			providertest.CheckFailed(t, r, tc.text)
+			if strings.Contains(r.Text(), tc.text) {
+				t.Errorf("the failure was also shown as the answer: %v", r.Events)
 			}
 		})
 	}
@@ -226,10 +206,7 @@ func TestRunSweepsEscapedTools(t *testing.T) {
 	bin, _ := fakeCLI(t, "opencode-text.jsonl", `[ -n "$`+RunTokenEnv+`" ] || exit 9
 setsid sh -c "echo > '$DIR/up'; sleep 300; : `+marker+`" >/dev/null 2>&1 &
 while [ ! -e "$DIR/up" ]; do sleep 0.01; done`)
-	var rec recorder
-	if err := newTestProvider(t, OpenCode, bin).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit); err != nil || rec.Last().Type != agent.EventRunCompleted {
-		t.Fatalf("Run = %v, events %v", err, rec.Types())
-	}
+	providertest.CheckRunCompleted(t, newTestProvider(t, OpenCode, bin), agent.RunRequest{Prompt: "p"})
 	providertest.NoOrphans(t, marker)
 }
 
