@@ -26,9 +26,6 @@ func fake(t *testing.T, body string) (bin, dir string) {
 	return bin, dir
 }
 
-// recorder collects a run's events.
-type recorder = providertest.Events
-
 func deltas(evs []agent.Event) (text string, n int) {
 	var b strings.Builder
 	for _, e := range evs {
@@ -70,12 +67,7 @@ func TestAntigravityStreamsAndDiscoversSession(t *testing.T) {
 		"printf '```go\\nfmt.Println(\"h\\303'\n"+
 		"sleep 0.1\n"+
 		"printf '\\251llo\")\\n```\\n'\n")
-	var rec recorder
-	err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "make a plan", Cwd: dir, Model: "gemini-2.5-pro"}, rec.Emit)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	evs := rec.All()
+	evs := providertest.CheckRunCompleted(t, provider(t, Antigravity, bin, dir, nil), agent.RunRequest{Prompt: "make a plan", Cwd: dir, Model: "gemini-2.5-pro"}).Events
 	text, n := deltas(evs)
 	if text != markdown {
 		t.Errorf("text = %q\nwant %q", text, markdown)
@@ -101,11 +93,8 @@ func TestAntigravityAmbiguousSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bin, dir := fake(t, tc.mk+"\necho answer")
-			var rec recorder
-			if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit); err != nil {
-				t.Fatal(err)
-			}
-			if got := rec.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
+			r := providertest.CheckRunCompleted(t, provider(t, Antigravity, bin, dir, nil), agent.RunRequest{Prompt: "p"})
+			if got := r.Types(); !slices.Equal(got, []agent.EventType{agent.EventAssistantDelta, agent.EventRunCompleted}) {
 				t.Errorf("events = %v", got)
 			}
 		})
@@ -114,25 +103,19 @@ func TestAntigravityAmbiguousSession(t *testing.T) {
 
 func TestAntigravityResumeAndFork(t *testing.T) {
 	bin, dir := fake(t, `mkdir -p "$BRAIN/new-$$"; echo continued`)
-	var rec recorder
-	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "more", ResumeID: "old-id"}, rec.Emit); err != nil {
-		t.Fatal(err)
-	}
-	if got := rec.Types(); slices.Contains(got, agent.EventSessionUpdated) {
+	r := providertest.CheckRunCompleted(t, provider(t, Antigravity, bin, dir, nil), agent.RunRequest{Prompt: "more", ResumeID: "old-id"})
+	if got := r.Types(); slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("a resumed run discovered a session: %v", got)
 	}
 	if a := args(t, dir); !slices.Equal(a[len(a)-3:], []string{"--resume", "old-id", "more"}) {
 		t.Errorf("args = %q", a)
 	}
 	// A fork cannot continue natively: fresh run, new session discovered.
-	rec = recorder{}
-	if err := provider(t, Antigravity, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "branch", ResumeID: "old-id", Fork: true}, rec.Emit); err != nil {
-		t.Fatal(err)
-	}
+	r = providertest.CheckRunCompleted(t, provider(t, Antigravity, bin, dir, nil), agent.RunRequest{Prompt: "branch", ResumeID: "old-id", Fork: true})
 	if a := args(t, dir); slices.Contains(a, "--resume") {
 		t.Errorf("fork passed --resume: %q", a)
 	}
-	if got := rec.Types(); !slices.Contains(got, agent.EventSessionUpdated) {
+	if got := r.Types(); !slices.Contains(got, agent.EventSessionUpdated) {
 		t.Errorf("fork did not discover its session: %v", got)
 	}
 }
@@ -181,11 +164,8 @@ func TestCancel(t *testing.T) {
 func TestPromptDelivery(t *testing.T) {
 	t.Run("atomcode prompt file", func(t *testing.T) {
 		bin, dir := fake(t, `while [ $# -gt 0 ]; do if [ "$1" = --prompt-file ]; then cat "$2"; echo; echo "$2" > "$(dirname "$0")/pf"; fi; shift; done`)
-		var rec recorder
-		if err := provider(t, AtomCode, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "from a file\n\nwith lines", Approval: agent.ApprovalAccept, Model: "glm-5.2"}, rec.Emit); err != nil {
-			t.Fatal(err)
-		}
-		if text, _ := deltas(rec.All()); text != "from a file\n\nwith lines\n" {
+		r := providertest.CheckRunCompleted(t, provider(t, AtomCode, bin, dir, nil), agent.RunRequest{Prompt: "from a file\n\nwith lines", Approval: agent.ApprovalAccept, Model: "glm-5.2"})
+		if text := r.Text(); text != "from a file\n\nwith lines\n" {
 			t.Errorf("text = %q", text)
 		}
 		pf, _ := os.ReadFile(filepath.Join(dir, "pf"))
@@ -199,10 +179,7 @@ func TestPromptDelivery(t *testing.T) {
 	})
 	t.Run("qwen stdin", func(t *testing.T) {
 		bin, dir := fake(t, `echo ok`)
-		var rec recorder
-		if err := provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}).Run(t.Context(), agent.RunRequest{Prompt: "via stdin"}, rec.Emit); err != nil {
-			t.Fatal(err)
-		}
+		providertest.CheckRunCompleted(t, provider(t, Qwen, bin, dir, map[string]string{"FAKE_STDIN": "1"}), agent.RunRequest{Prompt: "via stdin"})
 		if b := providertest.FakeStdin(t, dir); b != "via stdin\n" {
 			t.Errorf("stdin = %q", b)
 		}
@@ -222,11 +199,9 @@ func TestPromptDelivery(t *testing.T) {
 	})
 	t.Run("argv-only too long", func(t *testing.T) {
 		bin, dir := fake(t, `echo never`)
-		var rec recorder
 		p, _ := New(nil, Options{Launch: providertest.FakeLaunch(bin), CLI: Grok, ArgvLimit: 10, TempDir: dir})
-		err := p.Run(t.Context(), agent.RunRequest{Prompt: strings.Repeat("y", 11)}, rec.Emit)
-		if !errors.Is(err, ErrPromptTooLarge) || !errors.Is(err, agent.ErrRunFailed) || rec.All()[0].Type != agent.EventRunFailed {
-			t.Fatalf("err %v, events %+v", err, rec.All())
+		if r := providertest.CheckRunFailed(t, p, agent.RunRequest{Prompt: strings.Repeat("y", 11)}, ""); !errors.Is(r.Err, ErrPromptTooLarge) || len(r.Events) != 1 {
+			t.Fatalf("Run = %v, events %+v", r.Err, r.Events)
 		}
 		if providertest.FakeStarted(t, dir) {
 			t.Error("the CLI ran")
@@ -306,11 +281,7 @@ func TestDescriptors(t *testing.T) {
 // shape its docs show); "no providers configured" is a missing sign-in.
 func TestCrushRun(t *testing.T) {
 	bin, dir := fake(t, `read -r line; echo "You asked: $line"`)
-	var rec recorder
-	p := provider(t, Crush, bin, dir, map[string]string{"FAKE_STDIN": "1"})
-	if err := p.Run(t.Context(), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"}, rec.Emit); err != nil {
-		t.Fatal(err)
-	}
+	providertest.CheckRunCompleted(t, provider(t, Crush, bin, dir, map[string]string{"FAKE_STDIN": "1"}), agent.RunRequest{Prompt: "hello crush", Model: "openai/gpt-5"})
 	if b := providertest.FakeStdin(t, dir); b != "hello crush\n" {
 		t.Errorf("stdin = %q", b)
 	}
@@ -318,11 +289,8 @@ func TestCrushRun(t *testing.T) {
 		t.Errorf("args = %q", a)
 	}
 	bin, dir = fake(t, `echo "Error: no providers configured - please run 'crush' to set up a provider interactively" >&2; exit 1`)
-	rec = recorder{}
-	err := provider(t, Crush, bin, dir, nil).Run(t.Context(), agent.RunRequest{Prompt: "p"}, rec.Emit)
-	evs := rec.All()
-	if !errors.Is(err, agent.ErrRunFailed) || evs[0].Subtype != SubtypeSignIn || !strings.Contains(evs[len(evs)-1].Text, "run `crush` once") {
-		t.Fatalf("Run = %v, events %+v", err, evs)
+	if evs := providertest.CheckRunFailed(t, provider(t, Crush, bin, dir, nil), agent.RunRequest{Prompt: "p"}, "run `crush` once").Events; evs[0].Subtype != SubtypeSignIn {
+		t.Fatalf("events %+v", evs)
 	}
 }
 

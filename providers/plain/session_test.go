@@ -22,6 +22,9 @@ import (
 
 func TestMain(m *testing.M) { providertest.RelayMain(m) }
 
+// recorder collects a run's events.
+type recorder = providertest.Events
+
 // testRelay is a relay run by this test binary.
 func testRelay(t *testing.T) procrun.Relay { return providertest.Relay(t) }
 
