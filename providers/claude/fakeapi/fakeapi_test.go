@@ -14,6 +14,7 @@ import (
 
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 type sseEvent struct {
@@ -329,16 +330,8 @@ func TestSlowCancel(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	resp := post(t, ctx, s.URL()+"/v1/messages", msgBody(true, user("slow")))
-	r := bufio.NewReader(resp.Body)
-	deltas := 0
-	for deltas < 3 {
-		line, err := r.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "text_delta") {
-			deltas++
-		}
+	if err := fakehttp.AwaitLines(bufio.NewReader(resp.Body), "text_delta", 3); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	resp.Body.Close()

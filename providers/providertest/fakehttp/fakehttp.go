@@ -5,12 +5,14 @@
 package fakehttp
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 )
@@ -192,6 +194,22 @@ func Sleep(ctx context.Context, d time.Duration) bool {
 	case <-t.C:
 		return true
 	}
+}
+
+// AwaitLines reads r until n lines holding substr were read (e.g. the first
+// deltas of a slow stream, before a client hangs up); the error is the
+// read's, when the stream ended first.
+func AwaitLines(r *bufio.Reader, substr string, n int) error {
+	for seen := 0; seen < n; {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return fmt.Errorf("after %d of %d lines with %q: %w", seen, n, substr, err)
+		}
+		if strings.Contains(line, substr) {
+			seen++
+		}
+	}
+	return nil
 }
 
 // Clip shortens s to n bytes and an ellipsis.

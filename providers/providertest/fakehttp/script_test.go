@@ -1,6 +1,9 @@
 package fakehttp
 
 import (
+	"bufio"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 )
@@ -39,5 +42,18 @@ func TestRequestsWhere(t *testing.T) {
 	}
 	if got := s.RequestsWhere(func(string) bool { return false }); got != nil {
 		t.Errorf("none kept = %q", got)
+	}
+}
+
+func TestAwaitLines(t *testing.T) {
+	r := bufio.NewReader(strings.NewReader("data: x1\n\ndata: y\ndata: x2\nrest\n"))
+	if err := AwaitLines(r, "x", 2); err != nil {
+		t.Fatal(err)
+	}
+	if rest, _ := r.ReadString('\n'); rest != "rest\n" {
+		t.Errorf("read past the second line: next is %q", rest)
+	}
+	if err := AwaitLines(bufio.NewReader(strings.NewReader("x\n")), "x", 2); !errors.Is(err, io.EOF) {
+		t.Errorf("short stream: %v, want EOF", err)
 	}
 }

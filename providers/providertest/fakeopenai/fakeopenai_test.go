@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 func post(t *testing.T, url, body string, header map[string]string) *http.Response {
@@ -278,15 +280,8 @@ func TestSlowStopsWhenClientLeaves(t *testing.T) {
 	defer resp.Body.Close()
 	start := time.Now()
 	br := bufio.NewReader(resp.Body)
-	var seen int
-	for seen < 3 {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(line, "word") {
-			seen++
-		}
+	if err := fakehttp.AwaitLines(br, "word", 3); err != nil {
+		t.Fatal(err)
 	}
 	cancel()
 	if _, err := io.ReadAll(br); err == nil {
