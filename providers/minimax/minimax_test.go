@@ -6,7 +6,6 @@
 package minimax
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
@@ -163,21 +161,9 @@ func TestE2EMiniMaxConfig(t *testing.T) {
 	dir := t.TempDir()
 	env := map[string]string{KeyEnv: "mm-dummy", "HOME": filepath.Join(dir, "home"), "NO_PROXY": "127.0.0.1"}
 	p := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var events []agent.Event
-	err := p.Run(ctx, agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()}, func(ev agent.Event) { events = append(events, ev) })
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	var text strings.Builder
-	for _, ev := range events {
-		if ev.Type == agent.EventAssistantDelta {
-			text.WriteString(ev.Text)
-		}
-	}
-	if text.String() != "Hello from MiniMax." || events[len(events)-1].Type != agent.EventRunCompleted {
-		t.Errorf("text %q, last %+v", text.String(), events[len(events)-1])
+	r := providertest.CheckRunCompleted(t, p, agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()})
+	if r.Text() != "Hello from MiniMax." {
+		t.Errorf("text %q", r.Text())
 	}
 	reqs := fake.Requests()
 	if len(reqs) != 1 || reqs[0].Body.Model != DefaultModel || !reqs[0].HasAuth {
