@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -266,17 +265,9 @@ func TestRunAPIError(t *testing.T) {
 // referenceResponse returns the host's control_response in a drive transcript.
 func referenceResponse(t *testing.T, transcript string) map[string]any {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", transcript))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		var r struct {
-			Dir string
-			Msg map[string]any
-		}
-		if json.Unmarshal(l, &r) == nil && r.Dir == "host->cli" && r.Msg["type"] == "control_response" {
-			return r.Msg
+	for _, msg := range providertest.Messages(t, providertest.Testdata(t, transcript), "host->cli") {
+		if m := decode(t, msg); m["type"] == "control_response" {
+			return m
 		}
 	}
 	t.Fatalf("%s has no control_response", transcript)
