@@ -23,24 +23,7 @@ const ChunkBytes = 32 << 10
 // masked secrets); after a detach Chunks returns ErrDetached. A Process is
 // read with Each or Chunks, not both.
 func (p *Process) Chunks(handle func(chunk []byte)) error {
-	var r io.Reader = p.stdout
-	if p.relay != nil {
-		f, err := os.Open(filepath.Join(p.relay.dir, relayOut))
-		if err != nil {
-			if p.relay.isDetached() {
-				return ErrDetached
-			}
-			return fmt.Errorf("%w: journal: %w", ErrRelayGone, err)
-		}
-		defer f.Close()
-		fr := &follower{f: f, rp: p.relay}
-		err = readChunks(fr, handle)
-		if err == nil && p.relay.isDetached() && !fr.done {
-			return ErrDetached
-		}
-		return err
-	}
-	return readChunks(r, handle)
+	return p.readStdout(func(r io.Reader) error { return readChunks(r, handle) })
 }
 
 // readChunks is Chunks over any reader.

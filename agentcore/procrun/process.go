@@ -146,23 +146,6 @@ type Process struct {
 	// launch is what was started; for a container run, Wait removes its env
 	// file after an unsuccessful exit.
 	launch launch
-	// hooks, when set before Each, are told what Each does besides handing
-	// over lines (from Each's goroutine).
-	hooks lineHooks
-}
-
-// lineHooks are told, in order with the lines, what else a line reader does.
-type lineHooks struct {
-	// tooLong is told the size of every line over the limit that was
-	// discarded.
-	tooLong func(bytes int)
-	// wait is called before a read that may block: every complete line
-	// read so far has been handled.
-	wait func()
-	// line, when set, is handed the lines instead of Each's handler. A line
-	// stays valid until wait is called (the reader refills and reuses its
-	// buffers only after wait), so lines may be gathered and copied at once.
-	line func(line []byte)
 }
 
 // Start launches the child described by spec. ctx only scopes the start itself:
@@ -243,6 +226,7 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 		return nil, fmt.Errorf("stdout pipe: %w", err)
 	}
 	p.stdout = out
+	growPipe(out)
 	if err := cmd.Start(); err != nil {
 		l.dropEnv(ctx)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -335,35 +319,32 @@ func (p *Process) Stderr() string {
 // A relayed process reads its journal instead; after a detach Each returns
 // ErrDetached.
 func (p *Process) Each(handle func(line []byte) error) error {
+	return p.readStdout(func(r io.Reader) error {
+		return eachLine(bufio.NewReaderSize(r, readBufferBytes), MaxLineBytes, p.logger, handle)
+	})
+}
+
+// readStdout runs read over the child's stdout or, for a relayed process,
+// over its journal as it grows (ErrDetached after a detach that read did
+// not see the end of). A Process's stdout is read once.
+func (p *Process) readStdout(read func(io.Reader) error) error {
 	if p.relay != nil {
-		return p.relay.each(handle, p.hooks)
+		return p.relay.follow(read)
 	}
-	r := bufio.NewReaderSize(p.stdout, readBufferBytes)
-	return eachLineReport(r, MaxLineBytes, p.logger, handle, p.hooks)
+	return read(p.stdout)
 }
 
 // readBufferBytes is the size of Each's read buffer.
 const readBufferBytes = 64 << 10
 
-// eachLineReport reads r line by line with Each's limits and tells hooks
-// (those not nil) the size of each discarded over-long line and when the
-// next read may block.
-func eachLineReport(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error, hooks lineHooks) error {
-	if hooks.line != nil {
-		handle = func(line []byte) error {
-			hooks.line(line)
-			return nil
-		}
-	}
+// eachLine reads r line by line with Each's limits.
+func eachLine(r *bufio.Reader, max int, logger *slog.Logger, handle func([]byte) error) error {
 	var (
 		buf       []byte
 		discard   bool
 		discarded int
 	)
 	for {
-		if hooks.wait != nil && !lineBuffered(r) {
-			hooks.wait()
-		}
 		chunk, err := r.ReadSlice('\n')
 		complete := err == nil
 		if err != nil && !errors.Is(err, bufio.ErrBufferFull) && !errors.Is(err, io.EOF) {
@@ -384,9 +365,6 @@ func eachLineReport(r *bufio.Reader, max int, logger *slog.Logger, handle func([
 		if complete || errors.Is(err, io.EOF) {
 			if discard {
 				logger.Warn("stdout line too long, discarded", "bytes", discarded, "max", max)
-				if hooks.tooLong != nil {
-					hooks.tooLong(discarded)
-				}
 				discard, discarded = false, 0
 			} else if len(buf) > 0 {
 				handleLine(buf, logger, handle)
@@ -400,13 +378,6 @@ func eachLineReport(r *bufio.Reader, max int, logger *slog.Logger, handle func([
 			return nil
 		}
 	}
-}
-
-// lineBuffered reports whether r holds a complete line: reading it will
-// not block.
-func lineBuffered(r *bufio.Reader) bool {
-	b, _ := r.Peek(r.Buffered())
-	return bytes.IndexByte(b, '\n') >= 0
 }
 
 // contentLen is the length of buf+chunk without its line ending (\n, \r\n, or

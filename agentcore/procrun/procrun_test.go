@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -75,6 +76,14 @@ func child(mode string) int {
 			signal.Ignore(os.Interrupt)
 		}
 		time.Sleep(time.Minute)
+	case "stream": // BenchmarkSessionRead
+		f, err := os.Open(os.Getenv("STREAM"))
+		if err != nil {
+			return 98
+		}
+		if _, err := io.Copy(os.Stdout, f); err != nil {
+			return 98
+		}
 	case "env":
 		for _, kv := range os.Environ() {
 			b, _ := json.Marshal(map[string]string{"env": kv})
@@ -87,7 +96,7 @@ func child(mode string) int {
 	return 0
 }
 
-func childSpec(t *testing.T, mode string, env ...string) Spec {
+func childSpec(t testing.TB, mode string, env ...string) Spec {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -169,7 +178,7 @@ func TestRunHugeLineDiscarded(t *testing.T) {
 		evs[2].Type != agent.EventRunFailed || !strings.Contains(evs[2].Text, "over the 16 MiB limit") {
 		t.Fatalf("events = %+v", evs)
 	}
-	if !strings.Contains(logs, "stdout line too long") {
+	if !strings.Contains(logs, "stdout line over the limit skipped") {
 		t.Errorf("long line not logged:\n%s", logs)
 	}
 }

@@ -542,9 +542,9 @@ func (rp *relayProc) readExit() (relayExitFile, error) {
 	return ex, json.Unmarshal(b, &ex)
 }
 
-// each follows the journal from its start until the agent's exit is
-// recorded and every journaled byte was read.
-func (rp *relayProc) each(handle func([]byte) error, hooks lineHooks) error {
+// follow runs read over the journal from its start, as it grows, until the
+// agent's exit is recorded and every journaled byte was read.
+func (rp *relayProc) follow(read func(io.Reader) error) error {
 	f, err := os.Open(filepath.Join(rp.dir, relayOut))
 	if err != nil {
 		if rp.isDetached() {
@@ -554,7 +554,7 @@ func (rp *relayProc) each(handle func([]byte) error, hooks lineHooks) error {
 	}
 	defer f.Close()
 	fr := &follower{f: f, rp: rp}
-	err = eachLineReport(bufio.NewReaderSize(fr, readBufferBytes), MaxLineBytes, rp.logger, handle, hooks)
+	err = read(fr)
 	if err == nil && rp.isDetached() && !fr.done {
 		return ErrDetached
 	}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"time"
 
@@ -45,9 +46,11 @@ type Wire interface {
 	// Start writes the handshake and/or the prompt.
 	Start(c *Conn) error
 	// Line handles one stdout line (without its line ending), or one raw
-	// chunk with Session.Chunks. An error is logged and the line skipped; an
-	// error wrapping agent.ErrDuplicateRequest fails the run and kills the
-	// child.
+	// chunk with Session.Chunks. The slice is only valid during the call
+	// (its buffer is read into again): what the wire keeps, in its state
+	// or in the events it emits, it copies. An error is logged and the line
+	// skipped; an error wrapping agent.ErrDuplicateRequest fails the run and
+	// kills the child.
 	Line(line []byte, c *Conn) error
 	// Respond routes an answer to a pending interaction (the Session has
 	// already refused ids that are not pending). An error is logged.
@@ -161,10 +164,10 @@ type Conn struct {
 
 	deadline *time.Timer
 	stopC    <-chan time.Time
-	idle     *time.Timer // the idle watchdog; nil when off or paused
-	idleC    <-chan time.Time
-	idleText string // set when the watchdog stopped the turn
-	tooLong  []int  // sizes of the stdout lines skipped as over MaxLineBytes
+	idle     *time.Timer      // the idle watchdog, made at its first start
+	idleC    <-chan time.Time // idle.C while it runs, nil when off or paused
+	idleText string           // set when the watchdog stopped the turn
+	tooLong  []int            // sizes of the stdout lines skipped as over MaxLineBytes
 	timers   map[string]*sessionTimer
 	fired    chan *sessionTimer
 	quit     chan struct{} // closed when the loop returns
@@ -436,16 +439,8 @@ func (c *Conn) loop(ctx context.Context) error {
 				batches = nil
 				break
 			}
-			at := 0
-			for _, it := range b.items {
-				if it.tooLong > 0 {
-					c.lineTooLong(it.tooLong)
-				} else {
-					c.line(b.buf[at : at+it.size : at+it.size])
-					at += it.size
-				}
-				c.settle()
-			}
+			c.batch(b)
+			b.release()
 			c.pauseIdle() // output: the idle clock restarts below
 		case resp, ok := <-responses:
 			if !ok {
@@ -468,7 +463,7 @@ func (c *Conn) loop(ctx context.Context) error {
 			c.logger.Warn("agent did not stop in time, killing", "provider", s.Provider)
 			c.Kill()
 		case <-c.idleC:
-			c.idle, c.idleC = nil, nil
+			c.idleC = nil
 			c.idleText = fmt.Sprintf("%s wrote nothing for %s; stopped (idle_timeout)", nameOf(s.Provider, s.Spec.Bin), s.IdleTimeout)
 			c.logger.Warn("agent idle, stopping it", "provider", s.Provider, "idle_timeout", s.IdleTimeout)
 			c.interrupt()
@@ -482,57 +477,43 @@ func (c *Conn) loop(ctx context.Context) error {
 	return c.finish(c.wait())
 }
 
-// readBatch is what the reader hands the loop at once: the lines (or
-// chunks) read since the last batch, in order, with the over-long lines
-// skipped between them. buf is the batch's own and is never reused, so a
-// wire may keep a line it was handed.
-type readBatch struct {
-	buf   []byte
-	items []readItem
-}
-
-// readItem is a line of size bytes, the next ones in buf, or the size of a
-// line skipped as over MaxLineBytes.
-type readItem struct {
-	size    int
-	tooLong int
-}
-
-// read reads stdout until EOF and sends what it read in batches: lines
-// are gathered while more complete lines are buffered and sent, copied
-// into one buffer, before a read that may block. A line is never held
-// back waiting for the next one, and a stream that comes faster than the
-// wire takes it is handed over a read buffer at a time instead of a line
-// (a copy and a channel send) at a time.
+// read reads stdout until EOF and sends what each read completed (see
+// readLines), or the raw chunks with Session.Chunks.
 func (c *Conn) read(out chan<- *readBatch) error {
-	var (
-		items []readItem
-		lines [][]byte // valid until send returns (see lineHooks.line)
-	)
-	send := func() {
-		if len(items) == 0 {
-			return
+	return c.proc.readStdout(func(r io.Reader) error {
+		if c.s.Chunks {
+			return sendChunks(r, out)
 		}
-		out <- &readBatch{buf: bytes.Join(lines, nil), items: items}
-		items, lines = nil, lines[:0]
+		return readLines(r, MaxLineBytes, batchBytes, out)
+	})
+}
+
+// batch hands the wire what the reader sent, in order: the skipped line
+// first, then every line (or the chunk).
+func (c *Conn) batch(b *readBatch) {
+	if b.tooLong > 0 {
+		c.lineTooLong(b.tooLong)
+		c.settle()
 	}
 	if c.s.Chunks {
-		return c.proc.Chunks(func(chunk []byte) {
-			out <- &readBatch{buf: bytes.Clone(chunk), items: []readItem{{size: len(chunk)}}}
-		})
+		if len(b.buf) > 0 {
+			c.line(b.buf)
+			c.settle()
+		}
+		return
 	}
-	// Set before Each starts; called from this goroutine.
-	c.proc.hooks = lineHooks{
-		tooLong: func(n int) { items = append(items, readItem{tooLong: n}) },
-		wait:    send,
-		line: func(line []byte) {
-			items = append(items, readItem{size: len(line)})
-			lines = append(lines, line)
-		},
-	}
-	err := c.proc.Each(nil)
-	send()
-	return err
+	splitLines(b.buf, MaxLineBytes, c.batchLine, c.batchTooLong)
+}
+
+// batchLine and batchTooLong are batch's handlers for splitLines.
+func (c *Conn) batchLine(line []byte) {
+	c.line(line)
+	c.settle()
+}
+
+func (c *Conn) batchTooLong(n int) {
+	c.lineTooLong(n)
+	c.settle()
 }
 
 // watchIdle runs the idle watchdog while the turn runs and no interaction
@@ -546,17 +527,22 @@ func (c *Conn) watchIdle(eof bool) {
 		c.pauseIdle()
 		return
 	}
-	if c.idle == nil {
+	switch {
+	case c.idleC != nil:
+	case c.idle == nil:
 		c.idle = time.NewTimer(c.s.IdleTimeout)
+		c.idleC = c.idle.C
+	default:
+		c.idle.Reset(c.s.IdleTimeout)
 		c.idleC = c.idle.C
 	}
 }
 
-// pauseIdle stops the idle clock.
+// pauseIdle stops the idle clock (the timer is kept for the next start).
 func (c *Conn) pauseIdle() {
-	if c.idle != nil {
+	if c.idleC != nil {
 		c.idle.Stop()
-		c.idle, c.idleC = nil, nil
+		c.idleC = nil
 	}
 }
 
