@@ -39,12 +39,14 @@ var (
 	recordKeys = []string{"type", "id", "command", "success", "error", "data", "message", "assistantMessageEvent",
 		"messages", "toolCallId", "toolName", "args", "partialResult", "result", "isError", "attempt", "maxAttempts",
 		"delayMs", "errorMessage", "finalError", "method", "title", "options", "placeholder", "prefill", "reason"}
-	eventKeys = []string{"type", "delta"}
+	eventKeys   = []string{"type", "delta"}
+	messageKeys = []string{"role", "content", "stopReason", "errorMessage", "provider", "model", "usage"}
 	// names are the type values of most lines.
 	names = jsonscan.NewNames("response", "agent_start", "agent_end", "turn_start", "turn_end", "message_start",
 		"message_update", "message_end", "tool_execution_start", "tool_execution_update", "tool_execution_end",
 		"text_delta", "thinking_delta", "toolcall_delta", "start", "text_start", "text_end", "thinking_start",
-		"thinking_end", "toolcall_start", "toolcall_end", "done", "error", "prompt", "get_state")
+		"thinking_end", "toolcall_start", "toolcall_end", "done", "error", "prompt", "get_state",
+		"assistant", "user", "toolResult", "stop", "toolUse", "aborted", "length")
 )
 
 func (d *decoder) fast(line []byte, r *record) error {
@@ -73,7 +75,7 @@ func (d *decoder) record(s *jsonscan.Scanner, r *record) error {
 		case "data":
 			return s.Raw(&r.Data)
 		case "message":
-			return s.Raw(&r.Message)
+			return d.messageField(s, r)
 		case "assistantMessageEvent":
 			return jsonscan.Nullable(s, &r.Event, &d.ev, eventKeys, func(ev *assistantEvent, key []byte) error {
 				switch string(key) {
@@ -85,7 +87,7 @@ func (d *decoder) record(s *jsonscan.Scanner, r *record) error {
 				return jsonscan.ErrUnknownKey
 			})
 		case "messages":
-			return jsonscan.Std(s, &r.Messages)
+			return d.messages(s, r)
 		case "toolCallId":
 			return s.Str(&r.ToolCallID)
 		case "toolName":
@@ -120,6 +122,66 @@ func (d *decoder) record(s *jsonscan.Scanner, r *record) error {
 			return s.Str(&r.Prefill)
 		case "reason":
 			return s.Str(&r.Reason)
+		}
+		return jsonscan.ErrUnknownKey
+	})
+}
+
+// messageField decodes record.Message: raw, and on message_start and
+// message_end (when the type came first, as pi writes it) also as a message
+// into r.msg, so that the parser does not decode it again. message_update's
+// message, the partial one, stays raw.
+func (d *decoder) messageField(s *jsonscan.Scanner, r *record) error {
+	r.msg, r.hasMsg = message{}, false
+	if r.Type != "message_start" && r.Type != "message_end" {
+		return s.Raw(&r.Message)
+	}
+	ok, err := s.RawObject(&r.Message, func() error { return d.message(s, &r.msg) })
+	r.hasMsg = ok
+	return err
+}
+
+// messages decodes agent_end's messages as json.Unmarshal into a nil slice
+// does: null leaves it nil, [] is an empty slice, each element a message.
+// A repeated key takes the slow path (encoding/json reuses the first
+// slice's elements).
+func (d *decoder) messages(s *jsonscan.Scanner, r *record) error {
+	if r.Messages != nil {
+		return jsonscan.ErrSlow
+	}
+	if s.PeekNull() {
+		return s.Skip()
+	}
+	msgs := []message{}
+	err := s.Array(func() error {
+		msgs = append(msgs, message{})
+		return d.message(s, &msgs[len(msgs)-1])
+	})
+	r.Messages = msgs
+	return err
+}
+
+// message decodes an AgentMessage object (null leaves it as it is).
+func (d *decoder) message(s *jsonscan.Scanner, m *message) error {
+	if s.PeekNull() {
+		return s.Skip()
+	}
+	return s.Object(messageKeys, func(key []byte) error {
+		switch string(key) {
+		case "role":
+			return s.StrIn(&m.Role, names)
+		case "content":
+			return s.Raw(&m.Content)
+		case "stopReason":
+			return s.StrIn(&m.StopReason, names)
+		case "errorMessage":
+			return s.Str(&m.ErrorMessage)
+		case "provider":
+			return s.Str(&m.Provider)
+		case "model":
+			return s.Str(&m.Model)
+		case "usage":
+			return jsonscan.Std(s, &m.Usage)
 		}
 		return jsonscan.ErrUnknownKey
 	})

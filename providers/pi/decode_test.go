@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -20,7 +21,15 @@ import (
 // line.
 func sameRecord(t *testing.T, d *decoder, line []byte) {
 	t.Helper()
-	jsonscantest.Same(t, line, d.decode, nil)
+	jsonscantest.Same(t, line, d.decode, func(r *record) {
+		if r.hasMsg {
+			var m message
+			if err := json.Unmarshal(r.Message, &m); err != nil || !reflect.DeepEqual(m, r.msg) {
+				t.Fatalf("%q: msg %+v, json.Unmarshal of the message %+v (%v)", line, r.msg, m, err)
+			}
+		}
+		r.msg, r.hasMsg = message{}, false
+	})
 }
 
 // decoderCases are lines the fast path must decode as encoding/json does or
@@ -47,6 +56,14 @@ var decoderCases = []string{
 	`{"type":"tool_execution_end","isError":"no"}`,
 	`{"type":"agent_end","messages":[{"role":"assistant","content":"hi","stopReason":"stop","usage":{"input":1,"output":2,"cost":{"total":0.5}}}]}`,
 	`{"type":"agent_end","messages":{"role":"assistant"}}`, `{"type":"agent_end","messages":null}`,
+	`{"type":"agent_end","messages":[]}`, `{"type":"agent_end","messages":[null,{"role":"user"},{"Role":"x"}]}`,
+	`{"type":"agent_end","messages":[{"role":"assistant","stopReason":"stop"}],"messages":[{"content":"merged?"}]}`,
+	`{"type":"agent_end","messages":[],"messages":null}`, `{"type":"agent_end","messages":[5]}`,
+	`{"type":"agent_end","messages":[{"role":"assistant","usage":{"input":"x"}}]}`,
+	`{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"hi"}],"usage":{"input":3},"stopReason":"stop"}}`,
+	`{"message":{"role":"assistant"},"type":"message_end"}`, `{"type":"message_end","message":"text"}`,
+	`{"type":"message_end","message":{"role":5}}`, `{"type":"message_end","message":{"role":"a"},"message":{"model":"m"}}`,
+	`{"type":"message_start","message":null}`, `{"type":"message_start","message":{"ROLE":"assistant"}}`,
 	`{"type":"auto_retry_start","attempt":1,"maxAttempts":3,"delayMs":2000.5,"errorMessage":"overloaded"}`,
 	`{"type":"auto_retry_start","attempt":1.5}`, `{"type":"auto_retry_end","success":false,"attempt":3,"finalError":"gave up"}`,
 	`{"type":"extension_ui_request","id":"d1","method":"select","title":"Pick","options":["a","b"],"placeholder":"p","prefill":"x"}`,

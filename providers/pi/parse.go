@@ -36,7 +36,11 @@ type record struct {
 	// Message is an AgentMessage on message_start / message_end (decoded
 	// there) and a string on a confirm dialog.
 	Message json.RawMessage `json:"message"`
-	Event   *assistantEvent `json:"assistantMessageEvent"`
+	// msg is Message decoded when the decoder's fast path did so with the
+	// line (hasMsg), as json.Unmarshal would.
+	msg    message
+	hasMsg bool
+	Event  *assistantEvent `json:"assistantMessageEvent"`
 	// agent_end
 	Messages []message `json:"messages"`
 	// tool_execution_*
@@ -204,8 +208,7 @@ func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
 	case "agent_start", "turn_start", "turn_end":
 		return nil, nil
 	case "message_start":
-		var m message
-		if json.Unmarshal(r.Message, &m) == nil && m.Role == "assistant" {
+		if m, ok := r.message(); ok && m.Role == "assistant" {
 			p.streamed = false
 		}
 		return nil, nil
@@ -296,8 +299,8 @@ func (p *Parser) messageUpdate(r *record, line []byte) []agent.Event {
 }
 
 func (p *Parser) messageEnd(r *record, line []byte) []agent.Event {
-	var m message
-	if json.Unmarshal(r.Message, &m) != nil {
+	m, ok := r.message()
+	if !ok {
 		return []agent.Event{native(r.Type, nil, line)}
 	}
 	switch m.Role {
@@ -319,6 +322,15 @@ func (p *Parser) messageEnd(r *record, line []byte) []agent.Event {
 		return nil
 	}
 	return []agent.Event{native(r.Type+"/"+m.Role, nil, line)}
+}
+
+// message is the record's message, decoded by the decoder or now; ok is
+// false when it is not an AgentMessage.
+func (r *record) message() (m message, ok bool) {
+	if r.hasMsg {
+		return r.msg, true
+	}
+	return m, json.Unmarshal(r.Message, &m) == nil
 }
 
 func (p *Parser) tool(id string) *toolState {

@@ -180,6 +180,40 @@ func (s *Scanner) unknown(key []byte, known []string) error {
 	return s.Skip()
 }
 
+// Array reads an array: elem decodes each element (at the Scanner's
+// position, as any other value).
+func (s *Scanner) Array(elem func() error) error {
+	if err := s.open('['); err != nil {
+		return err
+	}
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == ']' {
+		s.i++
+		s.depth--
+		return nil
+	}
+	for {
+		if err := elem(); err != nil {
+			return err
+		}
+		s.ws()
+		if s.i >= len(s.b) {
+			return ErrSlow
+		}
+		switch s.b[s.i] {
+		case ',':
+			s.i++
+			s.ws()
+		case ']':
+			s.i++
+			s.depth--
+			return nil
+		default:
+			return ErrSlow
+		}
+	}
+}
+
 // Nullable decodes an object field held by pointer, as encoding/json does:
 // null sets *p to nil; an object fills the value *p points to, or store
 // (zeroed first) when *p is nil. store lets a decoder reuse its own memory
@@ -368,35 +402,7 @@ func (s *Scanner) Skip() error {
 			}
 		}
 	case '[':
-		if err := s.open('['); err != nil {
-			return err
-		}
-		s.ws()
-		if s.i < len(s.b) && s.b[s.i] == ']' {
-			s.i++
-			s.depth--
-			return nil
-		}
-		for {
-			if err := s.Skip(); err != nil {
-				return err
-			}
-			s.ws()
-			if s.i >= len(s.b) {
-				return ErrSlow
-			}
-			switch s.b[s.i] {
-			case ',':
-				s.i++
-				s.ws()
-			case ']':
-				s.i++
-				s.depth--
-				return nil
-			default:
-				return ErrSlow
-			}
-		}
+		return s.Array(s.Skip)
 	case 't':
 		return s.literal("true")
 	case 'f':
