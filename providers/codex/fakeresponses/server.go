@@ -14,12 +14,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/threadline-bot/threadline/providers/codexharness"
@@ -123,10 +121,6 @@ func writeError(w http.ResponseWriter, e *APIError) {
 	_, _ = w.Write(b)
 }
 
-var seq atomic.Int64
-
-func newID(prefix string) string { return fmt.Sprintf("%s_fake_%d", prefix, seq.Add(1)) }
-
 // sse writes the Responses events, numbered, until the stream breaks.
 type sse struct {
 	*fakehttp.SSE
@@ -150,7 +144,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	e := &sse{SSE: fakehttp.NewSSE(w, ctx)}
-	respID := newID("resp")
+	respID := fakehttp.NewID("resp")
 	base := map[string]any{"id": respID, "object": "response", "created_at": time.Now().Unix(), "model": model, "status": "in_progress", "output": []any{}}
 	e.send("response.created", map[string]any{"response": base})
 	wait := func() bool { return fakehttp.Sleep(ctx, reply.Delay) }
@@ -159,7 +153,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 		var done map[string]any
 		switch it.Type {
 		case "reasoning":
-			id := newID("rs")
+			id := fakehttp.NewID("rs")
 			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "reasoning", "summary": []any{}}})
 			e.send("response.reasoning_summary_part.added", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": ""}})
 			for _, c := range it.Chunks {
@@ -173,9 +167,9 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 			e.send("response.reasoning_summary_part.done", map[string]any{"item_id": id, "output_index": i, "summary_index": 0, "part": map[string]any{"type": "summary_text", "text": text}})
 			done = map[string]any{"id": id, "type": "reasoning", "summary": []any{map[string]any{"type": "summary_text", "text": text}}}
 		case "function_call":
-			id, callID := newID("fc"), it.CallID
+			id, callID := fakehttp.NewID("fc"), it.CallID
 			if callID == "" {
-				callID = newID("call")
+				callID = fakehttp.NewID("call")
 			}
 			args := it.argsJSON()
 			added := map[string]any{"id": id, "type": "function_call", "status": "in_progress", "call_id": callID, "name": it.Name, "arguments": ""}
@@ -193,7 +187,7 @@ func (s *Server) stream(ctx context.Context, w http.ResponseWriter, model string
 				done["namespace"] = it.Namespace
 			}
 		default: // message
-			id := newID("msg")
+			id := fakehttp.NewID("msg")
 			e.send("response.output_item.added", map[string]any{"output_index": i, "item": map[string]any{"id": id, "type": "message", "status": "in_progress", "role": "assistant", "content": []any{}}})
 			e.send("response.content_part.added", map[string]any{"item_id": id, "output_index": i, "content_index": 0, "part": map[string]any{"type": "output_text", "text": "", "annotations": []any{}}})
 			for _, c := range it.Chunks {

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -211,6 +212,11 @@ func AwaitLines(r *bufio.Reader, substr string, n int) error {
 	}
 	return nil
 }
+
+var idSeq atomic.Int64
+
+// NewID is a fresh id "<prefix>_fake_<n>" (n counts up in the process).
+func NewID(prefix string) string { return fmt.Sprintf("%s_fake_%d", prefix, idSeq.Add(1)) }
 
 // Clip shortens s to n bytes and an ellipsis.
 func Clip(s string, n int) string {

@@ -72,7 +72,7 @@ func (s *Server) generate(w http.ResponseWriter, r *http.Request, req *Request, 
 		return
 	}
 	ctx := r.Context()
-	respID := newID("resp")
+	respID := fakehttp.NewID("resp")
 	in, out := usage(req, rep)
 	candidate := func(parts []map[string]any, finish string) map[string]any {
 		c := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}

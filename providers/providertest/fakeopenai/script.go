@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
@@ -57,12 +56,6 @@ func (r *Reply) finishReason() string {
 		return "tool_calls"
 	}
 	return "stop"
-}
-
-var idSeq atomic.Int64
-
-func newID(prefix string) string {
-	return fmt.Sprintf("%s_fake_%d", prefix, idSeq.Add(1))
 }
 
 // TextReply is a reply of text streamed as the given chunks.
@@ -155,7 +148,7 @@ func Call(names []string, args func(t Tool) map[string]any) Script {
 			}
 			return &Reply{
 				Text:      []string{"Calling ", t.Name, "."},
-				ToolCalls: []ToolCall{{ID: newID("call"), Name: t.Name, Arguments: string(b)}},
+				ToolCalls: []ToolCall{{ID: fakehttp.NewID("call"), Name: t.Name, Arguments: string(b)}},
 			}
 		}
 		return nil

@@ -150,7 +150,7 @@ func (s *Server) chat(w http.ResponseWriter, ctx context.Context, req *Request) 
 	if model == "" {
 		model = DefaultModel
 	}
-	id := newID("chatcmpl")
+	id := fakehttp.NewID("chatcmpl")
 	created := time.Now().Unix()
 	in, out := usage(req, rep)
 	usageObj := map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out}
