@@ -89,13 +89,14 @@ func runRecorded(t *testing.T, p Runner, idle, limit time.Duration) (*recorder, 
 }
 
 func TestRunWaitsOnProgress(t *testing.T) {
-	// Events keep coming for 1 s, five times the 200 ms idle limit: the run
-	// is not cut short.
-	rec, res, took := runRecorded(t, ticker(time.Second), 200*time.Millisecond, time.Minute)
+	// Events keep coming (every 20 ms) for 2 s, four times the 500 ms idle
+	// limit: the run is not cut short. The limit is 25 ticks, so that a
+	// loaded machine's scheduling stall does not read as a silent CLI.
+	rec, res, took := runRecorded(t, ticker(2*time.Second), 500*time.Millisecond, time.Minute)
 	if rec.fatal != "" || len(rec.errs) > 0 {
 		t.Fatalf("fatal %q, errors %q", rec.fatal, rec.errs)
 	}
-	if res.Last().Type != agent.EventRunCompleted || took < time.Second {
+	if res.Last().Type != agent.EventRunCompleted || took < 2*time.Second {
 		t.Fatalf("last = %s after %v", res.Last().Type, took)
 	}
 }
