@@ -177,6 +177,45 @@ func TestParseMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
+// TestParsedDoesNotAliasLine: what Parse returns (events, reply) and what
+// the parser keeps stays the same when the line's buffer is overwritten
+// afterwards, as the run's reader reuses it (the fast path leaves raw
+// slices of the line in the message).
+func TestParsedDoesNotAliasLine(t *testing.T) {
+	for _, run := range referenceUnit(t, 1) {
+		p, _ := newPair(run.def)
+		var kept []string
+		var parsed []Parsed
+		for _, s := range run.steps {
+			switch {
+			case s.line != nil:
+				buf := bytes.Clone(s.line)
+				got, _ := p.Parse(buf)
+				b, _ := json.Marshal(got)
+				kept, parsed = append(kept, string(b)), append(parsed, got)
+				for i := range buf {
+					buf[i] = 'x'
+				}
+			case s.cancel:
+				p.Cancel()
+			default:
+				p.Track(s.id, s.method)
+			}
+		}
+		for i, got := range parsed {
+			if b, _ := json.Marshal(got); string(b) != kept[i] {
+				t.Fatalf("%s: parsed changed with the line's buffer:\nwas %s\nnow %s", run.def.ID, kept[i], b)
+			}
+		}
+		if evs := p.EndTurn(); len(evs) > 0 {
+			b, _ := json.Marshal(evs)
+			if bytes.Contains(b, []byte("xxxx")) {
+				t.Fatalf("%s: parser state aliases a line: %s", run.def.ID, b)
+			}
+		}
+	}
+}
+
 func FuzzDecoder(f *testing.F) {
 	for _, run := range referenceUnit(f, 1) {
 		for _, s := range run.steps {

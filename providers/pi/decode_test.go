@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/internal/jsonscan"
 	"github.com/threadline-bot/threadline/providers/internal/jsonscan/jsonscantest"
 	"github.com/threadline-bot/threadline/providers/providertest"
@@ -140,6 +141,35 @@ func TestParseMatchesEncodingJSON(t *testing.T) {
 		if got, want := outcome(fast, l), outcome(std, l); got != want {
 			t.Errorf("line %s:\nfast %s\nstd  %s", l, got, want)
 		}
+	}
+}
+
+// TestEventsDoNotAliasLine: the events Parse returns stay the same when the
+// line's buffer is overwritten afterwards, as the run's reader reuses it
+// (the fast path leaves raw slices of the line in the record), and so does
+// what the parser keeps (tools, dialogs, the pending failure).
+func TestEventsDoNotAliasLine(t *testing.T) {
+	p := NewParser("")
+	p.StartTurn("req-2")
+	var kept []string
+	var got [][]agent.Event
+	for _, l := range captureLines(t) {
+		buf := bytes.Clone(l)
+		evs, _ := p.Parse(buf)
+		b, _ := json.Marshal(evs)
+		kept, got = append(kept, string(b)), append(got, evs)
+		for i := range buf {
+			buf[i] = 'x'
+		}
+	}
+	for i, evs := range got {
+		if b, _ := json.Marshal(evs); string(b) != kept[i] {
+			t.Fatalf("events changed with the line's buffer:\nwas %s\nnow %s", kept[i], b)
+		}
+	}
+	b, _ := json.Marshal(append(p.Settle(), p.EndPending()...))
+	if bytes.Contains(b, []byte("xxxx")) {
+		t.Fatalf("parser state aliases a line: %s", b)
 	}
 }
 
