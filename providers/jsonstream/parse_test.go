@@ -76,9 +76,6 @@ func parseAll(t *testing.T, d Dialect, path string) []agent.Event {
 	return evs
 }
 
-// types is providertest.Types (e2e_test.go's messages use it).
-func types(evs []agent.Event) []agent.EventType { return providertest.Types(evs) }
-
 // checkTexts fails t unless the joined assistant and reasoning deltas of
 // evs are answer and reasoning (an echo of the full text repeating the
 // deltas shows here).
