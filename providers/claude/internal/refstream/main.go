@@ -1,10 +1,14 @@
 // Command refstream writes the Claude stream-json reference stream of
-// BenchmarkParseReference (issue 19): the CLI stdout lines of the reference
-// transcripts, each text/thinking/input-json delta line repeated 8 times,
-// the whole unit repeated until the output reaches the target size.
+// BenchmarkParseReference and BenchmarkReadPath (issue 19): the CLI stdout
+// lines of the reference transcripts, each text/thinking/input-json delta
+// line repeated 8 times, the whole unit repeated until the output reaches
+// the target size.
 //
 //	go run ./providers/claude/internal/refstream -o /tmp/claude-ref.jsonl
-//	CLAUDE_STREAM_BENCH=/tmp/claude-ref.jsonl go test -run '^$' -bench ParseReference ./providers/claude/
+//	CLAUDE_STREAM_BENCH=/tmp/claude-ref.jsonl go test -run '^$' -bench 'ParseReference|ReadPath' ./providers/claude/
+//
+// (see providers/claude/bench_test.go for running the read path on a host
+// whose temporary directory is mounted noexec).
 package main
 
 import (
