@@ -96,7 +96,9 @@ func BenchmarkParseReference(b *testing.B) {
 // the scheduler and the GC, not the child; the empty run's taken off),
 // which a loaded machine disturbs far less than the wall clock. start-ms is
 // the empty run's median wall time; session-allocs/op and session-B/op are
-// what the session allocates beyond the parse (the empty run's taken off).
+// what the session allocates beyond the parse (the empty run's taken off);
+// parse-gcs/op and session-gcs/op count the collections that ended in
+// each (a difference in GC work shows there).
 func BenchmarkReadPath(b *testing.B) {
 	lines, _ := referenceLines(b, func(l []byte) bool {
 		var r struct{ Type string }
@@ -177,6 +179,8 @@ func BenchmarkReadPath(b *testing.B) {
 	n := float64(b.N)
 	b.ReportMetric((float64(session.mallocs)-float64(start.mallocs)-float64(parse.mallocs))/n, "session-allocs/op")
 	b.ReportMetric((float64(session.bytes)-float64(start.bytes)-float64(parse.bytes))/n, "session-B/op")
+	b.ReportMetric(float64(parse.gcs)/n, "parse-gcs/op")
+	b.ReportMetric(float64(session.gcs)/n, "session-gcs/op")
 }
 
 // phase is one side of BenchmarkReadPath's iteration: the wall and CPU
@@ -188,12 +192,13 @@ type phase struct {
 	wallSum     time.Duration
 	m0, mallocs uint64
 	b0, bytes   uint64
+	g0, gcs     uint32
 	ms          runtime.MemStats
 }
 
 func (p *phase) begin(b *testing.B) {
 	runtime.ReadMemStats(&p.ms)
-	p.m0, p.b0 = p.ms.Mallocs, p.ms.TotalAlloc
+	p.m0, p.b0, p.g0 = p.ms.Mallocs, p.ms.TotalAlloc, p.ms.NumGC
 	p.c0 = cpuTime(b)
 	p.t0 = time.Now()
 }
@@ -205,6 +210,7 @@ func (p *phase) end(b *testing.B) {
 	runtime.ReadMemStats(&p.ms)
 	p.mallocs += p.ms.Mallocs - p.m0
 	p.bytes += p.ms.TotalAlloc - p.b0
+	p.gcs += p.ms.NumGC - p.g0
 }
 
 // median is the middle value of v (the mean of the two middle ones).
