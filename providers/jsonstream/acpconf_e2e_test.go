@@ -64,6 +64,7 @@ func shellScenarios(t *testing.T, o oneShot, turn func(r *providertest.Result), 
 		if o.env != nil {
 			o.env(t, env)
 		}
+		h.Marker = providertest.MarkEnv(env)
 		p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 3 * time.Second}, Dialect: o.dialect, ID: o.id})
 		if err != nil {
 			t.Fatal(err)
@@ -73,7 +74,7 @@ func shellScenarios(t *testing.T, o oneShot, turn func(r *providertest.Result), 
 	if h == nil {
 		return
 	}
-	r := providertest.CheckShellTurn(t, h.Prov, h.Cwd, word, done)
+	r := providertest.CheckShellTurn(t, h.Run, h.Cwd, word, done)
 	if r.SessionID() == "" {
 		t.Fatal("first run reported no session")
 	}
@@ -81,7 +82,7 @@ func shellScenarios(t *testing.T, o oneShot, turn func(r *providertest.Result), 
 		t.Errorf("tool.completed = %+v", tools)
 	}
 	turn(r)
-	resumed(r, providertest.CheckShellResumed(t, h.Prov, h.Cwd, r.SessionID(), providertest.LastTranscript(h.Fake)))
+	resumed(r, providertest.CheckShellResumed(t, h.Run, h.Cwd, r.SessionID(), providertest.LastTranscript(h.Fake)))
 	providertest.CheckShellCancelled(t, h.Prov, h.Cwd, held, 3*time.Second+5*time.Second)
 }
 

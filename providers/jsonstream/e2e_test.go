@@ -61,7 +61,7 @@ func opencodeRunEnv(home string) map[string]string {
 // opencodeSetup returns nil in the outer test process (the test then ran,
 // or was skipped, in the netns child) and, inside the netns, opencode
 // configured for the fake answering with scripts (opencodeHome), edit
-// (optional) changing that home first.
+// (optional) changing that home first; its processes are marked.
 func opencodeSetup(t *testing.T, edit func(t *testing.T, home string), scripts ...fakeopenai.Script) *harness {
 	t.Helper()
 	if testing.Short() {
@@ -72,7 +72,9 @@ func opencodeSetup(t *testing.T, edit func(t *testing.T, home string), scripts .
 		if edit != nil {
 			edit(t, home)
 		}
-		return newE2E(t, Options{Launch: procrun.Launch{Bin: h.Bin, Env: opencodeRunEnv(home), StopGrace: 3 * time.Second}, Dialect: OpenCode})
+		env := opencodeRunEnv(home)
+		h.Marker = providertest.MarkEnv(env)
+		return newE2E(t, Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 3 * time.Second}, Dialect: OpenCode})
 	})
 }
 
@@ -87,7 +89,7 @@ func TestOpenCodeE2E(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r1 := providertest.CheckShellTurn(t, h.Prov, h.Cwd, "e2e-marker", left)
+	r1 := providertest.CheckShellTurn(t, h.Run, h.Cwd, "e2e-marker", left)
 	if r1.Events[0].Type != agent.EventSessionUpdated {
 		t.Fatalf("first run events = %v", r1.Types())
 	}
@@ -95,7 +97,7 @@ func TestOpenCodeE2E(t *testing.T) {
 		t.Fatalf("tool.completed = %+v", tools)
 	}
 	// The second turn continues the CLI's own session: the model sees turn one.
-	again := providertest.CheckShellResumed(t, h.Prov, h.Cwd, r1.SessionID(), providertest.LastTranscript(h.Fake))
+	again := providertest.CheckShellResumed(t, h.Run, h.Cwd, r1.SessionID(), providertest.LastTranscript(h.Fake))
 	if n := len(again.Of(agent.EventSessionUpdated)); n != 0 {
 		t.Errorf("resume reported a new session: %+v", again.Events)
 	}
@@ -209,7 +211,7 @@ const grokGrace = 3 * time.Second
 
 // grokCLISetup returns nil in the outer test process (the test then ran,
 // or was skipped, in the netns child) and, inside the netns, grok-cli aimed
-// at the fake answering with scripts.
+// at the fake answering with scripts, its processes marked.
 func grokCLISetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
 	t.Helper()
 	return providertest.Setup(t, grokCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
@@ -217,6 +219,7 @@ func grokCLISetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
 			"HOME": t.TempDir(), "GROK_BASE_URL": h.Fake.URL() + "/v1", "GROK_API_KEY": "sk-fake", "GROK_MODEL": fakeopenai.DefaultModel,
 		}
 		providertest.DeadProxy(env)
+		h.Marker = providertest.MarkEnv(env)
 		return newE2E(t, Options{Dialect: GrokCLI, ID: GrokCLIProviderID, Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: grokGrace}})
 	})
 }

@@ -29,7 +29,8 @@ const continueGrace = 3 * time.Second
 
 // continueSetup returns nil in the outer test process (the test then ran,
 // or was skipped, in the netns child) and, inside the netns, a Continue
-// provider whose config names the fake answering with scripts as its model.
+// provider whose config names the fake answering with scripts as its model,
+// its processes marked.
 func continueSetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
 	t.Helper()
 	return providertest.Setup(t, continueCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
@@ -51,6 +52,7 @@ func continueSetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
 		// Anything but the fake fails at once (cn honours the proxy variables).
 		env["HOME"], env["NO_PROXY"] = home, "127.0.0.1"
 		providertest.DeadProxy(env)
+		h.Marker = providertest.MarkEnv(env)
 		p, err := New(nil, Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: continueGrace}, CLI: Continue})
 		if err != nil {
 			t.Fatal(err)

@@ -66,9 +66,9 @@ func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, b
 // Run runs one turn of the provider (see Run) in h.Cwd unless req names a
 // directory. With h.Marker set it also fails the test when one of the
 // turn's processes is left after it (see MarkedLeft), and, for a turn that
-// ended with a terminal event, when no marked process was seen alive at any
-// of its events (the check would see nothing; a turn refused at its start
-// may report after its process is gone).
+// ended with a terminal event, when no marked process was seen alive while
+// it ran (the check would see nothing; a turn refused before its start has
+// no process to see).
 func (h *Harness[F, P]) Run(req agent.RunRequest, onEvent OnEvent) *Result {
 	h.T.Helper()
 	if req.Cwd == "" {
@@ -77,22 +77,36 @@ func (h *Harness[F, P]) Run(req agent.RunRequest, onEvent OnEvent) *Result {
 	if h.Marker == "" {
 		return Run(h.T, h.Prov, req, onEvent)
 	}
-	seen := false
-	r := Run(h.T, h.Prov, req, func(ev agent.Event, cancel context.CancelFunc) {
-		if !seen {
-			seen = len(Marked(h.Marker)) > 0
-		}
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	if !seen && r.Terminals() > 0 {
+	// Looked for while the turn runs, not at its events: a one-shot CLI
+	// may print everything as it exits.
+	stop, seen := make(chan struct{}), make(chan bool, 1)
+	go func() { seen <- watchMarked(h.Marker, stop) }()
+	r := Run(h.T, h.Prov, req, onEvent)
+	close(stop)
+	if !<-seen && r.Terminals() > 0 {
 		h.T.Errorf("no process with %s=%s while the run ran: the left-behind check sees nothing", MarkerEnv, h.Marker)
 	}
 	if left := MarkedLeft(h.Marker); len(left) > 0 {
 		h.T.Errorf("processes left after the run: %s", strings.Join(left, "; "))
 	}
 	return r
+}
+
+// watchMarked reports whether a process of marker was alive at some point
+// before stop was closed, looking every 20 ms.
+func watchMarked(marker string, stop <-chan struct{}) bool {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if len(Marked(marker)) > 0 {
+			return true
+		}
+		select {
+		case <-stop:
+			return false
+		case <-tick.C:
+		}
+	}
 }
 
 // Ends runs one turn as Run does and fails the test at once unless Run
@@ -179,8 +193,8 @@ func MarkedLeft(marker string) []string {
 	}
 }
 
-// Scripting the scenarios of scenario.go with a fake model server's own
-// script constructors (fakeapi, fakeresponses, fakeopenai: the same names,
+// Scripting the scenarios below with a fake model server's own script
+// constructors (fakeapi, fakeresponses, fakeopenai: the same names,
 // each with its Script type).
 
 // ResumeScripts scripts CheckResume's two turns: RememberPrompt answered
@@ -230,8 +244,8 @@ func SharedCache(t testing.TB, env map[string]string) {
 	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
 }
 
-// Turn runs one turn of an e2e harness in its working directory (its run
-// method, e.g. h.run).
+// Turn runs one turn of an e2e harness in its working directory (a
+// Harness's Run, or a test's own wrapper of it).
 type Turn func(req agent.RunRequest, onEvent OnEvent) *Result
 
 // Fake scripts of the scenarios: the tests register them with their fake
@@ -485,13 +499,14 @@ func HangScript(held string) fakeopenai.Script {
 	return fakeopenai.When(HangPrompt, fakeopenai.WithTools(fakeopenai.Shell(Holding("started.txt", held))))
 }
 
-// CheckShellTurn runs ShellPrompt through p in work with approval accept
-// and checks that the run completed, that the answer carries the tool's
-// result ("Tool result: word"), that out.txt holds word and that no process
-// holding done is left (the fake scripted with ShellScript). It returns the run for the CLI's own checks.
-func CheckShellTurn(t testing.TB, p Runner, work, word, done string) *Result {
+// CheckShellTurn runs ShellPrompt (a turn of run, e.g. a Harness's Run) in
+// work with approval accept and checks that the run completed, that the
+// answer carries the tool's result ("Tool result: word"), that out.txt
+// holds word and that no process holding done is left (the fake scripted
+// with ShellScript). It returns the run for the CLI's own checks.
+func CheckShellTurn(t testing.TB, run Turn, work, word, done string) *Result {
 	t.Helper()
-	r := Run(t, p, agent.RunRequest{Prompt: ShellPrompt, Cwd: work, Approval: agent.ApprovalAccept}, nil)
+	r := run(agent.RunRequest{Prompt: ShellPrompt, Cwd: work, Approval: agent.ApprovalAccept}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("shell turn: %v, last %+v", r.Err, r.Last())
 	}
@@ -505,13 +520,13 @@ func CheckShellTurn(t testing.TB, p Runner, work, word, done string) *Result {
 	return r
 }
 
-// CheckShellResumed runs ResumePrompt through p in work resuming session
+// CheckShellResumed runs ResumePrompt (a turn of run) in work resuming session
 // sid and checks that it completed with ResumeText and that the model saw
 // the first turn: lastTranscript returns the transcript of the last request
 // the fake was sent. It returns the run.
-func CheckShellResumed(t testing.TB, p Runner, work, sid string, lastTranscript func() string) *Result {
+func CheckShellResumed(t testing.TB, run Turn, work, sid string, lastTranscript func() string) *Result {
 	t.Helper()
-	r := Run(t, p, agent.RunRequest{Prompt: ResumePrompt, Cwd: work, ResumeID: sid}, nil)
+	r := run(agent.RunRequest{Prompt: ResumePrompt, Cwd: work, ResumeID: sid}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || !strings.Contains(r.Text(), ResumeText) {
 		t.Fatalf("resumed run: %v, last %+v", r.Err, r.Last())
 	}
@@ -543,7 +558,7 @@ func ShellTurn[P Runner](t *testing.T, setup ChatSetup[P], word string) (*Harnes
 	if h == nil {
 		return nil, nil
 	}
-	return h, CheckShellTurn(t, h.Prov, h.Cwd, word, done)
+	return h, CheckShellTurn(t, h.Run, h.Cwd, word, done)
 }
 
 // ShellCancel sets up with HangScript(a marker of t) and runs
