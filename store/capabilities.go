@@ -7,6 +7,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 const (
@@ -93,12 +95,12 @@ func (s *Store) PruneCapabilities(ctx context.Context, before time.Time) (int64,
 
 // SetAgentModel records the model the agent reported for the run. A missing
 // run is ErrNotFound.
-func (s *Store) SetAgentModel(ctx context.Context, runID, model string) error {
-	res, err := s.db.ExecContext(ctx, querySetAgentModel, runID, model)
+func (s *Store) SetAgentModel(ctx context.Context, runID agent.RunID, model string) error {
+	res, err := s.db.ExecContext(ctx, querySetAgentModel, string(runID), model)
 	if err != nil {
 		return fmt.Errorf("store: agent model of run %s: %w", runID, translate(err))
 	}
-	return expectOne(res, "agent model of run "+runID)
+	return expectOne(res, "agent model of run "+string(runID))
 }
 
 // AgentModel returns the model the agent reported for the run ("" when it
@@ -127,8 +129,8 @@ func (s *Store) LastAgentModel(ctx context.Context, chatID string) (string, erro
 // NoticeVersion records that the chat was told about what (an agent@version
 // outside its verified versions) and reports whether this is the first time:
 // false when the chat was told about what already (or does not exist).
-func (s *Store) NoticeVersion(ctx context.Context, chatID, what string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, queryNoticeVersion, chatID, what)
+func (s *Store) NoticeVersion(ctx context.Context, chatID agent.ChatID, what string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, queryNoticeVersion, string(chatID), what)
 	if err != nil {
 		return false, fmt.Errorf("store: version notice of chat %s: %w", chatID, translate(err))
 	}

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 // Interaction statuses. Pending is the only non-final one.
@@ -105,14 +107,14 @@ func (s *Store) CreateInteraction(ctx context.Context, in Interaction) error {
 
 // ResolveInteraction moves a pending interaction to a final status. Resolving one
 // that is already resolved is ErrConflict; an unknown one is ErrNotFound.
-func (s *Store) ResolveInteraction(ctx context.Context, runID, id, status, decision, by string) error {
+func (s *Store) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
 	switch status {
 	case InteractionApproved, InteractionApprovedForSession, InteractionDeclined, InteractionCancelled,
 		InteractionAnswered, InteractionTurnEnded, InteractionTimedOut, InteractionExpired:
 	default:
 		return fmt.Errorf("store: resolve interaction %s: invalid status %q", id, status)
 	}
-	res, err := s.db.ExecContext(ctx, queryResolveInteraction, runID, id, status, decision, by, now())
+	res, err := s.db.ExecContext(ctx, queryResolveInteraction, string(runID), string(id), status, decision, by, now())
 	if err != nil {
 		return fmt.Errorf("store: resolve interaction %s: %w", id, translate(err))
 	}
@@ -127,9 +129,9 @@ func (s *Store) ResolveInteraction(ctx context.Context, runID, id, status, decis
 }
 
 // GetInteraction returns the interaction or ErrNotFound.
-func (s *Store) GetInteraction(ctx context.Context, runID, id string) (Interaction, error) {
+func (s *Store) GetInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID) (Interaction, error) {
 	var r interactionRow
-	if err := s.db.GetContext(ctx, &r, queryGetInteraction, runID, id); err != nil {
+	if err := s.db.GetContext(ctx, &r, queryGetInteraction, string(runID), string(id)); err != nil {
 		return Interaction{}, fmt.Errorf("store: get interaction %s of run %s: %w", id, runID, translate(err))
 	}
 	return r.interaction(), nil

@@ -5,6 +5,8 @@ package store
 import (
 	"context"
 	"fmt"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 const (
@@ -17,12 +19,12 @@ WHERE id = $1 AND status = 'running'`
 // AdoptRun makes owner the owner of a running run and refreshes its heartbeat
 // (a restarted process taking over a run whose agent survived under a relay).
 // A run that is not running is ErrNotFound.
-func (s *Store) AdoptRun(ctx context.Context, runID, owner string) error {
-	res, err := s.db.ExecContext(ctx, queryAdoptRun, runID, owner, now())
+func (s *Store) AdoptRun(ctx context.Context, runID agent.RunID, owner string) error {
+	res, err := s.db.ExecContext(ctx, queryAdoptRun, string(runID), owner, now())
 	if err != nil {
 		return fmt.Errorf("store: adopt run %s: %w", runID, translate(err))
 	}
-	return expectOne(res, "adopt run "+runID+" (not running)")
+	return expectOne(res, "adopt run "+string(runID)+" (not running)")
 }
 
 // RunningRuns returns every running run, oldest first.
@@ -40,8 +42,8 @@ func (s *Store) RunningRuns(ctx context.Context) ([]Run, error) {
 
 // InterruptRun marks a running run interrupted with reason; it reports
 // whether the run was running.
-func (s *Store) InterruptRun(ctx context.Context, runID, reason string) (bool, error) {
-	res, err := s.db.ExecContext(ctx, queryInterruptRun, runID, now(), reason)
+func (s *Store) InterruptRun(ctx context.Context, runID agent.RunID, reason string) (bool, error) {
+	res, err := s.db.ExecContext(ctx, queryInterruptRun, string(runID), now(), reason)
 	if err != nil {
 		return false, fmt.Errorf("store: interrupt run %s: %w", runID, translate(err))
 	}

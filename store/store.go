@@ -65,6 +65,9 @@ type Store struct {
 
 var _ runhub.Store = (*Store)(nil)
 
+// runhub finds Adopter by a type assertion: this keeps it checked.
+var _ runhub.Adopter = (*Store)(nil)
+
 // Open connects to the database named by rawURL and pings it. It does not migrate;
 // call Migrate or use OpenAndMigrate.
 //

@@ -205,9 +205,9 @@ func TestFork(t *testing.T) {
 }
 
 func (c forkChats) SetAgentModel(ctx context.Context, runID agent.RunID, model string) error {
-	return c.st.SetAgentModel(ctx, string(runID), model)
+	return c.st.SetAgentModel(ctx, runID, model)
 }
 
 func (c forkChats) NoticeVersion(ctx context.Context, chatID agent.ChatID, what string) (bool, error) {
-	return c.st.NoticeVersion(ctx, string(chatID), what)
+	return c.st.NoticeVersion(ctx, chatID, what)
 }

@@ -21,7 +21,7 @@ func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionReco
 }
 
 func (l ledger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
+	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
 }
 
 // asking is a turn that asks one question or approval and resolves it the way a
@@ -65,7 +65,7 @@ func setupLedger(t *testing.T, st *store.Store) *fixture {
 func waitPending(t *testing.T, st *store.Store, runID string) {
 	t.Helper()
 	for i := 0; i < 500; i++ {
-		if in, err := st.GetInteraction(t.Context(), runID, "q1"); err == nil && in.Status == store.InteractionPending {
+		if in, err := st.GetInteraction(t.Context(), agent.RunID(runID), "q1"); err == nil && in.Status == store.InteractionPending {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -103,7 +103,7 @@ func TestInteractionLedger(t *testing.T) {
 			if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1"}); !errors.Is(err, prompt.ErrRunNotActive) {
 				t.Errorf("after the run: %v", err)
 			}
-			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
+			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
 			if in.Status != store.InteractionApproved || in.ResolvedBy != "alice" || string(in.NativeID) != "7" {
 				t.Errorf("ledger %+v", in)
 			}
@@ -132,7 +132,7 @@ func TestInteractionLedger(t *testing.T) {
 						t.Errorf("%s answered with %q: %v, want ErrAnswerKind", c.kind, d, err)
 					}
 				}
-				if in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1"); in.Status != store.InteractionPending {
+				if in, _ := st.GetInteraction(t.Context(), r.ID, "q1"); in.Status != store.InteractionPending {
 					t.Errorf("%s: a refused response resolved the request: %+v", c.kind, in)
 				}
 				if err := f.svc.RespondInteraction(t.Context(), agent.ChatID(f.chat), r.ID, agent.InteractionResponse{InteractionID: "q1", Decision: c.good[0], Answers: map[string]string{"pw": "x"}, By: "alice"}); err != nil {
@@ -157,7 +157,7 @@ func TestInteractionLedger(t *testing.T) {
 			if resp := <-got; resp.Decision != agent.DecisionDecline || resp.By != "timeout" {
 				t.Errorf("provider got %+v", resp)
 			}
-			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
+			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
 			if in.Status != store.InteractionTimedOut {
 				t.Errorf("ledger %+v", in)
 			}
@@ -170,7 +170,7 @@ func TestInteractionLedger(t *testing.T) {
 			f := setupLedger(t, st)
 			f.prov.turns = append(f.prov.turns, asking(agent.KindCommandApproval, nil, false))
 			r := f.run(t, "x")
-			in, _ := st.GetInteraction(t.Context(), string(r.ID), "q1")
+			in, _ := st.GetInteraction(t.Context(), r.ID, "q1")
 			if in.Status != store.InteractionTurnEnded {
 				t.Errorf("ledger %+v", in)
 			}

@@ -23,7 +23,7 @@ func (l storeLedger) RecordInteraction(ctx context.Context, in InteractionRecord
 }
 
 func (l storeLedger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
-	return l.st.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
+	return l.st.ResolveInteraction(ctx, runID, id, status, decision, by)
 }
 
 func (l storeLedger) RunInteractions(ctx context.Context, chatID agent.ChatID, runID agent.RunID) ([]LedgerEntry, error) {

@@ -38,7 +38,7 @@ func (r *interruptingReclaimer) Reclaim(ctx context.Context, chatID string) (boo
 	}
 	for _, run := range runs {
 		if run.Status == runhub.StatusRunning {
-			return r.st.InterruptRun(ctx, run.ID, "interrupted: test")
+			return r.st.InterruptRun(ctx, agent.RunID(run.ID), "interrupted: test")
 		}
 	}
 	return false, nil

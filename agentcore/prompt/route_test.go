@@ -75,7 +75,7 @@ func approveThenAsk(got chan<- agent.InteractionResponse) func(context.Context, 
 func waitInteraction(t *testing.T, st *store.Store, runID, id string) {
 	t.Helper()
 	for range 1000 {
-		if in, err := st.GetInteraction(t.Context(), runID, id); err == nil && in.Status == store.InteractionPending {
+		if in, err := st.GetInteraction(t.Context(), agent.RunID(runID), agent.InteractionID(id)); err == nil && in.Status == store.InteractionPending {
 			return
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -140,7 +140,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 		t.Fatalf("a refused secret answer reached the run: %+v", resp)
 	case <-time.After(100 * time.Millisecond):
 	}
-	if in, _ := st.GetInteraction(ctx, string(r.ID), "q2"); in.Status != store.InteractionPending {
+	if in, _ := st.GetInteraction(ctx, r.ID, "q2"); in.Status != store.InteractionPending {
 		t.Errorf("q2 after the refused answer: %+v", in)
 	}
 	if err := a.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{

@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 // ErrNotAdoptable is returned by Adopt when the store cannot reassign runs.
@@ -16,7 +18,7 @@ var ErrNotAdoptable = errors.New("runhub: store cannot adopt runs")
 type Adopter interface {
 	// AdoptRun makes owner the owner of the running run and refreshes its
 	// heartbeat. A run that is not running is an error.
-	AdoptRun(ctx context.Context, runID, owner string) error
+	AdoptRun(ctx context.Context, runID agent.RunID, owner string) error
 }
 
 // Adopt takes the memory lock of run's chat for a run that is already
@@ -41,7 +43,7 @@ func (h *Hub) Adopt(ctx context.Context, run RunRecord) (*Lease, error) {
 	h.running[run.ChatID] = run.ID
 	h.stale[run.ChatID] = struct{}{}
 	h.mu.Unlock()
-	if err := ad.AdoptRun(ctx, run.ID, run.Owner); err != nil {
+	if err := ad.AdoptRun(ctx, agent.RunID(run.ID), run.Owner); err != nil {
 		h.unlock(run.ChatID, run.ID)
 		return nil, fmt.Errorf("runhub: adopt run %s: %w", run.ID, err)
 	}

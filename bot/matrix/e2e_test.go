@@ -104,7 +104,7 @@ func approvalFlow(t *testing.T, encrypted bool) {
 	alice.wait("the refusal to bob", waitLong, func(evs []*event.Event) bool {
 		return postWith(evs, bot, room, root, "not allowed to answer") != nil
 	})
-	if in, err := w.st.GetInteraction(t.Context(), string(run.ID), "perm-1"); err != nil || in.Status != store.InteractionPending {
+	if in, err := w.st.GetInteraction(t.Context(), run.ID, "perm-1"); err != nil || in.Status != store.InteractionPending {
 		t.Fatalf("after bob's reaction the interaction is %+v (%v), want pending", in, err)
 	}
 	if _, ok := w.svc.Active(b.ChatID); !ok {
@@ -126,7 +126,7 @@ func approvalFlow(t *testing.T, encrypted bool) {
 	case <-time.After(waitLong):
 		t.Fatal("run did not end")
 	}
-	if in, err := w.st.GetInteraction(t.Context(), string(run.ID), "perm-1"); err != nil || in.Status != store.InteractionApproved || in.ResolvedBy != "matrix:"+string(w.alice.ID) {
+	if in, err := w.st.GetInteraction(t.Context(), run.ID, "perm-1"); err != nil || in.Status != store.InteractionApproved || in.ResolvedBy != "matrix:"+string(w.alice.ID) {
 		t.Errorf("interaction %+v (%v)", in, err)
 	}
 

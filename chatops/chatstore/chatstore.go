@@ -86,7 +86,7 @@ func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
 // SetAgentModel records the model the agent reported for a run
 // (prompt.ModelRecorder).
 func (s Store) SetAgentModel(ctx context.Context, runID agent.RunID, model string) error {
-	return s.St.SetAgentModel(ctx, string(runID), model)
+	return s.St.SetAgentModel(ctx, runID, model)
 }
 
 // LastAgentModel returns the model the agent reported in the chat's latest
@@ -97,7 +97,7 @@ func (s Store) LastAgentModel(ctx context.Context, chatID string) (string, error
 
 // NoticeVersion records a chat's version notice (prompt.VersionNoticer).
 func (s Store) NoticeVersion(ctx context.Context, chatID agent.ChatID, what string) (bool, error) {
-	return s.St.NoticeVersion(ctx, string(chatID), what)
+	return s.St.NoticeVersion(ctx, chatID, what)
 }
 
 // SetSession records a provider's native session of the chat.
@@ -130,7 +130,7 @@ func (s Store) RunInteractions(ctx context.Context, chatID agent.ChatID, runID a
 
 // ResolveInteraction stores an interaction's outcome.
 func (s Store) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
-	return s.St.ResolveInteraction(ctx, string(runID), string(id), status, decision, by)
+	return s.St.ResolveInteraction(ctx, runID, id, status, decision, by)
 }
 
 // ProjectAccess returns who may bind chats to the project. A project that

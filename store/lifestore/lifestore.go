@@ -64,7 +64,7 @@ func (s Store) MarkStaleRunsInterrupted(ctx context.Context, before time.Time, k
 
 // InterruptRun marks runID interrupted with reason.
 func (s Store) InterruptRun(ctx context.Context, runID agent.RunID, reason string) (bool, error) {
-	return s.St.InterruptRun(ctx, string(runID), reason)
+	return s.St.InterruptRun(ctx, runID, reason)
 }
 
 // ExpireOrphanedInteractions expires the pending interactions of runs
