@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
@@ -338,22 +339,9 @@ func Trae() Definition {
 	return define(traeDescriptor(), Definition{Wiring: "Trae account login; not verified here"})
 }
 
-// homeEnv is the environment that confines a CLI's state to home.
-func homeEnv(home string) map[string]string {
-	return map[string]string{
-		"HOME":            home,
-		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
-		"NO_PROXY":        "127.0.0.1,localhost",
-		"no_proxy":        "127.0.0.1,localhost",
-	}
-}
-
 // setup is how a CLI is pointed at an Endpoint (Definition.Configure): the
 // base URL it needs, the configuration file it reads under home, if any, and
-// the environment it runs with beyond homeEnv.
+// the environment it runs with beyond procrun.HomeEnv.
 type setup struct {
 	cli string
 	// url is the endpoint's base URL the CLI talks to; needs says which it
@@ -365,7 +353,7 @@ type setup struct {
 	file   string
 	config func(Endpoint) any
 	toml   bool
-	// env is the environment beyond homeEnv.
+	// env is the environment beyond procrun.HomeEnv.
 	env func(home string, ep Endpoint) map[string]string
 }
 
@@ -381,7 +369,7 @@ func (s setup) configure(home string, ep Endpoint) (map[string]string, error) {
 	if s.url(ep) == "" {
 		return nil, fmt.Errorf("%s: no %s", s.cli, s.needs)
 	}
-	env := homeEnv(home)
+	env := procrun.HomeEnv(home)
 	if s.file != "" {
 		if err := writeConfig(filepath.Join(home, s.file), s.config(ep), s.toml); err != nil {
 			return nil, fmt.Errorf("%s config: %w", s.cli, err)

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 // ConfigProvider is the provider name Configure writes.
@@ -40,13 +42,5 @@ func Configure(home, baseURL, apiKey, model string) (map[string]string, error) {
 			return nil, fmt.Errorf("pi %s: %w", name, err)
 		}
 	}
-	return map[string]string{
-		"HOME":            home,
-		"XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"XDG_DATA_HOME":   filepath.Join(home, ".local", "share"),
-		"XDG_CACHE_HOME":  filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME":  filepath.Join(home, ".local", "state"),
-		"NO_PROXY":        "127.0.0.1,localhost",
-		"no_proxy":        "127.0.0.1,localhost",
-	}, nil
+	return procrun.HomeEnv(home), nil
 }
