@@ -91,8 +91,10 @@ type Result struct {
 // unless req sets them), collecting its events; onEvent (optional) sees each
 // one. The turn is cancelled when no event arrived for Scale(RunIdle) or
 // after Scale(RunCap), and t then fails at once. Run logs the outcome and
-// reports an event emitted after Run returned, a terminal event that is not
-// the last and more than one terminal event.
+// reports a terminal event that is not the last and more than one terminal
+// event. Run's emit closes when p's Run returns: an event emitted after that
+// fails t, and one emitted after the test's cleanup (when t can no longer
+// fail) panics, so that a late event is never lost however late it comes.
 func Run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent) *Result {
 	t.Helper()
 	return run(t, p, req, onEvent, Scale(RunIdle), Scale(RunCap))
@@ -123,27 +125,11 @@ func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, li
 		watch(cancelCause, progress, stop, idle, limit)
 	}()
 	res := &Result{}
-	var mu sync.Mutex
-	done := false
+	em := &emitter{t: t, res: res, progress: progress, cancel: cancel, onEvent: onEvent}
+	t.Cleanup(em.poison)
 	start := time.Now()
-	res.Err = p.Run(ctx, req, func(ev agent.Event) {
-		mu.Lock()
-		if done {
-			t.Errorf("event %s emitted after Run returned", ev.Type)
-		}
-		mu.Unlock()
-		select {
-		case progress <- struct{}{}:
-		default: // a reset is already pending
-		}
-		res.Events = append(res.Events, ev)
-		if onEvent != nil {
-			onEvent(ev, cancel)
-		}
-	})
-	mu.Lock()
-	done = true
-	mu.Unlock()
+	res.Err = p.Run(ctx, req, em.emit)
+	em.close()
 	res.Elapsed = time.Since(start)
 	close(stop)
 	<-watched
@@ -164,6 +150,60 @@ func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, li
 		t.Errorf("%d terminal events", terminals)
 	}
 	return res
+}
+
+// emitter is a Run's emit function. Emit may be called from any goroutine;
+// after close an event fails the test, and after poison (the test's
+// cleanup) it panics.
+type emitter struct {
+	t        testing.TB
+	progress chan<- struct{}
+	cancel   context.CancelFunc
+	onEvent  OnEvent
+
+	mu       sync.Mutex
+	res      *Result // Events appended under mu until close
+	closed   bool
+	poisoned bool
+}
+
+func (e *emitter) emit(ev agent.Event) {
+	e.mu.Lock()
+	switch {
+	case e.poisoned:
+		e.mu.Unlock()
+		panic(fmt.Sprintf("providertest: event %s emitted after Run returned and its test (%s) ended", ev.Type, e.t.Name()))
+	case e.closed:
+		// Under mu, so that poison (the cleanup) cannot pass before this
+		// reaches t.
+		e.t.Errorf("event %s emitted after Run returned", ev.Type)
+		e.mu.Unlock()
+		return
+	}
+	e.res.Events = append(e.res.Events, ev)
+	e.mu.Unlock()
+	select {
+	case e.progress <- struct{}{}:
+	default: // a reset is already pending
+	}
+	if e.onEvent != nil {
+		e.onEvent(ev, e.cancel)
+	}
+}
+
+// close ends the run's events: a later emit fails the test, and res.Events
+// may be read without the lock.
+func (e *emitter) close() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed = true
+}
+
+// poison makes a later emit panic (t can no longer fail).
+func (e *emitter) poison() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.closed, e.poisoned = true, true
 }
 
 // Of returns the events of one type.

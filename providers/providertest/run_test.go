@@ -1,4 +1,6 @@
-// Tests of Run's progress-based deadline and of Scale.
+// Tests of Run: its progress-based deadline, its checks of the events
+// (one terminal last, nothing after Run returned) and Scale; and the
+// recorder the self-tests of the checks fail instead of the real test.
 
 package providertest
 
@@ -6,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -143,5 +146,153 @@ func TestTranscripts(t *testing.T) {
 	got := Transcripts([]transcribed{{"a"}, {"b"}})
 	if len(got) != 2 || got[0] != "user: a" || got[1] != "user: b" {
 		t.Errorf("Transcripts = %q", got)
+	}
+}
+
+// checked runs f with a recorder in a goroutine of its own (a Fatalf ends
+// it) and returns the recorder once f is done.
+func checked(t *testing.T, f func(tb testing.TB)) *recorder {
+	t.Helper()
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(rec)
+	}()
+	<-done
+	return rec
+}
+
+// failures returns what the recorder was failed with, the Fatalf last.
+func (r *recorder) failures() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.errs)
+	if r.fatal != "" {
+		out = append(out, r.fatal)
+	}
+	return out
+}
+
+// checkCases runs each good case, which must not fail, and each bad case,
+// which must fail with a message holding its want.
+func checkCases(t *testing.T, good map[string]func(tb testing.TB), bad map[string]struct {
+	f    func(tb testing.TB)
+	want string
+}) {
+	t.Helper()
+	for name, f := range good {
+		t.Run("good/"+name, func(t *testing.T) {
+			if got := checked(t, f).failures(); len(got) > 0 {
+				t.Errorf("failed: %q", got)
+			}
+		})
+	}
+	for name, c := range bad {
+		t.Run("bad/"+name, func(t *testing.T) {
+			got := checked(t, c.f).failures()
+			if !slices.ContainsFunc(got, func(s string) bool { return strings.Contains(s, c.want) }) {
+				t.Errorf("failures %q; want one with %q", got, c.want)
+			}
+		})
+	}
+}
+
+type badCase = struct {
+	f    func(tb testing.TB)
+	want string
+}
+
+// emitting is a Runner that emits evs and returns err.
+func emitting(err error, evs ...agent.Event) Runner {
+	return runnerFunc(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		for _, ev := range evs {
+			emit(ev)
+		}
+		return err
+	})
+}
+
+func ev(typ agent.EventType, text string) agent.Event { return agent.Event{Type: typ, Text: text} }
+
+func TestRunChecksTheEvents(t *testing.T) {
+	run1 := func(r Runner) func(tb testing.TB) {
+		return func(tb testing.TB) { run(tb, r, agent.RunRequest{Prompt: "p"}, nil, RunIdle, RunCap) }
+	}
+	completed, failed := ev(agent.EventRunCompleted, ""), ev(agent.EventRunFailed, "")
+	checkCases(t, map[string]func(testing.TB){
+		"one terminal last": run1(emitting(nil, ev(agent.EventAssistantDelta, "a"), completed)),
+	}, map[string]badCase{
+		"terminal not last": {run1(emitting(nil, completed, ev(agent.EventAssistantDelta, "a"))), "terminal run.completed at 0 of 2"},
+		"two terminals":     {run1(emitting(nil, failed, completed)), "2 terminal events"},
+	})
+}
+
+// TestRunLateEvent: an event emitted after Run returned fails the test,
+// whenever it comes: before the test's cleanup through t, after it by a
+// panic (t can no longer fail then). The emit is called after run returned,
+// so no clock decides whether it is seen.
+func TestRunLateEvent(t *testing.T) {
+	var late func(agent.Event)
+	keep := runnerFunc(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		late = emit
+		emit(ev(agent.EventRunCompleted, ""))
+		return nil
+	})
+	var res *Result
+	rec := checked(t, func(tb testing.TB) { res = run(tb, keep, agent.RunRequest{Prompt: "p"}, nil, RunIdle, RunCap) })
+	if got := rec.failures(); len(got) > 0 {
+		t.Fatalf("the run itself failed: %q", got)
+	}
+	late(ev(agent.EventAssistantDelta, "late"))
+	if got := rec.failures(); len(got) != 1 || got[0] != "event assistant.delta emitted after Run returned" {
+		t.Errorf("failures %q", got)
+	}
+	if len(res.Events) != 1 {
+		t.Errorf("the late event joined the result: %s", res.TypesText())
+	}
+
+	// After the cleanup (poison) the emit panics.
+	em := &emitter{t: t, res: &Result{}, progress: make(chan struct{}, 1)}
+	em.emit(ev(agent.EventAssistantDelta, "on time"))
+	em.poison()
+	var msg any
+	func() {
+		defer func() { msg = recover() }()
+		em.emit(ev(agent.EventRunCompleted, "after the test"))
+	}()
+	if s, _ := msg.(string); !strings.Contains(s, "event run.completed emitted after Run returned and its test") {
+		t.Errorf("emit after poison: recovered %v", msg)
+	}
+	if len(em.res.Events) != 1 {
+		t.Errorf("events %s", em.res.TypesText())
+	}
+}
+
+// TestRunConcurrentEmits: a provider may emit from several goroutines; Run
+// keeps every event (go test -race sees an unguarded append).
+func TestRunConcurrentEmits(t *testing.T) {
+	const n, each = 8, 50
+	p := runnerFunc(func(_ context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
+		var wg sync.WaitGroup
+		for range n {
+			wg.Go(func() {
+				for range each {
+					emit(ev(agent.EventAssistantDelta, "."))
+				}
+			})
+		}
+		wg.Wait()
+		emit(ev(agent.EventRunCompleted, ""))
+		return nil
+	})
+	rec := checked(t, func(tb testing.TB) {
+		r := run(tb, p, agent.RunRequest{Prompt: "p"}, nil, RunIdle, RunCap)
+		if len(r.Events) != n*each+1 || r.Last().Type != agent.EventRunCompleted {
+			tb.Errorf("%d events, last %s", len(r.Events), r.Last().Type)
+		}
+	})
+	if got := rec.failures(); len(got) > 0 {
+		t.Errorf("failures %q", got)
 	}
 }
