@@ -207,7 +207,7 @@ func TestRunBasic(t *testing.T) {
 	if len(users) != 1 || string(users[0]) != `{"type":"user","message":{"role":"user","content":"make out.txt"},"parent_tool_use_id":null,"session_id":""}` {
 		t.Errorf("prompt line = %s", users)
 	}
-	providertest.CheckNoBotSecrets(t, f.env)
+	providertest.CheckNoBotSecrets(t, f.env, "PATH=/usr/bin:/bin")
 	for _, want := range []string{"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1", "CLAUDE_CODE_ENABLE_TODO_TOOLS=1", "PATH=/usr/bin:/bin"} {
 		if !slices.Contains(f.env, want) {
 			t.Errorf("child env lacks %s: %q", want, f.env)

@@ -283,7 +283,7 @@ func TestRunText(t *testing.T) {
 	if !slices.Equal(f.argv, []string{"-c", "x=1", "app-server"}) {
 		t.Errorf("argv %q", f.argv)
 	}
-	providertest.CheckNoBotSecrets(t, f.env)
+	providertest.CheckNoBotSecrets(t, f.env, "HOME=/home/nobody")
 	if slices.ContainsFunc(f.env, func(kv string) bool { return strings.HasPrefix(kv, "OPENAI_API_KEY=") }) {
 		t.Errorf("the host's API key reached the child: %q", f.env)
 	}
@@ -606,7 +606,10 @@ func TestRunCancelBeforeStart(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	providertest.CheckNotInstalled(t, func(bin string) *Harness { return New(nil, Options{Provider: "p", Bin: bin}) }, "")
+	const hint = "npm install -g @example/app-server"
+	providertest.CheckNotInstalled(t, func(bin string) *Harness {
+		return New(nil, Options{Provider: "p", Bin: bin, InstallHint: hint})
+	}, "(install: "+hint+")")
 }
 
 func TestRunResumeMissingThread(t *testing.T) {

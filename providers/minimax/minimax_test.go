@@ -108,7 +108,7 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 			t.Errorf("child env lacks %s: %q", want, head.Env)
 		}
 	}
-	providertest.CheckNoBotSecrets(t, head.Env)
+	providertest.CheckNoBotSecrets(t, head.Env, "HOME=/home/x")
 	for _, kv := range head.Env {
 		if strings.HasPrefix(kv, "OPENAI_API_KEY=") || kv == "CODEX_HOME=/home/x/.codex" {
 			t.Errorf("child env has %s", kv)

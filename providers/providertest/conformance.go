@@ -18,10 +18,14 @@ import (
 
 // CheckNotInstalled runs one turn of the provider newProvider returns for
 // an executable that does not exist, and fails t unless Run returns
-// agent.ErrNotInstalled with hint (the install hint) in its message and
-// emits nothing (the caller reports the error; there was no run).
+// agent.ErrNotInstalled with hint (the install hint, which must not be
+// empty: every message holds "") in its message and emits nothing (the
+// caller reports the error; there was no run).
 func CheckNotInstalled[P Runner](t testing.TB, newProvider func(bin string) P, hint string) {
 	t.Helper()
+	if hint == "" {
+		t.Fatalf("CheckNotInstalled: no install hint to look for")
+	}
 	p := newProvider(filepath.Join(t.TempDir(), "no-such-cli"))
 	var evs Events
 	err := p.Run(t.Context(), agent.RunRequest{Prompt: "p"}, evs.Emit)
@@ -82,9 +86,18 @@ func HostEnvWithBotSecrets(base ...string) func() []string {
 }
 
 // CheckNoBotSecrets fails t when the child environment env holds one of
-// the BotSecrets' variables.
-func CheckNoBotSecrets(t testing.TB, env []string) {
+// the BotSecrets' variables, and unless env is a child's environment at
+// all: it is not empty and holds marker, a "KEY=value" the caller gave the
+// child (one of HostEnvWithBotSecrets' base variables, say), so that an env
+// that was never recorded, or is some other process's, does not pass.
+func CheckNoBotSecrets(t testing.TB, env []string, marker string) {
 	t.Helper()
+	if k, _, ok := strings.Cut(marker, "="); !ok || k == "" {
+		t.Fatalf("CheckNoBotSecrets: marker %q is not KEY=value", marker)
+	}
+	if !slices.Contains(env, marker) {
+		t.Errorf("child environment %q lacks the marker %s: not the child's", env, marker)
+	}
 	for _, kv := range env {
 		k, _, _ := strings.Cut(kv, "=")
 		if slices.ContainsFunc(BotSecrets, func(s string) bool { return strings.HasPrefix(s, k+"=") }) {
@@ -113,9 +126,24 @@ func CheckDescriptor(t testing.TB, d registry.Definition, by registry.VerifiedBy
 // ("--flag=v" or "--flag v"), the resume flag before "s1", the accept
 // arguments (and lack them without the accept policy) and the argv prompt
 // after its flag; a fork (when d has a fork flag) passes the fork flag and
-// "s1". It returns the arguments of the first request.
+// "s1". Every request must build (a builder error fails t), and d must
+// document what it declares elsewhere, so that an empty flag does not pass
+// for want of anything to look for: the effort flag with Caps.Effort, the
+// model flag when it lists models, the resume flag with cli-flag or
+// dir-snapshot resume, the fork flag with a native fork over that flag, the
+// prompt file flag with file delivery, and at least one argument in all.
+// It returns the arguments of the first request.
+//
+// This checks d against the builder, not either against the CLI: a
+// provider whose builder reads its flags from d (jsonstream, plain) passes
+// with a wrong flag in d. Such a package needs tests of literal command
+// lines too (jsonstream's TestCommand, plain's TestCommands): only those
+// compare the flags with what the CLI takes.
 func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.RunRequest) ([]string, error)) []string {
 	t.Helper()
+	for _, miss := range undocumented(d) {
+		t.Errorf("%s: descriptor %+v declares %s", d.ID, d.Args, miss)
+	}
 	effort := "high"
 	if len(d.Efforts) > 0 && !slices.Contains(d.Efforts, effort) {
 		effort = d.Efforts[0]
@@ -126,7 +154,7 @@ func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.
 	}
 	args, err := command(req)
 	if err != nil {
-		t.Fatalf("%s: %v", d.ID, err)
+		t.Fatalf("%s: %+v: %v", d.ID, req, err)
 	}
 	lack := func(what string, ok bool) {
 		t.Helper()
@@ -134,6 +162,7 @@ func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.
 			t.Errorf("%s: args %q lack %s (descriptor %+v)", d.ID, args, what, d.Args)
 		}
 	}
+	lack("any argument", len(args) > 0)
 	lack("the base arguments", ContainsRun(args, d.Args.Base))
 	lack("the model", d.Args.Model == "" || hasFlag(args, d.Args.Model, "m1"))
 	lack("the effort", d.Args.Effort == "" || hasFlag(args, d.Args.Effort, effort))
@@ -146,12 +175,14 @@ func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.
 		lack("the prompt", slices.Contains(args, "hi"))
 	case d.Prompt == registry.DeliverFile:
 		i := slices.Index(args, d.Args.PromptFile)
-		lack("the prompt file after its flag", i >= 0 && i+1 < len(args) && args[i+1] != "")
+		lack("the prompt file after its flag", d.Args.PromptFile != "" && i >= 0 && i+1 < len(args) && args[i+1] != "")
 	}
-	if len(d.Args.Accept) > 0 {
-		if deny, _ := command(agent.RunRequest{Prompt: "hi"}); ContainsRun(deny, d.Args.Accept) {
-			t.Errorf("%s: %q without the accept policy: %q", d.ID, d.Args.Accept, deny)
-		}
+	deny, err := command(agent.RunRequest{Prompt: "hi"})
+	switch {
+	case err != nil:
+		t.Errorf("%s: without the accept policy: %v", d.ID, err)
+	case len(d.Args.Accept) > 0 && ContainsRun(deny, d.Args.Accept):
+		t.Errorf("%s: %q without the accept policy: %q", d.ID, d.Args.Accept, deny)
 	}
 	if d.Args.Fork != "" {
 		fork, err := command(agent.RunRequest{Prompt: "hi", ResumeID: "s1", Fork: true})
@@ -160,6 +191,29 @@ func CheckDescribedArgs(t testing.TB, d registry.Definition, command func(agent.
 		}
 	}
 	return args
+}
+
+// undocumented lists what d declares outside d.Args that d.Args has no
+// flag for (see CheckDescribedArgs).
+func undocumented(d registry.Definition) []string {
+	a := d.Args
+	var out []string
+	for _, c := range []struct {
+		miss bool
+		what string
+	}{
+		{d.Caps.Effort && a.Effort == "", "effort but no effort flag"},
+		{(len(d.Models.Fallback) > 0 || d.Models.Command != nil || d.Models.FreeForm) && a.Model == "", "models but no model flag"},
+		{(d.Resume == registry.ResumeCLIFlag || d.Resume == registry.ResumeSnapshot) && a.Resume == "", string(d.Resume) + " resume but no resume flag"},
+		{d.NativeFork && d.Resume == registry.ResumeCLIFlag && a.Fork == "", "a native fork over the resume flag but no fork flag"},
+		{(d.Prompt == registry.DeliverFile || d.PromptFallback == registry.DeliverFile) && a.PromptFile == "", "file delivery but no prompt file flag"},
+		{len(a.Base) == 0 && a.Model == "" && a.Effort == "" && a.Resume == "" && a.Fork == "" && a.Prompt == "" && a.PromptFile == "" && len(a.Accept) == 0 && d.Prompt != registry.DeliverArgv, "no argument at all"},
+	} {
+		if c.miss {
+			out = append(out, c.what)
+		}
+	}
+	return out
 }
 
 // hasFlag reports whether args pass v to flag, as "flag=v" or "flag v".
