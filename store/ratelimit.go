@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -34,21 +35,47 @@ const pauseKind = ""
 
 // queryTakeToken refills bucket $1's kind $2 (burst $3, $4 tokens a second)
 // to the database's clock and takes a token unless there is none or the
-// bucket is paused. A first take creates the row full. The row lock makes
-// concurrent takers of one bucket wait for each other, and clock_timestamp
-// (not the statement's start) is read once the lock is held, so refills
-// never count time twice; refilled_at only moves forward.
+// bucket is paused. A first take creates the row full.
+//
+// The row lock makes concurrent takers of one bucket wait for each other;
+// everything a take decides is computed in the DO UPDATE's sub-select, which
+// runs once that lock is held:
+//   - the clock is read there once (clock_timestamp, not the statement's
+//     start, so a taker that waited counts no time twice), and the refill,
+//     the grant and refilled_at all use that one reading;
+//   - refilled_at is always set to it, and time before refilled_at counts as
+//     none: if the clock steps back (or a failover reaches a server behind),
+//     the bucket refills again from then on instead of freezing until the
+//     clock catches up;
+//   - the pause row is read FOR SHARE, which in READ COMMITTED gives its
+//     newest committed version, so a pause committed while the take waited
+//     for its row holds it (a plain read would see the statement's snapshot).
+//     The pause seen is kept in the kind's row (paused_until) for RETURNING.
+//
+// (A workspace's very first pause, inserting the pause row while a take
+// waits, is not seen by that take: the row is not in its snapshot.)
 const queryTakeToken = `
-INSERT INTO rate_limits AS b (bucket, kind, tokens, refilled_at, granted)
-SELECT $1, $2, CASE WHEN p.paused THEN $3::float8 ELSE $3::float8 - 1 END, clock_timestamp(), NOT p.paused
-FROM (SELECT coalesce((SELECT paused_until FROM rate_limits WHERE bucket = $1 AND kind = ''), 'epoch'::timestamptz) > clock_timestamp() AS paused) p
-ON CONFLICT (bucket, kind) DO UPDATE SET
-    tokens = least($3::float8, b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at)::float8) * $4::float8)
-        - CASE WHEN excluded.granted AND least($3::float8, b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at)::float8) * $4::float8) >= 1 THEN 1 ELSE 0 END,
-    granted = excluded.granted AND least($3::float8, b.tokens + greatest(0, extract(epoch FROM clock_timestamp() - b.refilled_at)::float8) * $4::float8) >= 1,
-    refilled_at = greatest(b.refilled_at, clock_timestamp())
-RETURNING granted, tokens, refilled_at,
-    coalesce((SELECT paused_until FROM rate_limits WHERE bucket = $1 AND kind = ''), 'epoch'::timestamptz) AS paused_until`
+INSERT INTO rate_limits AS b (bucket, kind, tokens, refilled_at, paused_until, granted)
+SELECT $1, $2, $3::float8 - CASE WHEN p.paused THEN 0 ELSE 1 END, c.now, p.until, NOT p.paused
+FROM (SELECT clock_timestamp() AS now) c
+CROSS JOIN LATERAL (
+    SELECT u.until, coalesce(u.until > c.now, false) AS paused
+    FROM (SELECT (SELECT paused_until FROM rate_limits WHERE bucket = $1 AND kind = '') AS until OFFSET 0) u
+) p
+ON CONFLICT (bucket, kind) DO UPDATE SET (tokens, granted, refilled_at, paused_until) = (
+    SELECT g.avail - CASE WHEN g.ok THEN 1 ELSE 0 END, g.ok, g.now, g.until
+    FROM (
+        SELECT a.avail, c.now, q.until, a.avail >= 1 AND coalesce(q.until <= c.now, true) AS ok
+        FROM (SELECT clock_timestamp() AS now) c
+        CROSS JOIN LATERAL (SELECT least($3::float8, b.tokens + greatest(0, extract(epoch FROM c.now - b.refilled_at)::float8) * $4::float8) AS avail) a
+        LEFT JOIN LATERAL (SELECT paused_until AS until FROM rate_limits p WHERE p.bucket = b.bucket AND p.kind = '' FOR SHARE) q ON true
+    ) g
+)
+RETURNING granted, tokens, refilled_at, coalesce(paused_until, 'epoch'::timestamptz) AS paused_until`
+
+// maxTakeWait bounds the wait Take answers: a rate so low that its next
+// token is further away (or does not fit a time.Duration) asks again then.
+const maxTakeWait = time.Hour
 
 // queryPause holds bucket $1 for $2 seconds from the database's clock (a
 // later pause only lengthens it).
@@ -62,7 +89,7 @@ ON CONFLICT (bucket, kind) DO UPDATE SET paused_until = greatest(b.paused_until,
 // on). It returns 0 when it took one, else how long until one may be taken
 // (the bucket refills, or its pause ends); nothing is taken then.
 func (r *RateLimits) Take(ctx context.Context, key, kind string, perMinute float64, burst int) (time.Duration, error) {
-	if kind == pauseKind || perMinute <= 0 || burst < 1 {
+	if kind == pauseKind || !(perMinute > 0) || math.IsInf(perMinute, 1) || burst < 1 {
 		return 0, fmt.Errorf("store: rate limit %s/%q: invalid bucket (%g/min, burst %d)", key, kind, perMinute, burst)
 	}
 	var row struct {
@@ -77,7 +104,10 @@ func (r *RateLimits) Take(ctx context.Context, key, kind string, perMinute float
 	if row.Granted {
 		return 0, nil
 	}
-	wait := time.Duration((1 - row.Tokens) / (perMinute / 60) * float64(time.Second))
+	wait := maxTakeWait
+	if secs := (1 - row.Tokens) / (perMinute / 60); secs < maxTakeWait.Seconds() {
+		wait = time.Duration(secs * float64(time.Second))
+	}
 	if p := row.PausedUntil.Sub(row.RefilledAt); p > wait {
 		wait = p
 	}

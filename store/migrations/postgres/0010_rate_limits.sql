@@ -3,8 +3,9 @@
 -- a platform workspace ("slack|T0123"), kind a kind of call ("post",
 -- "update", ...) holding a token bucket (tokens as of refilled_at), and
 -- granted, whether the last take got a token. The row of kind '' holds the
--- workspace's pause after a 429 (paused_until). Postgres only: SQLite is one
--- process, whose outbox buckets are the whole budget.
+-- workspace's pause after a 429 (paused_until); on a kind's row, paused_until
+-- is the pause its last take saw. Postgres only: SQLite is one process, whose
+-- outbox buckets are the whole budget.
 
 -- +goose Up
 CREATE TABLE rate_limits (
