@@ -111,13 +111,17 @@ func (b *bucket) refill(now time.Time) {
 	}
 }
 
-// ready returns when a token is available (now or later).
+// ready returns when a token is available (now or later; at most idleWait
+// ahead, for a rate so low that the wait would not fit a time.Duration).
 func (b *bucket) ready(now time.Time) time.Time {
 	b.refill(now)
 	if b.tokens >= 1 {
 		return now
 	}
-	return now.Add(time.Duration((1 - b.tokens) / b.rate.PerMinute * float64(time.Minute)))
+	if mins := (1 - b.tokens) / b.rate.PerMinute; mins < idleWait.Minutes() {
+		return now.Add(time.Duration(mins * float64(time.Minute)))
+	}
+	return now.Add(idleWait)
 }
 
 func (b *bucket) take(now time.Time) {
@@ -173,6 +177,13 @@ type Stats struct {
 	// SharedWaits counts the calls the shared limiter (WithLimiter) made
 	// wait: another replica had spent the workspace's budget.
 	SharedWaits int
+	// SharedFailures counts the shared limiter's failures: errors, and
+	// takes not answered in time.
+	SharedFailures int
+	// SharedSkips counts the calls that went without the shared limiter's
+	// token, within the outbox's own buckets: it failed, did not answer in
+	// time, or was being left alone after a failure.
+	SharedSkips int
 }
 
 // oslot is one message of a run as the outbox knows it.
@@ -227,9 +238,21 @@ type Outbox struct {
 	shared      Limiter
 	sharedKey   string
 	sharedReady map[opKind]time.Time
-	// sharedWarned is when a failing shared limiter was last logged (Run's
-	// goroutine only).
-	sharedWarned time.Time
+	// sharedAnswer and sharedBreak are limiter.go's timings (tests shorten
+	// them).
+	sharedAnswer, sharedBreak time.Duration
+	// sharedOff is when the shared limiter may be asked again after a
+	// failure (the breaker); sharedDown, that the failure was logged and no
+	// answer has come since.
+	sharedOff  time.Time
+	sharedDown bool
+	// pauseWant is the latest pause to tell the shared limiter; pausing,
+	// that a goroutine is telling it.
+	pauseWant time.Time
+	pausing   bool
+	// asking is the answer to come of a take the worker stopped waiting
+	// for (Run's goroutine only).
+	asking chan sharedReply
 }
 
 // New returns the outbox of a workspace sending through s. st, when not nil,
@@ -250,6 +273,7 @@ func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger, opts ...Op
 			opStop: newBucket(b.Stop, now), opDelete: newBucket(b.Delete, now), opStatus: newBucket(b.Status, now),
 		},
 		wake: make(chan struct{}, 1), sharedReady: map[opKind]time.Time{},
+		sharedAnswer: sharedAnswer, sharedBreak: sharedBreak,
 	}
 	for _, opt := range opts {
 		opt(o)
@@ -477,6 +501,9 @@ func (o *Outbox) Run(ctx context.Context) {
 		at := j.at
 		if o.shared != nil && j.op != opNone {
 			if !o.takeShared(ctx, j.op) {
+				if ctx.Err() != nil {
+					return
+				}
 				continue // another kind may go meanwhile
 			}
 			at = time.Now()

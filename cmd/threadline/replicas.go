@@ -5,7 +5,10 @@
 // their owner over LISTEN/NOTIFY (prompt/route.go, store/notify.go). The
 // chat platforms' rate budgets are shared too: every outbox of a workspace,
 // on whichever replica, takes its tokens from one bucket per kind of call in
-// Postgres (store/ratelimit.go), and a 429 seen by one pauses all. SQLite is
+// Postgres (store/ratelimit.go), and a 429 seen by one pauses all. A
+// database that fails or stalls holds no posting up: an outbox waits at most
+// 500 ms for its answer, then goes on within its own buckets and leaves the
+// shared budget alone for 30 s (chatops/outbox/limiter.go). SQLite is
 // single-process: no router, and each outbox's own buckets are the budget.
 
 package main
