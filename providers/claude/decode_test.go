@@ -4,30 +4,28 @@ package claude
 
 import (
 	"bytes"
-	"encoding/binary"
-	"encoding/json"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"reflect"
+	"slices"
 	"testing"
+
+	"github.com/threadline-bot/threadline/providers/internal/jsonscan"
+	"github.com/threadline-bot/threadline/providers/internal/jsonscan/jsonscantest"
 )
 
 // sameAsEncodingJSON fails t unless decoder gives what json.Unmarshal gives
-// for line: the same record, and an error exactly when it errs.
+// for line: the same record, and an error exactly when it errs, with the
+// same text.
 func sameAsEncodingJSON(t *testing.T, d *decoder, line []byte) {
 	t.Helper()
-	var want, got record
-	wantErr := json.Unmarshal(line, &want)
-	gotErr := d.decode(line, &got)
-	if (wantErr == nil) != (gotErr == nil) {
-		t.Fatalf("%q: encoding/json err %v, decoder err %v", line, wantErr, gotErr)
-	}
-	if wantErr == nil && !reflect.DeepEqual(want, got) {
-		t.Fatalf("%q:\nencoding/json %+v\ndecoder       %+v", line, want, got)
-	}
+	jsonscantest.Same(t, line, d.decode, nil)
 }
 
+// decoderCases are lines the fast path must decode as encoding/json does or
+// hand over to it: escapes and invalid UTF-8 in values, null and merged
+// events, keys it would fold or unescape, types that do not fit, the rare
+// typed fields, and invalid JSON around a decoded field
+// (jsonscantest.SyntaxCases has the rest of the invalid JSON).
 var decoderCases = []string{
 	`{"type":"stream_event","event":{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi \"there\"\n\u00e9\ud83d\ude00 \ud800 x\udc00 \/"}},"session_id":"s","api_message_id":"m"}`,
 	`{"type":"stream_event","event":{"type":"content_block_delta","delta":{"type":"text_delta","text":"bad utf8 \xff\xfe ok é"}}}`,
@@ -49,22 +47,22 @@ var decoderCases = []string{
 	`{"type":"assistant","message":{"id":"m","content":[{"type":"text","text":"x"}]},"is_api_error_message":false}`,
 	` 	{"type" : "x" , "unknown" : [ true , false , null , -0.5e+10 , 0 , {} , [] ] } 
 `,
-	`null`, ` null `, `nul`, `[]`, `"x"`, `5`, ``, ` `, `{}`, `{`, `}`, `{"type":"x"}x`, `{"type":"x"}{}`,
-	`{"type":"x",}`, `{,}`, `{"type"}`, `{"type":}`, `{"a":01}`, `{"a":-}`, `{"a":1.}`, `{"a":1e}`, `{"a":.5}`,
-	`{"a":+1}`, `{"a":tru}`, `{"a":nulls}`, `{"a":[1,]}`, `{"a":[,1]}`, `{"a":"\x01"}`, `{"a":"\q"}`,
-	`{"a":"\u12"}`, `{"a":"\u12g4"}`, `{"a":"unterminated}`, `{"a":"x\`, `{"a":NaN}`, `{'a':1}`,
-	`{"type":"x"}` + "\x00", "\xef\xbb\xbf{}",
+	`{"type":"x"}x`, `{"type":"x"}{}`, `{"type":"x",}`, `{"type"}`, `{"type":}`, `{"type":"x"}` + "\x00",
 }
+
+// allCases are decoderCases and the syntax cases every jsonscan decoder
+// shares.
+func allCases() []string { return slices.Concat(decoderCases, jsonscantest.SyntaxCases) }
 
 func TestDecoderMatchesEncodingJSON(t *testing.T) {
 	d := &decoder{}
-	for _, c := range decoderCases {
+	for _, c := range allCases() {
 		sameAsEncodingJSON(t, d, []byte(c))
 	}
-	deep := bytes.Repeat([]byte(`{"a":`), maxDepth) // one over the limit inside the record
-	sameAsEncodingJSON(t, d, append(append(deep, '1'), bytes.Repeat([]byte("}"), maxDepth)...))
-	arr := append([]byte(`{"a":`), bytes.Repeat([]byte("["), maxDepth-1)...)
-	sameAsEncodingJSON(t, d, append(arr, append(bytes.Repeat([]byte("]"), maxDepth-1), '}')...))
+	deep := bytes.Repeat([]byte(`{"a":`), jsonscan.MaxDepth) // one over the limit inside the record
+	sameAsEncodingJSON(t, d, append(append(deep, '1'), bytes.Repeat([]byte("}"), jsonscan.MaxDepth)...))
+	arr := append([]byte(`{"a":`), bytes.Repeat([]byte("["), jsonscan.MaxDepth-1)...)
+	sameAsEncodingJSON(t, d, append(arr, append(bytes.Repeat([]byte("]"), jsonscan.MaxDepth-1), '}')...))
 }
 
 // TestDecoderFastPathOnCaptures: every stdout line of the real CLI captures
@@ -93,7 +91,7 @@ func TestDecoderFastPathOnCaptures(t *testing.T) {
 
 // FuzzDecoder: for any line the decoder and encoding/json agree.
 func FuzzDecoder(f *testing.F) {
-	for _, c := range decoderCases {
+	for _, c := range allCases() {
 		f.Add([]byte(c))
 	}
 	b, err := os.ReadFile(filepath.Join("testdata", "basic.jsonl"))
@@ -106,35 +104,4 @@ func FuzzDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		sameAsEncodingJSON(t, &decoder{}, line)
 	})
-}
-
-// TestHasStop checks the 8-byte test against the byte table on words built
-// from every byte value in every position and on random words.
-func TestHasStop(t *testing.T) {
-	check := func(w [8]byte) {
-		want := false
-		for _, c := range w {
-			want = want || strStop[c]
-		}
-		if got := hasStop(binary.LittleEndian.Uint64(w[:])); got != want {
-			t.Fatalf("hasStop(%q) = %v, want %v", w, got, want)
-		}
-	}
-	for pos := range 8 {
-		for c := range 256 {
-			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', 0x7f, '~'} {
-				w := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
-				w[pos] = byte(c)
-				check(w)
-			}
-		}
-	}
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 1 << 20 {
-		var w [8]byte
-		for i := range w {
-			w[i] = byte(0x20 + rng.IntN(0x60+8)) // mostly printable ASCII, a few stops
-		}
-		check(w)
-	}
 }

@@ -173,7 +173,9 @@ func (s *Scanner) unknown(key []byte, known []string) error {
 		}
 	}
 	for _, k := range known {
-		if len(k) == len(key) && bytes.EqualFold(key, []byte(k)) {
+		// ASCII letters fold onto each other by the bit 0x20 alone: a key
+		// whose first byte differs from k's otherwise is not k's.
+		if len(k) == len(key) && (len(k) == 0 || k[0]|0x20 == key[0]|0x20) && bytes.EqualFold(key, []byte(k)) {
 			return ErrSlow
 		}
 	}

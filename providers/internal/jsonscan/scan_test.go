@@ -4,23 +4,41 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
 	"github.com/threadline-bot/threadline/providers/internal/jsonscan/jsonscantest"
 )
 
-// TestHasStop: the 8-byte test finds a stop byte at every position, and
-// none in runs of plain bytes.
+// TestHasStop checks the 8-byte test against the byte table on words built
+// from every byte value in every position and on random words.
 func TestHasStop(t *testing.T) {
-	for c := range 256 {
-		for pos := range 8 {
-			b := bytes.Repeat([]byte{'a'}, 8)
-			b[pos] = byte(c)
-			if got := hasStop(binary.LittleEndian.Uint64(b)); got != strStop[c] {
-				t.Fatalf("byte %#x at %d: hasStop %v, want %v", c, pos, got, strStop[c])
+	check := func(w [8]byte) {
+		want := false
+		for _, c := range w {
+			want = want || strStop[c]
+		}
+		if got := hasStop(binary.LittleEndian.Uint64(w[:])); got != want {
+			t.Fatalf("hasStop(%q) = %v, want %v", w, got, want)
+		}
+	}
+	for pos := range 8 {
+		for c := range 256 {
+			for _, fill := range []byte{'a', ' ', '!', '#', '[', ']', 0x7f, '~'} {
+				w := [8]byte{fill, fill, fill, fill, fill, fill, fill, fill}
+				w[pos] = byte(c)
+				check(w)
 			}
 		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 1 << 20 {
+		var w [8]byte
+		for i := range w {
+			w[i] = byte(0x20 + rng.IntN(0x60+8)) // mostly printable ASCII, a few stops
+		}
+		check(w)
 	}
 }
 
