@@ -22,6 +22,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 )
@@ -339,7 +340,7 @@ func (t *Desk) bind(ctx context.Context, th *thread, u User, rules Rules) (Bindi
 		return Binding{}, err
 	}
 	th.binding = &b
-	t.log.InfoContext(ctx, "thread bound", "place", p.String(), "chat", b.ChatID, "by", u.Qualified())
+	t.log.InfoContext(ctx, "thread bound", logkey.Place, p.String(), logkey.ChatID, b.ChatID, "by", u.Qualified())
 	return b, nil
 }
 
@@ -401,7 +402,7 @@ func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (s
 		}
 		name, err := t.saveWorkFile(c.Cwd, f)
 		if err != nil {
-			t.log.ErrorContext(ctx, "save attached file", "chat", chatID, "err", err)
+			t.log.ErrorContext(ctx, "save attached file", logkey.ChatID, chatID, "err", err)
 			skipped = append(skipped, shownName(f.Name)+" (it could not be saved)")
 			continue
 		}

@@ -102,6 +102,7 @@ const (
 	Queued        = "queued"
 	Reattach      = "reattach"
 	Relay         = "relay"
+	RequestID     = "request_id" // a JSON-RPC request's id
 	RetryIn       = "retry_in"
 	Runs          = "runs"
 	SavedDeviceID = "saved_device_id"

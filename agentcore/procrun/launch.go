@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
 // Launch is how a provider starts its CLI. Providers embed it in their
@@ -71,12 +72,13 @@ func (l Launch) Spec(req agent.RunRequest, args []string, base map[string]string
 }
 
 // ProviderLogger is a provider's logger: logger (a nil one discards) with
-// the provider key set to id.
+// the agent key (logkey.Agent) set to id. Every provider adds it here, once:
+// the caller's logger does not carry it.
 func ProviderLogger(logger *slog.Logger, id agent.ProviderID) *slog.Logger {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return logger.With("provider", string(id))
+	return logger.With(logkey.Agent, string(id))
 }
 
 // DropImages tells the log and the chat (a system event, subtype

@@ -110,7 +110,8 @@ type Session struct {
 	Wire Wire
 	// Responses carries the users' answers; nil means nobody answers.
 	Responses <-chan agent.InteractionResponse
-	// Logger is the run's logger; nil discards.
+	// Logger is the run's logger, a provider's (ProviderLogger: its lines
+	// carry the agent key); nil discards.
 	Logger *slog.Logger
 	// InstallHint is appended to a not-installed error.
 	InstallHint string
@@ -460,12 +461,12 @@ func (c *Conn) loop(ctx context.Context) error {
 			}
 		case <-c.stopC:
 			c.stopC = nil
-			c.logger.Warn("agent did not stop in time, killing", "provider", s.Provider)
+			c.logger.Warn("agent did not stop in time, killing")
 			c.Kill()
 		case <-c.idleC:
 			c.idleC = nil
 			c.idleText = fmt.Sprintf("%s wrote nothing for %s; stopped (idle_timeout)", nameOf(s.Provider, s.Spec.Bin), s.IdleTimeout)
-			c.logger.Warn("agent idle, stopping it", "provider", s.Provider, "idle_timeout", s.IdleTimeout)
+			c.logger.Warn("agent idle, stopping it", "idle_timeout", s.IdleTimeout)
 			c.interrupt()
 		}
 		c.settle()

@@ -27,7 +27,7 @@ func loadAgents(cfg *configs.Config, log *slog.Logger) (*agentset.Set, error) {
 		return nil, fmt.Errorf("agents: %w", err)
 	}
 	builtins = codexharness.WithModelDiscovery(builtins, string(codex.ProviderID), func() *codexharness.Harness {
-		return codex.New(log.With(logkey.Agent, "codex", "what", "model discovery"), codex.Options{}).Harness()
+		return codex.New(log.With(logkey.What, "model discovery"), codex.Options{}).Harness()
 	})
 	s, err := agentset.Load(cfg, builtins, builtinRunners, log)
 	if err != nil {
@@ -43,7 +43,7 @@ func builtinRunners(log *slog.Logger) ([]agent.Provider, map[string]error) {
 	var providers []agent.Provider
 	noRunner := map[string]error{}
 	for _, b := range builtinTable() {
-		p, err := newBuiltinProvider(b, log.With(logkey.Agent, b.desc.ID))
+		p, err := newBuiltinProvider(b, log)
 		if err != nil {
 			noRunner[b.desc.ID] = err
 			continue

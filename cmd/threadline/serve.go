@@ -20,6 +20,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/configs"
 )
 
@@ -137,7 +138,7 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 		a.Close()
 		return err
 	}
-	log.Info("serving", "front-ends", len(fronts))
+	log.Info("serving", logkey.FrontEnds, len(fronts))
 
 	intake, stopIntake := context.WithCancel(ctx)
 	defer stopIntake()

@@ -71,7 +71,7 @@ func New(def Definition, logger *slog.Logger, opts Options) *Provider {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
-	return &Provider{def: def, logger: logger.With("provider", string(def.ID)), opts: opts}
+	return &Provider{def: def, logger: procrun.ProviderLogger(logger, def.ID), opts: opts}
 }
 
 // ID returns the definition's id.

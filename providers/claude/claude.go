@@ -61,7 +61,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.InterruptTimeout <= 0 {
 		opts.InterruptTimeout = DefaultInterruptTimeout
 	}
-	return &Provider{logger: logger.With("provider", string(ProviderID)), opts: opts}
+	return &Provider{logger: procrun.ProviderLogger(logger, ProviderID), opts: opts}
 }
 
 // ID returns "claude".

@@ -19,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
@@ -123,7 +124,7 @@ func New(logger *slog.Logger, opts Options) *Harness {
 			*d.v = d.def
 		}
 	}
-	return &Harness{logger: logger.With("provider", string(opts.Provider)), opts: opts}
+	return &Harness{logger: procrun.ProviderLogger(logger, opts.Provider), opts: opts}
 }
 
 // Options returns the effective options (defaults applied).
@@ -339,7 +340,7 @@ func (r *run) handleLine(line []byte) error {
 // of a pending request is returned: the Session fails the run.
 func (r *run) handleRequest(m *jsonrpc.Message, line []byte) error {
 	if r.ended() {
-		r.c.Logger().Debug("server request after the turn ended, ignored", "method", m.Method, "id", string(m.ID))
+		r.c.Logger().Debug("server request after the turn ended, ignored", "method", m.Method, logkey.RequestID, string(m.ID))
 		return nil
 	}
 	out, err := r.inter.request(m, line, r.parser, r.policy)
@@ -393,7 +394,7 @@ func (r *run) handleResponse(m *jsonrpc.Message) {
 	id, err := strconv.ParseInt(string(m.ID), 10, 64)
 	method, ok := r.calls[id]
 	if err != nil || !ok {
-		r.c.Logger().Warn("response to an unknown request id", "id", string(m.ID))
+		r.c.Logger().Warn("response to an unknown request id", logkey.RequestID, string(m.ID))
 		return
 	}
 	delete(r.calls, id)
