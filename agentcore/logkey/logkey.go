@@ -22,6 +22,7 @@ const (
 	Channel       = "channel"        // a Slack channel, a notification channel
 	RoomID        = "room_id"        // a Matrix room
 	EventID       = "event_id"       // a Matrix event
+	MessageID     = "message_id"     // a platform message (a Slack ts, a Matrix event id of a message)
 	DeviceID      = "device_id"      // a Matrix device
 	User          = "user"           // a person, as chatops names them
 	UserID        = "user_id"        // a platform user id

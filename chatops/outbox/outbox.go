@@ -846,7 +846,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			// connection, a timeout): never give up on what the user must
 			// see; retry with a capped backoff until the outbox closes.
 			wait := min(time.Duration(1<<min(s.attempts, 8))*250*time.Millisecond, 10*time.Second)
-			o.log.InfoContext(ctx, "message update failed on the network, retrying", "run_id", rm.RunID, "slot", rm.Slot, "in", wait, "err", err)
+			o.log.InfoContext(ctx, "message update failed on the network, retrying", "run_id", rm.RunID, "slot", rm.Slot, "retry_in", wait, "err", err)
 			s.retryAt = now.Add(wait)
 		} else if s.attempts >= o.budget.MaxAttempts {
 			o.log.WarnContext(ctx, "giving up on a message update", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
@@ -859,7 +859,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			s.retryAt = now.Add(time.Duration(s.attempts) * time.Second)
 		}
 	}
-	o.log.Debug("outbox call", "run_id", rm.RunID, "slot", rm.Slot, "id", id, "err", err)
+	o.log.Debug("outbox call", "run_id", rm.RunID, "slot", rm.Slot, "message_id", id, "err", err)
 	// A status indicator is not a message: there is nothing to find again.
 	save := err == nil && s.kind != kindStatus
 	row := s.rm
