@@ -21,6 +21,7 @@ import (
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
@@ -295,18 +296,21 @@ type replyAnswer struct {
 	button chatops.Button
 	text   string
 	qid    string
-	// options is set for free text to a question that takes only its
-	// options (no Answer button: the agent allows no other answer).
-	options int
+	// only is set for free text to a question that takes only its options
+	// (onlyOptions): the options, to name them in the refusal.
+	only []string
 }
 
-func parseReply(c *card, text string) (replyAnswer, bool) {
+// parseReply reads a reply to card c. only are the options of c's question
+// when it takes nothing else (onlyOptions; nil when free text answers it).
+func parseReply(c *card, text string, only []string) (replyAnswer, bool) {
 	t := strings.ToLower(strings.Trim(strings.TrimSpace(text), ".!"))
 	t = strings.Join(strings.Fields(t), " ")
 	if t == "" {
 		return replyAnswer{}, false
 	}
-	_, free := c.button(chatops.ButtonAnswer)
+	_, answer := c.button(chatops.ButtonAnswer)
+	free := answer && len(only) == 0
 	if options := len(pollOptions(chatops.View{Buttons: c.buttons})); free || options > 0 {
 		if n, err := strconv.Atoi(t); err == nil {
 			if bt, ok := c.button(chatops.ButtonOptionPrefix + strconv.Itoa(n-1)); ok {
@@ -320,7 +324,10 @@ func parseReply(c *card, text string) (replyAnswer, bool) {
 			}
 		}
 		if !free {
-			return replyAnswer{options: options}, true
+			if len(only) == 0 {
+				only = optionLabels(c.buttons)
+			}
+			return replyAnswer{only: only}, true
 		}
 		return replyAnswer{text: strings.TrimSpace(text), qid: questionID(c)}, true
 	}
@@ -333,6 +340,76 @@ func parseReply(c *card, text string) (replyAnswer, bool) {
 		return replyAnswer{}, false
 	}
 	return replyAnswer{button: bt}, true
+}
+
+// questionSource is the part of the Desk that returns the questions of a
+// pending interaction (*chatops.Desk does).
+type questionSource interface {
+	Questions(ctx context.Context, ref chatops.Ref) ([]agent.Question, error)
+}
+
+// onlyOptions returns the options of the question a card with these buttons
+// asks when that question takes nothing else: a card with option buttons and
+// no Answer button, or one whose question, read from the desk by the Answer
+// button's ref, is a single question with options that does not allow
+// another answer (agent.Question.AllowOther false). It is nil when free
+// text answers the card, or when the question cannot be read (not pending
+// any more: the desk then judges the answer). render keeps the Answer
+// button on every question (a poll's card is found by it).
+func (b *Bot) onlyOptions(ctx context.Context, buttons []chatops.Button) []string {
+	labels := optionLabels(buttons)
+	if len(labels) == 0 {
+		return nil
+	}
+	var answer chatops.Button
+	found := false
+	for _, bt := range buttons {
+		if bt.ID == chatops.ButtonAnswer {
+			answer, found = bt, true
+		}
+	}
+	if !found {
+		return labels
+	}
+	qs, ok := b.desk.(questionSource)
+	if !ok {
+		return nil
+	}
+	ref, err := chatops.DecodeRef(answer.Value)
+	if err != nil {
+		return nil
+	}
+	q, err := qs.Questions(ctx, ref)
+	if err != nil || len(q) != 1 || len(q[0].Options) == 0 || q[0].AllowOther {
+		return nil
+	}
+	return q[0].Options
+}
+
+// optionLabels are the labels of the option buttons, in order.
+func optionLabels(buttons []chatops.Button) []string {
+	var out []string
+	for _, bt := range buttons {
+		if strings.HasPrefix(bt.ID, chatops.ButtonOptionPrefix) {
+			out = append(out, bt.Label)
+		}
+	}
+	return out
+}
+
+// onlyOptionsNotice refuses free text to a question that takes only its
+// options, naming them.
+func onlyOptionsNotice(options []string) string {
+	named := make([]string, len(options))
+	for i, o := range options {
+		o = strings.Join(strings.Fields(o), " ")
+		if r := []rune(o); len(r) > 80 {
+			o = string(r[:79]) + "…"
+		}
+		named[i] = fmt.Sprintf("%d. %s", i+1, o)
+	}
+	return fmt.Sprintf("This question takes only one of its options (%s): reply with its number, vote in the poll or react.",
+		strings.Join(named, " · "))
 }
 
 // questionID finds the id of the card's question from its buttons' refs.

@@ -323,7 +323,9 @@ func questionCard(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.E
 
 // TestAnswersByReply: cards are answered by replying in the thread: "deny"
 // declines an approval, a number picks a question's option, free text
-// answers it; a reply from someone who may not approve gets a notice.
+// answers a question that allows another answer (AllowOther) and is refused,
+// with a notice naming the options, by one that does not; a reply from
+// someone who may not approve gets a notice.
 func TestAnswersByReply(t *testing.T) {
 	w := newWorld(t, "postgres")
 	w.startBot(false)
@@ -356,17 +358,26 @@ func TestAnswersByReply(t *testing.T) {
 	root2 := alice.say(room, "", w.botUser.Name+": pick a color", bot)
 	evs = alice.wait("the question card", waitLong, func(evs []*event.Event) bool { return questionCard(evs, bot, room, root2) != nil })
 	q := questionCard(evs, bot, room, root2)
-	if body := msgContent(q).Body; !strings.Contains(body, "2. green") || !strings.Contains(body, "number") {
-		t.Errorf("question card %q", body)
+	if body := msgContent(q).Body; !strings.Contains(body, "2. green") || !strings.HasSuffix(body, "with an option's number.") || strings.Contains(body, "free text") {
+		t.Errorf("question card without AllowOther %q", body)
 	}
+	// Free text to it is no answer: a notice names the options.
+	alice.say(room, root2, "Teal, please")
+	alice.wait("the refusal of the free text", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, bot, room, root2, "takes only one of its options (1. red · 2. green · 3. blue)") != nil
+	})
 	alice.say(room, root2, "2")
 	alice.wait("the answer using green", waitLong, func(evs []*event.Event) bool {
 		p := postWith(evs, bot, room, root2, "You chose green.")
 		return p != nil && strings.Contains(current(evs, p).Body, "Done")
 	})
 
-	// A question answered with free text.
-	w.prov.add(script{question: true}.turn)
+	if postWith(alice.snapshot(), bot, room, root2, "You chose Teal") != nil {
+		t.Error("free text answered a question without AllowOther")
+	}
+
+	// A question that allows another answer, answered with free text.
+	w.prov.add(script{question: true, allowOther: true}.turn)
 	alice.say(room, root2, "again", bot)
 	alice.wait("the second question card", waitLong, func(evs []*event.Event) bool {
 		n := 0
@@ -377,6 +388,15 @@ func TestAnswersByReply(t *testing.T) {
 		}
 		return n == 2
 	})
+	var open *event.Event
+	for _, p := range botPosts(alice.snapshot(), bot, room, root2) {
+		if bs, ok := p.Content.Raw["org.threadline.buttons"].([]any); ok && strings.Contains(jsonString(bs), chatops.ButtonAnswer) {
+			open = p
+		}
+	}
+	if body := msgContent(open).Body; !strings.HasSuffix(body, "with your own answer (free text is accepted).") {
+		t.Errorf("question card with AllowOther %q", body)
+	}
 	alice.say(room, root2, "Teal, please")
 	alice.wait("the answer using the free text", waitLong, func(evs []*event.Event) bool {
 		p := postWith(evs, bot, room, root2, "You chose Teal, please.")

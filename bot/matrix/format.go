@@ -124,8 +124,9 @@ func hasStop(v chatops.View) bool {
 	return false
 }
 
-// hint tells how to press the view's buttons in Matrix.
-func hint(v chatops.View) string {
+// hint tells how to press the view's buttons in Matrix; onlyOptions is set
+// when the view's question takes only its options (Bot.onlyOptions).
+func hint(v chatops.View, onlyOptions bool) string {
 	if len(v.Buttons) == 0 {
 		return ""
 	}
@@ -157,7 +158,7 @@ func hint(v chatops.View) string {
 	if !isCard(v) {
 		return s
 	}
-	switch free := hasButton(v, chatops.ButtonAnswer); {
+	switch free := hasButton(v, chatops.ButtonAnswer) && !onlyOptions; {
 	case options > 0 && free:
 		return s + ", or reply in this thread with an option's number or with your own answer (free text is accepted)."
 	case options > 0:
@@ -179,6 +180,12 @@ func hasButton(v chatops.View, id string) bool {
 
 // content is the message content of a view: the plain body and the HTML body.
 func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
+	return cardContent(v, mentions, false)
+}
+
+// cardContent is content with the hint of a question that takes only its
+// options when onlyOptions is set.
+func cardContent(v chatops.View, mentions []id.UserID, onlyOptions bool) *event.MessageEventContent {
 	var plain, htmlParts []string
 	if v.Status != "" {
 		plain = append(plain, v.Status)
@@ -203,7 +210,7 @@ func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
 		plain = append(plain, v.Footer)
 		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Footer)+"</em></p>")
 	}
-	if h := hint(v); h != "" {
+	if h := hint(v, onlyOptions); h != "" {
 		plain = append(plain, h)
 		htmlParts = append(htmlParts, "<p><sub>"+html.EscapeString(h)+"</sub></p>")
 	}
@@ -226,6 +233,8 @@ func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
 type outgoing struct {
 	v        chatops.View
 	mentions []id.UserID
+	// onlyOptions: v's question takes only its options (Bot.onlyOptions).
+	onlyOptions bool
 	// thread is the thread a new message goes to; edit the message an edit
 	// replaces (always the original event).
 	thread, edit id.EventID
@@ -261,11 +270,11 @@ const cutSuffix = "\n\n… (cut: the message is too long for one Matrix event)"
 // text); else with the plain body cut. It is deterministic, so a replay sends
 // the same bytes; shrunk says what it did.
 func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, err error) {
-	if wire, err = o.build(content(o.v, o.mentions)); err != nil || wireSize(wire, encrypted) <= limit {
+	if wire, err = o.build(cardContent(o.v, o.mentions, o.onlyOptions)); err != nil || wireSize(wire, encrypted) <= limit {
 		return wire, shrunkNone, err
 	}
 	plain := func(body string) (any, error) {
-		c := content(o.v, o.mentions)
+		c := cardContent(o.v, o.mentions, o.onlyOptions)
 		c.Format, c.FormattedBody = "", ""
 		if body != "" {
 			c.Body = body
@@ -275,7 +284,7 @@ func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, er
 	if wire, err = plain(""); err != nil || wireSize(wire, encrypted) <= limit {
 		return wire, shrunkHTML, err
 	}
-	orig := content(o.v, o.mentions).Body
+	orig := cardContent(o.v, o.mentions, o.onlyOptions).Body
 	n := len(orig)
 	for n > 0 {
 		// JSON escaping (and Megolm's base64) make the event grow faster

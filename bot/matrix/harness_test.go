@@ -80,8 +80,10 @@ func (p *scripted) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 type script struct {
 	before   []string
 	approval bool
-	// question asks "Which color?" (red, green, blue) instead of an approval.
-	question bool
+	// question asks "Which color?" (red, green, blue) instead of an approval;
+	// allowOther also accepts another answer (agent.Question.AllowOther).
+	question   bool
+	allowOther bool
 	after    []string
 	gate     <-chan struct{}
 	pause    time.Duration
@@ -116,7 +118,7 @@ func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.
 	if s.question {
 		emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{
 			ID: "ask-1", NativeID: json.RawMessage(`7`), Kind: agent.KindQuestion, Title: "Which color?",
-			Questions: []agent.Question{{ID: "color", Text: "Which color?", Options: []string{"red", "green", "blue"}}},
+			Questions: []agent.Question{{ID: "color", Text: "Which color?", Options: []string{"red", "green", "blue"}, AllowOther: s.allowOther}},
 		}})
 		var resp agent.InteractionResponse
 		select {

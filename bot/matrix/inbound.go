@@ -183,7 +183,7 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		return false
 	}
 	c := cards[0]
-	ans, ok := parseReply(c, text)
+	ans, ok := parseReply(c, text, b.onlyOptions(ctx, c.buttons))
 	if !ok {
 		return false
 	}
@@ -192,7 +192,7 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		if ans.button.ID == "" && !mentioned {
 			return false // free text from someone else: an ordinary message
 		}
-		if ans.options > 0 {
+		if len(ans.only) > 0 {
 			return false // neither an answer nor a decision: an ordinary message
 		}
 		if err := b.Ephemeral(ctx, p, u, "You are not allowed to answer the agent's requests here; ask an approver."); err != nil {
@@ -204,8 +204,10 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		b.click(ctx, p, u, ans.button)
 		return true
 	}
-	if ans.options > 0 {
-		_ = b.Ephemeral(ctx, p, u, fmt.Sprintf("This question takes one of its options: reply with its number (1–%d), vote in the poll or react.", ans.options))
+	if len(ans.only) > 0 {
+		if err := b.Ephemeral(ctx, p, u, onlyOptionsNotice(ans.only)); err != nil {
+			b.log.WarnContext(ctx, "refuse free text to a question", "err", err)
+		}
 		return true
 	}
 	ref, err := b.answerRef(c)

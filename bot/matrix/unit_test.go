@@ -1,10 +1,12 @@
 package matrix
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -198,49 +200,134 @@ func TestParseReply(t *testing.T) {
 		"approve": chatops.ButtonApprove, "Approve!": chatops.ButtonApprove, "approve for session": chatops.ButtonApproveSession,
 		"  DENY ": chatops.ButtonDecline, "no": chatops.ButtonDecline, "stop": chatops.ButtonCancel,
 	} {
-		if a, ok := parseReply(approval, text); !ok || a.button.ID != want {
+		if a, ok := parseReply(approval, text, nil); !ok || a.button.ID != want {
 			t.Errorf("parseReply(approval, %q) = %+v %v, want %s", text, a, ok, want)
 		}
 	}
-	if _, ok := parseReply(approval, "what does it do?"); ok {
+	if _, ok := parseReply(approval, "what does it do?", nil); ok {
 		t.Error("a question to the agent was taken as an answer")
 	}
 	opt := func(i int, a string) chatops.Button {
 		r := base
 		r.Decision, r.QuestionID, r.Answer = agent.DecisionAnswer, "color", a
-		return chatops.Button{ID: chatops.ButtonOptionPrefix + itoa(i), Value: ref(r)}
+		return chatops.Button{ID: chatops.ButtonOptionPrefix + itoa(i), Label: a, Value: ref(r)}
 	}
 	question := &card{buttons: []chatops.Button{opt(0, "red"), opt(1, "green"),
 		{ID: chatops.ButtonAnswer, Value: ref(base)}, {ID: chatops.ButtonDecline, Value: ref(base)}}}
-	if a, ok := parseReply(question, "2"); !ok || a.button.ID != chatops.ButtonOptionPrefix+"1" {
+	if a, ok := parseReply(question, "2", nil); !ok || a.button.ID != chatops.ButtonOptionPrefix+"1" {
 		t.Errorf("option 2 → %+v %v", a, ok)
 	}
-	if a, ok := parseReply(question, "decline"); !ok || a.button.ID != chatops.ButtonDecline {
+	if a, ok := parseReply(question, "decline", nil); !ok || a.button.ID != chatops.ButtonDecline {
 		t.Errorf("decline → %+v %v", a, ok)
 	}
-	if a, ok := parseReply(question, "Teal, please"); !ok || a.text != "Teal, please" || a.qid != "color" {
+	if a, ok := parseReply(question, "Teal, please", nil); !ok || a.text != "Teal, please" || a.qid != "color" {
 		t.Errorf("free text → %+v %v", a, ok)
 	}
-	if a, ok := parseReply(question, "7"); !ok || a.text != "7" {
+	if a, ok := parseReply(question, "7", nil); !ok || a.text != "7" {
 		t.Errorf("a number out of range is free text: %+v %v", a, ok)
 	}
 	// Without an Answer button the question takes only its options: other
 	// text is no answer (and says how many options there are).
 	closed := &card{buttons: []chatops.Button{opt(0, "red"), opt(1, "green"), {ID: chatops.ButtonDecline, Value: ref(base)}}}
-	if a, ok := parseReply(closed, "1"); !ok || a.button.ID != chatops.ButtonOptionPrefix+"0" {
+	if a, ok := parseReply(closed, "1", nil); !ok || a.button.ID != chatops.ButtonOptionPrefix+"0" {
 		t.Errorf("option 1 of a closed question → %+v %v", a, ok)
 	}
-	if a, ok := parseReply(closed, "Teal, please"); !ok || a.text != "" || a.options != 2 {
+	if a, ok := parseReply(closed, "Teal, please", nil); !ok || a.text != "" || !slices.Equal(a.only, []string{"red", "green"}) {
 		t.Errorf("free text to a closed question → %+v %v", a, ok)
 	}
-	for v, want := range map[*chatops.View]string{
-		{Buttons: question.buttons}: "with your own answer (free text is accepted).",
-		{Buttons: closed.buttons}:   "with an option's number.",
-		{Buttons: []chatops.Button{{ID: chatops.ButtonAnswer, Value: ref(base)}}}: "with your answer.",
+	// With an Answer button but a question that allows no other answer
+	// (onlyOptions gave its options): the same, naming the question's options.
+	only := []string{"red", "green", "a long blue"}
+	if a, ok := parseReply(question, "Teal, please", only); !ok || a.text != "" || !slices.Equal(a.only, only) {
+		t.Errorf("free text to a question without AllowOther → %+v %v", a, ok)
+	}
+	if a, ok := parseReply(question, "2", only); !ok || a.button.ID != chatops.ButtonOptionPrefix+"1" {
+		t.Errorf("option 2 of a question without AllowOther → %+v %v", a, ok)
+	}
+	if a, ok := parseReply(question, "skip", only); !ok || a.button.ID != chatops.ButtonDecline {
+		t.Errorf("skip of a question without AllowOther → %+v %v", a, ok)
+	}
+	if got, want := onlyOptionsNotice(only), "(1. red · 2. green · 3. a long blue)"; !strings.Contains(got, want) {
+		t.Errorf("notice %q does not name the options %q", got, want)
+	}
+	for _, c := range []struct {
+		v    chatops.View
+		only bool
+		want string
+	}{
+		{chatops.View{Buttons: question.buttons}, false, "with your own answer (free text is accepted)."},
+		{chatops.View{Buttons: question.buttons}, true, "with an option's number."},
+		{chatops.View{Buttons: closed.buttons}, false, "with an option's number."},
+		{chatops.View{Buttons: []chatops.Button{{ID: chatops.ButtonAnswer, Value: ref(base)}}}, false, "with your answer."},
 	} {
-		if h := hint(*v); !strings.HasSuffix(h, want) {
-			t.Errorf("hint %q, want it to end %q", h, want)
+		if h := hint(c.v, c.only); !strings.HasSuffix(h, c.want) {
+			t.Errorf("hint(only options %v) %q, want it to end %q", c.only, h, c.want)
 		}
+	}
+}
+
+// questionsDesk is a recordingDesk that knows the pending questions.
+type questionsDesk struct {
+	recordingDesk
+	qs  map[string][]agent.Question // by interaction id
+	err error
+}
+
+func (d *questionsDesk) Questions(_ context.Context, ref chatops.Ref) ([]agent.Question, error) {
+	if d.err != nil {
+		return nil, d.err
+	}
+	qs, ok := d.qs[ref.InteractionID]
+	if !ok {
+		return nil, chatops.ErrNoInteraction
+	}
+	return qs, nil
+}
+
+// TestOnlyOptions: whether a question card takes free text is read from the
+// pending question itself (AllowOther), not from its Answer button, which
+// render gives every question.
+func TestOnlyOptions(t *testing.T) {
+	ref := func(id, qid, a string) string {
+		r := chatops.Ref{ChatID: "c", RunID: "r", InteractionID: id, Decision: agent.DecisionAnswer, QuestionID: qid, Answer: a}
+		return r.Encode()
+	}
+	card := func(id string) []chatops.Button {
+		return []chatops.Button{{ID: chatops.ButtonOptionPrefix + "0", Label: "red", Value: ref(id, "color", "red")},
+			{ID: chatops.ButtonOptionPrefix + "1", Label: "green", Value: ref(id, "color", "green")},
+			{ID: chatops.ButtonAnswer, Value: ref(id, "color", "")}, {ID: chatops.ButtonDecline, Value: ref(id, "", "")}}
+	}
+	colors := []string{"red", "green"}
+	desk := &questionsDesk{qs: map[string][]agent.Question{
+		"closed": {{ID: "color", Text: "Which color?", Options: colors}},
+		"open":   {{ID: "color", Text: "Which color?", Options: colors, AllowOther: true}},
+		"two":    {{ID: "a", Options: colors}, {ID: "b", Options: colors}},
+	}}
+	b := &Bot{desk: desk}
+	for _, c := range []struct {
+		name    string
+		buttons []chatops.Button
+		want    []string
+	}{
+		{"closed", card("closed"), colors},
+		{"allow other", card("open"), nil},
+		{"two questions", card("two"), nil},
+		{"not pending", card("gone"), nil},
+		{"no answer button", card("x")[:2], colors},
+		{"no options", card("closed")[2:], nil},
+		{"no card", []chatops.Button{{ID: chatops.ButtonStop, Value: ref("closed", "", "")}}, nil},
+	} {
+		if got := b.onlyOptions(t.Context(), c.buttons); !slices.Equal(got, c.want) {
+			t.Errorf("%s: onlyOptions = %q, want %q", c.name, got, c.want)
+		}
+	}
+	// A desk that cannot tell the questions: free text goes to the desk.
+	if got := (&Bot{desk: &recordingDesk{}}).onlyOptions(t.Context(), card("closed")); got != nil {
+		t.Errorf("without Questions: %q", got)
+	}
+	desk.err = errors.New("boom")
+	if got := b.onlyOptions(t.Context(), card("closed")); got != nil {
+		t.Errorf("a failing Questions: %q", got)
 	}
 }
 

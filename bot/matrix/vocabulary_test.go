@@ -16,7 +16,7 @@ func TestCasualRepliesDoNotApprove(t *testing.T) {
 		{ID: chatops.ButtonDecline, Value: base}, {ID: chatops.ButtonCancel, Value: base},
 	}}
 	for _, text := range []string{"ok", "OK!", "y", "yes", "Yes.", "allow", "always", "session", "sure", "👍", "✔️", "go ahead", "lgtm"} {
-		if a, ok := parseReply(approval, text); ok && (a.button.ID == chatops.ButtonApprove || a.button.ID == chatops.ButtonApproveSession) {
+		if a, ok := parseReply(approval, text, nil); ok && (a.button.ID == chatops.ButtonApprove || a.button.ID == chatops.ButtonApproveSession) {
 			t.Errorf("reply %q approved (%s)", text, a.button.ID)
 		}
 	}
@@ -29,7 +29,7 @@ func TestCasualRepliesDoNotApprove(t *testing.T) {
 		"approve": chatops.ButtonApprove, "✅": chatops.ButtonApprove, "approve for session": chatops.ButtonApproveSession,
 		"deny": chatops.ButtonDecline, "❌": chatops.ButtonDecline, "stop": chatops.ButtonCancel,
 	} {
-		if a, ok := parseReply(approval, text); !ok || a.button.ID != want {
+		if a, ok := parseReply(approval, text, nil); !ok || a.button.ID != want {
 			t.Errorf("reply %q = %+v %v, want %s", text, a, ok, want)
 		}
 	}
