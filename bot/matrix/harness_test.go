@@ -84,9 +84,9 @@ type script struct {
 	// allowOther also accepts another answer (agent.Question.AllowOther).
 	question   bool
 	allowOther bool
-	after    []string
-	gate     <-chan struct{}
-	pause    time.Duration
+	after      []string
+	gate       <-chan struct{}
+	pause      time.Duration
 }
 
 func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
