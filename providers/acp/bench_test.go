@@ -4,7 +4,6 @@
 package acp
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -12,25 +11,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/threadline-bot/threadline/providers/jsonrpc"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// Reference stream shape, as the Claude and Codex ones': every delta line
-// repeated refDeltaRepeat times, the unit repeated to at least
-// refStreamBytes.
-const (
-	refDeltaRepeat = 8
-	refStreamBytes = 8 << 20
-)
-
-// refStep is one step of a run: an agent line to parse, or a request of
-// the client to track (its answer is routed by id).
+// refStep is one step of a run: an agent line to parse, or what the client
+// sent (line nil): its session/cancel, or a request to track (its answer is
+// routed by id).
 type refStep struct {
-	line   []byte // agent → client, compact
-	id     json.RawMessage
-	method string
-	cancel bool // the client's session/cancel
+	line []byte // agent → client, compact
+	clientMessage
 }
 
 // refRun is one transcript: one connection, one parser.
@@ -39,30 +28,23 @@ type refRun struct {
 	steps []refStep
 }
 
-// referenceRuns returns the reference stream as runs: the transcripts of
-// $ACP_STREAM_REFERENCE (default testdata; the captures in
-// ../shared/reference/acp-pi/transcripts keep qwen's 560 KB
-// available_commands_update lines untrimmed), in file-name order, each
-// message chunk repeated; the transcripts repeated until the agent lines
-// reach the size. size counts the agent lines with their newlines.
+// referenceRuns returns the reference stream (providertest.RefStream) of
+// referenceUnit's transcripts, each message chunk repeated. size counts the
+// agent lines with their newlines.
 func referenceRuns(b *testing.B) (runs []refRun, size int64) {
-	unit := referenceUnit(b, refDeltaRepeat)
-	for size < refStreamBytes {
-		for _, run := range unit {
-			runs = append(runs, run)
-			for _, s := range run.steps {
-				if s.line != nil {
-					size += int64(len(s.line)) + 1
-				}
-			}
-		}
-	}
-	return runs, size
+	stream, size := providertest.RefStream(referenceSource(b, providertest.RefDeltaRepeat))
+	return withDefinitions(b, stream), size
 }
 
-// referenceUnit is one run per transcript, each message chunk repeated
-// repeat times.
-func referenceUnit(b testing.TB, repeat int) (unit []refRun) {
+// referenceUnit is one run per transcript of $ACP_STREAM_REFERENCE
+// (default testdata; the captures in ../shared/reference/acp-pi/transcripts
+// keep qwen's 560 KB available_commands_update lines untrimmed), in
+// file-name order, each message chunk repeated repeat times.
+func referenceUnit(b testing.TB, repeat int) []refRun {
+	return withDefinitions(b, referenceSource(b, repeat))
+}
+
+func referenceSource(b testing.TB, repeat int) []providertest.RefRun[refStep] {
 	b.Helper()
 	dir := os.Getenv("ACP_STREAM_REFERENCE")
 	if dir == "" {
@@ -75,39 +57,24 @@ func referenceUnit(b testing.TB, repeat int) (unit []refRun) {
 			files = append(files, f)
 		}
 	}
-	slices.Sort(files)
-	for _, f := range files {
-		run := refRun{def: definitionFor(b, f)}
-		for _, l := range providertest.ReadTranscript(b, f) {
-			switch l.Dir {
-			case "send":
-				var m rpcMessage
-				if err := json.Unmarshal(l.Msg, &m); err != nil {
-					b.Fatal(err)
-				}
-				switch {
-				case m.Method == "session/cancel":
-					run.steps = append(run.steps, refStep{cancel: true})
-				case m.Method != "" && jsonrpc.HasID(m.ID):
-					run.steps = append(run.steps, refStep{id: m.ID, method: m.Method})
-				}
-			case "recv":
-				var buf bytes.Buffer
-				if err := json.Compact(&buf, l.Msg); err != nil {
-					b.Fatal(err)
-				}
-				n := 1
-				if isChunk(buf.Bytes()) {
-					n = repeat
-				}
-				for range n {
-					run.steps = append(run.steps, refStep{line: buf.Bytes()})
-				}
-			}
-		}
-		unit = append(unit, run)
+	return providertest.RefUnit(b, files, providertest.RefSource[refStep]{
+		Recv: "recv", Send: "send",
+		Line:    func(l []byte) refStep { return refStep{line: l} },
+		IsDelta: isChunk,
+		Sent: func(t testing.TB, msg json.RawMessage) (refStep, bool) {
+			m, ok := sentMessage(t, msg)
+			return refStep{clientMessage: m}, ok && (m.cancel || m.method != "") // answers stay out: no answerer
+		},
+	}, repeat)
+}
+
+// withDefinitions gives each run the definition its transcript's name says.
+func withDefinitions(b testing.TB, runs []providertest.RefRun[refStep]) []refRun {
+	out := make([]refRun, len(runs))
+	for i, r := range runs {
+		out[i] = refRun{def: definitionFor(b, r.File), steps: r.Steps}
 	}
-	return unit
+	return out
 }
 
 // isChunk reports a streamed message or thought chunk.
@@ -139,33 +106,26 @@ func BenchmarkParseReferenceStd(b *testing.B) { benchReference(b, true) }
 
 func benchReference(b *testing.B, stdOnly bool) {
 	runs, size := referenceRuns(b)
-	b.SetBytes(size)
-	b.ReportAllocs()
-	var events, errs int
-	for b.Loop() {
-		events, errs = 0, 0
-		for _, run := range runs {
-			p := NewParser(ParserOptions{Provider: run.def.ID, EmitSession: run.def.Resume, HoldReplay: run.def.LoadQuiet > 0,
-				SessionNotFound: run.def.SessionNotFound, FS: &memFS{}})
-			p.dec.stdOnly = stdOnly
-			for _, s := range run.steps {
-				switch {
-				case s.line != nil:
-					parsed, err := p.Parse(s.line)
-					if err != nil {
-						errs++
-					}
-					events += len(parsed.Events)
-					p.TakeOutgoing()
-				case s.cancel:
-					events += len(p.Cancel())
-					p.TakeOutgoing()
-				default:
-					p.Track(s.id, s.method)
+	providertest.BenchRuns(b, runs, size, func(run refRun) (events, errs int) {
+		p := NewParser(ParserOptions{Provider: run.def.ID, EmitSession: run.def.Resume, HoldReplay: run.def.LoadQuiet > 0,
+			SessionNotFound: run.def.SessionNotFound, FS: &memFS{}})
+		p.dec.stdOnly = stdOnly
+		for _, s := range run.steps {
+			switch {
+			case s.line != nil:
+				parsed, err := p.Parse(s.line)
+				if err != nil {
+					errs++
 				}
+				events += len(parsed.Events)
+				p.TakeOutgoing()
+			case s.cancel:
+				events += len(p.Cancel())
+				p.TakeOutgoing()
+			default:
+				p.Track(s.id, s.method)
 			}
 		}
-	}
-	b.ReportMetric(float64(events), "events/op")
-	b.ReportMetric(float64(errs), "errors/op")
+		return events, errs
+	})
 }

@@ -58,6 +58,34 @@ func (m *memFS) WriteTextFile(path, content string) error {
 // so a gap of this many seconds between agent lines ends the replay.
 const replayGap = 0.010
 
+// clientMessage is what a message the client sent is to a replay (render,
+// the reference stream): its session/cancel, a request whose answer the
+// parser routes by id (method set), or its answer to a request of the
+// agent's (method empty).
+type clientMessage struct {
+	cancel bool
+	id     json.RawMessage
+	method string
+	result json.RawMessage
+}
+
+// sentMessage reads a message the client sent; ok is false for one a
+// replay has nothing to do with (a notification other than the cancel).
+func sentMessage(t testing.TB, msg json.RawMessage) (m clientMessage, ok bool) {
+	t.Helper()
+	var rm rpcMessage
+	if err := json.Unmarshal(msg, &rm); err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case rm.Method == "session/cancel":
+		return clientMessage{cancel: true}, true
+	case jsonrpc.HasID(rm.ID):
+		return clientMessage{id: rm.ID, method: rm.Method, result: rm.Result}, true
+	}
+	return clientMessage{}, false
+}
+
 // render replays a transcript through a fresh parser: the client's requests
 // are tracked, its permission answers and session/cancel are applied with
 // Respond and Cancel, and every agent line is parsed. It renders one JSON
@@ -74,23 +102,21 @@ func render(t testing.TB, def Definition, lines []providertest.TranscriptLine) [
 	for _, l := range lines {
 		switch l.Dir {
 		case "send":
-			var m rpcMessage
-			if err := json.Unmarshal(l.Msg, &m); err != nil {
-				t.Fatal(err)
-			}
+			m, ok := sentMessage(t, l.Msg)
 			switch {
-			case m.Method == "session/cancel":
+			case !ok:
+			case m.cancel:
 				r.Events(p.Cancel())
 				outgoing()
-			case m.Method != "" && jsonrpc.HasID(m.ID):
-				p.Track(m.ID, m.Method)
-			case m.Method == "" && jsonrpc.HasID(m.ID):
-				key := string(agent.CompactJSON(m.ID))
+			case m.method != "":
+				p.Track(m.id, m.method)
+			default:
+				key := string(agent.CompactJSON(m.id))
 				if !p.Pending(key) {
 					continue // answered by the parser already (policy, cancel, -32601)
 				}
 				var res permissionOutcome
-				if err := json.Unmarshal(m.Result, &res); err != nil || res.Outcome.Outcome != "selected" {
+				if err := json.Unmarshal(m.result, &res); err != nil || res.Outcome.Outcome != "selected" {
 					t.Fatalf("driver answer %s: %v", l.Msg, err)
 				}
 				ev, err := p.Respond(agent.InteractionResponse{InteractionID: key, OptionID: res.Outcome.OptionID, By: "driver"})

@@ -11,22 +11,15 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
+	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-// Reference stream shape, as the Claude one's: every delta line repeated
-// refDeltaRepeat times, the unit repeated to at least refStreamBytes.
-const (
-	refDeltaRepeat = 8
-	refStreamBytes = 8 << 20
-)
-
-// referenceRuns returns the reference stream as runs: the server → client
-// lines of every transcript in $CODEX_STREAM_REFERENCE (default the
-// reference captures in ../shared beside the repository), in file-name
-// order, each delta notification repeated; the transcripts repeated until
-// the lines reach the size. Each transcript is one run (one thread, one
+// referenceRuns returns the reference stream (providertest.RefStream) of
+// the server → client lines of every transcript in $CODEX_STREAM_REFERENCE
+// (default the reference captures in ../shared beside the repository), each
+// delta notification repeated. Each transcript is one run (one thread, one
 // parser), as in production.
-func referenceRuns(b *testing.B) (runs [][][]byte, size int64) {
+func referenceRuns(b *testing.B) (runs []providertest.RefRun[[]byte], size int64) {
 	dir := os.Getenv("CODEX_STREAM_REFERENCE")
 	if dir == "" {
 		dir = filepath.Join("..", "..", "..", "shared", "reference", "codex-app-server", "transcripts")
@@ -36,30 +29,9 @@ func referenceRuns(b *testing.B) (runs [][][]byte, size int64) {
 	if len(files) == 0 {
 		b.Skipf("no app-server transcripts in %s (set CODEX_STREAM_REFERENCE)", dir)
 	}
-	slices.Sort(files)
-	var unit [][][]byte
-	for _, f := range files {
-		var run [][]byte
-		for _, l := range serverLines(b, f) {
-			n := 1
-			if isDelta(l) {
-				n = refDeltaRepeat
-			}
-			for range n {
-				run = append(run, l)
-			}
-		}
-		unit = append(unit, run)
-	}
-	for size < refStreamBytes {
-		for _, run := range unit {
-			runs = append(runs, run)
-			for _, l := range run {
-				size += int64(len(l)) + 1
-			}
-		}
-	}
-	return runs, size
+	return providertest.RefStream(providertest.RefUnit(b, files, providertest.RefSource[[]byte]{
+		Recv: "s2c", Line: func(l []byte) []byte { return l }, IsDelta: isDelta,
+	}, providertest.RefDeltaRepeat))
 }
 
 // isDelta reports a streamed text, reasoning or tool output notification.
@@ -96,24 +68,17 @@ func BenchmarkParseReferenceTwoStep(b *testing.B) {
 
 func benchReference(b *testing.B, parseLine func(*Parser, []byte) ([]agent.Event, error)) {
 	runs, size := referenceRuns(b)
-	b.SetBytes(size)
-	b.ReportAllocs()
-	var events, errs int
-	for b.Loop() {
-		events, errs = 0, 0
-		for _, run := range runs {
-			p := NewParser("bench")
-			for _, l := range run {
-				evs, err := parseLine(p, l)
-				if err != nil {
-					errs++
-				}
-				events += len(evs)
+	providertest.BenchRuns(b, runs, size, func(run providertest.RefRun[[]byte]) (events, errs int) {
+		p := NewParser("bench")
+		for _, l := range run.Steps {
+			evs, err := parseLine(p, l)
+			if err != nil {
+				errs++
 			}
+			events += len(evs)
 		}
-	}
-	b.ReportMetric(float64(events), "events/op")
-	b.ReportMetric(float64(errs), "errors/op")
+		return events, errs
+	})
 }
 
 // parseLine is the notification path of run.handleLine.

@@ -11,6 +11,32 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
+// command is what a command the driver sent is to a replay (render and
+// BenchmarkParseReference): a prompt starts a turn, an abort interrupts it.
+type command struct {
+	Type string `json:"type"`
+	ID   string `json:"id"`
+}
+
+// sentCommand reads the driver's command (the zero command, which apply
+// ignores, when it is not one).
+func sentCommand(msg json.RawMessage) command {
+	var c command
+	_ = json.Unmarshal(msg, &c)
+	return c
+}
+
+// apply tells p what the driver sent: its prompt starts a turn when none is
+// running, its abort sets Interrupting.
+func (c command) apply(p *Parser) {
+	switch {
+	case c.Type == "prompt" && !p.Active():
+		p.StartTurn(c.ID)
+	case c.Type == "abort":
+		p.Interrupting = true
+	}
+}
+
 // render replays a transcript through a fresh parser: the driver's prompt
 // starts a turn (when none is running), its abort sets Interrupting, every
 // pi line is parsed, and a failed agent_end that no auto_retry_start follows
@@ -27,17 +53,7 @@ func render(t testing.TB, lines []providertest.TranscriptLine) []byte {
 	for _, l := range lines {
 		switch l.Dir {
 		case "send":
-			var cmd struct {
-				Type string `json:"type"`
-				ID   string `json:"id"`
-			}
-			_ = json.Unmarshal(l.Msg, &cmd)
-			switch {
-			case cmd.Type == "prompt" && !p.Active():
-				p.StartTurn(cmd.ID)
-			case cmd.Type == "abort":
-				p.Interrupting = true
-			}
+			sentCommand(l.Msg).apply(p)
 		case "recv":
 			if p.PendingFailure() && l.T-pendingSince > DefaultRetryGrace.Seconds() {
 				events(p.Settle())
