@@ -1,8 +1,9 @@
 // assistant.go: Slack's AI app surface. An assistant thread (the split view)
 // gets the configured suggested prompts when it starts and a title from its
 // first prompt, and is a chat like any thread. The App Home tab shows each
-// person their recent chats and their running runs, with links, published
-// again (views.publish, debounced) as their runs start and end.
+// person their recent chats and their running runs, with links, read from the
+// store (so the same after a restart) and published again (views.publish,
+// debounced, within Tier 4) when the tab is opened and as runs start and end.
 
 package slack
 
@@ -10,7 +11,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -40,84 +40,72 @@ type SuggestedPrompt struct {
 	Message string `yaml:"message"`
 }
 
-// Bounds of the App Home tab and of what the bot remembers for it.
+// Bounds of the App Home tab.
 const (
-	homeRecent   = 10 // chats listed per person
+	homeRecent = 10 // threads listed per person
+	// homeViewers bounds the people published again when a thread's run
+	// starts or ends (those who started runs there, the most recent first).
+	homeViewers  = 20
 	homePeople   = 5000
 	homeDebounce = 2 * time.Second
+	// homeRetries bounds the publishes put off while the store still shows
+	// as running a run whose end the thread already showed.
+	homeRetries = 5
 	// views.publish is Tier 4 (100 a minute per workspace).
 	homePerMinute = 95
 	maxTitle      = 80
 )
 
-// homeChat is a thread as a person's App Home lists it.
-type homeChat struct {
-	place   chatops.Place
-	title   string
-	at      time.Time
-	running bool
-	// last is the end of the latest run ("Done in 12s", "Stopped …").
-	last string
+// homeDesk is what the App Home reads: each person's threads from the
+// store, and scrubbing (*chatops.Desk).
+type homeDesk interface {
+	HomeThreads(ctx context.Context, u chatops.User, workspace string, limit int) ([]chatops.HomeThread, error)
+	HomeViewers(ctx context.Context, p chatops.Place, limit int) ([]chatops.User, error)
+	Scrub(s string) string
 }
 
-// home keeps what the App Home tabs show and publishes them.
+// homeKey is one person's home tab: their user id in a workspace.
+type homeKey struct{ team, user string }
+
+// seenRun is what a thread's messages last showed of its run.
+type seenRun struct {
+	running bool
+	at      time.Time
+}
+
+// home publishes the App Home tabs. What a tab lists comes from the store
+// (homeDesk.HomeThreads), so it is the same after a restart; the home only
+// remembers what the threads last showed, to publish again when a run starts
+// or ends there.
 type home struct {
 	api     *slack.Client
+	desk    homeDesk
 	log     *slog.Logger
 	enabled bool
 
 	mu       sync.Mutex
-	url      string                     // the workspace's web address (auth.test)
-	chats    map[string][]*homeChat     // by user id, newest first
-	byPlace  map[chatops.Place][]string // the users whose home lists a place
-	pending  map[string]bool            // users whose publish is scheduled
-	threads  map[chatops.Place]bool     // assistant threads not titled yet
+	url      string                    // the workspace's web address (auth.test)
+	runs     map[chatops.Place]seenRun // what each thread last showed
+	pending  map[homeKey]bool          // tabs whose publish is scheduled
+	threads  map[chatops.Place]bool    // assistant threads not titled yet
 	tokens   float64
 	tokensAt time.Time
 	wg       *sync.WaitGroup
 	base     context.Context
 }
 
-func newHome(api *slack.Client, log *slog.Logger, enabled bool, wg *sync.WaitGroup, base context.Context) *home {
-	return &home{api: api, log: log, enabled: enabled, chats: map[string][]*homeChat{}, byPlace: map[chatops.Place][]string{},
-		pending: map[string]bool{}, threads: map[chatops.Place]bool{}, tokens: 10, tokensAt: time.Now(), wg: wg, base: base}
+func newHome(api *slack.Client, desk homeDesk, log *slog.Logger, enabled bool, wg *sync.WaitGroup, base context.Context) *home {
+	return &home{api: api, desk: desk, log: log, enabled: enabled, runs: map[chatops.Place]seenRun{},
+		pending: map[homeKey]bool{}, threads: map[chatops.Place]bool{}, tokens: 10, tokensAt: time.Now(), wg: wg, base: base}
 }
 
-// prompted notes that user asked in the thread at p: the thread tops their
-// recent chats; the first prompt of an assistant thread becomes its title.
-func (h *home) prompted(ctx context.Context, p chatops.Place, user, text string) {
+// prompted notes that user asked in the thread at p: the first prompt of an
+// assistant thread becomes its title.
+func (h *home) prompted(ctx context.Context, p chatops.Place, text string) {
 	title := oneLineTitle(text)
 	h.mu.Lock()
 	titleIt := h.threads[p]
 	delete(h.threads, p)
-	if h.enabled {
-		list := h.chats[user]
-		var c *homeChat
-		for i, x := range list {
-			if x.place == p {
-				c = x
-				list = append(list[:i:i], list[i+1:]...)
-				break
-			}
-		}
-		if c == nil {
-			c = &homeChat{place: p, title: title}
-			h.byPlace[p] = append(h.byPlace[p], user)
-		}
-		c.at = time.Now()
-		list = append([]*homeChat{c}, list...)
-		if len(list) > homeRecent {
-			for _, old := range list[homeRecent:] {
-				h.dropPlace(old.place, user)
-			}
-			list = list[:homeRecent]
-		}
-		if len(h.chats) >= homePeople && h.chats[user] == nil {
-			clear(h.chats)
-			clear(h.byPlace)
-		}
-		h.chats[user] = list
-	}
 	h.mu.Unlock()
 	if titleIt && title != "" {
 		// Off the thread's actor: the title is not worth holding it up.
@@ -132,30 +120,14 @@ func (h *home) prompted(ctx context.Context, p chatops.Place, user, text string)
 	}
 }
 
-// dropPlace forgets that user's home lists p. h.mu is held.
-func (h *home) dropPlace(p chatops.Place, user string) {
-	us := h.byPlace[p]
-	for i, u := range us {
-		if u == user {
-			us = append(us[:i:i], us[i+1:]...)
-			break
-		}
-	}
-	if len(us) == 0 {
-		delete(h.byPlace, p)
-	} else {
-		h.byPlace[p] = us
-	}
-}
-
 func oneLineTitle(s string) string {
 	s = strings.Join(strings.Fields(s), " ")
 	return clip(s, maxTitle)
 }
 
 // observe follows what a thread's answer shows: a Stop button means a run is
-// live there, a footer that it ended. Homes that list the thread are
-// published again when that changes.
+// live there, a footer that it ended. When that changes, the tabs of the
+// people who started runs in the thread are published again.
 func (h *home) observe(p chatops.Place, v chatops.View) {
 	if h == nil || !h.enabled {
 		return
@@ -170,37 +142,45 @@ func (h *home) observe(p chatops.Place, v chatops.View) {
 		return
 	}
 	h.mu.Lock()
-	var changed []string
-	for _, u := range h.byPlace[p] {
-		for _, c := range h.chats[u] {
-			if c.place != p || c.running == running {
-				continue
-			}
-			c.running = running
-			if !running {
-				c.last = strings.SplitN(v.Footer, " · ", 2)[0]
-			}
-			changed = append(changed, u)
-		}
-	}
-	h.mu.Unlock()
-	for _, u := range changed {
-		h.schedule(u)
-	}
-}
-
-// schedule publishes user's home soon, once for every change within
-// homeDebounce, within views.publish's tier.
-func (h *home) schedule(user string) { h.scheduleIn(user, homeDebounce) }
-
-// scheduleIn publishes user's home after delay (unless one is pending).
-func (h *home) scheduleIn(user string, delay time.Duration) {
-	h.mu.Lock()
-	if h.pending[user] {
+	if was, ok := h.runs[p]; ok && was.running == running {
 		h.mu.Unlock()
 		return
 	}
-	h.pending[user] = true
+	if len(h.runs) >= homePeople {
+		clear(h.runs)
+	}
+	h.runs[p] = seenRun{running: running, at: time.Now()}
+	h.mu.Unlock()
+	// Off the caller (the workspace's outbox): who to publish is a query.
+	h.wg.Go(func() {
+		ctx, cancel := context.WithTimeout(h.base, 30*time.Second)
+		defer cancel()
+		users, err := h.desk.HomeViewers(ctx, p, homeViewers)
+		if err != nil {
+			if ctx.Err() == nil {
+				h.log.WarnContext(ctx, "read whose app home lists a thread", logkey.Channel, p.Channel, "err", err)
+			}
+			return
+		}
+		for _, u := range users {
+			h.schedule(homeKey{team: p.Workspace, user: u.ID})
+		}
+	})
+}
+
+// schedule publishes a home tab soon, once for every change within
+// homeDebounce, within views.publish's tier.
+func (h *home) schedule(k homeKey) { h.scheduleIn(k, homeDebounce, 0) }
+
+// scheduleIn publishes k's tab after delay (unless one is pending); try
+// counts the publishes put off so far.
+func (h *home) scheduleIn(k homeKey, delay time.Duration, try int) {
+	h.mu.Lock()
+	if h.pending[k] {
+		h.mu.Unlock()
+		return
+	}
+	h.pending[k] = true
 	h.mu.Unlock()
 	h.wg.Go(func() {
 		t := time.NewTimer(delay)
@@ -212,7 +192,7 @@ func (h *home) scheduleIn(user string, delay time.Duration) {
 		}
 		ctx, cancel := context.WithTimeout(h.base, 30*time.Second)
 		defer cancel()
-		h.publish(ctx, user)
+		h.publish(ctx, k, try)
 	})
 }
 
@@ -238,36 +218,64 @@ func (h *home) take(ctx context.Context) bool {
 	}
 }
 
-// publish shows user's home tab now.
-func (h *home) publish(ctx context.Context, user string) {
+// publish shows k's home tab now, built from the store. While the store
+// still shows as running a run whose thread already showed its end (the run
+// is recorded finished just after its last event), it is put off a little.
+func (h *home) publish(ctx context.Context, k homeKey, try int) {
 	h.mu.Lock()
-	delete(h.pending, user)
-	view := h.view(user)
+	delete(h.pending, k)
 	h.mu.Unlock()
+	list, err := h.desk.HomeThreads(ctx, chatops.User{Platform: Platform, ID: k.user}, k.team, homeRecent)
+	if err != nil {
+		if ctx.Err() == nil {
+			h.log.WarnContext(ctx, "read the app home's threads", logkey.User, k.user, "err", err)
+		}
+		return
+	}
+	if try < homeRetries && h.behind(list) {
+		h.scheduleIn(k, homeDebounce/4, try+1)
+		return
+	}
+	view := h.view(list)
 	if !h.take(ctx) {
 		return
 	}
-	if _, err := h.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: user, View: view}); err != nil {
-		h.log.WarnContext(ctx, "publish the app home", logkey.User, user, "err", err)
+	if _, err := h.api.PublishViewContext(ctx, slack.PublishViewContextRequest{UserID: k.user, View: view}); err != nil {
+		h.log.WarnContext(ctx, "publish the app home", logkey.User, k.user, "err", err)
 	}
 }
 
-// view is user's home tab. h.mu is held.
-func (h *home) view(user string) slack.HomeTabViewRequest {
-	list := append([]*homeChat(nil), h.chats[user]...)
-	sort.SliceStable(list, func(i, j int) bool { return list[i].running && !list[j].running })
+// behind reports whether the list shows a run as running whose thread
+// showed its end after it started.
+func (h *home) behind(list []chatops.HomeThread) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, t := range list {
+		if s, ok := h.runs[t.Place]; ok && t.Running() && !s.running && s.at.After(t.Started) {
+			return true
+		}
+	}
+	return false
+}
+
+// view is a home tab listing the threads (running ones first).
+func (h *home) view(list []chatops.HomeThread) slack.HomeTabViewRequest {
 	md := func(s string) *slack.TextBlockObject {
 		return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 	}
+	h.mu.Lock()
+	base := h.url
+	h.mu.Unlock()
 	blocks := []slack.Block{slack.NewHeaderBlock(slack.NewTextBlockObject(slack.PlainTextType, "Threadline", false, false))}
 	var running, recent []string
 	for _, c := range list {
-		line := fmt.Sprintf("<%s|%s>", h.link(c.place), escapeText(cmpOr(c.title, "a chat")))
-		switch {
-		case c.running:
+		title := oneLineTitle(h.desk.Scrub(c.Title))
+		line := fmt.Sprintf("<%s|%s>", threadLink(base, c.Place), escapeText(cmpOr(title, "a chat")))
+		switch last := runEnd(c); {
+		case c.Running():
 			running = append(running, "⏳ "+line)
-		case c.last != "":
-			recent = append(recent, "• "+line+" · "+escapeText(c.last))
+		case last != "":
+			recent = append(recent, "• "+line+" · "+escapeText(last))
 		default:
 			recent = append(recent, "• "+line)
 		}
@@ -284,9 +292,38 @@ func (h *home) view(user string) slack.HomeTabViewRequest {
 	return slack.HomeTabViewRequest{Type: slack.VTHomeTab, Blocks: slack.Blocks{BlockSet: blocks}}
 }
 
-// link is the web address of a thread.
-func (h *home) link(p chatops.Place) string {
-	base := h.url
+// runEnd says how the thread's latest run ended, as its footer begins
+// ("Done in 12s", "Stopped after 3s", "Failed after 1m05s"); "" while it
+// runs.
+func runEnd(t chatops.HomeThread) string {
+	d := ""
+	if !t.Ended.IsZero() && !t.Started.IsZero() {
+		d = fmtDuration(t.Ended.Sub(t.Started))
+	}
+	word := map[string][2]string{"completed": {"Done", " in "}, "interrupted": {"Stopped", " after "}, "failed": {"Failed", " after "}}[t.Status]
+	switch {
+	case word[0] == "":
+		return ""
+	case d == "":
+		return word[0]
+	}
+	return word[0] + word[1] + d
+}
+
+// fmtDuration is a duration as the footer shows it (12s, 3m05s, 1h02m).
+func fmtDuration(d time.Duration) string {
+	d = max(d.Round(time.Second), 0)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm%02ds", int(d.Minutes()), int(d.Seconds())%60)
+	}
+	return fmt.Sprintf("%dh%02dm", int(d.Hours()), int(d.Minutes())%60)
+}
+
+// threadLink is the web address of a thread of the workspace at base.
+func threadLink(base string, p chatops.Place) string {
 	if base == "" {
 		base = "https://slack.com/"
 	}
@@ -335,7 +372,7 @@ func (b *Bot) onAssistantEvent(ev slackevents.EventsAPIEvent) bool {
 		if e == nil || e.User == "" || e.Tab != "home" || !b.home.enabled {
 			return true
 		}
-		b.home.scheduleIn(e.User, 0)
+		b.home.scheduleIn(homeKey{team: team, user: e.User}, 0, 0)
 		return true
 	}
 	return false

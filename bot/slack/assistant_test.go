@@ -125,3 +125,73 @@ func TestAssistantTitleScrubbed(t *testing.T) {
 		t.Fatalf("home %q", s)
 	}
 }
+
+// TestAppHomeAfterRestart: the App Home tab comes from the store: a bot
+// started after a restart (a new bot over the same store, a new Slack)
+// publishes, when the tab is opened, the person's threads from before with
+// links and how their runs ended, before any run starts again; a run then
+// started shows under "Running now" and its end is published again. Another
+// person's tab lists none of them.
+func TestAppHomeAfterRestart(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		h := start(t, st, options{streaming: "auto", appHome: true})
+		h.stack.Prov.Add(chatopstest.Answer("first answer"))
+		h.stack.Prov.Add(chatopstest.Answer("second answer"))
+		var roots []string
+		for i, text := range []string{"fix the build", "write the docs"} {
+			root := h.fake.PostUserMessage("C1", "", text)
+			if _, err := h.fake.Envelope("events_api", callback(eventID(), mention("UADMIN", "C1", root, "", text)), 0); err != nil {
+				t.Fatal(err)
+			}
+			want := []string{"first answer", "second answer"}[i]
+			chatopstest.WaitFor(t, "the answer "+want, func() bool {
+				m, _, ok := finalAnswer(t, h.fake, "C1", root)
+				return ok && strings.Contains(m.Markdown, want)
+			})
+			roots = append(roots, root)
+		}
+		h.stop()
+
+		// The restart: nothing ran yet, nobody prompted.
+		h2 := start(t, st, options{streaming: "auto", appHome: true})
+		if _, err := h2.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_home_opened", "user": "UADMIN", "tab": "home"}), 0); err != nil {
+			t.Fatal(err)
+		}
+		link := func(root string) string {
+			return "https://fake.slack.com/archives/C1/p" + strings.ReplaceAll(root, ".", "")
+		}
+		chatopstest.WaitFor(t, "the home tab after the restart", func() bool { return homeText(t, h2.fake, "UADMIN") != "" })
+		s := homeText(t, h2.fake, "UADMIN")
+		docs, build := strings.Index(s, "<"+link(roots[1])+"|write the docs> · Done in"), strings.Index(s, "<"+link(roots[0])+"|fix the build> · Done in")
+		if !strings.Contains(s, "Your recent chats") || docs < 0 || build < 0 || docs > build || strings.Contains(s, "Running now") {
+			t.Fatalf("home after the restart (newest first, both done):\n%s", s)
+		}
+		if _, err := h2.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_home_opened", "user": "UALLOWED", "tab": "home"}), 0); err != nil {
+			t.Fatal(err)
+		}
+		chatopstest.WaitFor(t, "another person's home tab", func() bool { return homeText(t, h2.fake, "UALLOWED") != "" })
+		if s := homeText(t, h2.fake, "UALLOWED"); strings.Contains(s, "fix the build") || !strings.Contains(s, "Mention me") {
+			t.Fatalf("another person's home lists the admin's threads:\n%s", s)
+		}
+
+		// A run in the old thread: running now, then done, published again
+		// without the tab being opened.
+		release := make(chan struct{})
+		h2.stack.Prov.Add(chatopstest.Gated(release, "third answer"))
+		if _, err := h2.fake.Envelope("events_api", callback(eventID(), mention("UADMIN", "C1", h2.fake.PostUserMessage("C1", roots[0], "again"), roots[0], "again")), 0); err != nil {
+			t.Fatal(err)
+		}
+		chatopstest.WaitFor(t, "the running run on the home tab", func() bool {
+			s := homeText(t, h2.fake, "UADMIN")
+			return strings.Contains(s, "*Running now*\n⏳ <"+link(roots[0])+"|fix the build>")
+		})
+		close(release)
+		chatopstest.WaitFor(t, "the home tab after the run", func() bool {
+			s := homeText(t, h2.fake, "UADMIN")
+			return !strings.Contains(s, "Running now") && strings.Contains(s, "*Your recent chats*\n• <"+link(roots[0])+"|fix the build> · Done in")
+		})
+		if n := len(h2.fake.Home("UADMIN")); n > 3 {
+			t.Errorf("%d home publishes for one open and one run", n)
+		}
+	})
+}

@@ -79,7 +79,7 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 		cfg: cfg, api: api, threads: threads, log: logger.With(logkey.Platform, Platform),
 		ready: make(chan struct{}), base: ctx, cancel: cancel,
 	}
-	b.home = newHome(api, b.log, cfg.AppHome, &b.wg, ctx)
+	b.home = newHome(api, threads, b.log, cfg.AppHome, &b.wg, ctx)
 	b.surface = &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home}
 	return b, nil
 }

@@ -200,7 +200,7 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 	m.Fetch = func(ctx context.Context) []chatops.File {
 		if (m.Mentioned || m.Direct) && !d.reaction {
 			b.surface.asked(m.Place, m.User.ID)
-			b.home.prompted(ctx, m.Place, m.User.ID, b.threads.Scrub(m.Text))
+			b.home.prompted(ctx, m.Place, b.threads.Scrub(m.Text))
 		}
 		return b.download(ctx, d.files)
 	}
