@@ -21,8 +21,11 @@
 //   - Approval and question cards are notices listing the choices; the bot
 //     seeds the reactions ✅ approve, 🔁 approve for the session, ❌ decline,
 //     ⏹ stop (1️⃣… for options). Replies in the thread work too: approve,
-//     deny, an option's number, or free text for a question. Only approvers
-//     count; others get a notice. chatops edits the card to show the outcome.
+//     deny, an option's number, or free text for a question that accepts it
+//     (Question.AllowOther, or no options; a question that takes only its
+//     options answers other text with a notice listing them, and the card
+//     says which). Only approvers count; others get a notice. chatops edits
+//     the card to show the outcome.
 //   - A question's options are also a native poll (MSC3381) under the card;
 //     approvers' votes answer it, and the poll is ended once the card is
 //     answered (polls.go).
