@@ -54,6 +54,12 @@ func isDelta(l []byte) bool {
 // their newlines.
 func BenchmarkParseReference(b *testing.B) { benchReference(b, parseLine) }
 
+// BenchmarkParseReferenceStd is the per-line path with encoding/json alone
+// (stdDecodeLine: no fastNotif).
+func BenchmarkParseReferenceStd(b *testing.B) {
+	benchReference(b, func(p *Parser, l []byte) ([]agent.Event, error) { return parseLineWith(p, l, stdDecodeLine) })
+}
+
 // BenchmarkParseReferenceTwoStep is the path before decodeLine, for the
 // comparison in one run: jsonrpc.Decode, then the params decoded again.
 func BenchmarkParseReferenceTwoStep(b *testing.B) {
@@ -82,7 +88,9 @@ func benchReference(b *testing.B, parseLine func(*Parser, []byte) ([]agent.Event
 }
 
 // parseLine is the notification path of run.handleLine.
-func parseLine(p *Parser, l []byte) ([]agent.Event, error) {
+func parseLine(p *Parser, l []byte) ([]agent.Event, error) { return parseLineWith(p, l, decodeLine) }
+
+func parseLineWith(p *Parser, l []byte, decodeLine func([]byte) (jsonrpc.Message, params, error)) ([]agent.Event, error) {
 	m, params, err := decodeLine(l)
 	if err != nil || m.Kind != jsonrpc.KindNotification || m.Method == "serverRequest/resolved" {
 		return nil, err

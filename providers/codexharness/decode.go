@@ -1,4 +1,5 @@
-// One decode per line: a notification and its params in one json.Unmarshal.
+// One decode per line: a notification and its params in one pass
+// (fastNotif) or one json.Unmarshal.
 
 package codexharness
 
@@ -70,16 +71,25 @@ func (u *notifParams) into(v any) error {
 	return nil
 }
 
-// params are a notification's params: decoded with the line (u), or raw
-// bytes decoded as the method's type when it is read.
+// params are a notification's params: decoded with the line (u, or d when
+// the params have only deltaParams's keys: the union with only those
+// fields set), or raw bytes decoded as the method's type when it is read.
 type params struct {
 	u   *notifParams
+	d   *deltaParams
 	raw json.RawMessage
 }
 
 // decode sets v, a pointer to method's params type.
 func (ps params) decode(method string, v any) error {
-	if ps.u != nil {
+	switch {
+	case ps.d != nil:
+		if v, ok := v.(*deltaParams); ok {
+			*v = *ps.d
+			return nil
+		}
+		return liftDelta(ps.d).into(v)
+	case ps.u != nil:
 		return ps.u.into(v)
 	}
 	return decode(method, ps.raw, v)
@@ -94,18 +104,46 @@ type notifLine struct {
 
 // decodeLine decodes one stdout line. A notification with object params
 // (the stream's lines) is decoded once, params and all: the message has
-// no Params and ps.u is set. Anything else (requests, responses, a line
-// the union does not fit, params missing or null) is classified by
-// jsonrpc.Decode, ps.raw holding the params, with the same result as that
-// two-step path would give for a notification.
-func decodeLine(line []byte) (jsonrpc.Message, params, error) {
-	var n notifLine
+// no Params and ps.u is set. The line is walked once by fastNotif, and
+// decoded by json.Unmarshal when that gives up (stdDecodeLine has only the
+// latter: the differential tests and BenchmarkParseReferenceStd). Anything
+// else (requests, responses, a line the union does not fit, params missing
+// or null) is classified by jsonrpc.Decode, ps.raw holding the params,
+// with the same result as that two-step path would give for a
+// notification.
+func decodeLine(line []byte) (jsonrpc.Message, params, error) { return decodeLineWith(line, false) }
+
+// stdDecodeLine is decodeLine with encoding/json alone.
+func stdDecodeLine(line []byte) (jsonrpc.Message, params, error) { return decodeLineWith(line, true) }
+
+func decodeLineWith(line []byte, stdOnly bool) (jsonrpc.Message, params, error) {
 	// The app-server writes a response's or request's id first: such a
 	// line goes to jsonrpc.Decode at once (either way gives the same).
-	if !bytes.HasPrefix(line, []byte(`{"id"`)) &&
-		json.Unmarshal(line, &n) == nil && len(n.ID) == 0 && n.Method != "" && n.Params != nil {
-		return jsonrpc.Message{Kind: jsonrpc.KindNotification, Method: n.Method}, params{u: n.Params}, nil
+	if !bytes.HasPrefix(line, []byte(`{"id"`)) {
+		if !stdOnly {
+			var n notifDec
+			if fastNotif(line, &n) == nil {
+				if len(n.id) != 0 || n.method == "" || !n.params {
+					return rpcDecode(line)
+				}
+				ps := params{u: n.u}
+				if n.u == nil {
+					ps.d = new(deltaParams)
+					*ps.d = n.d
+				}
+				return jsonrpc.Message{Kind: jsonrpc.KindNotification, Method: n.method}, ps, nil
+			}
+		}
+		var n notifLine
+		if json.Unmarshal(line, &n) == nil && len(n.ID) == 0 && n.Method != "" && n.Params != nil {
+			return jsonrpc.Message{Kind: jsonrpc.KindNotification, Method: n.Method}, params{u: n.Params}, nil
+		}
 	}
+	return rpcDecode(line)
+}
+
+// rpcDecode is a line that is not a notification with object params.
+func rpcDecode(line []byte) (jsonrpc.Message, params, error) {
 	m, err := jsonrpc.Decode(line)
 	return m, params{raw: m.Params}, err
 }
