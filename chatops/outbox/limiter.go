@@ -70,8 +70,12 @@ func WithLimiter(l Limiter, key string) Option {
 const (
 	// sharedAnswer is how long the worker waits for the shared limiter's
 	// answer before the call goes within the outbox's own buckets: a
-	// database that does not answer holds up a workspace no longer.
-	sharedAnswer = 500 * time.Millisecond
+	// database that does not answer holds up a workspace no longer. It is
+	// well above a loaded database's slow answers (a take answered in 1 s
+	// is still the budget the replicas share; going without it then is
+	// what makes a 429 storm), and once it passes the breaker spares the
+	// worker the wait for sharedBreak.
+	sharedAnswer = 3 * time.Second
 	// sharedTimeout is the context deadline of one question to the shared
 	// limiter. Its driver may not honour it (lib/pq's cancel does not
 	// unblock a read on a stalled connection), so the worker does not wait

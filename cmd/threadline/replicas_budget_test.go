@@ -92,6 +92,8 @@ type budgetFigures struct {
 	calls, limited int
 	byMethod       map[string][2]int // calls, 429s
 	sharedWaits    int
+	sharedFailures int // questions to the shared limiter that failed or did not answer in time
+	sharedSkips    int // calls that went without the shared limiter (breaker open)
 	took           time.Duration
 }
 
@@ -101,8 +103,8 @@ func (f budgetFigures) String() string {
 		ms = append(ms, fmt.Sprintf("%s %d/%d", m, n[1], n[0]))
 	}
 	sort.Strings(ms)
-	return fmt.Sprintf("%d calls, %d 429s, %d shared-limiter waits, all answers in %s (429s/calls: %s)",
-		f.calls, f.limited, f.sharedWaits, f.took.Round(100*time.Millisecond), strings.Join(ms, ", "))
+	return fmt.Sprintf("%d calls, %d 429s, %d shared-limiter waits, %d failed or late, %d calls without it, all answers in %s (429s/calls: %s)",
+		f.calls, f.limited, f.sharedWaits, f.sharedFailures, f.sharedSkips, f.took.Round(100*time.Millisecond), strings.Join(ms, ", "))
 }
 
 func budgetRun(t *testing.T, shared bool) budgetFigures {
@@ -256,7 +258,10 @@ func budgetRun(t *testing.T, shared bool) budgetFigures {
 		f.byMethod[c.Method] = n
 	}
 	for _, a := range apps {
-		f.sharedWaits += a.desk().Stats("slack", slacktest.TeamID).SharedWaits
+		st := a.desk().Stats("slack", slacktest.TeamID)
+		f.sharedWaits += st.SharedWaits
+		f.sharedFailures += st.SharedFailures
+		f.sharedSkips += st.SharedSkips
 	}
 	t.Logf("%s", f.String())
 	return f
