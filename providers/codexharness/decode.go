@@ -75,20 +75,21 @@ func (u *notifParams) into(v any) error {
 // the params have only deltaParams's keys: the union with only those
 // fields set), or raw bytes decoded as the method's type when it is read.
 type params struct {
-	u   *notifParams
-	d   *deltaParams
-	raw json.RawMessage
+	u     *notifParams
+	d     deltaParams // held by value: a delta line allocates no params
+	light bool        // d holds the params
+	raw   json.RawMessage
 }
 
 // decode sets v, a pointer to method's params type.
 func (ps params) decode(method string, v any) error {
 	switch {
-	case ps.d != nil:
+	case ps.light:
 		if v, ok := v.(*deltaParams); ok {
-			*v = *ps.d
+			*v = ps.d
 			return nil
 		}
-		return liftDelta(ps.d).into(v)
+		return liftDelta(&ps.d).into(v)
 	case ps.u != nil:
 		return ps.u.into(v)
 	}
@@ -128,8 +129,7 @@ func decodeLineWith(line []byte, stdOnly bool) (jsonrpc.Message, params, error) 
 				}
 				ps := params{u: n.u}
 				if n.u == nil {
-					ps.d = new(deltaParams)
-					*ps.d = n.d
+					ps.d, ps.light = n.d, true
 				}
 				return jsonrpc.Message{Kind: jsonrpc.KindNotification, Method: n.method}, ps, nil
 			}

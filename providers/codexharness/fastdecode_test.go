@@ -52,6 +52,12 @@ var fastCases = []string{
 	`{"method":"item/agentMessage/delta","params":{"delta":"a"},"params":{"turn":{"id":"t"}}}`,
 	`{"method":"item/agentMessage/delta","params":{"delta":"a"},"params":5}`,
 	`{"method":"item/agentMessage/delta","params":[]}`,
+	`{"method":"item/agentMessage/delta","params":{"delta":"a","delta":"b\n","itemId":"","turnId":"u"}}`,
+	`{"method":"item/agentMessage/delta","params":{"delta":"a\n","delta":"b","threadId":"t\u0000"}}`,
+	`{"method":"item/agentMessage/delta","params":{"delta":"a","delta":null,"itemId":"i","itemId":null}}`,
+	`{"method":"item/agentMessage/delta","params":{"delta":"","itemId":"","threadId":"","turnId":""}}`,
+	`{"method":"item/agentMessage/delta","params":{"delta":"a","itemId":"i","turn":{"id":"t"},"threadId":"x","delta":"b"}}`,
+	`{"method":"item/agentMessage/delta","params":{"threadId":"t","turnId":"u","itemId":"i","delta":"d","summaryIndex":1,"message":"m"}}`,
 	`{"method":"item/agentMessage/delta","params":"x"}`,
 	`{"method":null,"params":{}}`, `{"method":5,"params":{}}`, `{"params":{}}`, `{"method":"m"}`,
 	`{"method":"m","params":{},"id":null}`, `{"method":"m","params":{},"id":7}`, `{"method":"m","params":{},"ID":"x"}`,
@@ -203,8 +209,8 @@ func (pl *pipeline) line(l []byte) string {
 	switch {
 	case ps.u != nil:
 		u = ps.u
-	case ps.d != nil:
-		u = liftDelta(ps.d)
+	case ps.light:
+		u = liftDelta(&ps.d)
 	}
 	msg, _ := json.Marshal(struct {
 		M   jsonrpc.Message

@@ -291,6 +291,17 @@ func (s *Scanner) StrCached(dst, last *string) error {
 	return nil
 }
 
+// StrRaw scans a string or null value without making a string of it: body
+// is the bytes between the quotes, aliasing the line (nil for null, which
+// leaves a string field as it is); when plain they are the text, else
+// Unquote gives it. A decoder that makes one string of several bodies
+// saves their allocations.
+func (s *Scanner) StrRaw() (body []byte, plain bool, err error) { return s.strBody() }
+
+// Unquote is the text of a body StrRaw gave that is not plain, as
+// encoding/json decodes it.
+func Unquote(body []byte) string { return unquote(body) }
+
 // StrPtr decodes a string or null into a *string field, as encoding/json
 // does: null sets it to nil, a string to a new pointer.
 func (s *Scanner) StrPtr(dst **string) error {

@@ -64,3 +64,34 @@ func TestSkipMatchesValid(t *testing.T) {
 		}
 	}
 }
+
+// TestStrRaw: StrRaw's body, or Unquote of it when not plain, is the
+// string json.Unmarshal gives; null gives a nil body, other values ErrSlow.
+func TestStrRaw(t *testing.T) {
+	for _, c := range []string{`""`, `"plain"`, `"é ok"`, `"a\nb"`, `"\u00e9\ud83d\ude00 \ud800 x\udc00 \/"`, "\"bad \xff\xfe\"", `"\"q\""`} {
+		var want string
+		if err := json.Unmarshal([]byte(c), &want); err != nil {
+			t.Fatal(err)
+		}
+		s := New([]byte(c))
+		body, plain, err := s.StrRaw()
+		if err != nil || body == nil || s.End() != nil {
+			t.Fatalf("%q: body %q err %v", c, body, err)
+		}
+		got := string(body)
+		if !plain {
+			got = Unquote(body)
+		}
+		if got != want {
+			t.Errorf("%q: got %q (plain %v), json.Unmarshal %q", c, got, plain, want)
+		}
+	}
+	s := New([]byte(`null`))
+	if body, _, err := s.StrRaw(); body != nil || err != nil {
+		t.Errorf("null: body %q err %v", body, err)
+	}
+	s = New([]byte(`5`))
+	if _, _, err := s.StrRaw(); err != ErrSlow {
+		t.Errorf("5: err %v, want ErrSlow", err)
+	}
+}
