@@ -114,9 +114,6 @@ type notifLine struct {
 // notification.
 func decodeLine(line []byte) (jsonrpc.Message, params, error) { return decodeLineWith(line, false) }
 
-// stdDecodeLine is decodeLine with encoding/json alone.
-func stdDecodeLine(line []byte) (jsonrpc.Message, params, error) { return decodeLineWith(line, true) }
-
 func decodeLineWith(line []byte, stdOnly bool) (jsonrpc.Message, params, error) {
 	// The app-server writes a response's or request's id first: such a
 	// line goes to jsonrpc.Decode at once (either way gives the same).

@@ -86,15 +86,6 @@ func (n *notifDec) strs() {
 	n.span = [4][]byte{}
 }
 
-// line is the notifLine json.Unmarshal gives (u made from d when unset).
-func (n *notifDec) line() notifLine {
-	l := notifLine{ID: n.id, Method: n.method}
-	if n.params {
-		l.Params = n.union()
-	}
-	return l
-}
-
 // union is the params as the union: u, or d's fields in a new one.
 func (n *notifDec) union() *notifParams {
 	if n.u == nil {
