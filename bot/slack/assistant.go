@@ -270,7 +270,7 @@ func (h *home) view(list []chatops.HomeThread) slack.HomeTabViewRequest {
 	var running, recent []string
 	for _, c := range list {
 		title := oneLineTitle(h.desk.Scrub(c.Title))
-		line := fmt.Sprintf("<%s|%s>", threadLink(base, c.Place), escapeText(cmpOr(title, "a chat")))
+		line := fmt.Sprintf("<%s|%s>", threadLink(base, c.Place), escapeLabel(cmpOr(title, "a chat")))
 		switch last := runEnd(c); {
 		case c.Running():
 			running = append(running, "⏳ "+line)

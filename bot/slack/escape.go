@@ -63,6 +63,13 @@ func escapeText(s string) string {
 	return restoreMentions(b.String())
 }
 
+// escapeLabel prepares the text of a link (<url|text>): &, < and > are
+// always escaped, whatever slack.allow_mentions says and wherever they
+// stand, since a > in the label would end the link and what follows (a
+// title from a person or an agent) would be read as markup of its own,
+// another link for instance.
+func escapeLabel(s string) string { return mrkdwnEscaper.Replace(s) }
+
 func restoreMentions(s string) string {
 	if !strings.Contains(s, mentionOpen) {
 		return s

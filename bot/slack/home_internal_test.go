@@ -1,8 +1,12 @@
 package slack
 
 import (
+	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/slack-go/slack"
 
 	"github.com/threadline-bot/threadline/chatops"
 )
@@ -59,4 +63,44 @@ func TestHomeBehind(t *testing.T) {
 	if h.behind(run(ended.Add(-time.Second))) {
 		t.Error("a run shown running is behind")
 	}
+}
+
+// labelDesk is a homeDesk whose Scrub keeps the text as it is.
+type labelDesk struct{}
+
+func (labelDesk) HomeThreads(context.Context, chatops.User, string, int) ([]chatops.HomeThread, error) {
+	return nil, nil
+}
+func (labelDesk) HomeViewers(context.Context, chatops.Place, int) ([]chatops.User, error) {
+	return nil, nil
+}
+func (labelDesk) Scrub(s string) string { return s }
+
+// TestHomeTitleCannotEndItsLink: a chat title (from a person or an agent)
+// that holds > and < cannot close its link and add one of its own to the
+// Home tab, also with slack.allow_mentions, nor turn its first > into a
+// quote mark.
+func TestHomeTitleCannotEndItsLink(t *testing.T) {
+	for _, mentions := range []bool{false, true} {
+		allowMentions.Store(mentions)
+		h := &home{desk: labelDesk{}, url: "https://example.slack.com/"}
+		v := h.view([]chatops.HomeThread{{
+			Place:  chatops.Place{Platform: "slack", Workspace: "T1", Channel: "C1", Thread: "1.2"},
+			Title:  "> x> <https://evil.example|Re-authenticate",
+			Status: "completed",
+		}})
+		var text string
+		for _, b := range v.Blocks.BlockSet {
+			if sb, ok := b.(*slack.SectionBlock); ok && sb.Text != nil {
+				text += sb.Text.Text
+			}
+		}
+		if strings.Contains(text, "<https://evil") || strings.Count(text, "<") != 1 || strings.Count(text, ">") != 1 {
+			t.Errorf("allow_mentions=%v: the title got out of its link: %q", mentions, text)
+		}
+		if !strings.Contains(text, "&gt; x&gt; &lt;https://evil.example|Re-authenticate>") {
+			t.Errorf("allow_mentions=%v: the label is not the escaped title: %q", mentions, text)
+		}
+	}
+	allowMentions.Store(false)
 }
