@@ -19,7 +19,7 @@ type HomeThread struct {
 	// Title is the chat's title, else its first prompt (not scrubbed: see
 	// Desk.Scrub).
 	Title string
-	// Status, Started and Ended are those of the chat's latest run
+	// Status, Started and Ended are those of the person's latest run in the chat
 	// ("running", "completed", "failed", "interrupted"); Ended is zero while
 	// it runs.
 	Status  string

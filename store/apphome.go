@@ -21,14 +21,15 @@ type HomeThread struct {
 	ChatID string
 	// Title is the chat's title, else the text of its first prompt.
 	Title string
-	// Status, StartedAt and EndedAt are those of the chat's latest run
-	// (whoever started it); EndedAt is zero while it runs.
+	// Status, StartedAt and EndedAt are those of the person's latest run in
+	// the chat (not others' runs: see queryHomeThreads); EndedAt is zero
+	// while it runs.
 	Status    runhub.RunStatus
 	StartedAt time.Time
 	EndedAt   time.Time
 }
 
-// Running reports whether the chat's latest run runs now.
+// Running reports whether the person's latest run in the chat runs now.
 func (h HomeThread) Running() bool { return h.Status == runhub.StatusRunning }
 
 type homeRow struct {
@@ -44,15 +45,17 @@ type homeRow struct {
 
 const (
 	// queryHomeThreads: mine is the person's latest run per chat (index
-	// runs_started_by), latest the chat's latest run of anyone (index
-	// runs_chat_started); the first user.message is at the head of the log.
+	// runs_started_by), and l that run itself: the page shows the person's
+	// own runs, never what others ran in the thread since (someone who has
+	// left a private channel must not follow its activity from their home
+	// page); the first user.message is at the head of the log.
 	queryHomeThreads = `SELECT b.channel, b.thread, b.chat_id, c.title,
   (SELECT e.payload FROM chat_events e WHERE e.chat_id = b.chat_id AND e.type = $5 ORDER BY e.seq LIMIT 1) AS first_prompt,
   l.status, l.started_at, l.ended_at
 FROM (SELECT chat_id, MAX(started_at) AS mine_at FROM runs WHERE started_by = $3 GROUP BY chat_id) mine
 JOIN thread_bindings b ON b.chat_id = mine.chat_id AND b.platform = $1 AND b.workspace = $2
 JOIN chats c ON c.id = b.chat_id
-JOIN runs l ON l.id = (SELECT r.id FROM runs r WHERE r.chat_id = b.chat_id ORDER BY r.started_at DESC, r.id DESC LIMIT 1)
+JOIN runs l ON l.id = (SELECT r.id FROM runs r WHERE r.chat_id = b.chat_id AND r.started_by = $3 ORDER BY r.started_at DESC, r.id DESC LIMIT 1)
 ORDER BY CASE WHEN l.status = 'running' THEN 0 ELSE 1 END, mine.mine_at DESC, b.channel, b.thread
 LIMIT $4`
 	queryThreadStarters = `SELECT r.started_by FROM thread_bindings b JOIN runs r ON r.chat_id = b.chat_id
@@ -61,8 +64,9 @@ GROUP BY r.started_by ORDER BY MAX(r.started_at) DESC, r.started_by LIMIT $5`
 )
 
 // HomeThreads returns up to limit threads of the platform's workspace in
-// which by (a platform-qualified user id) started a run: those whose chat
-// runs now first, then the others by by's latest run in them, newest first.
+// which by (a platform-qualified user id) started a run, each with by's
+// latest run there: those where it runs now first, then the others by that
+// run, newest first.
 func (s *Store) HomeThreads(ctx context.Context, platform, workspace, by string, limit int) ([]HomeThread, error) {
 	if limit <= 0 {
 		limit = 10

@@ -60,7 +60,8 @@ func TestHomeThreads(t *testing.T) {
 		event("a", chatlog.TypeUserMessage, chatlog.UserMessage{Text: "fix the build", By: "slack:U1"})
 		event("a", chatlog.TypeUserMessage, chatlog.UserMessage{Text: "and the tests", By: "slack:U1"})
 		run("a1", "a", "slack:U1", 1, runhub.StatusCompleted)
-		// b: U1 ran it, then U2's run failed: the latest run is U2's.
+		// b: U1 ran it, then U2's run failed: U1's page shows U1's own
+		// run, not what U2 did there since (U1 may have left the channel).
 		chat("b", "Deploy", thread("C1", "2.2"))
 		run("b1", "b", "slack:U1", 5, runhub.StatusCompleted)
 		run("b2", "b", "slack:U2", 6, runhub.StatusFailed)
@@ -98,8 +99,12 @@ func TestHomeThreads(t *testing.T) {
 		if h := got[0]; !h.Running() || !h.EndedAt.IsZero() || h.ThreadRef != thread("D1", "3.3") || !h.StartedAt.Equal(base.Add(2*time.Minute)) {
 			t.Errorf("running thread %+v", h)
 		}
-		if h := got[2]; h.Running() || h.Status != runhub.StatusFailed || !h.StartedAt.Equal(base.Add(6*time.Minute)) || h.EndedAt.IsZero() {
-			t.Errorf("b's latest run should be U2's failed one: %+v", h)
+		if h := got[2]; h.Running() || h.Status != runhub.StatusCompleted || !h.StartedAt.Equal(base.Add(5*time.Minute)) || h.EndedAt.IsZero() {
+			t.Errorf("b should show U1's own completed run, not U2's failed one: %+v", h)
+		}
+		// U2's page shows U2's failed run in b.
+		if theirs, err := s.HomeThreads(ctx, "slack", "T1", "slack:U2", 10); err != nil || len(theirs) != 2 || theirs[0].ChatID != "d" || theirs[1].Status != runhub.StatusFailed {
+			t.Errorf("U2's home: %+v %v", theirs, err)
 		}
 		if h := got[1]; h.Status != runhub.StatusInterrupted {
 			t.Errorf("g %+v", h)
