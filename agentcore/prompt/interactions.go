@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -59,6 +62,12 @@ var (
 	// "allow"), an approval of a question, or no decision at all. The request
 	// stays pending; the user answers it with a fitting decision.
 	ErrAnswerKind = errors.New("response does not fit the request")
+	// ErrNotAnOption is returned for an answer to a question that takes only
+	// its options (agent.Question.AllowOther false) that is none of them; for
+	// a MultiSelect question, a line that is none of them. The error names
+	// the question and its options, never the answer. The request stays
+	// pending; the user answers it again.
+	ErrNotAnOption = errors.New("answer is not one of the question's options")
 )
 
 // maxInteractionPayload bounds the request copy kept in the ledger.
@@ -94,35 +103,150 @@ func (s *Service) respondLocal(ctx context.Context, chatID agent.ChatID, runID a
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
 	}
-	if err := r.claim(resp); err != nil {
+	resp, err := r.claim(resp)
+	if err != nil {
 		return err
 	}
 	return r.send(ctx, resp)
 }
 
-// claim marks the interaction answered, refusing unknown and answered ones
-// and a response whose decision does not fit the request's kind (which leaves
-// the request pending).
-func (r *Run) claim(resp agent.InteractionResponse) error {
+// claim marks the interaction answered, refusing unknown and answered ones,
+// a response whose decision does not fit the request's kind and an answer
+// that is none of an options-only question's options (which leave the
+// request pending). It returns the response as the agent gets it: an
+// option named by its number or in another case is the option's text.
+func (r *Run) claim(resp agent.InteractionResponse) (agent.InteractionResponse, error) {
 	id := resp.InteractionID
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	st, ok := r.interactions[id]
 	switch {
 	case !ok && r.resolved[id]:
-		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
+		return resp, fmt.Errorf("%w: %s", ErrInteractionResolved, id)
 	case !ok:
-		return fmt.Errorf("%w: %s in run %s", ErrUnknownInteraction, id, r.ID)
+		return resp, fmt.Errorf("%w: %s in run %s", ErrUnknownInteraction, id, r.ID)
 	case st.answered:
-		return fmt.Errorf("%w: %s", ErrInteractionResolved, id)
+		return resp, fmt.Errorf("%w: %s", ErrInteractionResolved, id)
 	case !st.request.Accepts(resp.Decision):
-		return fmt.Errorf("%w: %q for a %s request %s", ErrAnswerKind, string(resp.Decision), st.kind, id)
+		return resp, fmt.Errorf("%w: %q for a %s request %s", ErrAnswerKind, string(resp.Decision), st.kind, id)
+	}
+	if resp.Decision == agent.DecisionAnswer {
+		answers, bad := chosenOptions(st.request.Questions, resp.Answers)
+		if bad != nil {
+			return resp, fmt.Errorf("%w (request %s): %s", ErrNotAnOption, id, optionsDetail(*bad))
+		}
+		resp.Answers = answers
 	}
 	st.answered = true
 	if st.timer != nil {
 		st.timer.Stop()
 	}
-	return nil
+	return resp, nil
+}
+
+// chosenOptions checks the answers to the questions that take only their
+// options (Options set, AllowOther false): each must name one of them, by
+// its text in any case or by its number from 1; a MultiSelect answer names
+// one per line. It returns the answers with each such answer spelled as its
+// options are (a copy; answers itself is not changed). An empty answer is
+// left to the provider (an Optional question is skipped, a required one is
+// its to refuse), as are questions without options or with AllowOther.
+// The first question whose answer names none of its options is returned
+// as bad (and no answers).
+func chosenOptions(qs []agent.Question, answers map[string]string) (_ map[string]string, bad *agent.Question) {
+	var out map[string]string
+	for _, q := range qs {
+		a, ok := answers[q.ID]
+		if !ok || len(q.Options) == 0 || q.AllowOther || strings.TrimSpace(a) == "" {
+			continue
+		}
+		parts := []string{a}
+		if q.MultiSelect {
+			parts = strings.Split(a, "\n")
+		}
+		picked := make([]string, 0, len(parts))
+		for _, p := range parts {
+			if q.MultiSelect && strings.TrimSpace(p) == "" {
+				continue
+			}
+			o, ok := optionNamed(q.Options, p)
+			if !ok {
+				return nil, &q
+			}
+			picked = append(picked, o)
+		}
+		canon := strings.Join(picked, "\n")
+		if canon == a {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(answers)
+		}
+		out[q.ID] = canon
+	}
+	if out == nil {
+		return answers, nil
+	}
+	return out, nil
+}
+
+// optionNamed is the option text names: the option itself, the option in
+// another case, or its number from 1 (a label wins over a number).
+func optionNamed(options []string, text string) (string, bool) {
+	text = strings.TrimSpace(text)
+	for _, o := range options {
+		if o == text {
+			return o, true
+		}
+	}
+	for _, o := range options {
+		if strings.EqualFold(strings.TrimSpace(o), text) {
+			return o, true
+		}
+	}
+	if n, err := strconv.Atoi(text); err == nil && n >= 1 && n <= len(options) {
+		return options[n-1], true
+	}
+	return "", false
+}
+
+// optionsDetail says, for the user, what q takes, naming its options in
+// order; it is the last part of an ErrNotAnOption error.
+func optionsDetail(q agent.Question) string {
+	named := make([]string, len(q.Options))
+	for i, o := range q.Options {
+		named[i] = fmt.Sprintf("%d. %s", i+1, o)
+	}
+	what := "one of its options"
+	if q.MultiSelect {
+		what = "only its options, one per line"
+	}
+	name := q.Header
+	if name == "" {
+		name = q.Text
+	}
+	return fmt.Sprintf("%q takes %s: %s", name, what, strings.Join(named, " · "))
+}
+
+// NotAnOptionDetail returns what an ErrNotAnOption error says of the
+// question and its options, for a front-end to tell the user (answered
+// here or by the replica running the run). ok is false for other errors.
+func NotAnOptionDetail(err error) (detail string, ok bool) {
+	if !errors.Is(err, ErrNotAnOption) {
+		return "", false
+	}
+	return detailOf(err.Error()), true
+}
+
+// detailOf is the optionsDetail part of an ErrNotAnOption error's text
+// ("…options (request q1): detail"), "" when it has none.
+func detailOf(text string) string {
+	_, rest, found := strings.Cut(text, ErrNotAnOption.Error())
+	if !found {
+		return ""
+	}
+	_, detail, _ := strings.Cut(rest, "): ")
+	return detail
 }
 
 func (r *Run) send(ctx context.Context, resp agent.InteractionResponse) error {
@@ -141,7 +265,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 	if r.interactionTimeout > 0 {
 		in.ExpiresAt = time.Now().Add(r.interactionTimeout).UTC().Truncate(time.Second)
 	}
-	st := &interactionState{kind: string(in.Kind), request: agent.Interaction{Kind: in.Kind, Options: in.Options}}
+	st := &interactionState{kind: string(in.Kind), request: agent.Interaction{Kind: in.Kind, Options: in.Options, Questions: in.Questions}}
 	r.mu.Lock()
 	if _, dup := r.interactions[in.ID]; dup {
 		r.mu.Unlock()

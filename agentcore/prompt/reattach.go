@@ -414,6 +414,7 @@ func (s *Service) rerequested(ctx context.Context, run *Run, id string) {
 	st := &interactionState{}
 	if in := rp.requests[id]; in != nil {
 		st.kind = string(in.Kind)
+		st.request = agent.Interaction{Kind: in.Kind, Options: in.Options, Questions: in.Questions}
 	}
 	res, resolved := rp.resolutions[id]
 	answer := resolved && res.Status != agent.StatusTurnEnded && res.Status != agent.StatusExpired

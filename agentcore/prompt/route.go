@@ -73,6 +73,8 @@ const (
 	codeUnknown   = "unknown_interaction"
 	codeResolved  = "interaction_resolved"
 	codeNotActive = "run_not_active"
+	codeKind      = "answer_kind"
+	codeNotOption = "not_an_option"
 	codeFailed    = "failed"
 )
 
@@ -172,6 +174,10 @@ func (s *Service) serveRouted(m routeMsg) {
 		reply.Code = codeResolved
 	case errors.Is(err, ErrRunNotActive):
 		reply.Code = codeNotActive
+	case errors.Is(err, ErrAnswerKind):
+		reply.Code = codeKind
+	case errors.Is(err, ErrNotAnOption):
+		reply.Code = codeNotOption
 	default:
 		reply.Code = codeFailed
 	}
@@ -264,6 +270,14 @@ func (s *Service) request(ctx context.Context, owner string, m routeMsg) error {
 			sentinel = ErrInteractionResolved
 		case codeNotActive:
 			sentinel = ErrRunNotActive
+		case codeKind:
+			sentinel = ErrAnswerKind
+		case codeNotOption:
+			// The owner's error names the question and its options.
+			if detail := detailOf(reply.Err); detail != "" {
+				return fmt.Errorf("%w (replica %s): %s", ErrNotAnOption, owner, detail)
+			}
+			return fmt.Errorf("%w (replica %s: %s)", ErrNotAnOption, owner, reply.Err)
 		default:
 			return fmt.Errorf("prompt: replica %s: %s", owner, reply.Err)
 		}
