@@ -604,7 +604,9 @@ func (t *Desk) respond(ctx context.Context, p Place, u User, ref Ref, resp agent
 	err := t.bot.Respond(ctx, ref.ChatID, ref.RunID, resp)
 	if err != nil {
 		msg := "That request is no longer waiting for an answer."
-		if errors.Is(err, prompt.ErrAnswerKind) {
+		if detail, ok := prompt.NotAnOptionDetail(err); ok {
+			msg = notAnOption(detail)
+		} else if errors.Is(err, prompt.ErrAnswerKind) {
 			msg = needsDecision
 			if resp.Decision != agent.DecisionAnswer {
 				msg = "That request does not take this answer: use the buttons on its card."
@@ -614,6 +616,15 @@ func (t *Desk) respond(ctx context.Context, p Place, u User, ref Ref, resp agent
 		return fmt.Errorf("chatops: answer %s: %w", ref.InteractionID, err)
 	}
 	return nil
+}
+
+// notAnOption tells a user that a question takes only its options (detail
+// names them, from prompt.NotAnOptionDetail) and is still waiting.
+func notAnOption(detail string) string {
+	if detail == "" {
+		return "That answer is not one of the question's options, so it was not sent; the question is still waiting: answer with one of its options (its text or its number)."
+	}
+	return "That answer was not sent: " + detail + ". The question is still waiting: answer with one of its options (its text or its number)."
 }
 
 // pendingInteraction returns the pending interaction a ref names, when this

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
@@ -356,7 +357,7 @@ func TestThreads(t *testing.T) {
 			q := func(id string) func(context.Context, agent.RunRequest, func(agent.Event)) error {
 				return func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 					emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{ID: id, Kind: agent.KindQuestion,
-						Questions: []agent.Question{{ID: "q1", Text: "Which color?", Options: []string{"red", "blue"}}}}})
+						Questions: []agent.Question{{ID: "q1", Text: "Which color?", Options: []string{"red", "blue"}, AllowOther: true}}}})
 					r := <-req.Responses
 					got <- r
 					emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: id, Status: "answered", By: r.By}})
@@ -399,6 +400,65 @@ func TestThreads(t *testing.T) {
 			}
 			if r := <-got; r.InteractionID != "ask-2" || r.Answers["q1"] != "green, really" {
 				t.Fatalf("free-text answer %+v", r)
+			}
+		})
+
+		t.Run("question that takes only its options: free text is refused, the question waits", func(t *testing.T) {
+			f := setup(t, st, chatops.DeskOptions{})
+			got := make(chan agent.InteractionResponse, 1)
+			f.prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{ID: "only-1", Kind: agent.KindQuestion,
+					Questions: []agent.Question{{ID: "q1", Text: "Which colour?", Options: []string{"Red", "Blue"}}}}})
+				select {
+				case r := <-req.Responses:
+					got <- r
+					emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: "only-1", Status: "answered", By: r.By}})
+				case <-ctx.Done():
+					return nil
+				}
+				emit(agent.Event{Type: agent.EventRunCompleted})
+				return nil
+			})
+			if err := f.mention(t, "UADMIN", "pick"); err != nil {
+				t.Fatal(err)
+			}
+			var card *message
+			waitFor(t, "the question card", func() bool {
+				card = f.find(thread, func(m *message) bool {
+					return strings.Contains(m.view.Body, "Which colour?") && len(m.view.Buttons) > 0
+				})
+				return card != nil
+			})
+			var ref chatops.Ref
+			for _, b := range card.view.Buttons {
+				if b.ID == chatops.ButtonAnswer {
+					ref, _ = chatops.DecodeRef(b.Value)
+				}
+			}
+			if ref.InteractionID != "only-1" {
+				t.Fatalf("no Answer button on %+v", card.view.Buttons)
+			}
+			answer := func(text string) error {
+				return f.threads.HandleAnswer(t.Context(), chatops.Answer{Place: thread, User: user("UADMIN"), Ref: ref, Answers: map[string]string{"q1": text}})
+			}
+			err := answer("green, really")
+			if !errors.Is(err, prompt.ErrNotAnOption) {
+				t.Fatalf("free text to an options-only question = %v, want ErrNotAnOption", err)
+			}
+			told := strings.Join(f.surf.ephemerals, "\n")
+			if !strings.Contains(told, "1. Red · 2. Blue") || !strings.Contains(told, "still waiting") {
+				t.Errorf("the user was told %q, want the options named", told)
+			}
+			select {
+			case r := <-got:
+				t.Fatalf("free text reached the agent: %+v", r)
+			default:
+			}
+			if err := answer("2"); err != nil {
+				t.Fatalf("the option's number after a refusal: %v", err)
+			}
+			if r := <-got; r.InteractionID != "only-1" || r.Answers["q1"] != "Blue" {
+				t.Fatalf("answer %+v, want Blue", r)
 			}
 		})
 
