@@ -46,6 +46,19 @@ func (c *card) open() bool {
 	return slices.ContainsFunc(c.buttons, func(b chatops.Button) bool { return b.ID != chatops.ButtonStop })
 }
 
+// asks reports whether the card asks a question or an approval: it has an
+// Answer, option, approval or decline button. A queued prompt's "Run now"
+// and a running answer's Stop do not ask anything a reply could answer.
+func (c *card) asks() bool {
+	return slices.ContainsFunc(c.buttons, func(b chatops.Button) bool {
+		switch b.ID {
+		case chatops.ButtonAnswer, chatops.ButtonApprove, chatops.ButtonApproveSession, chatops.ButtonDecline, chatops.ButtonCancel:
+			return true
+		}
+		return strings.HasPrefix(b.ID, chatops.ButtonOptionPrefix)
+	})
+}
+
 func (c *card) button(id string) (chatops.Button, bool) {
 	for _, b := range c.buttons {
 		if b.ID == id {
@@ -118,6 +131,12 @@ func (cb *cardBook) openIn(p chatops.Place) []*card {
 	}
 	slices.SortFunc(out, func(a, b *card) int { return b.at.Compare(a.at) })
 	return out
+}
+
+// asking returns the open cards of the thread that ask a question or an
+// approval (card.asks), newest first.
+func (cb *cardBook) asking(p chatops.Place) []*card {
+	return slices.DeleteFunc(cb.openIn(p), func(c *card) bool { return !c.asks() })
 }
 
 // withButtons returns the content as a map with the buttons added (to
@@ -384,6 +403,35 @@ func (b *Bot) onlyOptions(ctx context.Context, buttons []chatops.Button) []strin
 		return nil
 	}
 	return q[0].Options
+}
+
+// secretQuestion reports whether a card with these buttons asks a secret
+// (agent.Question.Secret), read from the desk by the Answer button's ref. It
+// is false when the question cannot be read.
+func (b *Bot) secretQuestion(ctx context.Context, buttons []chatops.Button) bool {
+	var answer chatops.Button
+	found := false
+	for _, bt := range buttons {
+		if bt.ID == chatops.ButtonAnswer {
+			answer, found = bt, true
+		}
+	}
+	if !found {
+		return false
+	}
+	qs, ok := b.desk.(questionSource)
+	if !ok {
+		return false
+	}
+	ref, err := chatops.DecodeRef(answer.Value)
+	if err != nil {
+		return false
+	}
+	q, err := qs.Questions(ctx, ref)
+	if err != nil {
+		return false
+	}
+	return slices.ContainsFunc(q, func(q agent.Question) bool { return q.Secret })
 }
 
 // optionLabels are the labels of the option buttons, in order.

@@ -180,12 +180,19 @@ func hasButton(v chatops.View, id string) bool {
 
 // content is the message content of a view: the plain body and the HTML body.
 func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
-	return cardContent(v, mentions, false)
+	return cardContent(v, mentions, false, false)
 }
 
+// secretHint replaces the hint of a card whose question asks a secret
+// (agent.Question.Secret): a reply in the room is seen by every member and
+// stays in its history, so the card does not invite one.
+const secretHint = "This question asks for a secret: do not reply with it in this room, where every member would see it " +
+	"(I would remove such a reply and not pass it on). React " + KeyDecline + " or reply \"decline\" to decline it, " +
+	"and give the agent the secret another way, e.g. run the task from `threadline chat` on the machine, which reads it without echo."
+
 // cardContent is content with the hint of a question that takes only its
-// options when onlyOptions is set.
-func cardContent(v chatops.View, mentions []id.UserID, onlyOptions bool) *event.MessageEventContent {
+// options when onlyOptions is set, and with secretHint when secret is set.
+func cardContent(v chatops.View, mentions []id.UserID, onlyOptions, secret bool) *event.MessageEventContent {
 	var plain, htmlParts []string
 	if v.Status != "" {
 		plain = append(plain, v.Status)
@@ -210,7 +217,11 @@ func cardContent(v chatops.View, mentions []id.UserID, onlyOptions bool) *event.
 		plain = append(plain, v.Footer)
 		htmlParts = append(htmlParts, "<p><em>"+html.EscapeString(v.Footer)+"</em></p>")
 	}
-	if h := hint(v, onlyOptions); h != "" {
+	h := hint(v, onlyOptions)
+	if secret && isCard(v) {
+		h = secretHint
+	}
+	if h != "" {
 		plain = append(plain, h)
 		htmlParts = append(htmlParts, "<p><sub>"+html.EscapeString(h)+"</sub></p>")
 	}
@@ -235,6 +246,8 @@ type outgoing struct {
 	mentions []id.UserID
 	// onlyOptions: v's question takes only its options (Bot.onlyOptions).
 	onlyOptions bool
+	// secret: v's question asks a secret (Bot.secretQuestion).
+	secret bool
 	// thread is the thread a new message goes to; edit the message an edit
 	// replaces (always the original event).
 	thread, edit id.EventID
@@ -270,11 +283,11 @@ const cutSuffix = "\n\n… (cut: the message is too long for one Matrix event)"
 // text); else with the plain body cut. It is deterministic, so a replay sends
 // the same bytes; shrunk says what it did.
 func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, err error) {
-	if wire, err = o.build(cardContent(o.v, o.mentions, o.onlyOptions)); err != nil || wireSize(wire, encrypted) <= limit {
+	if wire, err = o.build(cardContent(o.v, o.mentions, o.onlyOptions, o.secret)); err != nil || wireSize(wire, encrypted) <= limit {
 		return wire, shrunkNone, err
 	}
 	plain := func(body string) (any, error) {
-		c := cardContent(o.v, o.mentions, o.onlyOptions)
+		c := cardContent(o.v, o.mentions, o.onlyOptions, o.secret)
 		c.Format, c.FormattedBody = "", ""
 		if body != "" {
 			c.Body = body
@@ -284,7 +297,7 @@ func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, er
 	if wire, err = plain(""); err != nil || wireSize(wire, encrypted) <= limit {
 		return wire, shrunkHTML, err
 	}
-	orig := cardContent(o.v, o.mentions, o.onlyOptions).Body
+	orig := cardContent(o.v, o.mentions, o.onlyOptions, o.secret).Body
 	n := len(orig)
 	for n > 0 {
 		// JSON escaping (and Megolm's base64) make the event grow faster

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,14 +176,60 @@ func (b *Bot) direct(ctx context.Context, room id.RoomID) bool {
 }
 
 // answerCard treats a reply in a thread with an open card as its answer. It
-// reports whether the message was taken as one.
+// reports whether the message was taken as one. The card answered is the
+// one the message replies to (m.in_reply_to, not a thread's fallback); else
+// the thread's one card that asks a question or an approval (card.asks:
+// a queued prompt's "Run now" is no such card). With several of them and no
+// reply to one, an answer is not guessed: the sender is asked to reply to
+// the card it answers.
 func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place, text string, mentioned bool) bool {
 	b.readCards(ctx, evt.RoomID, p)
-	cards := b.cards.openIn(p)
-	if len(cards) == 0 {
+	var rel *event.RelatesTo
+	if m := evt.Content.AsMessage(); m != nil {
+		rel = m.RelatesTo
+	}
+	if to := rel.GetNonFallbackReplyTo(); to != "" {
+		if c, err := b.lookupCard(ctx, evt.RoomID, to); err == nil && c.place == p {
+			if !c.asks() {
+				return false // a reply to a settled card (or a Run now): an ordinary message
+			}
+			return b.answerThis(ctx, evt, p, c, text, mentioned)
+		}
+	}
+	cards := b.cards.asking(p)
+	switch len(cards) {
+	case 0:
+		return false
+	case 1:
+		return b.answerThis(ctx, evt, p, cards[0], text, mentioned)
+	}
+	// Several requests wait: answer none of them by guess.
+	var first *card
+	for _, c := range cards {
+		if _, ok := parseReply(c, text, b.onlyOptions(ctx, c.buttons)); ok {
+			first = c
+			break
+		}
+	}
+	if first == nil {
 		return false
 	}
-	c := cards[0]
+	u := user(evt.Sender)
+	if !b.desk.MayAnswer(u, p) {
+		return b.answerThis(ctx, evt, p, first, text, mentioned) // refused or ordinary, as for one card
+	}
+	if slices.ContainsFunc(cards, func(c *card) bool { return b.secretQuestion(ctx, c.buttons) }) {
+		b.refuseSecret(ctx, evt, p, u)
+		return true
+	}
+	if err := b.Ephemeral(ctx, p, u, fmt.Sprintf("%d requests are waiting in this thread, so I did not take this as an answer: reply to the request you answer (Reply on its message), or react on it.", len(cards))); err != nil {
+		b.log.WarnContext(ctx, "ask which card a reply answers", "err", err)
+	}
+	return true
+}
+
+// answerThis treats the message as an answer to card c of thread p.
+func (b *Bot) answerThis(ctx context.Context, evt *event.Event, p chatops.Place, c *card, text string, mentioned bool) bool {
 	ans, ok := parseReply(c, text, b.onlyOptions(ctx, c.buttons))
 	if !ok {
 		return false
@@ -210,6 +257,10 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 		}
 		return true
 	}
+	if b.secretQuestion(ctx, c.buttons) {
+		b.refuseSecret(ctx, evt, p, u)
+		return true
+	}
 	ref, err := b.answerRef(c)
 	if err != nil || ans.qid == "" {
 		_ = b.Ephemeral(ctx, p, u, "I cannot tell which question this answers; react with an option instead.")
@@ -217,6 +268,23 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 	}
 	b.put(ctx, chatops.Inbound{Answer: &chatops.Answer{Place: p, User: u, Ref: ref, Answers: map[string]string{ans.qid: ans.text}}})
 	return true
+}
+
+// refuseSecret refuses a reply in the room to a question that asks a secret:
+// the room's members saw it, so it is not passed on; the reply is redacted
+// (best effort: the bot needs the power to redact) and the sender told why.
+// The reply's text is never logged.
+func (b *Bot) refuseSecret(ctx context.Context, evt *event.Event, p chatops.Place, u chatops.User) {
+	why := "this question asks for a secret, and a reply in this room is seen by every member, so I did not pass it on."
+	text := "I removed your reply: " + why
+	if _, err := b.cli.RedactEvent(ctx, evt.RoomID, evt.ID, mautrix.ReqRedact{Reason: "a secret answered in the room"}); err != nil {
+		b.log.WarnContext(ctx, "redact a reply to a secret question", logkey.RoomID, evt.RoomID, logkey.EventID, evt.ID, "err", err)
+		text = "I could not remove your reply (delete it yourself, and treat the value as exposed): " + why
+	}
+	text += " Decline the question here (react " + KeyDecline + " or reply \"decline\") and give the agent the secret another way."
+	if err := b.Ephemeral(ctx, p, u, text); err != nil {
+		b.log.WarnContext(ctx, "refuse a reply to a secret question", "err", err)
+	}
 }
 
 func (b *Bot) answerRef(c *card) (chatops.Ref, error) {

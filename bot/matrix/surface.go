@@ -72,7 +72,7 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 	if err != nil {
 		return "", err
 	}
-	body, err := b.fitted(ctx, room, outgoing{v: v, thread: id.EventID(p.Thread), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil})
+	body, err := b.fitted(ctx, room, outgoing{v: v, thread: id.EventID(p.Thread), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil, secret: b.secretQuestion(ctx, v.Buttons)})
 	if err != nil {
 		return "", err
 	}
@@ -109,7 +109,7 @@ func (b *Bot) Update(ctx context.Context, p chatops.Place, msgID string, v chato
 	if err != nil {
 		return err
 	}
-	body, err := b.fitted(ctx, room, outgoing{v: v, edit: id.EventID(msgID), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil})
+	body, err := b.fitted(ctx, room, outgoing{v: v, edit: id.EventID(msgID), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil, secret: b.secretQuestion(ctx, v.Buttons)})
 	if err != nil {
 		return err
 	}
