@@ -233,7 +233,7 @@ func TestSocketMode(t *testing.T) {
 			got := make(chan agent.InteractionResponse, 1)
 			h.stack.Prov.Add(func(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventInteractionRequested, Interaction: &agent.Interaction{ID: "ask-1", Kind: agent.KindQuestion,
-					Questions: []agent.Question{{ID: "q1", Text: "Which branch?", Options: []string{"main", "dev"}}}}})
+					Questions: []agent.Question{{ID: "q1", Text: "Which branch?"}}}})
 				r := <-req.Responses
 				got <- r
 				emit(agent.Event{Type: agent.EventInteractionResolved, Resolution: &agent.Resolution{InteractionID: "ask-1", Status: "answered", By: r.By}})
