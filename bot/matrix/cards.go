@@ -380,26 +380,11 @@ func (b *Bot) onlyOptions(ctx context.Context, buttons []chatops.Button) []strin
 	if len(labels) == 0 {
 		return nil
 	}
-	var answer chatops.Button
-	found := false
-	for _, bt := range buttons {
-		if bt.ID == chatops.ButtonAnswer {
-			answer, found = bt, true
-		}
-	}
-	if !found {
+	if _, ok := answerButton(buttons); !ok {
 		return labels
 	}
-	qs, ok := b.desk.(questionSource)
-	if !ok {
-		return nil
-	}
-	ref, err := chatops.DecodeRef(answer.Value)
-	if err != nil {
-		return nil
-	}
-	q, err := qs.Questions(ctx, ref)
-	if err != nil || len(q) != 1 || len(q[0].Options) == 0 || q[0].AllowOther {
+	q, ok := b.cardQuestions(ctx, buttons)
+	if !ok || len(q) != 1 || len(q[0].Options) == 0 || q[0].AllowOther {
 		return nil
 	}
 	return q[0].Options
@@ -409,29 +394,40 @@ func (b *Bot) onlyOptions(ctx context.Context, buttons []chatops.Button) []strin
 // (agent.Question.Secret), read from the desk by the Answer button's ref. It
 // is false when the question cannot be read.
 func (b *Bot) secretQuestion(ctx context.Context, buttons []chatops.Button) bool {
-	var answer chatops.Button
-	found := false
-	for _, bt := range buttons {
-		if bt.ID == chatops.ButtonAnswer {
-			answer, found = bt, true
-		}
+	q, _ := b.cardQuestions(ctx, buttons)
+	return slices.ContainsFunc(q, func(q agent.Question) bool { return q.Secret })
+}
+
+// answerButton is the card's Answer button, if it has one.
+func answerButton(buttons []chatops.Button) (chatops.Button, bool) {
+	i := slices.IndexFunc(buttons, func(bt chatops.Button) bool { return bt.ID == chatops.ButtonAnswer })
+	if i < 0 {
+		return chatops.Button{}, false
 	}
-	if !found {
-		return false
+	return buttons[i], true
+}
+
+// cardQuestions reads from the desk the questions of the interaction a card
+// with these buttons asks, by its Answer button's ref; false when the card
+// has none or the questions cannot be read (not pending any more).
+func (b *Bot) cardQuestions(ctx context.Context, buttons []chatops.Button) ([]agent.Question, bool) {
+	answer, ok := answerButton(buttons)
+	if !ok {
+		return nil, false
 	}
 	qs, ok := b.desk.(questionSource)
 	if !ok {
-		return false
+		return nil, false
 	}
 	ref, err := chatops.DecodeRef(answer.Value)
 	if err != nil {
-		return false
+		return nil, false
 	}
 	q, err := qs.Questions(ctx, ref)
 	if err != nil {
-		return false
+		return nil, false
 	}
-	return slices.ContainsFunc(q, func(q agent.Question) bool { return q.Secret })
+	return q, true
 }
 
 // optionLabels are the labels of the option buttons, in order.
