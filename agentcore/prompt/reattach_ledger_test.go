@@ -64,42 +64,21 @@ func (l *lockedBuf) String() string {
 func TestReattachLedgerAheadOfEvents(t *testing.T) {
 	for _, dialect := range storetest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
-			st := storetest.Open(t, dialect)
-			ctx := t.Context()
-			if err := st.CreateChat(ctx, &store.Chat{ID: "c1", Agent: "claude"}); err != nil {
-				t.Fatal(err)
-			}
-			if err := st.StartRun(ctx, store.RunRecord{ID: "r1", ChatID: "c1"}); err != nil {
-				t.Fatal(err)
-			}
-			enc := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+			var logs lockedBuf
 			q1 := &agent.Interaction{ID: "q1", Kind: agent.KindCommandApproval, Title: "Bash: ls"}
 			// Persisted: the prompt and q1's request; q1's approval and q2's
 			// request were in the ledger only when the bot died.
-			if err := st.AppendEvents(ctx, []runhub.Event{
-				{ChatID: "c1", Seq: 1, RunID: "r1", Type: chatlog.TypeUserMessage, Payload: enc(chatlog.UserMessage{Text: "go"})},
-				{ChatID: "c1", Seq: 2, RunID: "r1", Type: string(agent.EventInteractionRequested), Payload: enc(agent.Event{Type: agent.EventInteractionRequested, Interaction: q1})},
-			}); err != nil {
-				t.Fatal(err)
-			}
-			led := storeLedger{st}
-			for _, id := range []string{"q1", "q2"} {
-				if err := led.RecordInteraction(ctx, InteractionRecord{RunID: "r1", ID: id, ChatID: "c1", NativeID: []byte(`"` + id + `"`), Kind: string(agent.KindCommandApproval)}); err != nil {
+			st, s, run := reattachedRun(t, dialect, slog.New(slog.NewTextHandler(&logs, nil)), q1, func(led storeLedger) {
+				for _, id := range []string{"q1", "q2"} {
+					if err := led.RecordInteraction(t.Context(), InteractionRecord{RunID: "r1", ID: id, ChatID: "c1", NativeID: []byte(`"` + id + `"`), Kind: string(agent.KindCommandApproval)}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := led.ResolveInteraction(t.Context(), "r1", "q1", agent.StatusApproved, string(agent.DecisionApprove), "alice"); err != nil {
 					t.Fatal(err)
 				}
-			}
-			if err := led.ResolveInteraction(ctx, "r1", "q1", agent.StatusApproved, string(agent.DecisionApprove), "alice"); err != nil {
-				t.Fatal(err)
-			}
-
-			var logs lockedBuf
-			s := &Service{history: st, ledger: led, log: slog.New(slog.NewTextHandler(&logs, nil)), opts: Options{Observer: nopObserver{}}}
-			rp, err := s.loadReplay(ctx, "c1", "r1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			run := &Run{ID: "r1", ChatID: "c1", responses: make(chan agent.InteractionResponse, 8), ending: make(chan struct{}),
-				interactions: map[string]*interactionState{}, resolved: map[string]bool{}, replay: rp}
+			})
+			ctx := t.Context()
 			a := &attempt{}
 			// The provider re-emits q1's request (persisted: dropped) and
 			// is answered with the ledger's decision, then emits what the
@@ -126,4 +105,37 @@ func TestReattachLedgerAheadOfEvents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// reattachedRun is the run r1 of chat c1 as Reattach rebuilds it after the
+// bot died: in the dialect's store the chat's log holds the prompt and q's
+// request, ledger (called with the store's ledger) writes what the ledger
+// held besides, and the returned Run carries the replay loaded from both.
+func reattachedRun(t *testing.T, dialect string, log *slog.Logger, q *agent.Interaction, ledger func(storeLedger)) (*store.Store, *Service, *Run) {
+	t.Helper()
+	st := storetest.Open(t, dialect)
+	ctx := t.Context()
+	if err := st.CreateChat(ctx, &store.Chat{ID: "c1", Agent: "claude"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.StartRun(ctx, store.RunRecord{ID: "r1", ChatID: "c1"}); err != nil {
+		t.Fatal(err)
+	}
+	enc := func(v any) json.RawMessage { b, _ := json.Marshal(v); return b }
+	if err := st.AppendEvents(ctx, []runhub.Event{
+		{ChatID: "c1", Seq: 1, RunID: "r1", Type: chatlog.TypeUserMessage, Payload: enc(chatlog.UserMessage{Text: "go"})},
+		{ChatID: "c1", Seq: 2, RunID: "r1", Type: string(agent.EventInteractionRequested), Payload: enc(agent.Event{Type: agent.EventInteractionRequested, Interaction: q})},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	led := storeLedger{st}
+	ledger(led)
+	s := &Service{history: st, ledger: led, log: log, opts: Options{Observer: nopObserver{}}}
+	rp, err := s.loadReplay(ctx, "c1", "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &Run{ID: "r1", ChatID: "c1", responses: make(chan agent.InteractionResponse, 8), ending: make(chan struct{}),
+		interactions: map[string]*interactionState{}, resolved: map[string]bool{}, replay: rp}
+	return st, s, run
 }
