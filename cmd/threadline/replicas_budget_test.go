@@ -180,18 +180,7 @@ func budgetRun(t *testing.T, shared bool) budgetFigures {
 		roots[i] = fake.PostUserMessage("C1", "", "stream "+strconv.Itoa(i))
 	}
 	start := time.Now()
-	for i, root := range roots {
-		env, err := fake.Envelope("events_api", map[string]any{"type": "event_callback", "team_id": slacktest.TeamID,
-			"api_app_id": slacktest.AppID, "event_id": "Ev" + strconv.Itoa(i), "event_time": time.Now().Unix(),
-			"event": map[string]any{"type": "app_mention", "user": "UDEV", "channel": "C1", "ts": root, "event_ts": root,
-				"text": "<@" + slacktest.BotUserID + "> stream " + strconv.Itoa(i)}}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := fake.WaitAck(env, providertest.Scale(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mentionStreams(t, fake, roots)
 	// The answer of a run: its message whose stream ended with the footer.
 	answerOf := func(root string) (slacktest.Message, bool) {
 		for _, m := range fake.Thread("C1", root) {

@@ -141,18 +141,7 @@ func TestServeRSS(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	for i, root := range roots {
-		env, err := fake.Envelope("events_api", map[string]any{"type": "event_callback", "team_id": slacktest.TeamID,
-			"api_app_id": slacktest.AppID, "event_id": "Ev" + strconv.Itoa(i), "event_time": time.Now().Unix(),
-			"event": map[string]any{"type": "app_mention", "user": "UDEV", "channel": "C1", "ts": root, "event_ts": root,
-				"text": "<@" + slacktest.BotUserID + "> stream " + strconv.Itoa(i)}}, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := fake.WaitAck(env, providertest.Scale(10*time.Second)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	mentionStreams(t, fake, roots)
 	done := func(root string) bool {
 		for _, m := range fake.Thread("C1", root) {
 			if strings.Contains(string(m.Blocks), "Done in") {
@@ -254,4 +243,22 @@ func tail(s string, n int) string {
 		return s[len(s)-n:]
 	}
 	return s
+}
+
+// mentionStreams sends the app_mention "stream <i>" of each thread root in
+// C1 (Socket Mode envelopes, ids Ev<i>), each acknowledged before the next.
+func mentionStreams(t *testing.T, fake *slacktest.Server, roots []string) {
+	t.Helper()
+	for i, root := range roots {
+		env, err := fake.Envelope("events_api", map[string]any{"type": "event_callback", "team_id": slacktest.TeamID,
+			"api_app_id": slacktest.AppID, "event_id": "Ev" + strconv.Itoa(i), "event_time": time.Now().Unix(),
+			"event": map[string]any{"type": "app_mention", "user": "UDEV", "channel": "C1", "ts": root, "event_ts": root,
+				"text": "<@" + slacktest.BotUserID + "> stream " + strconv.Itoa(i)}}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := fake.WaitAck(env, providertest.Scale(10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
