@@ -27,20 +27,12 @@ var ClientInfo = Implementation{Name: "threadline", Title: "Threadline", Version
 
 // Options configures a Provider.
 type Options struct {
-	// Bin overrides Definition.Bin; RunRequest.Bin overrides both.
-	Bin string
+	// Launch: Bin overrides Definition.Bin (RunRequest.Bin overrides both);
 	// Env is extra environment for every run (above Definition.Env, below
-	// RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
-	// InterruptTimeout is how long a cancelled run waits for the agent to
-	// answer session/prompt after session/cancel, and how long a finished run
-	// waits for the agent to exit after stdin closed, before it kills the
-	// process; default 5 s.
-	InterruptTimeout time.Duration
+	// RunRequest.Env); StopGrace is how long a cancelled run waits for the
+	// agent to answer session/prompt after session/cancel, and a finished run
+	// for the agent to exit after stdin closed, before the kill (default 5 s).
+	procrun.Launch
 	// StartTimeout bounds initialize and the session setup; default 60 s.
 	StartTimeout time.Duration
 }
@@ -56,18 +48,7 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider for def. A nil logger discards logs.
 func New(def Definition, logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Bin == "" {
-		opts.Bin = def.Bin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
-	if opts.InterruptTimeout <= 0 {
-		opts.InterruptTimeout = DefaultInterruptTimeout
-	}
+	opts.Launch = opts.Launch.WithDefaults(def.Bin, DefaultInterruptTimeout)
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
 	}
@@ -141,13 +122,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
 		return nil
 	}
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
-	if p.def.Native != nil && req.Container == nil {
-		bin = p.def.Native.Resolve(bin)
-	}
 	cwd := req.Cwd
 	if cwd == "" {
 		cwd, _ = os.Getwd()
@@ -178,14 +152,19 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		VerifiedWith:    p.def.VerifiedWith,
 	})
 	w := &wire{p: p, parser: parser, req: req, cwd: cwd}
-	env := procrun.Environ(p.opts.HostEnv(), p.def.LaunchEnv(req, p.opts.Env), p.opts.Secret)
+	// A project chat runs in its container (Spec builds the lxc exec).
+	spec := p.opts.Spec(req, p.def.LaunchArgs(req), p.def.LaunchEnv(req))
+	spec.Dir = cwd
+	if p.def.Native != nil && req.Container == nil {
+		spec.Bin = p.def.Native.Resolve(spec.Bin)
+	}
 	if req.Container == nil {
 		// Tools that left the agent's process group (kilo, copilot, droid
 		// and claude-agent-acp start each shell command in a session of its
 		// own) carry the run's token; they are killed once the run ended.
 		// A container's processes end with its exec.
 		token := procrun.RunToken()
-		env = append(env, token)
+		spec.Env = append(spec.Env, token)
 		defer func() {
 			if n := procrun.Sweep(token); n > 0 {
 				logger.Info("killed processes the run left behind", "count", n)
@@ -193,20 +172,13 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}()
 	}
 	return procrun.Session{
-		Provider: p.def.ID,
-		Spec: procrun.Spec{
-			Bin:  bin,
-			Args: p.def.LaunchArgs(req),
-			Dir:  cwd,
-			Env:  env,
-			// A project chat runs in its container (procrun builds the lxc exec).
-			Container: req.Container,
-		},
+		Provider:         p.def.ID,
+		Spec:             spec,
 		Wire:             w,
 		Responses:        req.Responses,
 		Logger:           logger,
 		InstallHint:      p.def.InstallHint,
-		InterruptTimeout: p.opts.InterruptTimeout,
+		InterruptTimeout: p.opts.StopGrace,
 		ExitTimeout:      p.def.ExitTimeout,
 		NoResult:         fmt.Sprintf("%s exited without answering the prompt", p.def.ID),
 	}.Run(ctx, emit)

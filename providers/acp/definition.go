@@ -59,7 +59,7 @@ type Definition struct {
 	// ExitTimeout, when positive, is how long the agent may live after its
 	// turn ended (completed, failed or cancelled) and stdin closed before its
 	// process group is killed, for agents that do not exit at stdin's end
-	// (codex-acp, claude-agent-acp); zero is Options.InterruptTimeout.
+	// (codex-acp, claude-agent-acp); zero is Options.StopGrace.
 	ExitTimeout time.Duration
 	// LoadQuiet, when positive, keeps treating history updates as the
 	// session/load replay after the load answer until none arrived for this

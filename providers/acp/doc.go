@@ -50,7 +50,7 @@
 //	← session/update … session/request_permission … ← the prompt answer {stopReason}
 //
 // then closes stdin (the agents exit) and kills the process if it is still
-// there after Options.InterruptTimeout. The run is a procrun.Session (the
+// there after Options.StopGrace. The run is a procrun.Session (the
 // wire in session.go): the child is started with procrun.Start, so a relay
 // in ctx and the host-agent isolation apply; the start deadline
 // (Options.StartTimeout) and the replay-quiet window are Session timers; the
@@ -118,7 +118,7 @@
 //
 // A cancelled ctx sends the session/cancel notification, answers every open
 // permission request with {"outcome":{"outcome":"cancelled"}}, and waits up to
-// Options.InterruptTimeout for the prompt answer (stopReason cancelled →
+// Options.StopGrace for the prompt answer (stopReason cancelled →
 // run.interrupted); then the process is killed and the run still ends with
 // run.interrupted and Run returns nil. A cancel before the prompt was sent
 // kills the agent at once.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
@@ -205,7 +206,7 @@ func newHarness(t *testing.T, c familyCLI, start func(t *testing.T) modelServer)
 		// proxy-aware clients get a dead local proxy.
 		providertest.DeadProxy(env)
 		h.Marker = providertest.MarkEnv(env)
-		return acp.New(c.def, providertest.Logger(t), acp.Options{Bin: h.Bin, Env: env, InterruptTimeout: 5 * time.Second})
+		return acp.New(c.def, providertest.Logger(t), acp.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}})
 	})
 }
 

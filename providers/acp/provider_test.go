@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -33,7 +34,7 @@ func newHarness(t *testing.T, env map[string]string, tweak ...func(*Definition))
 	for _, f := range tweak {
 		f(&def)
 	}
-	prov := New(def, providertest.Logger(t), Options{InterruptTimeout: 2 * time.Second, HostEnv: func() []string { return nil }})
+	prov := New(def, providertest.Logger(t), Options{Launch: procrun.Launch{StopGrace: 2 * time.Second, HostEnv: func() []string { return nil }}})
 	return &harness{t: t, def: def, prov: prov, record: fake.Record, cwd: t.TempDir()}
 }
 
@@ -362,12 +363,12 @@ func TestRunCancelPendingPermission(t *testing.T) {
 
 // TestExitTimeout: an agent that stays after stdin's end is killed
 // Definition.ExitTimeout after its turn ended, a completed or a cancelled
-// one, however long InterruptTimeout is; without it, after InterruptTimeout.
+// one, however long StopGrace is; without it, after StopGrace.
 func TestExitTimeout(t *testing.T) {
 	const interrupt = 1500 * time.Millisecond
 	stay := map[string]string{envStay: "1"}
 	h := newHarness(t, stay, func(d *Definition) { d.ExitTimeout = 50 * time.Millisecond })
-	h.prov.opts.InterruptTimeout = 20 * interrupt
+	h.prov.opts.StopGrace = 20 * interrupt
 	r := h.run(agent.RunRequest{Prompt: "stop:end_turn"}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted || r.Elapsed > 10*interrupt {
 		t.Errorf("completed turn: Run = %v in %s, events %s", r.Err, r.Elapsed, r.TypesText())
@@ -384,7 +385,7 @@ func TestExitTimeout(t *testing.T) {
 	}
 	// Without it the agent lives until the interrupt deadline.
 	h = newHarness(t, stay)
-	h.prov.opts.InterruptTimeout = interrupt
+	h.prov.opts.StopGrace = interrupt
 	if r := h.run(agent.RunRequest{Prompt: "stop:end_turn"}, nil); r.Elapsed < interrupt {
 		t.Errorf("without ExitTimeout Run returned in %s, before the %s deadline", r.Elapsed, interrupt)
 	}
@@ -392,7 +393,7 @@ func TestExitTimeout(t *testing.T) {
 
 func TestRunCancelKillsAfterDeadline(t *testing.T) {
 	h := newHarness(t, nil)
-	h.prov.opts.InterruptTimeout = 300 * time.Millisecond
+	h.prov.opts.StopGrace = 300 * time.Millisecond
 	var cancelledAt time.Time
 	r := h.run(agent.RunRequest{Prompt: "hang"}, func(ev agent.Event, cancel context.CancelFunc) {
 		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() {
