@@ -4,22 +4,16 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
-// Request is one recorded HTTP request. Auth headers (x-api-key, authorization)
-// are removed before recording.
+// Request is one recorded HTTP request. Auth headers (x-api-key,
+// authorization) are removed before recording.
 type Request struct {
-	Method   string
-	Path     string
-	RawQuery string
-	Header   http.Header
-	// Raw is the request body as received.
-	Raw []byte
+	fakehttp.Recorded
 	// Body is Raw parsed as a Messages API request (zero if it did not parse).
 	Body Body
-	// Time is when the request arrived.
-	Time time.Time
 }
 
 // Body is the part of a Messages API request body the fake looks at.

@@ -122,11 +122,7 @@ func Call(name string, input any) Script {
 // delay before each; for cancel tests.
 func Slow(n int, delay time.Duration) Script {
 	return func(*Request) *Reply {
-		chunks := make([]string, n)
-		for i := range chunks {
-			chunks[i] = fmt.Sprintf("word%02d ", i)
-		}
-		r := TextReply(chunks...)
+		r := TextReply(fakehttp.Words(n)...)
 		r.Delay = delay
 		return r
 	}
@@ -142,7 +138,7 @@ func Error(status int, typ, msg string) Script {
 
 // When routes to s the requests whose Prompt contains substr.
 func When(substr string, s Script) Script {
-	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.Prompt(), substr) }, s)
+	return fakehttp.When((*Request).Prompt, substr, s)
 }
 
 // Sequence answers the i-th request it sees with scripts[i] (the last one

@@ -15,14 +15,9 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"time"
-	"unicode/utf8"
 
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
-
-// Logger is what the server logs to; testing.TB satisfies it.
-type Logger = fakehttp.Logger
 
 // Server is a running fake API. URL is the base URL, e.g.
 // http://127.0.0.1:41234 (for ANTHROPIC_BASE_URL); Requests returns every
@@ -33,10 +28,8 @@ type Server struct {
 
 // New starts a fake API on 127.0.0.1:0. log may be nil; when it is a
 // testing.TB (anything with Cleanup) the server is closed at cleanup.
-func New(log Logger, scripts ...Script) *Server {
-	s := &Server{fakehttp.NewScripted[Request]("fakeapi", log, scripts)}
-	s.Serve(s)
-	return s
+func New(log fakehttp.Logger, scripts ...Script) *Server {
+	return fakehttp.Start("fakeapi", log, scripts, func(s *fakehttp.Scripted[Request, Script]) *Server { return &Server{s} })
 }
 
 // MessageRequests returns the recorded POST /v1/messages requests.
@@ -46,10 +39,9 @@ func (s *Server) MessageRequests() []Request {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, h := fakehttp.ReadRequest(r, "X-Api-Key", "Authorization", "Proxy-Authorization", "Cookie")
-	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: h, Raw: raw, Time: time.Now()}
-	parseErr := json.Unmarshal(raw, &rec.Body)
-	if len(raw) == 0 {
+	rec := Request{Recorded: fakehttp.ReadRequest(r, "X-Api-Key", "Authorization", "Proxy-Authorization", "Cookie")}
+	parseErr := json.Unmarshal(rec.Raw, &rec.Body)
+	if len(rec.Raw) == 0 {
 		parseErr = errors.New("empty body")
 	}
 	s.Record(rec)
@@ -71,7 +63,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"input_tokens": estimateTokens(raw)})
+		_ = json.NewEncoder(w).Encode(map[string]any{"input_tokens": fakehttp.Tokens(rec.Raw)})
 	default:
 		writeError(w, reqID, &APIError{Status: 404, Type: "not_found_error", Message: "Not found"})
 	}
@@ -115,7 +107,7 @@ func (s *Server) messages(w http.ResponseWriter, ctx context.Context, req *Reque
 		model = "claude-fake"
 	}
 	msgID := newID("msg")
-	inTokens := estimateTokens(req.Raw)
+	inTokens := fakehttp.Tokens(req.Raw)
 	outTokens := 0
 	for _, b := range rep.Blocks {
 		outTokens += len(b.Chunks) + 1
@@ -223,8 +215,4 @@ func fullBlock(b ReplyBlock) map[string]any {
 		return map[string]any{"type": "tool_use", "id": b.ID, "name": b.Name, "input": json.RawMessage(b.inputJSON())}
 	}
 	panic("fakeapi: unknown block type " + b.Type)
-}
-
-func estimateTokens(raw []byte) int {
-	return max(1, utf8.RuneCount(raw)/4)
 }

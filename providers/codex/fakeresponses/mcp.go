@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
 // MCPTool is the tool ServeMCP offers; its call sends MCPForm.
@@ -43,67 +45,54 @@ func MCPConfigTOML(name, command string, args []string, env map[string]string) s
 	return b.String()
 }
 
-type mcpMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id,omitempty"`
-	Method  string          `json:"method,omitempty"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	Result  json.RawMessage `json:"result,omitempty"`
-	Error   json.RawMessage `json:"error,omitempty"`
-}
-
 // ServeMCP speaks MCP (JSON-RPC 2.0, one message per line) on in/out until
 // in closes: initialize, tools/list with MCPTool, and tools/call, which
 // sends elicitation/create with MCPForm and returns the client's answer as
-// the tool's text ("elicitation answer: {action, content}").
+// the tool's text ("elicitation answer: {action, content}"). Lines are read
+// with jsonrpc.Decode; what it sends carries "jsonrpc":"2.0", which MCP
+// clients require.
 func ServeMCP(in io.Reader, out io.Writer) error {
 	r := bufio.NewReader(in)
 	w := json.NewEncoder(out)
-	send := func(m mcpMessage) error { m.JSONRPC = "2.0"; return w.Encode(m) }
-	reply := func(id json.RawMessage, v any) error {
-		b, _ := json.Marshal(v)
-		return send(mcpMessage{ID: id, Result: b})
+	send := func(id json.RawMessage, key string, v any) error {
+		return w.Encode(map[string]any{"jsonrpc": "2.0", "id": id, key: v})
 	}
 	var calls []json.RawMessage // tools/call ids waiting for the elicitation's answer
 	nextID := 0
 	for {
 		line, rerr := r.ReadBytes('\n')
-		if len(strings.TrimSpace(string(line))) > 0 {
+		if m, derr := jsonrpc.Decode(line); derr == nil {
 			var err error
-			var m mcpMessage
-			if json.Unmarshal(line, &m) != nil {
-				continue
-			}
 			switch {
 			case m.Method == "initialize":
 				var p struct {
 					ProtocolVersion string `json:"protocolVersion"`
 				}
 				_ = json.Unmarshal(m.Params, &p)
-				err = reply(m.ID, map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
+				err = send(m.ID, "result", map[string]any{"protocolVersion": p.ProtocolVersion, "capabilities": map[string]any{"tools": map[string]any{}},
 					"serverInfo": map[string]string{"name": "fakemcp", "version": "0.0.1"}})
 			case m.Method == "tools/list":
-				err = reply(m.ID, map[string]any{"tools": []any{map[string]any{
+				err = send(m.ID, "result", map[string]any{"tools": []any{map[string]any{
 					"name": MCPTool, "description": "Deploy the service.",
 					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"service": map[string]string{"type": "string"}}},
 				}}})
 			case m.Method == "tools/call":
 				calls = append(calls, m.ID)
 				nextID++
-				id, _ := json.Marshal(fmt.Sprintf("elicit-%d", nextID))
-				err = send(mcpMessage{ID: id, Method: "elicitation/create", Params: json.RawMessage(
-					`{"mode":"form","message":"Deploy settings","requestedSchema":` + MCPForm + `}`)})
-			case m.Method == "" && len(calls) > 0 && (m.Result != nil || m.Error != nil):
+				err = w.Encode(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprintf("elicit-%d", nextID), "method": "elicitation/create",
+					"params": json.RawMessage(`{"mode":"form","message":"Deploy settings","requestedSchema":` + MCPForm + `}`)})
+			case m.Kind == jsonrpc.KindResponse && len(calls) > 0:
 				// The answer to our elicitation: the tool's result.
 				answer := string(m.Result)
 				if m.Error != nil {
-					answer = "error " + string(m.Error)
+					e, _ := json.Marshal(m.Error)
+					answer = "error " + string(e)
 				}
 				id := calls[0]
 				calls = calls[1:]
-				err = reply(id, map[string]any{"content": []any{map[string]string{"type": "text", "text": "elicitation answer: " + answer}}, "isError": false})
-			case len(m.ID) > 0 && m.Method != "":
-				err = send(mcpMessage{ID: m.ID, Error: json.RawMessage(`{"code":-32601,"message":"method not found"}`)})
+				err = send(id, "result", map[string]any{"content": []any{map[string]string{"type": "text", "text": "elicitation answer: " + answer}}, "isError": false})
+			case m.Kind == jsonrpc.KindRequest:
+				err = send(m.ID, "error", jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "method not found"})
 			}
 			if err != nil {
 				return err

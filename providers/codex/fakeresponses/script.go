@@ -5,7 +5,6 @@ package fakeresponses
 import (
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"strings"
 	"time"
 
@@ -15,12 +14,9 @@ import (
 // Request is one recorded POST /v1/responses (the Authorization header is
 // dropped; HasAuth says whether a bearer token was sent).
 type Request struct {
-	Method, Path string
-	Header       http.Header
-	Raw          []byte
-	Body         Body
-	HasAuth      bool
-	Time         time.Time
+	fakehttp.Recorded
+	Body    Body
+	HasAuth bool
 }
 
 // Body is the part of the request body the tests look at.
@@ -246,11 +242,7 @@ func AskUser(qs ...Question) Script {
 // Slow streams n text deltas "word00 ", "word01 ", ... with delay before each.
 func Slow(n int, delay time.Duration) Script {
 	return func(*Request) *Reply {
-		chunks := make([]string, n)
-		for i := range chunks {
-			chunks[i] = fmt.Sprintf("word%02d ", i)
-		}
-		r := TextReply(chunks...)
+		r := TextReply(fakehttp.Words(n)...)
 		r.Delay = delay
 		return r
 	}
@@ -279,7 +271,7 @@ func When(substr string, s Script) Script {
 
 // WhenLast routes to s the requests whose last user message contains substr.
 func WhenLast(substr string, s Script) Script {
-	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.Prompt(), substr) }, s)
+	return fakehttp.When((*Request).Prompt, substr, s)
 }
 
 // Sequence answers the i-th request it sees with scripts[i] (the last repeats).

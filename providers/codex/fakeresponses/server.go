@@ -24,9 +24,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
-// Logger is what the server logs to; testing.TB satisfies it.
-type Logger = fakehttp.Logger
-
 // Server is a running fake Responses API. URL is the server's root, e.g.
 // http://127.0.0.1:41234; Requests returns every recorded POST /v1/responses,
 // in order.
@@ -36,10 +33,8 @@ type Server struct {
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // the server is closed at cleanup.
-func New(log Logger, scripts ...Script) *Server {
-	s := &Server{fakehttp.NewScripted[Request]("fakeresponses", log, scripts)}
-	s.Serve(s)
-	return s
+func New(log fakehttp.Logger, scripts ...Script) *Server {
+	return fakehttp.Start("fakeresponses", log, scripts, func(s *fakehttp.Scripted[Request, Script]) *Server { return &Server{s} })
 }
 
 // BaseURL is the model provider base_url (codex POSTs <base_url>/responses).
@@ -91,10 +86,9 @@ func (s *Server) CodexHome(dir, model string) (string, map[string]string, error)
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, h := fakehttp.ReadRequest(r, "Authorization", "Cookie")
-	rec := Request{Method: r.Method, Path: r.URL.Path, Header: h, Raw: raw, Time: time.Now(),
+	rec := Request{Recorded: fakehttp.ReadRequest(r, "Authorization", "Cookie"),
 		HasAuth: strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")}
-	_ = json.Unmarshal(raw, &rec.Body)
+	_ = json.Unmarshal(rec.Raw, &rec.Body)
 	if r.Method != http.MethodPost || !strings.HasSuffix(r.URL.Path, "/responses") {
 		s.Logf("%s %s: not found", r.Method, r.URL.Path)
 		http.NotFound(w, r)

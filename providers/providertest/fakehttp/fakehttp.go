@@ -16,6 +16,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 )
 
 // Logger is what a server logs to; testing.TB satisfies it.
@@ -115,15 +116,30 @@ func (s *Server[R]) Logf(format string, args ...any) {
 	}
 }
 
-// ReadRequest reads r's body (up to 64 MiB) and returns it with a copy of the
-// header from which the secret headers are dropped.
-func ReadRequest(r *http.Request, secrets ...string) ([]byte, http.Header) {
+// Recorded is what every fake records of a request; a fake's Request
+// embeds it and adds the body as it parses it.
+type Recorded struct {
+	Method   string
+	Path     string
+	RawQuery string
+	// Header is the request's without the secret headers (keys, tokens,
+	// cookies).
+	Header http.Header
+	// Raw is the request body as received.
+	Raw []byte
+	// Time is when the request arrived.
+	Time time.Time
+}
+
+// ReadRequest reads r's body (up to 64 MiB) and returns it recorded with a
+// copy of the header from which the secret headers are dropped.
+func ReadRequest(r *http.Request, secrets ...string) Recorded {
 	raw, _ := io.ReadAll(io.LimitReader(r.Body, 64<<20))
 	h := r.Header.Clone()
 	for _, k := range secrets {
 		h.Del(k)
 	}
-	return raw, h
+	return Recorded{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: h, Raw: raw, Time: time.Now()}
 }
 
 // SSE writes server-sent events, flushing each.
@@ -217,6 +233,10 @@ var idSeq atomic.Int64
 
 // NewID is a fresh id "<prefix>_fake_<n>" (n counts up in the process).
 func NewID(prefix string) string { return fmt.Sprintf("%s_fake_%d", prefix, idSeq.Add(1)) }
+
+// Tokens is the fakes' token count of a request body: one per four runes,
+// at least one.
+func Tokens(raw []byte) int { return max(1, utf8.RuneCount(raw)/4) }
 
 // Clip shortens s to n bytes and an ellipsis.
 func Clip(s string, n int) string {

@@ -5,7 +5,12 @@
 
 package fakehttp
 
-import "sync/atomic"
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync/atomic"
+)
 
 // Pick returns the reply of the first script that answers req (nil if none).
 func Pick[S ~func(*Q) *A, Q, A any](scripts []S, req *Q) *A {
@@ -40,14 +45,33 @@ func Sequence[S ~func(*Q) *A, Q, A any](scripts ...S) S {
 	}
 }
 
+// When passes to s the requests whose text (the prompt a fake's scripts
+// key on) contains substr.
+func When[S ~func(*Q) *A, Q, A any](text func(*Q) string, substr string, s S) S {
+	return Filter(func(req *Q) bool { return strings.Contains(text(req), substr) }, s)
+}
+
+// Words are n text deltas "word00 ", "word01 ", ...: what the fakes' Slow
+// scripts stream, so that a cancel test can wait for the first few.
+func Words(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("word%02d ", i)
+	}
+	return out
+}
+
 // Scripted is a recording server that answers from scripts of type S.
 type Scripted[R, S any] struct {
 	*Server[R]
 	Scripts []S
 }
 
-// NewScripted listens like Listen; the caller serves its handler (which
-// embeds the Scripted) with Serve.
-func NewScripted[R, S any](name string, log Logger, scripts []S) *Scripted[R, S] {
-	return &Scripted[R, S]{Server: Listen[R](name, log), Scripts: scripts}
+// Start listens like Listen, makes the fake's handler H of the Scripted
+// with wrap (a fake's Server embeds it) and serves that handler.
+func Start[R, S any, H http.Handler](name string, log Logger, scripts []S, wrap func(*Scripted[R, S]) H) H {
+	s := &Scripted[R, S]{Server: Listen[R](name, log), Scripts: scripts}
+	h := wrap(s)
+	s.Serve(h)
+	return h
 }

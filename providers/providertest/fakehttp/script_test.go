@@ -15,7 +15,7 @@ type script func(*req) *reply
 func say(s string) script { return func(*req) *reply { return &reply{s} } }
 
 func TestScripts(t *testing.T) {
-	hello := Filter(func(r *req) bool { return r.text == "hello" }, say("hi"))
+	hello := When(func(r *req) string { return r.text }, "ell", say("hi"))
 	seq := Sequence(say("one"), say("two"))
 	scripts := []script{hello, seq}
 	var got []string
@@ -27,6 +27,12 @@ func TestScripts(t *testing.T) {
 	}
 	if r := Pick([]script{hello}, &req{"nope"}); r != nil {
 		t.Errorf("no script answers, got %+v", r)
+	}
+}
+
+func TestWords(t *testing.T) {
+	if got := strings.Join(Words(3), ""); got != "word00 word01 word02 " {
+		t.Errorf("Words(3) = %q", got)
 	}
 }
 

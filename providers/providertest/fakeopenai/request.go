@@ -8,7 +8,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
-	"time"
+
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
 // API names the wire shape a request came in.
@@ -25,14 +26,8 @@ const (
 // recording. Messages and Tools are the body normalized to one shape whatever
 // API it came in.
 type Request struct {
-	API      API
-	Method   string
-	Path     string
-	RawQuery string
-	Header   http.Header
-	// Raw is the request body as received.
-	Raw  []byte
-	Time time.Time
+	fakehttp.Recorded
+	API API
 
 	Model        string
 	Stream       bool
@@ -210,7 +205,6 @@ func openAIText(raw json.RawMessage) string {
 		return s
 	}
 	var parts []struct {
-		Type string `json:"type"`
 		Text string `json:"text"`
 	}
 	_ = json.Unmarshal(raw, &parts)

@@ -73,7 +73,7 @@ func Reasoning(thinking []string, text ...string) Script {
 
 // When routes to s the requests whose last user text contains substr.
 func When(substr string, s Script) Script {
-	return fakehttp.Filter(func(req *Request) bool { return strings.Contains(req.LastUserText(), substr) }, s)
+	return fakehttp.When((*Request).LastUserText, substr, s)
 }
 
 // WithTools passes to s only requests that offer tools (the agent's real
@@ -88,13 +88,7 @@ func Sequence(scripts ...Script) Script { return fakehttp.Sequence(scripts...) }
 // each (the words of the Responses fake's Slow), for cancel tests such as
 // providertest.CheckCancelMidStream.
 func Slow(n int, delay time.Duration) Script {
-	return func(*Request) *Reply {
-		chunks := make([]string, n)
-		for i := range chunks {
-			chunks[i] = fmt.Sprintf("word%02d ", i)
-		}
-		return &Reply{Text: chunks, Delay: delay}
-	}
+	return func(*Request) *Reply { return &Reply{Text: fakehttp.Words(n), Delay: delay} }
 }
 
 // Error answers with an HTTP error, e.g. Error(500, "fake upstream failure").

@@ -33,13 +33,9 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
-
-// Logger is what the server logs to; testing.TB satisfies it.
-type Logger = fakehttp.Logger
 
 // DefaultModel is the model id the fake lists and echoes by default.
 const DefaultModel = "fake-model"
@@ -54,10 +50,8 @@ type Server struct {
 
 // New starts a fake on 127.0.0.1:0. log may be nil; when it is a testing.TB
 // (anything with Cleanup) the server is closed at cleanup.
-func New(log Logger, scripts ...Script) *Server {
-	s := &Server{fakehttp.NewScripted[Request]("fakeopenai", log, scripts)}
-	s.Serve(s)
-	return s
+func New(log fakehttp.Logger, scripts ...Script) *Server {
+	return fakehttp.Start("fakeopenai", log, scripts, func(s *fakehttp.Scripted[Request, Script]) *Server { return &Server{s} })
 }
 
 // ChatRequests returns the recorded chat requests that offered tools: the
@@ -68,10 +62,10 @@ func (s *Server) ChatRequests() []Request {
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	raw, h := fakehttp.ReadRequest(r, "Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization", "Cookie")
+	rec := Request{Recorded: fakehttp.ReadRequest(r, "Authorization", "X-Api-Key", "X-Goog-Api-Key", "Proxy-Authorization", "Cookie")}
 	q := r.URL.Query()
 	q.Del("key")
-	rec := Request{Method: r.Method, Path: r.URL.Path, RawQuery: q.Encode(), Header: h, Raw: raw, Time: time.Now()}
+	rec.RawQuery = q.Encode()
 
 	path := r.URL.Path
 	switch {
@@ -84,7 +78,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rec.API = APIOpenAI
 		err := rec.decodeOpenAI()
 		s.record(&rec)
-		if err != nil || len(raw) == 0 {
+		if err != nil || len(rec.Raw) == 0 {
 			writeOpenAIError(w, &APIError{Status: http.StatusBadRequest, Message: fmt.Sprintf("invalid request body: %v", err)})
 			return
 		}
@@ -131,7 +125,7 @@ func writeOpenAIError(w http.ResponseWriter, e *APIError) {
 func usage(req *Request, rep *Reply) (in, out int) {
 	in, out = rep.InputTokens, rep.OutputTokens
 	if in == 0 {
-		in = max(1, utf8.RuneCount(req.Raw)/4)
+		in = fakehttp.Tokens(req.Raw)
 	}
 	if out == 0 {
 		out = len(rep.Text) + len(rep.Reasoning) + 3*len(rep.ToolCalls) + 1
