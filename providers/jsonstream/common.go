@@ -75,6 +75,18 @@ func rawText(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// errorText renders an error value: its message field when it has one, else
+// rawText.
+func errorText(raw json.RawMessage) string {
+	var e struct {
+		Message string `json:"message"`
+	}
+	if json.Unmarshal(raw, &e) == nil && e.Message != "" {
+		return e.Message
+	}
+	return rawText(raw)
+}
+
 // summary renders a short human line for a tool call ("bash: ls -la").
 func summary(name string, input json.RawMessage) string { return ToolSummary(name, input) }
 

@@ -136,14 +136,7 @@ func (p *CopilotParser) Parse(line []byte) ([]agent.Event, error) {
 		}
 		output := copilotResult(d.Result)
 		if output == "" {
-			var e struct {
-				Message string `json:"message"`
-			}
-			if json.Unmarshal(d.Error, &e) == nil && e.Message != "" {
-				output = e.Message
-			} else {
-				output = rawText(d.Error)
-			}
+			output = errorText(d.Error)
 		}
 		return []agent.Event{p.completed(ev.Type, d.ToolCallID, output, d.Success != nil && !*d.Success)}, nil
 	case "session.error":

@@ -5,7 +5,6 @@ package jsonstream
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -15,33 +14,22 @@ import (
 // CursorProviderID is the cursor-agent provider's id.
 const CursorProviderID agent.ProviderID = "cursor-agent"
 
+// cursorEvent is one line: Claude Code's records (streamRecord) and
+// cursor-agent's own: thinking and tool_call records, the timing of a
+// streamed delta, the result's usage.
 type cursorEvent struct {
-	Type        string          `json:"type"`
-	Subtype     string          `json:"subtype"`
-	SessionID   string          `json:"session_id"`
-	Model       string          `json:"model"`
+	streamRecord
 	Text        string          `json:"text"`
-	Message     json.RawMessage `json:"message"`
 	TimestampMS *int64          `json:"timestamp_ms"`
 	ModelCallID *string         `json:"model_call_id"`
 	CallID      string          `json:"call_id"`
 	ToolCall    json.RawMessage `json:"tool_call"`
-	IsError     bool            `json:"is_error"`
-	Result      string          `json:"result"`
-	DurationMS  int64           `json:"duration_ms"`
 	Usage       *struct {
 		InputTokens      int64 `json:"inputTokens"`
 		OutputTokens     int64 `json:"outputTokens"`
 		CacheReadTokens  int64 `json:"cacheReadTokens"`
 		CacheWriteTokens int64 `json:"cacheWriteTokens"`
 	} `json:"usage"`
-}
-
-type cursorMessage struct {
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
 }
 
 // CursorParser parses cursor-agent stream-json. With
@@ -61,47 +49,39 @@ func NewCursorParser(known string) *CursorParser {
 
 // Parse implements procrun.LineParser.
 func (p *CursorParser) Parse(line []byte) ([]agent.Event, error) {
-	var ev cursorEvent
-	if err := json.Unmarshal(line, &ev); err != nil {
-		return nil, fmt.Errorf("cursor-agent line: %w", err)
-	}
-	out := p.seen(ev.SessionID, ev.Model)
+	return parseStream[cursorEvent](p, &p.turn, line)
+}
+
+func (p *CursorParser) record(ev *cursorEvent) ([]agent.Event, bool) {
 	switch ev.Type {
-	case "system":
-		if ev.Subtype == "init" {
-			return out, nil
-		}
 	case "user":
-		return out, nil
+		return nil, true
 	case "thinking":
 		if ev.Subtype == "delta" && ev.Text != "" {
-			out = append(out, agent.Event{Type: agent.EventReasoningDelta, Text: ev.Text})
+			return []agent.Event{{Type: agent.EventReasoningDelta, Text: ev.Text}}, true
 		}
-		if ev.Subtype == "delta" || ev.Subtype == "completed" {
-			return out, nil
-		}
+		return nil, ev.Subtype == "delta" || ev.Subtype == "completed"
 	case "assistant":
-		return append(out, p.assistant(&ev)...), nil
+		return p.assistant(ev), true
 	case "tool_call":
-		if evs, ok := p.toolCall(&ev); ok {
-			return append(out, evs...), nil
-		}
+		return p.toolCall(ev)
 	case "result":
-		return append(out, p.result(&ev)...), nil
+		return p.result(ev), true
 	}
-	return append(out, p.unknown(ev.Type, ev.Subtype, line)), nil
+	return nil, false
 }
 
 func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
-	var m cursorMessage
-	_ = json.Unmarshal(ev.Message, &m)
-	var b strings.Builder
-	for _, c := range m.Content {
-		if c.Type == "text" {
-			b.WriteString(c.Text)
+	blocks, text := messageBlocks(ev.Message)
+	if len(blocks) > 0 {
+		var b strings.Builder
+		for _, c := range blocks {
+			if c.Type == "text" {
+				b.WriteString(c.Text)
+			}
 		}
+		text = b.String()
 	}
-	text := b.String()
 	if ev.TimestampMS != nil && ev.ModelCallID == nil {
 		// A streamed delta: emitted verbatim, even when it repeats earlier text.
 		if text == "" {
@@ -227,12 +207,5 @@ func (p *CursorParser) result(ev *cursorEvent) []agent.Event {
 			CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheWriteTokens, DurationMS: ev.DurationMS,
 		}})
 	}
-	if ev.IsError || (ev.Subtype != "" && ev.Subtype != "success") {
-		text := ev.Result
-		if text == "" {
-			text = "cursor-agent reported an error (" + ev.Subtype + ")"
-		}
-		return append(out, agent.Event{Type: agent.EventRunFailed, Text: text})
-	}
-	return append(out, agent.Event{Type: agent.EventRunCompleted, Text: ev.Result})
+	return append(out, ev.end(func() string { return "cursor-agent reported an error (" + ev.Subtype + ")" }))
 }
