@@ -46,3 +46,17 @@ func (c *Conn) Answer(p Answerer, resp agent.InteractionResponse) error {
 	c.Emit(ev)
 	return nil
 }
+
+// Queue holds the lines a sans-IO parser wants written to the CLI's stdin,
+// in order, until its wire takes them (Outgoing.TakeOutgoing).
+type Queue struct{ lines [][]byte }
+
+// Push queues line.
+func (q *Queue) Push(line []byte) { q.lines = append(q.lines, line) }
+
+// Take returns the queued lines and empties the queue.
+func (q *Queue) Take() [][]byte {
+	out := q.lines
+	q.lines = nil
+	return out
+}

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
@@ -115,7 +116,7 @@ type Parser struct {
 
 	pending      map[string]*pendingRequest
 	pendingOrder []string
-	outgoing     [][]byte
+	outgoing     procrun.Queue
 
 	usage       agent.Usage
 	chunkUsage  agent.Usage
@@ -162,11 +163,7 @@ func (p *Parser) Pending(id string) bool { _, ok := p.pending[id]; return ok }
 
 // TakeOutgoing returns and clears the lines the parser wants written to the
 // agent's stdin (answers to its requests, the cancel notification).
-func (p *Parser) TakeOutgoing() [][]byte {
-	out := p.outgoing
-	p.outgoing = nil
-	return out
-}
+func (p *Parser) TakeOutgoing() [][]byte { return p.outgoing.Take() }
 
 // Request builds one request line of the client and remembers its id, so
 // that the answer is routed back as a Reply.
@@ -918,7 +915,7 @@ func (p *Parser) cancel(first, by string) []agent.Event {
 		p.cancelling = true
 		if p.sessionID != "" {
 			b, _ := json.Marshal(rpcNotification{JSONRPC: "2.0", Method: "session/cancel", Params: sessionIDParams{SessionID: p.sessionID}})
-			p.outgoing = append(p.outgoing, b)
+			p.outgoing.Push(b)
 		}
 	}
 	keys := slices.Clone(p.pendingOrder)
@@ -962,7 +959,7 @@ func (p *Parser) answerError(id json.RawMessage, code int64, msg string) {
 func (p *Parser) queue(v any) {
 	b, err := json.Marshal(v)
 	if err == nil {
-		p.outgoing = append(p.outgoing, b)
+		p.outgoing.Push(b)
 	}
 }
 

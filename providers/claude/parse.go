@@ -66,7 +66,7 @@ type Parser struct {
 	tools           map[string]string // tool_use id → name
 	pending         procrun.Ledger[*pendingRequest]
 	plan            plan
-	outgoing        [][]byte
+	outgoing        procrun.Queue
 	sawResult       bool
 	sessionNotFound bool
 }
@@ -93,11 +93,7 @@ func (p *Parser) SessionID() string { return p.sessionID }
 
 // TakeOutgoing returns and clears the lines the parser wants written to the
 // CLI's stdin (policy answers, error replies to unsupported requests).
-func (p *Parser) TakeOutgoing() [][]byte {
-	out := p.outgoing
-	p.outgoing = nil
-	return out
-}
+func (p *Parser) TakeOutgoing() [][]byte { return p.outgoing.Take() }
 
 // Parse parses one stdout line. Malformed JSON returns an error (the caller
 // logs and skips the line); unknown valid records become provider.native.
@@ -498,7 +494,7 @@ func (p *Parser) endPending() []agent.Event {
 func (p *Parser) queue(v any) {
 	b, err := json.Marshal(v)
 	if err == nil {
-		p.outgoing = append(p.outgoing, b)
+		p.outgoing.Push(b)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 )
 
@@ -145,7 +146,7 @@ type Parser struct {
 	terminal  bool
 	dialogs   map[string]*pendingDialog
 	order     []string
-	outgoing  [][]byte
+	outgoing  procrun.Queue
 	dec       decoder
 }
 
@@ -189,11 +190,7 @@ func (p *Parser) Settle() []agent.Event {
 
 // TakeOutgoing returns and clears the lines the parser wants written to
 // pi's stdin (dialog answers).
-func (p *Parser) TakeOutgoing() [][]byte {
-	out := p.outgoing
-	p.outgoing = nil
-	return out
-}
+func (p *Parser) TakeOutgoing() [][]byte { return p.outgoing.Take() }
 
 // Parse parses one stdout line. Malformed JSON returns an error (the caller
 // logs and skips the line); unknown valid records become provider.native.
@@ -526,7 +523,7 @@ func (p *Parser) Respond(resp agent.InteractionResponse) (agent.Event, error) {
 		out["cancelled"], status, decision = true, agent.StatusDeclined, agent.DecisionDecline
 	}
 	b, _ := json.Marshal(out)
-	p.outgoing = append(p.outgoing, b)
+	p.outgoing.Push(b)
 	p.drop(resp.InteractionID)
 	return resolved(resp.InteractionID, d, status, decision, resp.By), nil
 }
@@ -538,7 +535,7 @@ func (p *Parser) EndPending() []agent.Event {
 	for _, key := range p.order {
 		if d, ok := p.dialogs[key]; ok {
 			b, _ := json.Marshal(map[string]any{"type": "extension_ui_response", "id": d.id, "cancelled": true})
-			p.outgoing = append(p.outgoing, b)
+			p.outgoing.Push(b)
 			out = append(out, resolved(key, d, agent.StatusTurnEnded, "", ""))
 		}
 	}
