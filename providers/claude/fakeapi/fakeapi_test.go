@@ -2,7 +2,6 @@ package fakeapi_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -28,18 +27,7 @@ func post(t *testing.T, ctx context.Context, url string, body any) *http.Respons
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(j))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("content-type", "application/json")
-	req.Header.Set("x-api-key", "secret-key")
-	req.Header.Set("anthropic-version", "2023-06-01")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return resp
+	return fakehttp.Post(t, ctx, url, string(j), map[string]string{"x-api-key": "secret-key", "anthropic-version": "2023-06-01"})
 }
 
 // readSSE parses an event stream, checking the framing: every event is
@@ -297,12 +285,7 @@ func TestErrors(t *testing.T) {
 	}
 	checkError(t, resp, 529, "overloaded_error")
 
-	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/v1/messages", strings.NewReader("{not json"))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkError(t, resp, 400, "invalid_request_error")
+	checkError(t, fakehttp.Post(t, t.Context(), s.URL()+"/v1/messages", "{not json", nil), 400, "invalid_request_error")
 }
 
 func TestSequenceAndDefault(t *testing.T) {

@@ -179,12 +179,5 @@ func (b ReplyBlock) inputChunks() []string {
 	if len(b.Chunks) > 0 {
 		return b.Chunks
 	}
-	s := string(b.inputJSON())
-	out := []string{""}
-	const parts = 3
-	step := (len(s) + parts - 1) / parts
-	for i := 0; i < len(s); i += step {
-		out = append(out, s[i:min(i+step, len(s))])
-	}
-	return out
+	return append([]string{""}, fakehttp.Split(string(b.inputJSON()), 3)...)
 }

@@ -12,7 +12,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 
@@ -73,7 +72,7 @@ func (s *Server) reply(req *Request) *Reply {
 	if r := fakehttp.Pick(s.Scripts, req); r != nil {
 		return r
 	}
-	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.Prompt(), 200)))
+	return TextReply(fakehttp.NoScenario(req.Prompt())...)
 }
 
 func writeError(w http.ResponseWriter, reqID string, e *APIError) {

@@ -61,6 +61,24 @@ func Words(n int) []string {
 	return out
 }
 
+// NoScenario is the text deltas a fake answers when no script answers a
+// request with prompt: "fake: no scenario for " and the prompt quoted.
+func NoScenario(prompt string) []string {
+	return []string{"fake: no scenario for ", fmt.Sprintf("%q", Clip(prompt, 200))}
+}
+
+// Split cuts s into n pieces of the same length (the last one shorter, and
+// fewer pieces when s is shorter than n): how the fakes stream a tool call's
+// arguments. An empty s has no pieces.
+func Split(s string, n int) []string {
+	var out []string
+	step := (len(s) + n - 1) / n
+	for i := 0; i < len(s); i += step {
+		out = append(out, s[i:min(i+step, len(s))])
+	}
+	return out
+}
+
 // Scripted is a recording server that answers from scripts of type S.
 type Scripted[R, S any] struct {
 	*Server[R]

@@ -36,6 +36,20 @@ func TestWords(t *testing.T) {
 	}
 }
 
+func TestSplit(t *testing.T) {
+	for _, c := range []struct {
+		s    string
+		want string
+	}{{"", ""}, {"ab", "a|b"}, {"abcdefg", "abc|def|g"}, {`{"k":1}`, `{"k|":1|}`}} {
+		if got := strings.Join(Split(c.s, 3), "|"); got != c.want {
+			t.Errorf("Split(%q, 3) = %q, want %q", c.s, got, c.want)
+		}
+	}
+	if got := NoScenario(strings.Repeat("x", 300)); len(got) != 2 || got[1] != `"`+strings.Repeat("x", 200)+`…"` {
+		t.Errorf("NoScenario = %q", got)
+	}
+}
+
 func TestRequestsWhere(t *testing.T) {
 	s := Listen[string]("t", nil)
 	defer s.Close()

@@ -16,24 +16,6 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
-func post(t *testing.T, url, body string, header map[string]string) *http.Response {
-	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { resp.Body.Close() })
-	return resp
-}
-
 // sseData returns the data payloads of an SSE body.
 func sseData(t *testing.T, r io.Reader) []string {
 	t.Helper()
@@ -121,7 +103,7 @@ func TestChatStreamText(t *testing.T) {
 	s := New(t, When("hello", Reasoning([]string{"hm, ", "ok"}, "Hello ", "there.")))
 	body := `{"model":"m1","stream":true,"stream_options":{"include_usage":true},"tools":` + shellTools + `,
 	  "messages":[{"role":"system","content":"sys"},{"role":"user","content":[{"type":"text","text":"say hello"}]}]}`
-	resp := post(t, s.URL()+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-secret"})
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", body, map[string]string{"Authorization": "Bearer sk-secret"})
 	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d, content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
@@ -150,7 +132,7 @@ func TestChatStreamText(t *testing.T) {
 
 func TestChatNoUsageWithoutStreamOptions(t *testing.T) {
 	s := New(t, Text("x"))
-	resp := post(t, s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"hi"}]}`, nil)
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"hi"}]}`, nil)
 	got := assemble(t, sseData(t, resp.Body))
 	if got.usage != nil || got.content != "x" || !got.done {
 		t.Fatalf("stream = %+v", got)
@@ -160,7 +142,7 @@ func TestChatNoUsageWithoutStreamOptions(t *testing.T) {
 func TestChatShellToolRoundTrip(t *testing.T) {
 	s := New(t, When("CMD", Shell("echo hi > out.txt")))
 	body := `{"stream":true,"tools":` + shellTools + `,"messages":[{"role":"user","content":"CMD please"}]}`
-	got := assemble(t, sseData(t, post(t, s.URL()+"/v1/chat/completions", body, nil).Body))
+	got := assemble(t, sseData(t, fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", body, nil).Body))
 	call := got.calls[0]
 	if got.finish != "tool_calls" || call == nil || call.Name != "run_shell_command" || call.ID == "" || len(got.calls) != 1 {
 		t.Fatalf("stream = %+v calls %+v", got, call)
@@ -183,7 +165,7 @@ func TestChatShellToolRoundTrip(t *testing.T) {
 		map[string]any{"role": "tool", "tool_call_id": call.ID, "content": "hi\n"},
 	})
 	body = `{"stream":false,"tools":` + shellTools + `,"messages":` + string(msgs) + `}`
-	resp := post(t, s.URL()+"/v1/chat/completions", body, nil)
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", body, nil)
 	var full struct {
 		Object  string `json:"object"`
 		Choices []struct {
@@ -212,7 +194,7 @@ func TestChatShellToolRoundTrip(t *testing.T) {
 func TestWriteFilePicksPathKey(t *testing.T) {
 	s := New(t, WriteFile("/tmp/x/hello.txt", "hi\n"))
 	tools := `[{"type":"function","function":{"name":"write","parameters":{"type":"object","properties":{"filePath":{"type":"string"},"content":{"type":"string"}},"required":["filePath","content"]}}}]`
-	got := assemble(t, sseData(t, post(t, s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+tools+`,"messages":[{"role":"user","content":"write"}]}`, nil).Body))
+	got := assemble(t, sseData(t, fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+tools+`,"messages":[{"role":"user","content":"write"}]}`, nil).Body))
 	if c := got.calls[0]; c == nil || c.Name != "write" || c.Arguments != `{"content":"hi\n","filePath":"/tmp/x/hello.txt"}` {
 		t.Fatalf("call %+v", c)
 	}
@@ -222,11 +204,11 @@ func TestFallbacks(t *testing.T) {
 	s := New(t, When("CMD", Shell("true")))
 	// No tools offered (a title request): "Fake title", even when a script
 	// keys on the text, because Shell has no tool to call.
-	got := assemble(t, sseData(t, post(t, s.URL()+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"CMD x"}]}`, nil).Body))
+	got := assemble(t, sseData(t, fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"CMD x"}]}`, nil).Body))
 	if got.content != "Fake title" {
 		t.Errorf("no-tools reply %q", got.content)
 	}
-	got = assemble(t, sseData(t, post(t, s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"other"}]}`, nil).Body))
+	got = assemble(t, sseData(t, fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"other"}]}`, nil).Body))
 	if !strings.HasPrefix(got.content, "fake: no scenario") {
 		t.Errorf("unmatched reply %q", got.content)
 	}
@@ -237,7 +219,7 @@ func TestFallbacks(t *testing.T) {
 
 func TestErrorsAndRoutes(t *testing.T) {
 	s := New(t, When("HTTP500", Error(500, "fake upstream failure")))
-	resp := post(t, s.URL()+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"HTTP500"}]}`, nil)
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":"HTTP500"}]}`, nil)
 	var e struct {
 		Error struct {
 			Message string `json:"message"`
@@ -247,10 +229,10 @@ func TestErrorsAndRoutes(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil || resp.StatusCode != 500 || e.Error.Message != "fake upstream failure" || e.Error.Type != "server_error" {
 		t.Errorf("500: status %d body %+v err %v", resp.StatusCode, e, err)
 	}
-	if resp := post(t, s.URL()+"/v1/chat/completions", `not json`, nil); resp.StatusCode != 400 {
+	if resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1/chat/completions", `not json`, nil); resp.StatusCode != 400 {
 		t.Errorf("bad body: status %d", resp.StatusCode)
 	}
-	if resp := post(t, s.URL()+"/v2/nothing", `{}`, nil); resp.StatusCode != 404 {
+	if resp := fakehttp.Post(t, t.Context(), s.URL()+"/v2/nothing", `{}`, nil); resp.StatusCode != 404 {
 		t.Errorf("unknown route: status %d", resp.StatusCode)
 	}
 	mresp, err := http.Get(s.URL() + "/v1/models")
@@ -271,13 +253,7 @@ func TestErrorsAndRoutes(t *testing.T) {
 func TestSlowStopsWhenClientLeaves(t *testing.T) {
 	s := New(t, Slow(100, 50*time.Millisecond))
 	ctx, cancel := context.WithCancel(t.Context())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.URL()+"/v1/chat/completions",
-		strings.NewReader(`{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"slow"}]}`))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	resp := fakehttp.Post(t, ctx, s.URL()+"/v1/chat/completions", `{"stream":true,"tools":`+shellTools+`,"messages":[{"role":"user","content":"slow"}]}`, nil)
 	start := time.Now()
 	br := bufio.NewReader(resp.Body)
 	if err := fakehttp.AwaitLines(br, "word", 3); err != nil {
@@ -297,7 +273,7 @@ func TestGeminiStream(t *testing.T) {
 	body := `{"contents":[{"role":"user","parts":[{"text":"CMD now"}]}],
 	  "systemInstruction":{"parts":[{"text":"sys"}]},
 	  "tools":[{"functionDeclarations":[{"name":"run_shell_command","parametersJsonSchema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}]}]}`
-	resp := post(t, s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent?alt=sse", body, map[string]string{"x-goog-api-key": "secret"})
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent?alt=sse", body, map[string]string{"x-goog-api-key": "secret"})
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
 	}
@@ -346,7 +322,7 @@ func TestGeminiStream(t *testing.T) {
 	  {"role":"model","parts":[{"functionCall":{"name":"run_shell_command","args":{"command":"echo g"}}}]},
 	  {"role":"user","parts":[{"functionResponse":{"name":"run_shell_command","response":{"error":"Tool \"run_shell_command\" was canceled by the user."}}}]}],
 	  "tools":[{"functionDeclarations":[{"name":"run_shell_command"}]}]}`
-	resp = post(t, s.URL()+"/v1beta/models/"+GeminiModel+":generateContent", body2, nil)
+	resp = fakehttp.Post(t, t.Context(), s.URL()+"/v1beta/models/"+GeminiModel+":generateContent", body2, nil)
 	var full struct {
 		Candidates []struct {
 			Content struct {
@@ -374,14 +350,14 @@ func TestGeminiStream(t *testing.T) {
 
 func TestGeminiOtherRoutes(t *testing.T) {
 	s := New(t, When("HTTP500", Error(500, "boom")), Slow(3, 0))
-	resp := post(t, s.URL()+"/v1beta/models/"+GeminiModel+":countTokens", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil)
+	resp := fakehttp.Post(t, t.Context(), s.URL()+"/v1beta/models/"+GeminiModel+":countTokens", `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`, nil)
 	var ct struct {
 		TotalTokens int `json:"totalTokens"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&ct); err != nil || ct.TotalTokens == 0 {
 		t.Errorf("countTokens %+v %v", ct, err)
 	}
-	resp = post(t, s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"HTTP500"}]}]}`, nil)
+	resp = fakehttp.Post(t, t.Context(), s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent?alt=sse", `{"contents":[{"role":"user","parts":[{"text":"HTTP500"}]}]}`, nil)
 	var e struct {
 		Error struct {
 			Code   int    `json:"code"`
@@ -392,7 +368,7 @@ func TestGeminiOtherRoutes(t *testing.T) {
 		t.Errorf("500: %d %+v %v", resp.StatusCode, e, err)
 	}
 	// Without alt=sse the stream is one JSON array.
-	resp = post(t, s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"go"}]}]}`, nil)
+	resp = fakehttp.Post(t, t.Context(), s.URL()+"/v1beta/models/"+GeminiModel+":streamGenerateContent", `{"contents":[{"role":"user","parts":[{"text":"go"}]}]}`, nil)
 	b, _ := io.ReadAll(resp.Body)
 	var arr []json.RawMessage
 	if err := json.Unmarshal(b, &arr); err != nil || len(arr) != 4 {

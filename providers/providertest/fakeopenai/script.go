@@ -216,16 +216,11 @@ func properties(t Tool) []string {
 	return out
 }
 
-// argChunks splits tool-call arguments into three streamed pieces.
+// argChunks splits tool-call arguments into three streamed pieces (one
+// empty piece for no arguments).
 func argChunks(args string) []string {
 	if args == "" {
 		return []string{""}
 	}
-	const parts = 3
-	step := (len(args) + parts - 1) / parts
-	var out []string
-	for i := 0; i < len(args); i += step {
-		out = append(out, args[i:min(i+step, len(args))])
-	}
-	return out
+	return fakehttp.Split(args, 3)
 }

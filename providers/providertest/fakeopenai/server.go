@@ -104,7 +104,7 @@ func (s *Server) reply(req *Request) *Reply {
 	if !req.HasTools() {
 		return TextReply("Fake title")
 	}
-	return TextReply("fake: no scenario for ", fmt.Sprintf("%q", fakehttp.Clip(req.LastUserText(), 200)))
+	return TextReply(fakehttp.NoScenario(req.LastUserText())...)
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
