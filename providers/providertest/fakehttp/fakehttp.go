@@ -1,7 +1,8 @@
 // Package fakehttp is the base of the scripted fake model servers
 // (claude/fakeapi, codex/fakeresponses, providertest/fakeopenai): an HTTP
-// server on 127.0.0.1 that records the requests it was sent, and a
-// server-sent-events writer.
+// server on 127.0.0.1 that records the requests it was sent (Recorded), a
+// server-sent-events writer, the script combinators the fakes share
+// (script.go), and helpers for their tests (Post, AwaitLines).
 package fakehttp
 
 import (
