@@ -77,6 +77,7 @@ var _ agent.Provider = (*Provider)(nil)
 func New(logger *slog.Logger, opts Options) *Provider {
 	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	h := codexharness.New(logger, codexharness.Options{
+		Launch:           opts.Launch,
 		Provider:         ProviderID,
 		Label:            "Codex",
 		Args:             DefaultArgs,
@@ -88,7 +89,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		CatalogTTL:       opts.CatalogTTL,
 		DiscoveryTimeout: opts.DiscoveryTimeout,
 		InstallHint:      installHint,
-	}.WithLaunch(opts.Launch))
+	})
 	return &Provider{opts: opts, harness: h}
 }
 

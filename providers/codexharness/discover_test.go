@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -21,8 +22,8 @@ func discoveryHarness(t *testing.T, env map[string]string) (*Harness, string) {
 	t.Helper()
 	fake := providertest.SelfFake(t, envRecord, map[string]string{envFake: "1"}, env)
 	h := New(nil, Options{
-		Provider: "testprov", Bin: fake.Bin, Env: fake.Env, CodexHome: t.TempDir(), CredentialEnv: []string{"TEST_API_KEY"},
-		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} },
+		Provider: "testprov", CodexHome: t.TempDir(), CredentialEnv: []string{"TEST_API_KEY"},
+		Launch: procrun.Launch{Bin: fake.Bin, Env: fake.Env, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }},
 	})
 	return h, fake.Record
 }
@@ -102,7 +103,7 @@ func TestDiscoverFallbacks(t *testing.T) {
 		}
 	})
 	t.Run("not installed", func(t *testing.T) {
-		h := New(nil, Options{Provider: "p", Bin: "/nonexistent/codex"})
+		h := New(nil, Options{Provider: "p", Launch: procrun.Launch{Bin: "/nonexistent/codex"}})
 		cat, err := h.Discover(t.Context(), "", nil)
 		if !errors.Is(err, agent.ErrNotInstalled) || cat.Source != SourceAuto {
 			t.Errorf("err %v, catalog %+v", err, cat)
@@ -113,8 +114,8 @@ func TestDiscoverFallbacks(t *testing.T) {
 func TestCacheKeyFollowsCredentials(t *testing.T) {
 	home := t.TempDir()
 	h := New(nil, Options{
-		Provider: "p", Bin: "codex", CodexHome: home, CredentialEnv: []string{"TEST_API_KEY"},
-		HostEnv: func() []string { return []string{"PATH=/bin"} },
+		Provider: "p", CodexHome: home, CredentialEnv: []string{"TEST_API_KEY"},
+		Launch: procrun.Launch{Bin: "codex", HostEnv: func() []string { return []string{"PATH=/bin"} }},
 	})
 	k0 := h.CacheKey("", map[string]string{"TEST_API_KEY": "sk-secret-one"})
 	if k := h.CacheKey("", map[string]string{"TEST_API_KEY": "sk-secret-one"}); k != k0 {

@@ -97,7 +97,7 @@
 // # Cancellation and failures
 //
 // A cancelled ctx sends turn/interrupt once the turn id is known (once), and
-// waits up to Options.InterruptTimeout (10 s) for turn/completed, the only
+// waits up to Options.StopGrace (10 s) for turn/completed, the only
 // terminal authority; then the process is killed and the run ends with
 // run.interrupted. A thread/resume or thread/fork error whose text says the
 // thread does not exist ("no rollout found for thread id", "thread not

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -41,18 +40,15 @@ type Options struct {
 	Provider agent.ProviderID
 	// Label names the agent in messages ("Codex", "MiniMax"); default Provider.
 	Label string
-	// Bin is the executable; RunRequest.Bin overrides it (required).
-	Bin string
+	// Launch: Bin is the executable (required; RunRequest.Bin overrides
+	// it), Env extra child environment for every run (below RunRequest.Env),
+	// HostEnv, Secret, and StopGrace, how long a cancelled run waits for
+	// turn/completed after turn/interrupt before the kill (default 10 s).
+	procrun.Launch
 	// Args come before "app-server" (e.g. -c overrides); RunRequest.Args after it.
 	Args []string
-	// Env is extra child environment for every run (below RunRequest.Env).
-	Env map[string]string
 	// CodexHome, when set, is the child's CODEX_HOME (it wins over Env).
 	CodexHome string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
 	// ModelProvider is thread/start's modelProvider; empty leaves the config's.
 	ModelProvider string
 	// ApprovalPolicy is thread/start's approvalPolicy; default "untrusted", so
@@ -65,9 +61,6 @@ type Options struct {
 	Config map[string]any
 	// ClientName and ClientVersion are initialize's clientInfo.
 	ClientName, ClientVersion string
-	// InterruptTimeout is how long a cancelled run waits for turn/completed
-	// after turn/interrupt before the process is killed; default 10 s.
-	InterruptTimeout time.Duration
 	// StartTimeout bounds initialize → thread → turn/start; default 60 s.
 	StartTimeout time.Duration
 	// ExitTimeout is how long the process may take to exit after the turn
@@ -80,14 +73,6 @@ type Options struct {
 	CatalogTTL, FallbackTTL, DiscoveryTimeout time.Duration
 	// InstallHint is appended to Run's not-installed error.
 	InstallHint string
-}
-
-// WithLaunch returns o with the executable, environment, host environment,
-// secret filter and stop grace (as InterruptTimeout) of a provider's launch
-// options.
-func (o Options) WithLaunch(l procrun.Launch) Options {
-	o.Bin, o.Env, o.HostEnv, o.Secret, o.InterruptTimeout = l.Bin, l.Env, l.HostEnv, l.Secret, l.StopGrace
-	return o
 }
 
 // Harness runs app-server turns for one provider.
@@ -105,9 +90,7 @@ func New(logger *slog.Logger, opts Options) *Harness {
 	if opts.Label == "" {
 		opts.Label = string(opts.Provider)
 	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
+	opts.Launch = opts.Launch.WithDefaults("", DefaultInterruptTimeout)
 	opts.ApprovalPolicy = cmp.Or(opts.ApprovalPolicy, DefaultApprovalPolicy)
 	opts.Sandbox = cmp.Or(opts.Sandbox, DefaultSandbox)
 	opts.ClientName = cmp.Or(opts.ClientName, DefaultClientName)
@@ -116,7 +99,7 @@ func New(logger *slog.Logger, opts Options) *Harness {
 		v   *time.Duration
 		def time.Duration
 	}{
-		{&opts.InterruptTimeout, DefaultInterruptTimeout}, {&opts.StartTimeout, DefaultStartTimeout},
+		{&opts.StartTimeout, DefaultStartTimeout},
 		{&opts.ExitTimeout, DefaultExitTimeout}, {&opts.CatalogTTL, DefaultCatalogTTL},
 		{&opts.FallbackTTL, DefaultFallbackTTL}, {&opts.DiscoveryTimeout, DefaultDiscoveryTimeout},
 	} {
@@ -200,7 +183,7 @@ func (h *Harness) Run(ctx context.Context, req agent.RunRequest, emit func(agent
 		Responses:        req.Responses,
 		Logger:           logger,
 		InstallHint:      h.opts.InstallHint,
-		InterruptTimeout: h.opts.InterruptTimeout,
+		InterruptTimeout: h.opts.StopGrace,
 		ExitTimeout:      h.opts.ExitTimeout,
 		NoResult:         fmt.Sprintf("%s app-server exited before the turn completed", h.opts.Label),
 	}.Run(ctx, emit)
@@ -578,7 +561,7 @@ func (r *run) startTurn(threadModel string) {
 // Interrupt handles a cancelled run context: turn/interrupt once the turn
 // is known; before turn/start the session is ended (stdin closed); while
 // turn/start is in flight the interrupt follows its result. The Session
-// kills the app-server after InterruptTimeout.
+// kills the app-server after Options.StopGrace.
 func (r *run) Interrupt(c *procrun.Conn) error {
 	c.Logger().Info("run cancelled, interrupting the turn")
 	if r.ended() {

@@ -21,6 +21,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -222,9 +223,9 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, fo fakeOpts)
 	req.Env = fake.Env
 	req.ChatID, req.RunID = "chat-1", "run-1"
 	opts := Options{
-		Provider: "testprov", Label: "Test", Bin: fake.Bin,
-		InterruptTimeout: time.Second, ExitTimeout: 2 * time.Second, StartTimeout: 10 * time.Second,
-		HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME=/home/nobody", "OPENAI_API_KEY=sk-host"),
+		Provider: "testprov", Label: "Test", ExitTimeout: 2 * time.Second, StartTimeout: 10 * time.Second,
+		Launch: procrun.Launch{Bin: fake.Bin, StopGrace: time.Second,
+			HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME=/home/nobody", "OPENAI_API_KEY=sk-host")},
 	}
 	if fo.opts != nil {
 		fo.opts(&opts)
@@ -599,7 +600,7 @@ func TestRunCancelBeforeStart(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	var evs []agent.Event
-	err := New(nil, Options{Provider: "p", Bin: "/nonexistent"}).Run(ctx, agent.RunRequest{Prompt: "x"}, func(ev agent.Event) { evs = append(evs, ev) })
+	err := New(nil, Options{Provider: "p", Launch: procrun.Launch{Bin: "/nonexistent"}}).Run(ctx, agent.RunRequest{Prompt: "x"}, func(ev agent.Event) { evs = append(evs, ev) })
 	if err != nil || len(evs) != 1 || evs[0].Type != agent.EventRunInterrupted {
 		t.Fatalf("err %v, events %+v", err, evs)
 	}
@@ -608,7 +609,7 @@ func TestRunCancelBeforeStart(t *testing.T) {
 func TestRunNotInstalled(t *testing.T) {
 	const hint = "npm install -g @example/app-server"
 	providertest.CheckNotInstalled(t, func(bin string) *Harness {
-		return New(nil, Options{Provider: "p", Bin: bin, InstallHint: hint})
+		return New(nil, Options{Provider: "p", Launch: procrun.Launch{Bin: bin}, InstallHint: hint})
 	}, "(install: "+hint+")")
 }
 

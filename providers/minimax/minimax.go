@@ -49,7 +49,7 @@ var DefaultModels = []string{"MiniMax-M2.1", "MiniMax-M2"}
 type Options struct {
 	// Launch is the Codex executable (default "codex"), the child's
 	// environment (put MINIMAX_API_KEY in Env) and StopGrace (see
-	// codexharness.Options.InterruptTimeout; default 10 s).
+	// codexharness.Options.StopGrace; default 10 s).
 	procrun.Launch
 	// CodexHome is MiniMax's own CODEX_HOME; default
 	// $XDG_STATE_HOME/threadline/minimax/codex-home (~/.local/state/...).
@@ -82,13 +82,14 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		opts.CodexHome = defaultCodexHome()
 	}
 	h := codexharness.New(logger, codexharness.Options{
+		Launch:        opts.Launch,
 		Provider:      ProviderID,
 		Label:         "MiniMax",
 		CodexHome:     opts.CodexHome,
 		ModelProvider: modelProvider,
 		CredentialEnv: []string{KeyEnv},
 		InstallHint:   installHint,
-	}.WithLaunch(opts.Launch))
+	})
 	return &Provider{opts: opts, harness: h}
 }
 
