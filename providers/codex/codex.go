@@ -30,7 +30,7 @@ const ProviderID agent.ProviderID = "codex"
 
 // Defaults.
 const (
-	DefaultBin  = "codex"
+	DefaultBin  = codexharness.DefaultBin
 	installHint = "npm install -g @openai/codex"
 )
 
@@ -66,16 +66,12 @@ type Options struct {
 }
 
 // Provider runs Codex.
-type Provider struct {
-	opts    Options
-	harness *codexharness.Harness
-}
+type Provider struct{ harness *codexharness.Harness }
 
 var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	h := codexharness.New(logger, codexharness.Options{
 		Launch:           opts.Launch,
 		Provider:         ProviderID,
@@ -90,7 +86,7 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		DiscoveryTimeout: opts.DiscoveryTimeout,
 		InstallHint:      installHint,
 	})
-	return &Provider{opts: opts, harness: h}
+	return &Provider{harness: h}
 }
 
 // ID returns "codex".

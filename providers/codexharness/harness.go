@@ -24,6 +24,7 @@ import (
 
 // Defaults.
 const (
+	DefaultBin              = "codex"
 	DefaultInterruptTimeout = 10 * time.Second
 	DefaultStartTimeout     = 60 * time.Second
 	DefaultExitTimeout      = 5 * time.Second
@@ -40,8 +41,8 @@ type Options struct {
 	Provider agent.ProviderID
 	// Label names the agent in messages ("Codex", "MiniMax"); default Provider.
 	Label string
-	// Launch: Bin is the executable (required; RunRequest.Bin overrides
-	// it), Env extra child environment for every run (below RunRequest.Env),
+	// Launch: Bin is the executable (default "codex"; RunRequest.Bin
+	// overrides it), Env extra child environment for every run (below RunRequest.Env),
 	// HostEnv, Secret, and StopGrace, how long a cancelled run waits for
 	// turn/completed after turn/interrupt before the kill (default 10 s).
 	procrun.Launch
@@ -90,7 +91,7 @@ func New(logger *slog.Logger, opts Options) *Harness {
 	if opts.Label == "" {
 		opts.Label = string(opts.Provider)
 	}
-	opts.Launch = opts.Launch.WithDefaults("", DefaultInterruptTimeout)
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, DefaultInterruptTimeout)
 	opts.ApprovalPolicy = cmp.Or(opts.ApprovalPolicy, DefaultApprovalPolicy)
 	opts.Sandbox = cmp.Or(opts.Sandbox, DefaultSandbox)
 	opts.ClientName = cmp.Or(opts.ClientName, DefaultClientName)

@@ -31,7 +31,7 @@ const ProviderID agent.ProviderID = "minimax"
 
 // Defaults.
 const (
-	DefaultBin     = "codex"
+	DefaultBin     = codexharness.DefaultBin
 	DefaultBaseURL = "https://api.minimax.io/v1"
 	DefaultModel   = "MiniMax-M2.1"
 	KeyEnv         = "MINIMAX_API_KEY"
@@ -72,7 +72,6 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	opts.Launch = opts.Launch.WithDefaults(DefaultBin, codexharness.DefaultInterruptTimeout)
 	opts.BaseURL = cmp.Or(opts.BaseURL, DefaultBaseURL)
 	opts.Model = cmp.Or(opts.Model, DefaultModel)
 	if len(opts.Models) == 0 {
