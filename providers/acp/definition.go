@@ -96,6 +96,18 @@ type Endpoint struct {
 	Model            string
 }
 
+// byPolicy is a Definition.PolicyArgs or PolicyEnv: accept for a run that
+// accepts every tool, ask for the others. Callers read the values and must
+// not modify them.
+func byPolicy[T any](accept, ask T) func(agent.ApprovalPolicy) T {
+	return func(p agent.ApprovalPolicy) T {
+		if p == agent.ApprovalAccept {
+			return accept
+		}
+		return ask
+	}
+}
+
 // define fills d's launch facts from its descriptor.
 func define(desc registry.Definition, d Definition) Definition {
 	d.Descriptor = desc
@@ -121,12 +133,7 @@ func Opencode() Definition {
 		Wiring: "a provider in $XDG_CONFIG_HOME/opencode/opencode.json (npm @ai-sdk/openai-compatible, options.baseURL, " +
 			"apiKey, models) and \"model\": \"<provider>/<model>\"; add OPENCODE_DISABLE_MODELS_FETCH=1, " +
 			"OPENCODE_DISABLE_LSP_DOWNLOAD=1 and OPENCODE_DISABLE_DEFAULT_PLUGINS=1 offline",
-		PolicyEnv: func(p agent.ApprovalPolicy) map[string]string {
-			if p == agent.ApprovalAccept {
-				return nil
-			}
-			return map[string]string{"OPENCODE_CONFIG_CONTENT": OpencodePermissionEnv}
-		},
+		PolicyEnv: byPolicy[map[string]string](nil, map[string]string{"OPENCODE_CONFIG_CONTENT": OpencodePermissionEnv}),
 		// opencode answers a load of an unknown id with its generic session
 		// service failure: {"code":-32603,"message":"Internal error: OpenCode
 		// service failure","data":{"service":"session"}}.
@@ -155,12 +162,7 @@ func Qwen() Definition {
 			"security.auth.selectedType \"openai\", general.enableAutoUpdate false, privacy.usageStatisticsEnabled false, telemetry.enabled false",
 		// qwen's default approval mode "auto" asks an LLM classifier; "default"
 		// asks the client, "yolo" runs tools unasked.
-		PolicyArgs: func(p agent.ApprovalPolicy) []string {
-			if p == agent.ApprovalAccept {
-				return []string{"--approval-mode", "yolo"}
-			}
-			return []string{"--approval-mode", "default"}
-		},
+		PolicyArgs: byPolicy([]string{"--approval-mode", "yolo"}, []string{"--approval-mode", "default"}),
 		// qwen: {"code":-32002,"message":"Resource not found: session:<id>"}, also
 		// for a real id from another cwd.
 		Configure: qwenSetup.configure,
@@ -182,13 +184,8 @@ func Gemini() Definition {
 			"plus ~/.gemini/settings.json with security.auth.selectedType \"gemini-api-key\", model.name, " +
 			"general.enableAutoUpdate false, privacy.usageStatisticsEnabled false, telemetry.enabled false; " +
 			"GEMINI_CLI_TRUST_WORKSPACE=true is needed for \"allow always\" and yolo in an untrusted folder",
-		LoadQuiet: 300 * time.Millisecond,
-		PolicyArgs: func(p agent.ApprovalPolicy) []string {
-			if p == agent.ApprovalAccept {
-				return []string{"--approval-mode", "yolo"}
-			}
-			return []string{"--approval-mode", "default"}
-		},
+		LoadQuiet:  300 * time.Millisecond,
+		PolicyArgs: byPolicy([]string{"--approval-mode", "yolo"}, []string{"--approval-mode", "default"}),
 		// gemini answers -32603 "Internal error" with the reason in
 		// data.details: "No previous sessions found for this project." or
 		// "Invalid session identifier \"<id>\". …".
@@ -221,12 +218,7 @@ func Kilo() Definition {
 		Wiring: "an opencode-style provider in $XDG_CONFIG_HOME/kilo/kilo.json (npm @ai-sdk/openai-compatible, options.baseURL, " +
 			"apiKey, models), \"model\": \"<provider>/<model>\" and \"enabled_providers\": [\"<provider>\"] (else it calls api.kilo.ai); " +
 			"add KILO_DISABLE_MODELS_FETCH=1, KILO_DISABLE_LSP_DOWNLOAD=1 and KILO_DISABLE_DEFAULT_PLUGINS=1 offline",
-		PolicyEnv: func(p agent.ApprovalPolicy) map[string]string {
-			if p == agent.ApprovalAccept {
-				return nil
-			}
-			return map[string]string{"KILO_CONFIG_CONTENT": KiloPermissionEnv}
-		},
+		PolicyEnv: byPolicy[map[string]string](nil, map[string]string{"KILO_CONFIG_CONTENT": KiloPermissionEnv}),
 		Configure: kiloSetup.configure,
 	})
 }
@@ -240,13 +232,8 @@ func CopilotACP() Definition {
 		Native: &NpmNative{Wrapper: "npm-loader.js", Package: "@github/copilot-{platform}", Path: "copilot"},
 		Wiring: "BYOK without a GitHub login: COPILOT_OFFLINE=true, COPILOT_PROVIDER_BASE_URL (…/v1), COPILOT_PROVIDER_TYPE=openai, " +
 			"COPILOT_PROVIDER_API_KEY, COPILOT_MODEL; the first start unpacks 235 MB into $XDG_CACHE_HOME/copilot",
-		PolicyArgs: func(p agent.ApprovalPolicy) []string {
-			if p == agent.ApprovalAccept {
-				return []string{"--allow-all-tools"}
-			}
-			return nil
-		},
-		Configure: copilotSetup.configure,
+		PolicyArgs: byPolicy([]string{"--allow-all-tools"}, nil),
+		Configure:  copilotSetup.configure,
 	})
 }
 
@@ -278,13 +265,8 @@ func CodexACP() Definition {
 			"sandbox_mode = \"danger-full-access\" (or install bwrap)",
 		// approval_policy "untrusted" asks before every command that is not
 		// known to be safe; "never" runs them.
-		PolicyArgs: func(p agent.ApprovalPolicy) []string {
-			if p == agent.ApprovalAccept {
-				return []string{"-c", `approval_policy="never"`}
-			}
-			return []string{"-c", `approval_policy="untrusted"`}
-		},
-		Configure: codexACPSetup.configure,
+		PolicyArgs: byPolicy([]string{"-c", `approval_policy="never"`}, []string{"-c", `approval_policy="untrusted"`}),
+		Configure:  codexACPSetup.configure,
 	})
 }
 
@@ -307,36 +289,6 @@ func ClaudeAgentACP() Definition {
 			"CLAUDE_CODE_EXECUTABLE may point at an installed claude instead of the bundled one",
 		Configure: claudeAgentACPSetup.configure,
 	})
-}
-
-// Devin is `devin acp` (Devin for Terminal; not verified here).
-func Devin() Definition {
-	return define(devinDescriptor(), Definition{Wiring: "Devin account login; not verified here"})
-}
-
-// Hermes is `hermes acp` (Nous Research Hermes Agent; not verified here).
-func Hermes() Definition {
-	return define(hermesDescriptor(), Definition{Wiring: "hermes auth add <provider> or keys in ~/.hermes/.env; not verified here"})
-}
-
-// Vibe is `vibe-acp` (Mistral Vibe; not verified here).
-func Vibe() Definition {
-	return define(vibeDescriptor(), Definition{Wiring: "MISTRAL_API_KEY or ~/.vibe/config.toml; not verified here"})
-}
-
-// Reasonix is `reasonix acp` (DeepSeek Reasonix; not verified here).
-func Reasonix() Definition {
-	return define(reasonixDescriptor(), Definition{Wiring: "DEEPSEEK_API_KEY; not verified here"})
-}
-
-// Vela is `vela agent run --runtime opencode` (AMR; not verified here).
-func Vela() Definition {
-	return define(velaDescriptor(), Definition{Wiring: "VELA_RUNTIME_KEY and VELA_LINK_URL (an OpenAI-compatible endpoint); not verified here"})
-}
-
-// Trae is `traecli acp serve` (Trae CLI; not verified here).
-func Trae() Definition {
-	return define(traeDescriptor(), Definition{Wiring: "Trae account login; not verified here"})
 }
 
 // setup is how a CLI is pointed at an Endpoint (Definition.Configure): the

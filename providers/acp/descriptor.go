@@ -1,6 +1,8 @@
 // Descriptors: the ACP agent CLIs, as the registry detects them and a run
 // launches them. Definition (definition.go) adds what only this provider
-// reads: environment, approval-policy arguments, session errors, wiring.
+// reads: environment, approval-policy arguments, session errors, wiring;
+// the CLIs no real run verifies here, with no runtime specifics, are
+// defined here whole (see unverified).
 
 package acp
 
@@ -46,6 +48,13 @@ func npmVerified(d registry.Definition, pkg, version, docs string) registry.Defi
 func fromDocs(d registry.Definition, reason string) registry.Definition {
 	d.Verified = registry.Fixtures("providers/acp TestDefinitionsLaunch", reason)
 	return d
+}
+
+// unverified is the Definition of a CLI with no runtime specifics of its
+// own that no real run verifies here (see fromDocs); wiring says how it is
+// pointed at a model.
+func unverified(d registry.Definition, reason, wiring string) Definition {
+	return define(fromDocs(d, reason), Definition{Wiring: wiring + "; not verified here"})
 }
 
 // opencodeDescriptor is `opencode acp`; it shares the executable, versions,
@@ -164,57 +173,58 @@ func claudeAgentACPDescriptor() registry.Definition {
 	return npmVerified(d, "@zed-industries/claude-agent-acp", "0.23.1", "https://github.com/zed-industries/claude-agent-acp")
 }
 
-// devinDescriptor is `devin acp`. OpenDesign adds --permission-mode
-// dangerous; Threadline keeps the permission prompts.
-func devinDescriptor() registry.Definition {
+// Devin is `devin acp` (Devin for Terminal; not verified here). OpenDesign
+// adds --permission-mode dangerous; Threadline keeps the permission prompts.
+func Devin() Definition {
 	d := shape("devin", "Devin for Terminal", "devin", "acp")
 	d.Models.Fallback = []string{"adaptive", "swe", "opus", "sonnet"}
 	d.InstallHint = "see https://cli.devin.ai/docs"
 	d.Auth.Note = "login is kept by devin itself; not checked"
-	return fromDocs(d, "Devin for Terminal has its own installer and runs on a Devin account; neither is reachable here")
+	return unverified(d, "Devin for Terminal has its own installer and runs on a Devin account; neither is reachable here", "Devin account login")
 }
 
-// hermesDescriptor is `hermes acp`.
-func hermesDescriptor() registry.Definition {
+// Hermes is `hermes acp` (Nous Research Hermes Agent; not verified here).
+func Hermes() Definition {
 	d := shape("hermes", "Hermes Agent", "hermes", "acp")
 	d.Auth = registry.AuthCheck{Env: []string{"XAI_API_KEY", "OPENAI_API_KEY"}, Files: []string{"~/.hermes/.env", "~/.hermes/auth.json"}}
 	d.InstallHint = "see https://github.com/NousResearch/hermes-agent"
-	return fromDocs(d, "Hermes Agent installs from its GitHub repository, which is not reachable here")
+	return unverified(d, "Hermes Agent installs from its GitHub repository, which is not reachable here", "hermes auth add <provider> or keys in ~/.hermes/.env")
 }
 
-// vibeDescriptor is `vibe-acp`.
-func vibeDescriptor() registry.Definition {
+// Vibe is `vibe-acp` (Mistral Vibe; not verified here).
+func Vibe() Definition {
 	d := shape("vibe", "Mistral Vibe", "vibe-acp")
 	d.Auth = registry.AuthCheck{Env: []string{"MISTRAL_API_KEY"}, Files: []string{"~/.vibe/.env"}}
 	d.InstallHint = "uv tool install mistral-vibe"
-	return fromDocs(d, "Mistral Vibe is a Python package; PyPI is not reachable here")
+	return unverified(d, "Mistral Vibe is a Python package; PyPI is not reachable here", "MISTRAL_API_KEY or ~/.vibe/config.toml")
 }
 
-// reasonixDescriptor is `reasonix acp` (also installed as dsnix).
-func reasonixDescriptor() registry.Definition {
+// Reasonix is `reasonix acp` (DeepSeek Reasonix, also installed as dsnix;
+// not verified here).
+func Reasonix() Definition {
 	d := shape("reasonix", "DeepSeek Reasonix", "reasonix", "acp")
 	d.Fallbacks = []string{"dsnix"}
 	d.Models.Fallback = []string{"deepseek-v4-pro", "deepseek-v4-flash"}
 	d.Auth = registry.AuthCheck{Env: []string{"DEEPSEEK_API_KEY"}, Files: []string{"~/.reasonix/config.json"}}
 	d.InstallHint = "see https://github.com/esengine/DeepSeek-Reasonix"
-	return fromDocs(d, "DeepSeek Reasonix installs from its GitHub repository, which is not reachable here")
+	return unverified(d, "DeepSeek Reasonix installs from its GitHub repository, which is not reachable here", "DEEPSEEK_API_KEY")
 }
 
-// velaDescriptor is `vela agent run --runtime opencode` (AMR).
-func velaDescriptor() registry.Definition {
+// Vela is `vela agent run --runtime opencode` (AMR; not verified here).
+func Vela() Definition {
 	d := shape("vela", "Vela (AMR)", "vela", "agent", "run", "--runtime", "opencode")
 	d.PassEnv = []string{"VELA_LINK_URL"}
 	d.Auth = registry.AuthCheck{Env: []string{"VELA_RUNTIME_KEY"}}
 	d.InstallHint = "install the vela CLI and set VELA_RUNTIME_KEY and VELA_LINK_URL"
-	return fromDocs(d, "the vela CLI is in no registry reachable here")
+	return unverified(d, "the vela CLI is in no registry reachable here", "VELA_RUNTIME_KEY and VELA_LINK_URL (an OpenAI-compatible endpoint)")
 }
 
-// traeDescriptor is `traecli acp serve`. OpenDesign adds --yolo; Threadline
-// keeps the permission prompts.
-func traeDescriptor() registry.Definition {
+// Trae is `traecli acp serve` (Trae CLI; not verified here). OpenDesign
+// adds --yolo; Threadline keeps the permission prompts.
+func Trae() Definition {
 	d := shape("trae", "Trae CLI", "traecli", "acp", "serve")
 	d.Version.Timeout = 10 * time.Second
 	d.InstallHint = "see https://docs.trae.ai/cli"
 	d.Auth.Note = "login is kept by traecli itself; not checked"
-	return fromDocs(d, "Trae CLI has its own installer and runs on a Trae account; neither is reachable here")
+	return unverified(d, "Trae CLI has its own installer and runs on a Trae account; neither is reachable here", "Trae account login")
 }
