@@ -75,6 +75,28 @@ func rawText(raw json.RawMessage) string {
 	return string(raw)
 }
 
+// ContentText renders a tool result's content as text: a string as it is,
+// an array of parts as their non-empty texts, one a line, any other value as
+// compact JSON. kimi uses it too.
+func ContentText(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var parts []struct {
+			Text string `json:"text"`
+		}
+		if json.Unmarshal(raw, &parts) == nil {
+			texts := make([]string, 0, len(parts))
+			for _, pt := range parts {
+				if pt.Text != "" {
+					texts = append(texts, pt.Text)
+				}
+			}
+			return strings.Join(texts, "\n")
+		}
+	}
+	return rawText(raw)
+}
+
 // errorText renders an error value: its message field when it has one, else
 // rawText.
 func errorText(raw json.RawMessage) string {

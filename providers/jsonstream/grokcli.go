@@ -3,8 +3,6 @@
 package jsonstream
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -18,19 +16,6 @@ const GrokCLIProviderID agent.ProviderID = "grok-cli"
 // status 0, when the model call failed (its agent's catch-all).
 const grokCLIErrorPrefix = "Sorry, I encountered an error: "
 
-type grokCLIMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCallID string          `json:"tool_call_id"`
-	ToolCalls  []struct {
-		ID       string `json:"id"`
-		Function struct {
-			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
-		} `json:"function"`
-	} `json:"tool_calls"`
-}
-
 // GrokCLIParser parses grok-cli's headless output: after the turn it prints
 // the turn's messages in OpenAI's shape, one per line (the user's, each
 // assistant message with its tool_calls, each tool result, the final
@@ -38,39 +23,26 @@ type grokCLIMessage struct {
 // (Finish): grok-cli reports a failed model call as an assistant message and
 // exit status 0. Use NewGrokCLIParser.
 type GrokCLIParser struct {
-	turn
+	chat *Chat
 	// final is the last assistant message without tool calls, not yet shown.
 	final    string
 	hasFinal bool
 }
 
 // NewGrokCLIParser returns a parser for one run. grok-cli keeps no session.
-func NewGrokCLIParser() *GrokCLIParser { return &GrokCLIParser{turn: newTurn(GrokCLIProviderID, "")} }
-
-// Parse implements procrun.LineParser.
-func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) {
-	var m grokCLIMessage
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, fmt.Errorf("grok-cli line: %w", err)
-	}
-	switch m.Role {
-	case "user":
-		return nil, nil
-	case "assistant":
-		return p.assistant(&m), nil
-	case "tool":
-		if m.ToolCallID == "" {
-			break
-		}
-		return []agent.Event{p.completed("tool", m.ToolCallID, rawText(m.Content), false)}, nil
-	}
-	return []agent.Event{p.unknown(m.Role, "", line)}, nil
+func NewGrokCLIParser() *GrokCLIParser {
+	p := &GrokCLIParser{}
+	p.chat = NewChat(GrokCLIProviderID, ChatDialect{Assistant: p.assistant, ToolText: rawText})
+	return p
 }
 
-func (p *GrokCLIParser) assistant(m *grokCLIMessage) []agent.Event {
+// Parse implements procrun.LineParser.
+func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) { return p.chat.Parse(line) }
+
+func (p *GrokCLIParser) assistant(m *ChatMessage) []agent.Event {
 	var out []agent.Event
 	if p.hasFinal { // a message after the held one: the held one was not the last
-		out = append(out, p.text(p.final)...)
+		out = append(out, p.chat.text(p.final)...)
 		p.final, p.hasFinal = "", false
 	}
 	text := rawText(m.Content)
@@ -78,14 +50,8 @@ func (p *GrokCLIParser) assistant(m *grokCLIMessage) []agent.Event {
 		p.final, p.hasFinal = text, true
 		return out
 	}
-	out = append(out, p.text(text)...)
-	for _, c := range m.ToolCalls {
-		if c.ID == "" {
-			continue
-		}
-		out = append(out, p.started("assistant/tool_calls", c.ID, c.Function.Name, c.Function.Arguments))
-	}
-	return out
+	out = append(out, p.chat.text(text)...)
+	return append(out, p.chat.Calls("assistant/tool_calls", m)...)
 }
 
 // Finish ends the turn once grok-cli exited (exited reports a non-zero
@@ -105,5 +71,5 @@ func (p *GrokCLIParser) Finish(exited bool) []agent.Event {
 		}
 		return []agent.Event{{Type: agent.EventRunFailed, Text: "grok-cli: " + strings.TrimSpace(msg)}}
 	}
-	return append(p.text(final), agent.Event{Type: agent.EventRunCompleted})
+	return append(p.chat.text(final), agent.Event{Type: agent.EventRunCompleted})
 }

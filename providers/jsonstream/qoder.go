@@ -88,18 +88,7 @@ func (p *QoderParser) user(ev *qoderEvent) []agent.Event {
 		if b.Type != "tool_result" || b.ToolUseID == "" {
 			continue
 		}
-		output := rawText(b.Content)
-		var parts []streamBlock
-		if json.Unmarshal(b.Content, &parts) == nil {
-			var s []string
-			for _, pt := range parts {
-				if pt.Text != "" {
-					s = append(s, pt.Text)
-				}
-			}
-			output = strings.Join(s, "\n")
-		}
-		out = append(out, p.completed("user/tool_result", b.ToolUseID, output, b.IsError))
+		out = append(out, p.completed("user/tool_result", b.ToolUseID, ContentText(b.Content), b.IsError))
 	}
 	return out
 }

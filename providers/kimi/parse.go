@@ -15,35 +15,16 @@ import (
 // ProviderID is the kimi provider's id.
 const ProviderID agent.ProviderID = "kimi"
 
-// Bounds on what events carry.
+// Bounds on what events carry (jsonstream's).
 const (
 	// MaxToolOutput bounds tool.completed output text.
-	MaxToolOutput = 4 << 10
+	MaxToolOutput = jsonstream.MaxToolOutput
 	// MaxNativePayload bounds provider.native payloads.
-	MaxNativePayload = 8 << 10
+	MaxNativePayload = jsonstream.MaxNativePayload
 )
 
 // System subtypes the parser emits.
 const SubtypeSessionNotResumed = "session_not_resumed"
-
-// message is one stdout line.
-type message struct {
-	Role       string          `json:"role"`
-	Type       string          `json:"type"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []toolCall      `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-	SessionID  string          `json:"session_id"`
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string          `json:"name"`
-		Arguments json.RawMessage `json:"arguments"`
-	} `json:"function"`
-}
 
 // part is one element of an array content.
 type part struct {
@@ -52,21 +33,24 @@ type part struct {
 	Think string `json:"think"`
 }
 
-// Parser turns Kimi stream-json lines into events. It is used from one
+// Parser turns Kimi stream-json lines into events: messages in OpenAI's
+// chat shape (jsonstream.Chat) and meta records. It is used from one
 // goroutine; the zero value is not ready, use NewParser.
 type Parser struct {
+	chat      *jsonstream.Chat
 	resumed   string // the session the run asked to continue
 	sessionID string
-	tools     map[string]string // tool call id → name
-	textOut   bool              // some assistant text was emitted
-	lastNL    bool              // the emitted text ends in a newline
 	done      bool
 }
 
 // NewParser returns a parser for one run that continues session resumed
 // ("" for a fresh run).
 func NewParser(resumed string) *Parser {
-	return &Parser{resumed: resumed, sessionID: resumed, tools: map[string]string{}}
+	p := &Parser{resumed: resumed, sessionID: resumed}
+	p.chat = jsonstream.NewChat(ProviderID, jsonstream.ChatDialect{
+		Assistant: p.assistant, ToolText: jsonstream.ContentText, Other: p.meta,
+	})
+	return p
 }
 
 // SessionID is the session the CLI reported (or the resumed one).
@@ -77,38 +61,23 @@ func (p *Parser) Done() bool { return p.done }
 
 // Parse parses one stdout line. Malformed JSON returns an error (the caller
 // logs and skips the line); unknown valid records become provider.native.
-func (p *Parser) Parse(line []byte) ([]agent.Event, error) {
-	var m message
-	if err := json.Unmarshal(line, &m); err != nil {
-		return nil, fmt.Errorf("kimi line: %w", err)
+func (p *Parser) Parse(line []byte) ([]agent.Event, error) { return p.chat.Parse(line) }
+
+// meta maps a meta record: the resume hint ends the run, the rest is
+// provider.native (meta/<type>).
+func (p *Parser) meta(m *jsonstream.ChatMessage, line []byte) ([]agent.Event, bool) {
+	if m.Role != "meta" {
+		return nil, false
 	}
-	switch m.Role {
-	case "assistant":
-		return p.assistant(&m), nil
-	case "tool":
-		if m.ToolCallID == "" {
-			return []agent.Event{native("tool", line)}, nil
-		}
-		out, _ := contentText(m.Content)
-		return []agent.Event{{Type: agent.EventToolCompleted, Tool: &agent.Tool{
-			ID: m.ToolCallID, Name: p.tools[m.ToolCallID], Output: agent.Truncate(out, MaxToolOutput),
-		}, Native: &agent.Native{Provider: ProviderID, Kind: "tool", ID: jsonString(m.ToolCallID)}}}, nil
-	case "meta":
-		if m.Type == "session.resume_hint" {
-			return p.resumeHint(&m), nil
-		}
-		return []agent.Event{native("meta/"+m.Type, line)}, nil
-	case "user":
-		return nil, nil
+	if m.Type == "session.resume_hint" {
+		return p.resumeHint(m), true
 	}
-	kind := m.Role
-	if kind == "" {
-		kind = "unknown"
-	}
-	return []agent.Event{native(kind, line)}, nil
+	return []agent.Event{p.chat.Native("meta", m.Type, line)}, true
 }
 
-func (p *Parser) assistant(m *message) []agent.Event {
+// assistant maps an assistant message: its think parts, its text, then its
+// tool calls.
+func (p *Parser) assistant(m *jsonstream.ChatMessage) []agent.Event {
 	var out []agent.Event
 	var text strings.Builder
 	raw := bytes.TrimSpace(m.Content)
@@ -131,28 +100,11 @@ func (p *Parser) assistant(m *message) []agent.Event {
 			}
 		}
 	}
-	if s := text.String(); s != "" {
-		if p.textOut && !p.lastNL && !strings.HasPrefix(s, "\n") {
-			s = "\n\n" + s
-		}
-		p.textOut, p.lastNL = true, strings.HasSuffix(s, "\n")
-		out = append(out, agent.Event{Type: agent.EventAssistantDelta, Text: s})
-	}
-	for _, c := range m.ToolCalls {
-		if c.ID == "" {
-			continue
-		}
-		name := c.Function.Name
-		p.tools[c.ID] = name
-		input := jsonstream.ToolInput(c.Function.Arguments)
-		out = append(out, agent.Event{Type: agent.EventToolStarted, Tool: &agent.Tool{
-			ID: c.ID, Name: name, Input: input, Summary: jsonstream.ToolSummary(name, input),
-		}, Native: &agent.Native{Provider: ProviderID, Kind: "assistant/tool_call", ID: jsonString(c.ID)}})
-	}
-	return out
+	out = append(out, p.chat.Text(text.String())...)
+	return append(out, p.chat.Calls("assistant/tool_call", m)...)
 }
 
-func (p *Parser) resumeHint(m *message) []agent.Event {
+func (p *Parser) resumeHint(m *jsonstream.ChatMessage) []agent.Event {
 	var out []agent.Event
 	if m.SessionID != "" && m.SessionID != p.sessionID {
 		if p.resumed != "" && p.sessionID == p.resumed {
@@ -164,40 +116,4 @@ func (p *Parser) resumeHint(m *message) []agent.Event {
 	}
 	p.done = true
 	return append(out, agent.Event{Type: agent.EventRunCompleted})
-}
-
-// contentText flattens a tool message's content (a string or text parts).
-func contentText(raw json.RawMessage) (string, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		return "", false
-	}
-	if raw[0] == '"' {
-		var s string
-		_ = json.Unmarshal(raw, &s)
-		return s, true
-	}
-	var parts []part
-	if json.Unmarshal(raw, &parts) != nil {
-		return string(raw), false
-	}
-	var b []string
-	for _, pt := range parts {
-		if pt.Text != "" {
-			b = append(b, pt.Text)
-		}
-	}
-	return strings.Join(b, "\n"), false
-}
-
-// native builds a provider.native event with a bounded payload.
-func native(kind string, line []byte) agent.Event {
-	return agent.Event{Type: agent.EventProviderNative, Native: &agent.Native{
-		Provider: ProviderID, Kind: kind, Payload: agent.NativePayload(line, MaxNativePayload),
-	}}
-}
-
-func jsonString(s string) json.RawMessage {
-	b, _ := json.Marshal(s)
-	return b
 }
