@@ -165,12 +165,21 @@ func (p *Parser) markStreamed(id string) {
 	}
 }
 
-func (p *Parser) assistant(r *record, line []byte) ([]agent.Event, error) {
-	var m message
+// messageBlocks decodes the message of an assistant or user record and its
+// content blocks (isText: the content was a plain string).
+func messageBlocks(r *record) (m message, blocks []contentBlock, isText bool, err error) {
 	if err := json.Unmarshal(r.Message, &m); err != nil {
-		return nil, fmt.Errorf("assistant message: %w", err)
+		return m, nil, false, fmt.Errorf("%s message: %w", r.Type, err)
 	}
-	blocks, _ := decodeBlocks(m.Content)
+	blocks, isText = decodeBlocks(m.Content)
+	return m, blocks, isText, nil
+}
+
+func (p *Parser) assistant(r *record, line []byte) ([]agent.Event, error) {
+	m, blocks, _, err := messageBlocks(r)
+	if err != nil {
+		return nil, err
+	}
 	var out []agent.Event
 	for _, b := range blocks {
 		switch b.Type {
@@ -204,11 +213,10 @@ func (p *Parser) assistant(r *record, line []byte) ([]agent.Event, error) {
 }
 
 func (p *Parser) user(r *record, line []byte) ([]agent.Event, error) {
-	var m message
-	if err := json.Unmarshal(r.Message, &m); err != nil {
-		return nil, fmt.Errorf("user message: %w", err)
+	_, blocks, isText, err := messageBlocks(r)
+	if err != nil {
+		return nil, err
 	}
-	blocks, isText := decodeBlocks(m.Content)
 	var out []agent.Event
 	for _, b := range blocks {
 		if b.Type != "tool_result" {
