@@ -85,9 +85,9 @@ type Options struct {
 
 // Provider runs one JSON-event-stream CLI.
 type Provider struct {
-	logger *slog.Logger
-	opts   Options
-	info   dialectInfo
+	procrun.OneShot
+	opts Options
+	info dialectInfo
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -106,11 +106,8 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
-	return &Provider{logger: procrun.ProviderLogger(logger, opts.ID), opts: opts, info: info}, nil
+	return &Provider{OneShot: procrun.NewOneShot(logger, opts.ID, info.install, opts.StopGrace), opts: opts, info: info}, nil
 }
-
-// ID returns the provider id.
-func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
 
 // NewParser returns the dialect's line parser for a run of provider id that
 // continues session known ("" when fresh).
@@ -223,7 +220,6 @@ func Command(d Dialect, req agent.RunRequest, argvLimit int) ([]string, error) {
 // A cancelled ctx sends SIGINT, waits StopGrace, then kills the process
 // group: run.interrupted. Once the CLI exited its process group is killed.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	args, err := Command(p.opts.Dialect, req, p.opts.ArgvLimit)
 	if err != nil {
 		return procrun.StartError(err, emit)
@@ -232,16 +228,12 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+	logger, ok := p.Begin(ctx, req, emit, p.info.fork, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.opts.ID))
+	if !ok {
 		return nil
 	}
-	procrun.DropImages(logger, req, emit, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.opts.ID))
-	if req.Fork && req.ResumeID != "" && !p.info.fork {
-		logger.Info("no native fork; starting a fresh session")
-	}
 	spec := p.opts.Spec(req, args, nil)
-	w := &wire{parser: parser}
+	w := &wire{LineWire: procrun.LineWire{Parser: parser}}
 	if req.Container == nil { // a container's processes end with its exec
 		w.tokenEntry = RunTokenEnv + "=" + rand.Text()
 		spec.Env = append(spec.Env, w.tokenEntry)
@@ -250,11 +242,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		// One write of the whole prompt; WriteLine adds the final newline.
 		w.Stdin = []byte(req.Prompt)
 	}
-	return procrun.Session{
-		Provider: p.opts.ID, Spec: spec, Wire: w, Logger: logger,
-		InstallHint:      p.info.install,
-		InterruptTimeout: p.opts.StopGrace,
-		ExitTimeout:      -1, // a one-way CLI may finish writing after its result
-		Interrupted:      "cancelled",
-	}.Run(ctx, emit)
+	s := p.Session(logger, spec, w)
+	s.ExitTimeout = -1 // a one-way CLI may finish writing after its result
+	return s.Run(ctx, emit)
 }

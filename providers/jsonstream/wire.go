@@ -27,21 +27,11 @@ const RunTokenEnv = "THREADLINE_RUN_TOKEN"
 // exited its process group is killed, then every process that carries the
 // run's token (tokenEntry), so no tool it started outlives the run.
 type wire struct {
-	procrun.OneWay // Stdin: the prompt (nil: stdin is closed at once)
-	parser         procrun.LineParser
-	tokenEntry     string // RunTokenEnv=<token>; "" sweeps nothing
+	procrun.LineWire        // Stdin: the prompt (nil: stdin is closed at once)
+	tokenEntry       string // RunTokenEnv=<token>; "" sweeps nothing
 }
 
 var _ procrun.Wire = (*wire)(nil)
-
-// Line feeds one stdout line to the parser.
-func (w *wire) Line(line []byte, c *procrun.Conn) error {
-	evs, err := w.parser.Parse(line)
-	for _, ev := range evs {
-		c.Emit(ev)
-	}
-	return err
-}
 
 // Outcome kills what is left of the CLI's process group (a tool it left in
 // the background) and the processes carrying the run's token, then lets a
@@ -58,7 +48,7 @@ func (w *wire) Outcome(o procrun.Outcome, c *procrun.Conn) error {
 			c.Logger().Info("killed processes the agent left behind", "count", n)
 		}
 	}
-	if f, ok := w.parser.(finisher); ok && o.Terminal == "" && !o.Cancelled && o.Fatal == nil {
+	if f, ok := w.Parser.(finisher); ok && o.Terminal == "" && !o.Cancelled && o.Fatal == nil {
 		for _, ev := range f.Finish(o.ExitErr != nil) {
 			c.Emit(ev)
 		}

@@ -5,7 +5,6 @@ package kimi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -34,10 +33,10 @@ type Options struct {
 	ArgvLimit int
 }
 
-// Provider runs Kimi Code CLI.
+// Provider runs Kimi Code CLI; its ID is "kimi".
 type Provider struct {
-	logger *slog.Logger
-	opts   Options
+	procrun.OneShot
+	opts Options
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -48,11 +47,8 @@ func New(logger *slog.Logger, opts Options) *Provider {
 	if opts.ArgvLimit <= 0 {
 		opts.ArgvLimit = DefaultArgvLimit
 	}
-	return &Provider{logger: procrun.ProviderLogger(logger, ProviderID), opts: opts}
+	return &Provider{OneShot: procrun.NewOneShot(logger, ProviderID, installHint, opts.StopGrace), opts: opts}
 }
-
-// ID returns "kimi".
-func (p *Provider) ID() agent.ProviderID { return ProviderID }
 
 // Invocation is the command line and stdin of one run.
 type Invocation struct {
@@ -93,27 +89,16 @@ func Command(req agent.RunRequest, argvLimit int) (Invocation, error) {
 
 // Run executes one turn. See the agent package doc for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	inv, err := Command(req, p.opts.ArgvLimit)
 	if err != nil {
 		return err
 	}
-	if ctx.Err() != nil {
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+	logger, ok := p.Begin(ctx, req, emit, false, "Kimi's print mode takes text only; the attached images were not sent.")
+	if !ok {
 		return nil
 	}
-	procrun.DropImages(logger, req, emit, "Kimi's print mode takes text only; the attached images were not sent.")
-	if req.Fork && req.ResumeID != "" {
-		logger.Info("kimi cannot fork; starting a fresh session")
-	}
-	spec := p.opts.Spec(req, inv.Args, nil)
-	ro := procrun.RunOptions{Provider: ProviderID, StopGrace: p.opts.StopGrace}
-	if inv.Stdin != nil {
-		ro.Stdin = [][]byte{inv.Stdin}
-	}
-	err = procrun.Run(ctx, logger, spec, NewParser(procrun.KnownSession(req)), ro, emit)
-	if errors.Is(err, agent.ErrNotInstalled) {
-		return fmt.Errorf("%w (install: %s)", err, installHint)
-	}
-	return err
+	w := &procrun.LineWire{OneWay: procrun.OneWay{Stdin: inv.Stdin}, Parser: NewParser(procrun.KnownSession(req))}
+	s := p.Session(logger, p.opts.Spec(req, inv.Args, nil), w)
+	s.ExitTimeout = -1 // Kimi may finish writing after its resume hint
+	return s.Run(ctx, emit)
 }

@@ -54,9 +54,9 @@ type Options struct {
 
 // Provider runs one unstructured CLI.
 type Provider struct {
-	logger *slog.Logger
-	opts   Options
-	info   cliInfo
+	procrun.OneShot
+	opts Options
+	info cliInfo
 }
 
 var _ agent.Provider = (*Provider)(nil)
@@ -78,22 +78,18 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 	if opts.ResumeFlag == "" {
 		opts.ResumeFlag = DefaultResumeFlag
 	}
-	return &Provider{logger: procrun.ProviderLogger(logger, opts.ID), opts: opts, info: info}, nil
+	return &Provider{OneShot: procrun.NewOneShot(logger, opts.ID, info.install, opts.StopGrace), opts: opts, info: info}, nil
 }
-
-// ID returns the provider id.
-func (p *Provider) ID() agent.ProviderID { return p.opts.ID }
 
 // Run executes one turn. See the package doc for the stream and session
 // rules and the agent package doc for the contract.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
-	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
 	inv, err := Command(p.opts.CLI, req, p.opts.ArgvLimit, p.opts.ResumeFlag)
 	if err != nil {
 		return procrun.StartError(err, emit)
 	}
-	if ctx.Err() != nil {
-		emit(agent.Event{Type: agent.EventRunInterrupted, Text: "cancelled before start"})
+	logger, ok := p.Begin(ctx, req, emit, false, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name))
+	if !ok {
 		return nil
 	}
 	if inv.PromptFile {
@@ -111,10 +107,6 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 	}
 	spec := p.opts.Spec(req, inv.Args, nil)
-	procrun.DropImages(logger, req, emit, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name))
-	if req.Fork && req.ResumeID != "" {
-		logger.Info("no native fork; starting a fresh session")
-	}
 
 	w := &wire{OneWay: procrun.OneWay{Stdin: inv.Stdin}, p: p, tail: &tailBuffer{max: TailBytes}}
 	// Antigravity reports no session id: snapshot its brain directory
@@ -124,19 +116,12 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		w.brain = p.brainDir(procrun.AgentEnviron(ctx, spec.Env))
 		w.before = snapshot(w.brain)
 	}
-	return procrun.Session{
-		Provider: p.opts.ID,
-		// A project chat runs in its container (Start runs it over lxc exec,
-		// its environment in an env file, never on the command line); a host
-		// run is relayed and isolated as ctx says.
-		Spec:             spec,
-		Wire:             w,
-		Logger:           logger,
-		InstallHint:      p.info.install,
-		InterruptTimeout: p.opts.StopGrace,
-		Interrupted:      "cancelled",
-		Chunks:           true,
-	}.Run(ctx, emit)
+	// A project chat runs in its container (Start runs it over lxc exec, its
+	// environment in an env file, never on the command line); a host run is
+	// relayed and isolated as ctx says.
+	s := p.Session(logger, spec, w)
+	s.Chunks = true
+	return s.Run(ctx, emit)
 }
 
 // promptFile writes req.Prompt to a private file for the CLI to read,
