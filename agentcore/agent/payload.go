@@ -36,6 +36,16 @@ func CompactJSON(raw []byte) json.RawMessage {
 	return buf.Bytes()
 }
 
+// NativeKey is the interaction id of a native request id: the string
+// itself for a JSON string, the compact JSON otherwise.
+func NativeKey(id json.RawMessage) string {
+	var s string
+	if json.Unmarshal(id, &s) == nil {
+		return s
+	}
+	return string(id)
+}
+
 // JSONString encodes s as a JSON string (a native id), or nil when s is empty.
 func JSONString(s string) json.RawMessage {
 	if s == "" {

@@ -345,7 +345,7 @@ func (p *Parser) controlRequest(r *record, line []byte) ([]agent.Event, error) {
 		}})
 		return []agent.Event{native(r.Type, req.Subtype, id, line)}, nil
 	}
-	key := idKey(id)
+	key := agent.NativeKey(id)
 	if p.pending.Has(key) {
 		return nil, fmt.Errorf("%w: %s", agent.ErrDuplicateRequest, id)
 	}
@@ -427,7 +427,7 @@ func (p *Parser) interaction(key string, id json.RawMessage, req *canUseTool, li
 }
 
 func (p *Parser) controlCancel(r *record) []agent.Event {
-	key := idKey(agent.CompactJSON(r.RequestID))
+	key := agent.NativeKey(agent.CompactJSON(r.RequestID))
 	pr, ok := p.pending.Get(key)
 	if !ok {
 		return nil
@@ -564,16 +564,6 @@ func withAnswers(input json.RawMessage, answers map[string]string) json.RawMessa
 	m["answers"] = a2
 	b, _ := json.Marshal(m)
 	return b
-}
-
-// idKey is Threadline's interaction id for a native request id: the string
-// itself for a JSON string, the compact JSON otherwise.
-func idKey(id json.RawMessage) string {
-	var s string
-	if json.Unmarshal(id, &s) == nil {
-		return s
-	}
-	return string(id)
 }
 
 // toolSummary is a one-line description such as "Bash: ls -la".

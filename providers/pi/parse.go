@@ -454,7 +454,7 @@ func (p *Parser) end(terminal agent.Event) []agent.Event {
 // input, editor) become interactions; fire-and-forget ones provider.native.
 func (p *Parser) dialog(r *record, line []byte) ([]agent.Event, error) {
 	id := agent.CompactJSON(r.ID)
-	key := idKey(id)
+	key := agent.NativeKey(id)
 	in := &agent.Interaction{ID: key, NativeID: id, Title: r.Title, Payload: agent.NativePayload(line, MaxNativePayload)}
 	switch r.Method {
 	case "confirm":
@@ -600,16 +600,6 @@ func nat(kind string, id, payload json.RawMessage) *agent.Native {
 
 func native(kind string, id json.RawMessage, line []byte) agent.Event {
 	return agent.Event{Type: agent.EventProviderNative, Native: nat(kind, id, agent.NativePayload(line, MaxNativePayload))}
-}
-
-// idKey is Threadline's interaction id for a native id: the string itself
-// for a JSON string, the compact JSON otherwise.
-func idKey(id json.RawMessage) string {
-	var s string
-	if json.Unmarshal(id, &s) == nil {
-		return s
-	}
-	return string(id)
 }
 
 func orDefault(s, def string) string {
