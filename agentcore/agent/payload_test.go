@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -38,5 +39,13 @@ func TestStreamEndsOnce(t *testing.T) {
 	s.Send(Event{Type: EventAssistantDelta})
 	if len(got) != 2 || s.Terminal != EventRunFailed || s.Failure != "boom" {
 		t.Errorf("sent %v, terminal %s, failure %q", got, s.Terminal, s.Failure)
+	}
+}
+
+func TestNativeKey(t *testing.T) {
+	for in, want := range map[string]string{`"req-1"`: "req-1", `7`: "7", `"a\"b"`: `a"b`, `{"n":1}`: `{"n":1}`} {
+		if got := NativeKey(json.RawMessage(in)); got != want {
+			t.Errorf("NativeKey(%s) = %q, want %q", in, got, want)
+		}
 	}
 }
