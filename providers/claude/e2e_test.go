@@ -27,22 +27,17 @@ import (
 
 type harness = providertest.Harness[*fakeapi.Server, *claude.Provider]
 
-// setupE2E returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and, inside the netns, the CLI talking to the
-// fake answering with scripts, its processes marked.
-func setupE2E(t *testing.T, scripts ...fakeapi.Script) *harness {
-	t.Helper()
-	return setupEnv(t, scripts, func(h *harness, opts *claude.Options) { h.Marker = providertest.MarkEnv(opts.Env) })
-}
+// setupE2E sets a test up (nil in the outer test process, see
+// providertest.Setup): the CLI talking to the fake answering with the
+// test's scripts, its processes marked.
+var setupE2E = setupEnv(func(h *harness, opts *claude.Options) { h.Marker = providertest.MarkEnv(opts.Env) })
 
 // setupEnv is setupE2E with the provider's options edited by edit.
-func setupEnv(t *testing.T, scripts []fakeapi.Script, edit func(h *harness, opts *claude.Options)) *harness {
-	t.Helper()
-	start := func(t *testing.T) *fakeapi.Server { return fakeapi.New(t, scripts...) }
-	return providertest.Setup(t, providertest.CLI{Name: "claude", EnvVar: fakeapi.EnvClaudeBin}, start, func(h *harness) *claude.Provider {
-		opts := claude.Options{Bin: h.Bin, Env: h.Fake.ClaudeEnv(t.TempDir()), InterruptTimeout: 5 * time.Second}
+func setupEnv(edit func(h *harness, opts *claude.Options)) func(t *testing.T, scripts ...fakeapi.Script) *harness {
+	return providertest.NewSetup(providertest.CLI{Name: "claude", EnvVar: fakeapi.EnvClaudeBin}, fakeapi.New, func(h *harness) *claude.Provider {
+		opts := claude.Options{Bin: h.Bin, Env: h.Fake.ClaudeEnv(h.T.TempDir()), InterruptTimeout: 5 * time.Second}
 		edit(h, &opts)
-		return claude.New(providertest.Logger(t), opts)
+		return claude.New(providertest.Logger(h.T), opts)
 	})
 }
 
@@ -353,10 +348,10 @@ func TestE2EAskMultiSelect(t *testing.T) {
 // TestE2ENotLoggedInBecomesHint: with no key and no login the CLI answers
 // "Not logged in · Please run /login"; the run fails with how to sign in.
 func TestE2ENotLoggedInBecomesHint(t *testing.T) {
-	h := setupEnv(t, []fakeapi.Script{fakeapi.Text("must not be asked")}, func(_ *harness, opts *claude.Options) {
+	h := setupEnv(func(_ *harness, opts *claude.Options) {
 		delete(opts.Env, "ANTHROPIC_API_KEY")
 		opts.HostEnv = func() []string { return []string{"PATH=" + os.Getenv("PATH")} }
-	})
+	})(t, fakeapi.Text("must not be asked"))
 	if h == nil {
 		return
 	}

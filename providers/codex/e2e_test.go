@@ -11,16 +11,13 @@ package codex_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/codex"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
@@ -50,21 +47,20 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// setupE2E returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and, inside the netns, the app server talking
-// to the fake answering with scripts, its processes marked.
+// setupE2E sets a test up (nil in the outer test process, see
+// providertest.Setup): the app server talking to the fake answering with
+// scripts, its processes marked.
 func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
 	t.Helper()
 	var home string
-	start := func(t *testing.T) *fakeresponses.Server { return fakeresponses.New(t, scripts...) }
-	h := providertest.Setup(t, providertest.CLI{Name: "codex", EnvVar: "THREADLINE_CODEX_BIN"}, start, func(h *harness) *codex.Provider {
+	h := providertest.NewSetup(providertest.CLI{Name: "codex", EnvVar: "THREADLINE_CODEX_BIN"}, fakeresponses.New, func(h *harness) *codex.Provider {
 		dir, env, err := h.Fake.CodexHome(t.TempDir(), "fake-model")
 		if err != nil {
 			t.Fatal(err)
 		}
-		home, h.Marker = dir, providertest.MarkEnv(env)
-		return codex.New(providertest.Logger(t), codex.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}, CodexHome: home})
-	})
+		home = dir
+		return codex.New(providertest.Logger(t), codex.Options{Launch: h.Launch(env, 5*time.Second), CodexHome: home})
+	})(t, scripts...)
 	if h == nil {
 		return nil
 	}
@@ -367,15 +363,7 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 	if h == nil {
 		return
 	}
-	cfg := fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"})
-	f, err := os.OpenFile(filepath.Join(h.home, "config.toml"), os.O_APPEND|os.O_WRONLY, 0)
-	if err == nil {
-		_, err = f.WriteString(cfg)
-		err = errors.Join(err, f.Close())
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	providertest.AppendFile(t, h.home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"}))
 	var asked []*agent.Interaction
 	r := h.run(agent.RunRequest{Prompt: "e2e-mcp: deploy web"}, func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
 		if ev.Type != agent.EventInteractionRequested {

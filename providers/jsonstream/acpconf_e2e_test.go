@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
@@ -58,19 +57,17 @@ func shellScenarios(t *testing.T, o oneShot, turn func(r *providertest.Result), 
 	t.Helper()
 	word := o.cli.Name + "-e2e"
 	done, held := providertest.OrphanMarker(o.cli.Name+"-done"), providertest.OrphanMarker(o.cli.Name+"-cancel")
-	start := providertest.ChatFake(providertest.ShellScript(word, done), providertest.ResumeScript(), providertest.HangScript(held))
-	h := providertest.Setup(t, o.cli, start, func(h *providertest.Harness[*fakeopenai.Server, *jsonstream.Provider]) *jsonstream.Provider {
+	h := providertest.NewSetup(o.cli, fakeopenai.New, func(h *providertest.Harness[*fakeopenai.Server, *jsonstream.Provider]) *jsonstream.Provider {
 		env := acpEnv(t, o.def, h.Fake)
 		if o.env != nil {
 			o.env(t, env)
 		}
-		h.Marker = providertest.MarkEnv(env)
-		p, err := jsonstream.New(nil, jsonstream.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 3 * time.Second}, Dialect: o.dialect, ID: o.id})
+		p, err := jsonstream.New(nil, jsonstream.Options{Launch: h.Launch(env, 3*time.Second), Dialect: o.dialect, ID: o.id})
 		if err != nil {
 			t.Fatal(err)
 		}
 		return p
-	})
+	})(t, providertest.ShellScript(word, done), providertest.ResumeScript(), providertest.HangScript(held))
 	if h == nil {
 		return
 	}

@@ -9,11 +9,8 @@
 package jsonstream
 
 import (
-	"context"
-	"encoding/json"
 	"errors"
-	"os"
-	"path/filepath"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -46,11 +43,7 @@ func newE2E(t *testing.T, opts Options) *Provider {
 // opencodeRunEnv is the child env of an e2e run: an isolated HOME/XDG tree
 // plus the offline switches.
 func opencodeRunEnv(home string) map[string]string {
-	env := map[string]string{
-		"HOME": home, "XDG_CONFIG_HOME": filepath.Join(home, ".config"),
-		"XDG_DATA_HOME": filepath.Join(home, ".local", "share"), "XDG_CACHE_HOME": filepath.Join(home, ".cache"),
-		"XDG_STATE_HOME": filepath.Join(home, ".local", "state"),
-	}
+	env := procrun.HomeEnv(home)
 	for _, kv := range opencodeEnv {
 		k, v, _ := strings.Cut(kv, "=")
 		env[k] = v
@@ -58,24 +51,20 @@ func opencodeRunEnv(home string) map[string]string {
 	return env
 }
 
-// opencodeSetup returns nil in the outer test process (the test then ran,
-// or was skipped, in the netns child) and, inside the netns, opencode
-// configured for the fake answering with scripts (opencodeHome), edit
-// (optional) changing that home first; its processes are marked.
-func opencodeSetup(t *testing.T, edit func(t *testing.T, home string), scripts ...fakeopenai.Script) *harness {
+// opencodeSetup sets a test up (nil in the outer test process, see
+// providertest.Setup): opencode configured for the fake answering with
+// scripts (opencodeHome), more added to its environment; its processes are
+// marked.
+func opencodeSetup(t *testing.T, more map[string]string, scripts ...fakeopenai.Script) *harness {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("e2e")
 	}
-	return providertest.Setup(t, opencodeCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
-		home := opencodeHome(t, h.Fake.URL())
-		if edit != nil {
-			edit(t, home)
-		}
-		env := opencodeRunEnv(home)
-		h.Marker = providertest.MarkEnv(env)
-		return newE2E(t, Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 3 * time.Second}, Dialect: OpenCode})
-	})
+	return providertest.NewSetup(opencodeCLI, fakeopenai.New, func(h *harness) *Provider {
+		env := opencodeRunEnv(opencodeHome(t, h.Fake.URL()))
+		maps.Copy(env, more)
+		return newE2E(t, Options{Launch: h.Launch(env, 3*time.Second), Dialect: OpenCode})
+	})(t, scripts...)
 }
 
 func TestOpenCodeE2E(t *testing.T) {
@@ -105,41 +94,15 @@ func TestOpenCodeE2E(t *testing.T) {
 	// Cancelled once its step started (the slow answer streams for 20 s;
 	// opencode prints a text part only when it is complete), the run ends
 	// with run.interrupted, within the grace.
-	var cancelled time.Time
-	h.Ends(agent.EventRunInterrupted, agent.RunRequest{Prompt: "Slowly"}, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventSessionUpdated && cancelled.IsZero() {
-			cancelled = time.Now()
-			cancel()
-		}
-	})
-	took := time.Since(cancelled)
-	t.Logf("the cancel took %s", took.Round(time.Millisecond))
-	if cancelled.IsZero() || took > providertest.Scale(3*time.Second+5*time.Second) {
-		t.Errorf("the cancel took %s (cancelled: %v)", took, !cancelled.IsZero())
-	}
+	providertest.CheckCancelAt(t, h.Run, agent.RunRequest{Prompt: "Slowly"}, func(ev agent.Event) bool {
+		return ev.Type == agent.EventSessionUpdated
+	}, 3*time.Second+5*time.Second)
 }
 
-// askBash makes opencode's bash tool need an approval (print mode cannot ask,
-// so the tool is not run unless --auto approves it).
-func askBash(t *testing.T, home string) {
-	t.Helper()
-	path := filepath.Join(home, ".config", "opencode", "opencode.json")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var cfg map[string]any
-	if err := json.Unmarshal(b, &cfg); err != nil {
-		t.Fatal(err)
-	}
-	cfg["permission"] = map[string]any{"bash": "ask", "edit": "ask"}
-	if b, err = json.MarshalIndent(cfg, "", "  "); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
+// askBash makes opencode's bash tool need an approval (print mode cannot
+// ask, so the tool is not run unless --auto approves it): opencode merges
+// $OPENCODE_PERMISSION into its configuration's permissions.
+var askBash = map[string]string{"OPENCODE_PERMISSION": `{"bash":"ask","edit":"ask"}`}
 
 // TestOpenCodeFlagModelE2E: a model value that opencode's parser would read
 // as a flag ("--auto": approve every permission) is refused before the real
@@ -151,20 +114,20 @@ func TestOpenCodeFlagModelE2E(t *testing.T) {
 		return
 	}
 	// Each run in a directory of its own, to tell whose tool ran.
-	run := func(req agent.RunRequest) (*providertest.Result, string) {
-		req.Cwd, req.Prompt = t.TempDir(), "Touch it"
-		return h.Run(req, nil), filepath.Join(req.Cwd, "pwned.txt")
+	run := func(req agent.RunRequest) *providertest.Result {
+		h.Cwd, req.Prompt = t.TempDir(), "Touch it"
+		return h.Run(req, nil)
 	}
 
 	// The chat's model set to "--auto" directly in the request (as if the
 	// chat command had been bypassed): refused, nothing starts.
 	for _, req := range []agent.RunRequest{{Model: "--auto"}, {Effort: "--auto"}, {Model: "fake/fake-model --auto"}} {
-		r, marker := run(req)
+		r := run(req)
 		if !errors.Is(r.Err, agent.ErrInvalidArgValue) || len(r.Events) != 0 {
 			t.Fatalf("Run(%+v) = %v, events %v; want ErrInvalidArgValue and no event", req, r.Err, r.Types())
 		}
-		if _, err := os.Stat(marker); !os.IsNotExist(err) {
-			t.Fatalf("the bash tool ran for %+v (stat %v)", req, err)
+		if h.Exists("pwned.txt") {
+			t.Fatalf("the bash tool ran for %+v", req)
 		}
 	}
 	if n := len(h.Fake.ChatRequests()); n != 0 {
@@ -174,15 +137,15 @@ func TestOpenCodeFlagModelE2E(t *testing.T) {
 	// A valid model, bound as --model=fake/fake-model, reaches the real
 	// opencode and the model; the bash tool that must ask is not run.
 	// opencode's print mode auto-rejects the permission (and fails the run).
-	r, marker := run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel})
+	r := run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel})
 	if r.Err != nil && !errors.Is(r.Err, agent.ErrRunFailed) {
 		t.Fatalf("valid model run: %v (events %v)", r.Err, r.Types())
 	}
 	if len(h.Fake.ChatRequests()) == 0 {
 		t.Fatalf("opencode did not call the model with --model=fake/%s", fakeopenai.DefaultModel)
 	}
-	if _, err := os.Stat(marker); !os.IsNotExist(err) {
-		t.Fatalf("the bash tool ran without an approval (stat %v); events %v", err, r.Types())
+	if h.Exists("pwned.txt") {
+		t.Fatalf("the bash tool ran without an approval; events %v", r.Types())
 	}
 	rejected := false
 	for _, ev := range r.Of(agent.EventToolCompleted) {
@@ -197,32 +160,28 @@ func TestOpenCodeFlagModelE2E(t *testing.T) {
 	// Control: the operator's explicit --auto (trusted config args) does
 	// approve it, so the run above was held back by the ask policy and not by
 	// a broken script.
-	r, marker = run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel, Args: []string{"--auto"}})
+	r = run(agent.RunRequest{Model: "fake/" + fakeopenai.DefaultModel, Args: []string{"--auto"}})
 	if r.Err != nil {
 		t.Fatalf("control run: %v", r.Err)
 	}
-	if _, err := os.Stat(marker); err != nil {
-		t.Fatalf("control: with the operator's --auto the bash tool did not run (%v): the ask policy test proves nothing", err)
+	if !h.Exists("pwned.txt") {
+		t.Fatal("control: with the operator's --auto the bash tool did not run: the ask policy test proves nothing")
 	}
 }
 
 // grokGrace is how long grok-cli has to stop after SIGINT.
 const grokGrace = 3 * time.Second
 
-// grokCLISetup returns nil in the outer test process (the test then ran,
-// or was skipped, in the netns child) and, inside the netns, grok-cli aimed
-// at the fake answering with scripts, its processes marked.
-func grokCLISetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
-	t.Helper()
-	return providertest.Setup(t, grokCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
-		env := map[string]string{
-			"HOME": t.TempDir(), "GROK_BASE_URL": h.Fake.URL() + "/v1", "GROK_API_KEY": "sk-fake", "GROK_MODEL": fakeopenai.DefaultModel,
-		}
-		providertest.DeadProxy(env)
-		h.Marker = providertest.MarkEnv(env)
-		return newE2E(t, Options{Dialect: GrokCLI, ID: GrokCLIProviderID, Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: grokGrace}})
-	})
-}
+// grokCLISetup sets a test up (nil in the outer test process, see
+// providertest.Setup): grok-cli aimed at the fake answering with the test's
+// scripts, its processes marked.
+var grokCLISetup = providertest.NewSetup(grokCLI, fakeopenai.New, func(h *harness) *Provider {
+	env := map[string]string{
+		"HOME": h.T.TempDir(), "GROK_BASE_URL": h.Fake.URL() + "/v1", "GROK_API_KEY": "sk-fake", "GROK_MODEL": fakeopenai.DefaultModel,
+	}
+	providertest.DeadProxy(env)
+	return newE2E(h.T, Options{Dialect: GrokCLI, ID: GrokCLIProviderID, Launch: h.Launch(env, grokGrace)})
+})
 
 // TestGrokCLIE2E: a turn with a shell tool call: the file is written, the
 // tool's output and the final answer come back, the run completes with

@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/pi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
@@ -25,21 +24,17 @@ import (
 
 type harness = providertest.Harness[*fakeopenai.Server, *pi.Provider]
 
-// setup returns nil in the outer test process (the test then ran, or was
-// skipped, in the netns child) and, inside the netns, pi configured for the
-// fake answering with scripts, its processes marked.
-func setup(t *testing.T, scripts ...fakeopenai.Script) *harness {
-	t.Helper()
-	return providertest.Setup(t, providertest.CLI{Name: "pi", EnvVar: "THREADLINE_PI_BIN"}, providertest.ChatFake(scripts...), func(h *harness) *pi.Provider {
-		env, err := pi.Configure(t.TempDir(), h.Fake.URL()+"/v1", "sk-fake", fakeopenai.DefaultModel)
-		if err != nil {
-			t.Fatal(err)
-		}
-		providertest.DeadProxy(env)
-		h.Marker = providertest.MarkEnv(env)
-		return pi.New(providertest.Logger(t), pi.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}})
-	})
-}
+// setup sets a test up (nil in the outer test process, see
+// providertest.Setup): pi configured for the fake answering with the test's
+// scripts, its processes marked.
+var setup = providertest.NewSetup(providertest.CLI{Name: "pi", EnvVar: "THREADLINE_PI_BIN"}, fakeopenai.New, func(h *harness) *pi.Provider {
+	env, err := pi.Configure(h.T.TempDir(), h.Fake.URL()+"/v1", "sk-fake", fakeopenai.DefaultModel)
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	providertest.DeadProxy(env)
+	return pi.New(providertest.Logger(h.T), pi.Options{Launch: h.Launch(env, 5*time.Second)})
+})
 
 func transcripts(fake *fakeopenai.Server) string {
 	var sb strings.Builder

@@ -8,8 +8,6 @@ package plain
 
 import (
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -27,39 +25,28 @@ var continueCLI = providertest.CLI{Name: "cn", EnvVar: "THREADLINE_CONTINUE_BIN"
 // continueGrace is how long cn has to stop after SIGINT.
 const continueGrace = 3 * time.Second
 
-// continueSetup returns nil in the outer test process (the test then ran,
-// or was skipped, in the netns child) and, inside the netns, a Continue
-// provider whose config names the fake answering with scripts as its model,
-// its processes marked.
-func continueSetup(t *testing.T, scripts ...fakeopenai.Script) *harness {
-	t.Helper()
-	return providertest.Setup(t, continueCLI, providertest.ChatFake(scripts...), func(h *harness) *Provider {
-		home := t.TempDir()
-		config := strings.Join([]string{
-			"name: threadline-e2e", "version: 0.0.1", "schema: v1", "models:",
-			"  - name: fake", "    provider: openai", "    model: " + fakeopenai.DefaultModel,
-			"    apiBase: " + h.Fake.URL() + "/v1", "    apiKey: sk-fake",
-			"    roles: [chat, edit, apply]", "    capabilities: [tool_use]", "",
-		}, "\n")
-		if err := os.MkdirAll(filepath.Join(home, ".continue"), 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(home, ".continue", "config.yaml"), []byte(config), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		d, _ := Descriptor(Continue)
-		env := maps.Clone(d.Env)
-		// Anything but the fake fails at once (cn honours the proxy variables).
-		env["HOME"], env["NO_PROXY"] = home, "127.0.0.1"
-		providertest.DeadProxy(env)
-		h.Marker = providertest.MarkEnv(env)
-		p, err := New(nil, Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: continueGrace}, CLI: Continue})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	})
-}
+// continueSetup sets a test up (nil in the outer test process, see
+// providertest.Setup): a Continue provider whose config names the fake
+// answering with the test's scripts as its model, its processes marked.
+var continueSetup = providertest.NewSetup(continueCLI, fakeopenai.New, func(h *harness) *Provider {
+	home := h.T.TempDir()
+	providertest.WriteFile(h.T, home, ".continue/config.yaml", strings.Join([]string{
+		"name: threadline-e2e", "version: 0.0.1", "schema: v1", "models:",
+		"  - name: fake", "    provider: openai", "    model: " + fakeopenai.DefaultModel,
+		"    apiBase: " + h.Fake.URL() + "/v1", "    apiKey: sk-fake",
+		"    roles: [chat, edit, apply]", "    capabilities: [tool_use]", "",
+	}, "\n"))
+	d, _ := Descriptor(Continue)
+	env := maps.Clone(d.Env)
+	// Anything but the fake fails at once (cn honours the proxy variables).
+	env["HOME"], env["NO_PROXY"] = home, "127.0.0.1"
+	providertest.DeadProxy(env)
+	p, err := New(nil, Options{Launch: h.Launch(env, continueGrace), CLI: Continue})
+	if err != nil {
+		h.T.Fatal(err)
+	}
+	return p
+})
 
 // TestContinueE2E: a turn with a shell tool call: the file is written, the
 // final answer (the only thing cn prints) carries the tool's result, the run

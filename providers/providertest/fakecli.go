@@ -4,7 +4,6 @@
 package providertest
 
 import (
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -65,11 +64,7 @@ func FakeStdin(t testing.TB, dir string) string {
 // arguments).
 func FakeStarted(t testing.TB, dir string) bool {
 	t.Helper()
-	_, err := os.Stat(filepath.Join(dir, "args"))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		t.Fatal(err)
-	}
-	return err == nil
+	return Exists(t, dir, "args")
 }
 
 // FakeGrace is how long a cancelled run on a FakeLaunch waits for its CLI

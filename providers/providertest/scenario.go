@@ -23,6 +23,8 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
@@ -61,6 +63,26 @@ func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, b
 	h := &Harness[F, P]{T: t, Bin: bin, Fake: start(t), Cwd: t.TempDir()}
 	h.Prov = build(h)
 	return h
+}
+
+// NewSetup returns the setup of cli's e2e tests (Setup): called with a
+// test's scripts, it starts newFake's model server on them (fakeapi.New,
+// fakeresponses.New, fakeopenai.New) and builds the provider with build.
+// Like Setup it returns nil in the outer test process, where the caller
+// returns.
+func NewSetup[S, F any, P Runner](cli CLI, newFake func(log fakehttp.Logger, scripts ...S) F, build func(h *Harness[F, P]) P) func(t *testing.T, scripts ...S) *Harness[F, P] {
+	return func(t *testing.T, scripts ...S) *Harness[F, P] {
+		t.Helper()
+		return Setup(t, cli, func(t *testing.T) F { return newFake(t, scripts...) }, build)
+	}
+}
+
+// Launch marks env for the turns' left-behind check (MarkEnv, h.Marker)
+// and returns the launch of the CLI with env, a cancelled run killed after
+// grace: the procrun.Launch of a provider under test.
+func (h *Harness[F, P]) Launch(env map[string]string, grace time.Duration) procrun.Launch {
+	h.Marker = MarkEnv(env)
+	return procrun.Launch{Bin: h.Bin, Env: env, StopGrace: grace}
 }
 
 // Run runs one turn of the provider (see Run) in h.Cwd unless req names a
@@ -124,11 +146,8 @@ func (h *Harness[F, P]) Ends(end agent.EventType, req agent.RunRequest, onEvent 
 func (h *Harness[F, P]) Path(name string) string { return filepath.Join(h.Cwd, name) }
 
 // Exists reports whether name exists in the working directory (a tool
-// call wrote it).
-func (h *Harness[F, P]) Exists(name string) bool {
-	_, err := os.Stat(h.Path(name))
-	return err == nil
-}
+// call wrote it); see Exists.
+func (h *Harness[F, P]) Exists(name string) bool { return Exists(h.T, h.Cwd, name) }
 
 // CheckFile fails the test unless name in the working directory holds want
 // (white space around it aside).
@@ -226,12 +245,6 @@ func SlowScript[S any](when func(substr string, s S) S, slow func(n int, every t
 	return when(SlowPrompt, slow(SlowWords, SlowEvery))
 }
 
-// ChatFake is Setup's start of the Chat Completions fake (fakeopenai) with
-// scripts.
-func ChatFake(scripts ...fakeopenai.Script) func(t *testing.T) *fakeopenai.Server {
-	return func(t *testing.T) *fakeopenai.Server { return fakeopenai.New(t, scripts...) }
-}
-
 // SharedCache points env's XDG_CACHE_HOME at <repo>/.cache/agents-xdg, the
 // cache scripts/install-agents.sh and the e2e tests share (copilot unpacks
 // 235 MB there on its first start).
@@ -303,35 +316,44 @@ func CheckResume(t *testing.T, run Turn, wantModel string, requests func() []str
 	return sid
 }
 
-// CheckCancelMidStream runs SlowPrompt (the fake scripted with SlowScript
-// streams "word00 ", "word01 ", ... slowly), cancels at the delta holding
-// "word02", and checks that Run returns nil within limit with
-// run.interrupted last, that the stream did not run to its end (SlowEnd)
-// and, when text is not empty, that the run.interrupted says text (the
-// CLI's own end of a cancelled turn, not the kill). It returns the run.
-func CheckCancelMidStream(t *testing.T, run Turn, limit time.Duration, text string) *Result {
+// CheckCancelAt runs req, cancels it at its first event for which at
+// returns true, and fails the test at once unless such an event came and
+// Run then returned nil with run.interrupted last; it fails it, too, when
+// Run returned more than Scale(limit) after the cancel. It returns the run.
+func CheckCancelAt(t testing.TB, run Turn, req agent.RunRequest, at func(ev agent.Event) bool, limit time.Duration) *Result {
 	t.Helper()
 	var cancelledAt time.Time
-	r := run(agent.RunRequest{Prompt: SlowPrompt}, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventAssistantDelta && cancelledAt.IsZero() && strings.Contains(ev.Text, "word02") {
+	r := run(req, func(ev agent.Event, cancel context.CancelFunc) {
+		if cancelledAt.IsZero() && at(ev) {
 			cancelledAt = time.Now()
 			cancel()
 		}
 	})
-	if cancelledAt.IsZero() {
-		t.Fatalf("never saw the third delta; err %v", r.Err)
-	}
-	if r.Err != nil {
-		t.Fatalf("Run after cancel = %v, want nil", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunInterrupted {
-		t.Errorf("last event %+v, want run.interrupted", last)
-	}
 	took := time.Since(cancelledAt)
+	if cancelledAt.IsZero() {
+		t.Fatalf("Run(%q) never came to the event to cancel at: %v, last %+v", req.Prompt, r.Err, r.Last())
+	}
+	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
+		t.Fatalf("Run after cancel = %v, last %+v; want nil and run.interrupted", r.Err, r.Last())
+	}
 	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
 	if limit = Scale(limit); took > limit {
 		t.Errorf("Run returned %s after cancel, over %s", took, limit)
 	}
+	return r
+}
+
+// CheckCancelMidStream runs SlowPrompt (the fake scripted with SlowScript
+// streams "word00 ", "word01 ", ... slowly), cancels at the delta holding
+// "word02", and checks it as CheckCancelAt does, that the stream did not
+// run to its end (SlowEnd) and, when text is not empty, that the
+// run.interrupted says text (the CLI's own end of a cancelled turn, not the
+// kill). It returns the run.
+func CheckCancelMidStream(t *testing.T, run Turn, limit time.Duration, text string) *Result {
+	t.Helper()
+	r := CheckCancelAt(t, run, agent.RunRequest{Prompt: SlowPrompt}, func(ev agent.Event) bool {
+		return ev.Type == agent.EventAssistantDelta && strings.Contains(ev.Text, "word02")
+	}, limit)
 	if strings.Contains(r.Text(), SlowEnd) {
 		t.Error("stream ran to the end despite the cancel")
 	}
@@ -342,30 +364,13 @@ func CheckCancelMidStream(t *testing.T, run Turn, limit time.Duration, text stri
 }
 
 // CheckCancelAtInteraction runs req (a turn whose tool call asks, with no
-// answer coming), cancels at its interaction.requested, and checks that
-// Run returns nil within Scale(limit) of the cancel with run.interrupted
-// last and one interaction.resolved. It returns the run, for the CLI's own
-// checks of the resolution.
+// answer coming), cancels at its interaction.requested, and checks it as
+// CheckCancelAt does and that one interaction.resolved closed the card. It
+// returns the run, for the CLI's own checks of the resolution.
 func CheckCancelAtInteraction(t *testing.T, run Turn, req agent.RunRequest, limit time.Duration) *Result {
 	t.Helper()
-	var cancelledAt time.Time
-	r := run(req, func(ev agent.Event, cancel context.CancelFunc) {
-		if ev.Type == agent.EventInteractionRequested && cancelledAt.IsZero() {
-			cancelledAt = time.Now()
-			cancel() // the user stops the turn instead of answering
-		}
-	})
-	if cancelledAt.IsZero() {
-		t.Fatalf("never asked; Run = %v, last %+v", r.Err, r.Last())
-	}
-	if r.Err != nil || r.Last().Type != agent.EventRunInterrupted {
-		t.Fatalf("Run after cancel = %v, last %+v", r.Err, r.Last())
-	}
-	took := time.Since(cancelledAt)
-	t.Logf("cancel → Run returned in %s", took.Round(time.Millisecond))
-	if limit = Scale(limit); took > limit {
-		t.Errorf("Run returned %s after cancel, over %s", took, limit)
-	}
+	// The user stops the turn instead of answering.
+	r := CheckCancelAt(t, run, req, func(ev agent.Event) bool { return ev.Type == agent.EventInteractionRequested }, limit)
 	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 {
 		t.Errorf("the pending card was not closed once: %+v", res)
 	}
