@@ -30,6 +30,16 @@ func NewOneShot(logger *slog.Logger, id agent.ProviderID, installHint string, st
 	return OneShot{id: id, logger: ProviderLogger(logger, id), installHint: installHint, stopGrace: stopGrace}
 }
 
+// ArgvLimitOrDefault is limit, or DefaultArgvLimit when limit is not
+// positive: a provider's ArgvLimit option (the longest prompt it passes as
+// one argument) in New.
+func ArgvLimitOrDefault(limit int) int {
+	if limit <= 0 {
+		return DefaultArgvLimit
+	}
+	return limit
+}
+
 // ID returns the provider id.
 func (o OneShot) ID() agent.ProviderID { return o.id }
 

@@ -16,22 +16,11 @@ import (
 // the dialect's name, except OpenCode's, which is "opencode-run" (the id
 // "opencode" is OpenCode over ACP). An unknown dialect returns false.
 func Descriptor(d Dialect) (registry.Definition, bool) {
-	desc, ok := descriptors[d]
+	t, ok := dialects[d]
 	if !ok {
 		return registry.Definition{}, false
 	}
-	return desc(), true
-}
-
-// descriptors are the descriptor constructors by dialect.
-var descriptors = map[Dialect]func() registry.Definition{
-	OpenCode:    openCodeDescriptor,
-	Mimo:        mimoDescriptor,
-	Kilo:        kiloDescriptor,
-	CursorAgent: cursorDescriptor,
-	Copilot:     copilotDescriptor,
-	Qoder:       qoderDescriptor,
-	GrokCLI:     grokCLIDescriptor,
+	return t.descriptor(), true
 }
 
 // openCodeDescriptor is `opencode run --format json`.

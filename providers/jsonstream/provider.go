@@ -19,18 +19,18 @@ import (
 // Dialect selects the CLI and its event shapes.
 type Dialect string
 
-// Dialects.
+// Dialects: the registry's dialects of its JSON-events format.
 const (
-	OpenCode    Dialect = "opencode"
-	Mimo        Dialect = "mimo"
-	CursorAgent Dialect = "cursor-agent"
-	Copilot     Dialect = "copilot"
-	Qoder       Dialect = "qoder"
+	OpenCode    Dialect = registry.DialectOpenCode
+	Mimo        Dialect = registry.DialectMimo
+	CursorAgent Dialect = registry.DialectCursorAgent
+	Copilot     Dialect = registry.DialectCopilot
+	Qoder       Dialect = registry.DialectQoder
 	// GrokCLI is @vibe-kit/grok-cli, whose executable is also named grok.
-	GrokCLI Dialect = "grok-cli"
+	GrokCLI Dialect = registry.DialectGrokCLI
 	// Kilo is Kilo Code's run mode, an OpenCode fork with its command line
 	// and events.
-	Kilo Dialect = "kilo"
+	Kilo Dialect = registry.DialectKilo
 )
 
 // Dialects lists every supported dialect.
@@ -60,6 +60,34 @@ func launchInfo(d Dialect) (dialectInfo, bool) {
 	desc, ok := Descriptor(d)
 	return dialectInfo{bin: desc.Executable, install: desc.InstallHint, fork: desc.NativeFork,
 		argv: desc.Prompt == registry.DeliverArgv, args: desc.Args}, ok
+}
+
+// dialect is what the package has of one dialect: its descriptor and the
+// parser of a run of provider id continuing session known.
+type dialect struct {
+	descriptor func() registry.Definition
+	parser     func(id agent.ProviderID, known string) procrun.LineParser
+}
+
+// dialects are the dialects by name.
+var dialects = map[Dialect]dialect{
+	OpenCode: {openCodeDescriptor, openCodeParser},
+	Mimo:     {mimoDescriptor, openCodeParser},
+	Kilo:     {kiloDescriptor, openCodeParser},
+	CursorAgent: {cursorDescriptor, func(_ agent.ProviderID, known string) procrun.LineParser {
+		return NewCursorParser(known)
+	}},
+	Copilot: {copilotDescriptor, func(_ agent.ProviderID, known string) procrun.LineParser {
+		return NewCopilotParser(known)
+	}},
+	Qoder: {qoderDescriptor, func(_ agent.ProviderID, known string) procrun.LineParser {
+		return NewQoderParser(known)
+	}},
+	GrokCLI: {grokCLIDescriptor, func(agent.ProviderID, string) procrun.LineParser { return NewGrokCLIParser() }},
+}
+
+func openCodeParser(id agent.ProviderID, known string) procrun.LineParser {
+	return NewOpenCodeParser(id, known)
 }
 
 // Defaults.
@@ -103,28 +131,18 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 		opts.ID = agent.ProviderID(opts.Dialect)
 	}
 	opts.Launch = opts.Launch.WithDefaults(info.bin, DefaultStopGrace)
-	if opts.ArgvLimit <= 0 {
-		opts.ArgvLimit = DefaultArgvLimit
-	}
+	opts.ArgvLimit = procrun.ArgvLimitOrDefault(opts.ArgvLimit)
 	return &Provider{OneShot: procrun.NewOneShot(logger, opts.ID, info.install, opts.StopGrace), opts: opts, info: info}, nil
 }
 
 // NewParser returns the dialect's line parser for a run of provider id that
 // continues session known ("" when fresh).
 func NewParser(d Dialect, id agent.ProviderID, known string) (procrun.LineParser, error) {
-	switch d {
-	case OpenCode, Mimo, Kilo:
-		return NewOpenCodeParser(id, known), nil
-	case CursorAgent:
-		return NewCursorParser(known), nil
-	case Copilot:
-		return NewCopilotParser(known), nil
-	case Qoder:
-		return NewQoderParser(known), nil
-	case GrokCLI:
-		return NewGrokCLIParser(), nil
+	t, ok := dialects[d]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
 	}
-	return nil, fmt.Errorf("%w: %q", ErrUnknownDialect, d)
+	return t.parser(id, known), nil
 }
 
 // Command returns the arguments (without the executable) of a run of d.

@@ -44,9 +44,7 @@ var _ agent.Provider = (*Provider)(nil)
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
 	opts.Launch = opts.Launch.WithDefaults(DefaultBin, DefaultStopGrace)
-	if opts.ArgvLimit <= 0 {
-		opts.ArgvLimit = DefaultArgvLimit
-	}
+	opts.ArgvLimit = procrun.ArgvLimitOrDefault(opts.ArgvLimit)
 	return &Provider{OneShot: procrun.NewOneShot(logger, ProviderID, installHint, opts.StopGrace), opts: opts}
 }
 

@@ -52,31 +52,34 @@ type cliInfo struct {
 	signIn             *regexp.Regexp
 	signInHelp         string
 	args               registry.ArgSpec // the flags Command passes
+	// descriptor builds the CLI's descriptor (Descriptor); nil for Qwen.
+	descriptor func() registry.Definition
 }
 
-// described is the table entry of the CLI of descriptor d, named name, whose
-// missing sign-in stderr matches signIn: its executable, install hint,
-// flags and prompt delivery are the descriptor's, so that what detection
-// shows is what runs.
-func described(d registry.Definition, name string, signIn *regexp.Regexp, signInHelp string) cliInfo {
+// described is the table entry of the CLI of descriptor desc, named name,
+// whose missing sign-in stderr matches signIn: its executable, install
+// hint, flags and prompt delivery are the descriptor's, so that what
+// detection shows is what runs.
+func described(desc func() registry.Definition, name string, signIn *regexp.Regexp, signInHelp string) cliInfo {
+	d := desc()
 	long := d.PromptFallback
 	if long == "" {
 		long = d.Prompt
 	}
 	return cliInfo{name: name, bin: d.Executable, install: d.InstallHint, args: d.Args,
-		prompt: d.Prompt, longPrompt: long, signIn: signIn, signInHelp: signInHelp}
+		prompt: d.Prompt, longPrompt: long, signIn: signIn, signInHelp: signInHelp, descriptor: desc}
 }
 
 var signInGeneric = regexp.MustCompile(`(?i)not logged in|not authenticated|please (log|sign) ?in|authentication required|invalid api[ _-]?key|missing api[ _-]?key|no api[ _-]?key|api key (is )?(not set|missing|required)|\b401\b.*unauthori[sz]ed|unauthori[sz]ed.*\b401\b`)
 
 var clis = map[CLI]cliInfo{
-	Antigravity: described(antigravityDescriptor(), "Antigravity",
+	Antigravity: described(antigravityDescriptor, "Antigravity",
 		regexp.MustCompile(`(?is)authentication required.*please visit|authentication timed out|not logged into antigravity|accounts\.google\.com/o/oauth2/auth|unauthenticated|invalid_grant|token has expired`),
 		"Antigravity needs to sign in, and print mode cannot finish a Google sign-in. "+
 			"Run `agy` once in a terminal on this host (as the bot's user): it opens the sign-in and stores the token in the system keyring. Then retry."),
-	Aider: described(aiderDescriptor(), "Aider", signInGeneric,
+	Aider: described(aiderDescriptor, "Aider", signInGeneric,
 		"Aider has no API key for the model: set the provider's key (e.g. ANTHROPIC_API_KEY, OPENAI_API_KEY) in agents.aider.env, then retry."),
-	Grok: described(grokDescriptor(), "Grok Build", signInGeneric,
+	Grok: described(grokDescriptor, "Grok Build", signInGeneric,
 		"Grok Build is not signed in: run `grok login --oauth` once in a terminal on this host (or set XAI_API_KEY in agents.grok.env), then retry."),
 	// Qwen has no descriptor here (the registry runs Qwen Code over ACP).
 	Qwen: {
@@ -85,15 +88,15 @@ var clis = map[CLI]cliInfo{
 		prompt: registry.DeliverStdin, longPrompt: registry.DeliverStdin, signIn: signInGeneric,
 		signInHelp: "Qwen Code is not signed in: run `qwen` once in a terminal on this host to log in (or set OPENAI_API_KEY/OPENAI_BASE_URL in agents.qwen.env), then retry.",
 	},
-	DeepSeek: described(deepseekDescriptor(), "DeepSeek TUI",
+	DeepSeek: described(deepseekDescriptor, "DeepSeek TUI",
 		regexp.MustCompile(`(?i)MISSING_CREDENTIAL|KEY=<your-key>|api_key\s*=\s*["']<your-key>["']|DEEPSEEK_API_KEY.*(missing|not set|required|unauthori)`),
 		"DeepSeek TUI has no API key: set api_key in ~/.deepseek/config.toml or DEEPSEEK_API_KEY in agents.deepseek.env, then retry."),
-	AtomCode: described(atomcodeDescriptor(), "AtomCode", signInGeneric,
+	AtomCode: described(atomcodeDescriptor, "AtomCode", signInGeneric,
 		"AtomCode is not signed in: run `atomcode login` once in a terminal on this host (or configure an API key in ~/.atomcode/config.toml), then retry."),
-	Continue: described(continueDescriptor(), "Continue CLI", signInGeneric,
+	Continue: described(continueDescriptor, "Continue CLI", signInGeneric,
 		"Continue CLI has no usable model: list one with its apiKey (and apiBase) in ~/.continue/config.yaml "+
 			"(or $CONTINUE_GLOBAL_DIR/config.yaml), or run `cn login` once in a terminal on this host, then retry."),
-	Crush: described(crushDescriptor(), "Crush",
+	Crush: described(crushDescriptor, "Crush",
 		regexp.MustCompile(`(?i)no providers configured|`+signInGeneric.String()),
 		"Crush has no provider configured: run `crush` once in a terminal on this host to set one up "+
 			"(or set the provider's key, e.g. ANTHROPIC_API_KEY or OPENAI_API_KEY, in agents.crush.env), then retry."),

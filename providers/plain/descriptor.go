@@ -12,22 +12,11 @@ import (
 // Descriptor returns the descriptor of cli. Qwen has none here: the registry
 // runs Qwen Code over ACP. An unknown CLI (or Qwen) returns false.
 func Descriptor(cli CLI) (registry.Definition, bool) {
-	d, ok := descriptors[cli]
-	if !ok {
+	info, ok := clis[cli]
+	if !ok || info.descriptor == nil {
 		return registry.Definition{}, false
 	}
-	return d(), true
-}
-
-// descriptors are the descriptor constructors by CLI.
-var descriptors = map[CLI]func() registry.Definition{
-	Antigravity: antigravityDescriptor,
-	Aider:       aiderDescriptor,
-	Grok:        grokDescriptor,
-	DeepSeek:    deepseekDescriptor,
-	AtomCode:    atomcodeDescriptor,
-	Continue:    continueDescriptor,
-	Crush:       crushDescriptor,
+	return info.descriptor(), true
 }
 
 // shape is the common shape of an unstructured print-mode adapter.

@@ -72,9 +72,7 @@ func New(logger *slog.Logger, opts Options) (*Provider, error) {
 		opts.ID = agent.ProviderID(opts.CLI)
 	}
 	opts.Launch = opts.Launch.WithDefaults(info.bin, DefaultStopGrace)
-	if opts.ArgvLimit <= 0 {
-		opts.ArgvLimit = DefaultArgvLimit
-	}
+	opts.ArgvLimit = procrun.ArgvLimitOrDefault(opts.ArgvLimit)
 	if opts.ResumeFlag == "" {
 		opts.ResumeFlag = DefaultResumeFlag
 	}
