@@ -2,7 +2,11 @@
 
 package claude
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/threadline-bot/threadline/providers/internal/anthropic"
+)
 
 // record is one stdout line. Only the fields the parser reads are decoded;
 // the rest stay in the raw line for provider.native payloads. decoder
@@ -74,18 +78,8 @@ type message struct {
 	Content json.RawMessage `json:"content"` // string or []contentBlock
 }
 
-type contentBlock struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Thinking string          `json:"thinking"`
-	ID       string          `json:"id"`
-	Name     string          `json:"name"`
-	Input    json.RawMessage `json:"input"`
-	// tool_result
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"` // string or []contentBlock
-	IsError   bool            `json:"is_error"`
-}
+// contentBlock is a message's content block (the Messages API's).
+type contentBlock = anthropic.Block
 
 // canUseTool is the request of a can_use_tool control_request.
 type canUseTool struct {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/threadline-bot/threadline/providers/internal/anthropic"
 	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 )
 
@@ -57,42 +58,10 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(raw.Content, &m.Content)
 }
 
-// Block is one content block of a request message.
-type Block struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	Thinking  string          `json:"thinking,omitempty"`
-	Signature string          `json:"signature,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	// Content is a tool_result's content: a JSON string or an array of blocks.
-	Content json.RawMessage `json:"content,omitempty"`
-	IsError bool            `json:"is_error,omitempty"`
-}
-
-// ResultText flattens a tool_result's content to text.
-func (b Block) ResultText() string {
-	if len(b.Content) == 0 {
-		return ""
-	}
-	var s string
-	if err := json.Unmarshal(b.Content, &s); err == nil {
-		return s
-	}
-	var parts []Block
-	if err := json.Unmarshal(b.Content, &parts); err != nil {
-		return string(b.Content)
-	}
-	var sb strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
-			sb.WriteString(p.Text)
-		}
-	}
-	return sb.String()
-}
+// Block is one content block of a request message (the Messages API's,
+// shared with the claude provider's parser); ResultText flattens a
+// tool_result's content.
+type Block = anthropic.Block
 
 // Text returns the message's user-visible text: its text blocks joined with
 // "\n", skipping <system-reminder> blocks the CLI injects.
