@@ -114,6 +114,11 @@ type VersionProbe struct {
 	File string
 }
 
+// PackageJSONVersion is the probe of an npm bin whose --version prints
+// nothing or another number: the "version" of the package.json one
+// directory above the resolved executable (the package's bin/ or root).
+var PackageJSONVersion = VersionProbe{File: "../package.json", Pattern: regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)}
+
 // DefaultVersionPattern matches a dotted version such as 1.18.33 or v0.24.4-rc.1.
 var DefaultVersionPattern = regexp.MustCompile(`v?(\d+\.\d+(?:\.\d+)?(?:[-+][0-9A-Za-z.-]+)?)`)
 

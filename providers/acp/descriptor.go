@@ -7,15 +7,11 @@
 package acp
 
 import (
-	"regexp"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/jsonstream"
 )
-
-// packageVersion is the version of an npm package.json.
-var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
 
 // shape is the common shape of an ACP adapter: the prompt, the model and
 // (where the descriptor says so) resume go over the protocol.
@@ -146,7 +142,7 @@ func droidDescriptor() registry.Definition {
 func codexACPDescriptor() registry.Definition {
 	d := shape("codex-acp", "Codex (ACP, Zed's codex-acp)", "codex-acp")
 	// codex-acp has no --version: the npm package's package.json says it.
-	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
+	d.Version = registry.PackageJSONVersion
 	d.PassEnv = []string{"OPENAI_BASE_URL", "CODEX_HOME"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"OPENAI_API_KEY", "CODEX_API_KEY"},
@@ -163,7 +159,7 @@ func claudeAgentACPDescriptor() registry.Definition {
 	d := shape("claude-agent-acp", "Claude Agent (ACP, Zed's claude-agent-acp)", "claude-agent-acp")
 	// --version prints nothing (and --cli --version is the bundled Claude
 	// Code's): the npm package's package.json says it.
-	d.Version = registry.VersionProbe{File: "../package.json", Pattern: packageVersion}
+	d.Version = registry.PackageJSONVersion
 	d.PassEnv = []string{"ANTHROPIC_BASE_URL", "CLAUDE_CONFIG_DIR", "CLAUDE_CODE_EXECUTABLE"}
 	d.Auth = registry.AuthCheck{
 		Env:   []string{"ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN"},
