@@ -3,11 +3,7 @@
 
 package codex
 
-import (
-	"regexp"
-
-	"github.com/threadline-bot/threadline/agentcore/registry"
-)
+import "github.com/threadline-bot/threadline/agentcore/registry"
 
 // Descriptor describes Codex: `codex app-server`, the prompt, model, effort,
 // resume (thread/resume) and fork (thread/fork) all over the protocol.
@@ -16,8 +12,8 @@ func Descriptor() registry.Definition {
 		ID: string(ProviderID), Name: "Codex", Executable: DefaultBin,
 		VerifiedVersions: append([]string(nil), VerifiedVersions...),
 		Verified:         registry.RealCLI("providers/codex TestE2EApprove, TestE2ECancelMidStream, TestE2EResumeInFreshProcess"),
-		// `codex --version` prints "codex-cli 0.169.0".
-		Version: registry.VersionProbe{Pattern: regexp.MustCompile(`codex-cli (\d+\.\d+\.\d+\S*)`)},
+		// `codex --version` prints "codex-cli 0.169.0": the registry's
+		// default pattern reads it.
 		// The live catalog comes over the protocol (model/list); models of
 		// providers configured in config.toml are valid too.
 		Models: registry.Models{Fallback: []string{"gpt-5.5", "gpt-5.4", "gpt-5.4-mini"}, FreeForm: true},
