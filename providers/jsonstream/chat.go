@@ -31,15 +31,14 @@ type ChatToolCall struct {
 	} `json:"function"`
 }
 
-// ChatDialect is what a chat-family CLI maps its own way.
-type ChatDialect struct {
+// ChatDialect is what a chat-family CLI's parser maps its own way.
+type ChatDialect interface {
 	// Assistant maps an assistant message.
-	Assistant func(m *ChatMessage) []agent.Event
+	Assistant(m *ChatMessage) []agent.Event
 	// ToolText renders a tool message's content as the tool's output.
-	ToolText func(content json.RawMessage) string
-	// Other maps a record of another role; false (or a nil Other) makes it
-	// provider.native.
-	Other func(m *ChatMessage, line []byte) ([]agent.Event, bool)
+	ToolText(content json.RawMessage) string
+	// Other maps a record of another role; false makes it provider.native.
+	Other(m *ChatMessage, line []byte) ([]agent.Event, bool)
 }
 
 // Chat parses chat-family lines: a user message (the prompt) carries
@@ -51,9 +50,10 @@ type Chat struct {
 	d ChatDialect
 }
 
-// NewChat returns the Chat of provider id for one run, mapping with d.
-func NewChat(id agent.ProviderID, d ChatDialect) *Chat {
-	return &Chat{turn: newTurn(id, ""), d: d}
+// NewChat returns the Chat of provider id for one run, mapping with d
+// (the parser that holds it).
+func NewChat(id agent.ProviderID, d ChatDialect) Chat {
+	return Chat{turn: newTurn(id, ""), d: d}
 }
 
 // Parse implements procrun.LineParser: malformed JSON is an error naming
@@ -73,19 +73,16 @@ func (c *Chat) Parse(line []byte) ([]agent.Event, error) {
 			return []agent.Event{c.completed("tool", m.ToolCallID, c.d.ToolText(m.Content), false)}, nil
 		}
 	default:
-		if c.d.Other != nil {
-			if evs, ok := c.d.Other(&m, line); ok {
-				return evs, nil
-			}
+		if evs, ok := c.d.Other(&m, line); ok {
+			return evs, nil
 		}
 	}
 	return []agent.Event{c.unknown(m.Role, "", line)}, nil
 }
 
-// Calls is the tool.started of each of m's tool calls that has an id, its
-// native kind kind.
-func (c *Chat) Calls(kind string, m *ChatMessage) []agent.Event {
-	var out []agent.Event
+// AppendCalls appends to out the tool.started of each of m's tool calls
+// that has an id, its native kind kind.
+func (c *Chat) AppendCalls(out []agent.Event, kind string, m *ChatMessage) []agent.Event {
 	for _, tc := range m.ToolCalls {
 		if tc.ID != "" {
 			out = append(out, c.started(kind, tc.ID, tc.Function.Name, tc.Function.Arguments))
@@ -94,9 +91,14 @@ func (c *Chat) Calls(kind string, m *ChatMessage) []agent.Event {
 	return out
 }
 
-// Text is the assistant.delta of a whole message (none when it is empty),
-// set apart from the previous one by a blank line.
-func (c *Chat) Text(s string) []agent.Event { return c.text(s) }
+// AppendText appends to out the assistant.delta of a whole message (none
+// when it is empty), set apart from the previous one by a blank line.
+func (c *Chat) AppendText(out []agent.Event, s string) []agent.Event {
+	if s = c.join.next(s); s == "" {
+		return out
+	}
+	return append(out, agent.Event{Type: agent.EventAssistantDelta, Text: s})
+}
 
 // Native is the provider.native event of a valid record, its kind
 // typ[/subtype].

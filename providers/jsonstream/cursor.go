@@ -14,22 +14,12 @@ import (
 // CursorProviderID is the cursor-agent provider's id.
 const CursorProviderID agent.ProviderID = "cursor-agent"
 
-// cursorEvent is one line: Claude Code's records (streamRecord) and
-// cursor-agent's own: thinking and tool_call records, the timing of a
-// streamed delta, the result's usage.
-type cursorEvent struct {
-	streamRecord
-	Text        string          `json:"text"`
-	TimestampMS *int64          `json:"timestamp_ms"`
-	ModelCallID *string         `json:"model_call_id"`
-	CallID      string          `json:"call_id"`
-	ToolCall    json.RawMessage `json:"tool_call"`
-	Usage       *struct {
-		InputTokens      int64 `json:"inputTokens"`
-		OutputTokens     int64 `json:"outputTokens"`
-		CacheReadTokens  int64 `json:"cacheReadTokens"`
-		CacheWriteTokens int64 `json:"cacheWriteTokens"`
-	} `json:"usage"`
+// cursorMessage is the message of an assistant record: its text blocks.
+type cursorMessage struct {
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
 }
 
 // CursorParser parses cursor-agent stream-json. With
@@ -49,10 +39,10 @@ func NewCursorParser(known string) *CursorParser {
 
 // Parse implements procrun.LineParser.
 func (p *CursorParser) Parse(line []byte) ([]agent.Event, error) {
-	return parseStream[cursorEvent](p, &p.turn, line)
+	return parseStream(p, &p.turn, line)
 }
 
-func (p *CursorParser) record(ev *cursorEvent) ([]agent.Event, bool) {
+func (p *CursorParser) record(ev *streamRecord) ([]agent.Event, bool) {
 	switch ev.Type {
 	case "user":
 		return nil, true
@@ -71,17 +61,16 @@ func (p *CursorParser) record(ev *cursorEvent) ([]agent.Event, bool) {
 	return nil, false
 }
 
-func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
-	blocks, text := messageBlocks(ev.Message)
-	if len(blocks) > 0 {
-		var b strings.Builder
-		for _, c := range blocks {
-			if c.Type == "text" {
-				b.WriteString(c.Text)
-			}
+func (p *CursorParser) assistant(ev *streamRecord) []agent.Event {
+	var m cursorMessage
+	_ = json.Unmarshal(ev.Message, &m)
+	var b strings.Builder
+	for _, c := range m.Content {
+		if c.Type == "text" {
+			b.WriteString(c.Text)
 		}
-		text = b.String()
 	}
+	text := b.String()
 	if ev.TimestampMS != nil && ev.ModelCallID == nil {
 		// A streamed delta: emitted verbatim, even when it repeats earlier text.
 		if text == "" {
@@ -111,7 +100,7 @@ func (p *CursorParser) assistant(ev *cursorEvent) []agent.Event {
 
 // toolCall maps started/completed; the tool kind is the single key inside
 // tool_call ("readToolCall", "shellToolCall", "function", ...).
-func (p *CursorParser) toolCall(ev *cursorEvent) ([]agent.Event, bool) {
+func (p *CursorParser) toolCall(ev *streamRecord) ([]agent.Event, bool) {
 	if ev.CallID == "" || (ev.Subtype != "started" && ev.Subtype != "completed") {
 		return nil, false
 	}
@@ -199,12 +188,12 @@ func cursorResult(raw json.RawMessage) (string, bool) {
 	return rawText(r.Success), false
 }
 
-func (p *CursorParser) result(ev *cursorEvent) []agent.Event {
+func (p *CursorParser) result(ev *streamRecord) []agent.Event {
 	var out []agent.Event
 	if u := ev.Usage; u != nil {
 		out = append(out, agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{
-			InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
-			CacheReadTokens: u.CacheReadTokens, CacheCreationTokens: u.CacheWriteTokens, DurationMS: ev.DurationMS,
+			InputTokens: u.CursorInputTokens, OutputTokens: u.CursorOutputTokens,
+			CacheReadTokens: u.CursorCacheReadTokens, CacheCreationTokens: u.CursorCacheWriteTokens, DurationMS: ev.DurationMS,
 		}})
 	}
 	return append(out, ev.end(func() string { return "cursor-agent reported an error (" + ev.Subtype + ")" }))

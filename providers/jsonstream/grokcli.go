@@ -3,6 +3,7 @@
 package jsonstream
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -23,7 +24,7 @@ const grokCLIErrorPrefix = "Sorry, I encountered an error: "
 // (Finish): grok-cli reports a failed model call as an assistant message and
 // exit status 0. Use NewGrokCLIParser.
 type GrokCLIParser struct {
-	chat *Chat
+	chat Chat
 	// final is the last assistant message without tool calls, not yet shown.
 	final    string
 	hasFinal bool
@@ -32,17 +33,25 @@ type GrokCLIParser struct {
 // NewGrokCLIParser returns a parser for one run. grok-cli keeps no session.
 func NewGrokCLIParser() *GrokCLIParser {
 	p := &GrokCLIParser{}
-	p.chat = NewChat(GrokCLIProviderID, ChatDialect{Assistant: p.assistant, ToolText: rawText})
+	p.chat = NewChat(GrokCLIProviderID, p)
 	return p
 }
 
 // Parse implements procrun.LineParser.
 func (p *GrokCLIParser) Parse(line []byte) ([]agent.Event, error) { return p.chat.Parse(line) }
 
-func (p *GrokCLIParser) assistant(m *ChatMessage) []agent.Event {
+// ToolText implements ChatDialect: a tool's output is its content's text.
+func (p *GrokCLIParser) ToolText(content json.RawMessage) string { return rawText(content) }
+
+// Other implements ChatDialect: grok-cli prints messages only.
+func (p *GrokCLIParser) Other(*ChatMessage, []byte) ([]agent.Event, bool) { return nil, false }
+
+// Assistant implements ChatDialect: the text and tool calls of each message,
+// the last one without tool calls held back for Finish.
+func (p *GrokCLIParser) Assistant(m *ChatMessage) []agent.Event {
 	var out []agent.Event
 	if p.hasFinal { // a message after the held one: the held one was not the last
-		out = append(out, p.chat.text(p.final)...)
+		out = p.chat.AppendText(out, p.final)
 		p.final, p.hasFinal = "", false
 	}
 	text := rawText(m.Content)
@@ -50,8 +59,7 @@ func (p *GrokCLIParser) assistant(m *ChatMessage) []agent.Event {
 		p.final, p.hasFinal = text, true
 		return out
 	}
-	out = append(out, p.chat.text(text)...)
-	return append(out, p.chat.Calls("assistant/tool_calls", m)...)
+	return p.chat.AppendCalls(p.chat.AppendText(out, text), "assistant/tool_calls", m)
 }
 
 // Finish ends the turn once grok-cli exited (exited reports a non-zero
@@ -71,5 +79,5 @@ func (p *GrokCLIParser) Finish(exited bool) []agent.Event {
 		}
 		return []agent.Event{{Type: agent.EventRunFailed, Text: "grok-cli: " + strings.TrimSpace(msg)}}
 	}
-	return append(p.chat.text(final), agent.Event{Type: agent.EventRunCompleted})
+	return append(p.chat.AppendText(nil, final), agent.Event{Type: agent.EventRunCompleted})
 }

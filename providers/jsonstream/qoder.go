@@ -4,7 +4,6 @@ package jsonstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -12,21 +11,6 @@ import (
 
 // QoderProviderID is the qoder provider's id.
 const QoderProviderID agent.ProviderID = "qoder"
-
-// qoderEvent is one line: Claude Code's records (streamRecord) and the
-// result's error, stop reason, cost and usage.
-type qoderEvent struct {
-	streamRecord
-	Error      json.RawMessage `json:"error"`
-	StopReason string          `json:"stop_reason"`
-	CostUSD    float64         `json:"total_cost_usd"`
-	Usage      *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	} `json:"usage"`
-}
 
 // QoderParser parses Qoder's stream-json: system/init, assistant and user
 // messages with content blocks, and a final result. Use NewQoderParser.
@@ -39,10 +23,10 @@ func NewQoderParser(known string) *QoderParser {
 
 // Parse implements procrun.LineParser.
 func (p *QoderParser) Parse(line []byte) ([]agent.Event, error) {
-	return parseStream[qoderEvent](p, &p.turn, line)
+	return parseStream(p, &p.turn, line)
 }
 
-func (p *QoderParser) record(ev *qoderEvent) ([]agent.Event, bool) {
+func (p *QoderParser) record(ev *streamRecord) ([]agent.Event, bool) {
 	switch ev.Type {
 	case "assistant":
 		return p.assistant(ev), true
@@ -54,7 +38,7 @@ func (p *QoderParser) record(ev *qoderEvent) ([]agent.Event, bool) {
 	return nil, false
 }
 
-func (p *QoderParser) assistant(ev *qoderEvent) []agent.Event {
+func (p *QoderParser) assistant(ev *streamRecord) []agent.Event {
 	blocks, whole := messageBlocks(ev.Message)
 	var out []agent.Event
 	var text strings.Builder
@@ -81,7 +65,7 @@ func (p *QoderParser) assistant(ev *qoderEvent) []agent.Event {
 	return out
 }
 
-func (p *QoderParser) user(ev *qoderEvent) []agent.Event {
+func (p *QoderParser) user(ev *streamRecord) []agent.Event {
 	blocks, _ := messageBlocks(ev.Message)
 	var out []agent.Event
 	for _, b := range blocks {
@@ -93,7 +77,7 @@ func (p *QoderParser) user(ev *qoderEvent) []agent.Event {
 	return out
 }
 
-func (p *QoderParser) result(ev *qoderEvent) []agent.Event {
+func (p *QoderParser) result(ev *streamRecord) []agent.Event {
 	var out []agent.Event
 	if u := ev.Usage; u != nil {
 		out = append(out, agent.Event{Type: agent.EventUsageUpdated, Usage: &agent.Usage{

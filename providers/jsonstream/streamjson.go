@@ -12,20 +12,41 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
-// streamRecord is what every record of the family has (and the result
-// record's status), embedded in each dialect's record type.
+// streamRecord is one line of the family: the fields its dialects print,
+// each named as its dialect names it (a field a dialect does not print
+// stays zero).
 type streamRecord struct {
-	Type       string          `json:"type"`
-	Subtype    string          `json:"subtype"`
-	SessionID  string          `json:"session_id"`
-	Model      string          `json:"model"`
-	Message    json.RawMessage `json:"message"`
+	Type      string          `json:"type"`
+	Subtype   string          `json:"subtype"`
+	SessionID string          `json:"session_id"`
+	Model     string          `json:"model"`
+	Message   json.RawMessage `json:"message"`
+	// cursor-agent: a thinking record's text, a streamed delta's timing
+	// (timestamp_ms without model_call_id), a tool_call record.
+	Text        string          `json:"text"`
+	TimestampMS *int64          `json:"timestamp_ms"`
+	ModelCallID *string         `json:"model_call_id"`
+	CallID      string          `json:"call_id"`
+	ToolCall    json.RawMessage `json:"tool_call"`
+	// result (qoder's error, stop reason and cost; qoder's usage has
+	// Claude Code's names, cursor-agent's its own).
 	IsError    bool            `json:"is_error"`
 	Result     string          `json:"result"`
 	DurationMS int64           `json:"duration_ms"`
+	Error      json.RawMessage `json:"error"`
+	StopReason string          `json:"stop_reason"`
+	CostUSD    float64         `json:"total_cost_usd"`
+	Usage      *struct {
+		InputTokens              int64 `json:"input_tokens"`
+		OutputTokens             int64 `json:"output_tokens"`
+		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+		CursorInputTokens        int64 `json:"inputTokens"`
+		CursorOutputTokens       int64 `json:"outputTokens"`
+		CursorCacheReadTokens    int64 `json:"cacheReadTokens"`
+		CursorCacheWriteTokens   int64 `json:"cacheWriteTokens"`
+	} `json:"usage"`
 }
-
-func (r *streamRecord) envelope() *streamRecord { return r }
 
 // streamBlock is one content block of a message: text, thinking, tool_use
 // or tool_result.
@@ -41,33 +62,32 @@ type streamBlock struct {
 	IsError   bool            `json:"is_error"`
 }
 
-// streamDialect is a family parser: record maps one decoded record of its
-// type R; false leaves it to provider.native.
-type streamDialect[R any] interface {
-	record(rec *R) ([]agent.Event, bool)
+// streamDialect is a family parser: record maps one decoded record; false
+// leaves it to provider.native.
+type streamDialect interface {
+	record(rec *streamRecord) ([]agent.Event, bool)
 }
 
-// parseStream is the Parse of a family dialect d, whose record type R
-// embeds streamRecord: the line decoded (malformed JSON is an error naming
-// the dialect), its session and model noted (a session.updated for a new
-// session), system/init taken, the rest mapped by d; a record d does not map
-// becomes provider.native, its kind type/subtype.
-func parseStream[R any, PR interface {
-	*R
-	envelope() *streamRecord
-}](d streamDialect[R], t *turn, line []byte) ([]agent.Event, error) {
-	var rec R
+// parseStream is the Parse of family dialect d: the line decoded (malformed
+// JSON is an error naming the dialect), its session and model noted (a
+// session.updated for a new session), system/init taken, the rest mapped by
+// d; a record d does not map becomes provider.native, its kind
+// type/subtype.
+func parseStream(d streamDialect, t *turn, line []byte) ([]agent.Event, error) {
+	var rec streamRecord
 	if err := json.Unmarshal(line, &rec); err != nil {
 		return nil, fmt.Errorf("%s line: %w", t.provider, err)
 	}
-	env := PR(&rec).envelope()
-	out := t.seen(env.SessionID, env.Model)
-	if env.Type == "system" && env.Subtype == "init" {
+	out := t.seen(rec.SessionID, rec.Model)
+	if rec.Type == "system" && rec.Subtype == "init" {
 		return out, nil
 	}
 	evs, ok := d.record(&rec)
-	if !ok {
-		return append(out, t.unknown(env.Type, env.Subtype, line)), nil
+	switch {
+	case !ok:
+		return append(out, t.unknown(rec.Type, rec.Subtype, line)), nil
+	case len(out) == 0: // the common case: no copy
+		return evs, nil
 	}
 	return append(out, evs...), nil
 }

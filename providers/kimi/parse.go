@@ -37,7 +37,7 @@ type part struct {
 // chat shape (jsonstream.Chat) and meta records. It is used from one
 // goroutine; the zero value is not ready, use NewParser.
 type Parser struct {
-	chat      *jsonstream.Chat
+	chat      jsonstream.Chat
 	resumed   string // the session the run asked to continue
 	sessionID string
 	done      bool
@@ -47,9 +47,7 @@ type Parser struct {
 // ("" for a fresh run).
 func NewParser(resumed string) *Parser {
 	p := &Parser{resumed: resumed, sessionID: resumed}
-	p.chat = jsonstream.NewChat(ProviderID, jsonstream.ChatDialect{
-		Assistant: p.assistant, ToolText: jsonstream.ContentText, Other: p.meta,
-	})
+	p.chat = jsonstream.NewChat(ProviderID, p)
 	return p
 }
 
@@ -63,9 +61,9 @@ func (p *Parser) Done() bool { return p.done }
 // logs and skips the line); unknown valid records become provider.native.
 func (p *Parser) Parse(line []byte) ([]agent.Event, error) { return p.chat.Parse(line) }
 
-// meta maps a meta record: the resume hint ends the run, the rest is
-// provider.native (meta/<type>).
-func (p *Parser) meta(m *jsonstream.ChatMessage, line []byte) ([]agent.Event, bool) {
+// Other implements jsonstream.ChatDialect: the resume hint ends the run,
+// another meta record is provider.native (meta/<type>).
+func (p *Parser) Other(m *jsonstream.ChatMessage, line []byte) ([]agent.Event, bool) {
 	if m.Role != "meta" {
 		return nil, false
 	}
@@ -75,9 +73,12 @@ func (p *Parser) meta(m *jsonstream.ChatMessage, line []byte) ([]agent.Event, bo
 	return []agent.Event{p.chat.Native("meta", m.Type, line)}, true
 }
 
-// assistant maps an assistant message: its think parts, its text, then its
-// tool calls.
-func (p *Parser) assistant(m *jsonstream.ChatMessage) []agent.Event {
+// ToolText implements jsonstream.ChatDialect: a string or text parts.
+func (p *Parser) ToolText(content json.RawMessage) string { return jsonstream.ContentText(content) }
+
+// Assistant implements jsonstream.ChatDialect: an assistant message's think
+// parts, its text, then its tool calls.
+func (p *Parser) Assistant(m *jsonstream.ChatMessage) []agent.Event {
 	var out []agent.Event
 	var text strings.Builder
 	raw := bytes.TrimSpace(m.Content)
@@ -100,8 +101,7 @@ func (p *Parser) assistant(m *jsonstream.ChatMessage) []agent.Event {
 			}
 		}
 	}
-	out = append(out, p.chat.Text(text.String())...)
-	return append(out, p.chat.Calls("assistant/tool_call", m)...)
+	return p.chat.AppendCalls(p.chat.AppendText(out, text.String()), "assistant/tool_call", m)
 }
 
 func (p *Parser) resumeHint(m *jsonstream.ChatMessage) []agent.Event {
