@@ -12,9 +12,8 @@
 package claude_test
 
 import (
-	"errors"
-	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +32,7 @@ type harness = providertest.Harness[*fakeapi.Server, *claude.Provider]
 var setupE2E = setupEnv(func(h *harness, opts *claude.Options) { h.Marker = providertest.MarkEnv(opts.Env) })
 
 // setupEnv is setupE2E with the provider's options edited by edit.
-func setupEnv(edit func(h *harness, opts *claude.Options)) func(t *testing.T, scripts ...fakeapi.Script) *harness {
+func setupEnv(edit func(h *harness, opts *claude.Options)) providertest.SetupFunc[fakeapi.Script, *fakeapi.Server, *claude.Provider] {
 	return providertest.NewSetup(providertest.CLI{Name: "claude", EnvVar: fakeapi.EnvClaudeBin}, fakeapi.New, func(h *harness) *claude.Provider {
 		opts := claude.Options{Bin: h.Bin, Env: h.Fake.ClaudeEnv(h.T.TempDir()), InterruptTimeout: 5 * time.Second}
 		edit(h, &opts)
@@ -96,29 +95,19 @@ func TestE2EBashToolRoundTrip(t *testing.T) {
 	}
 }
 
+// requests are the transcripts of the requests the fake was sent.
+func requests(fake *fakeapi.Server) []string { return providertest.Transcripts(fake.MessageRequests()) }
+
 func TestE2EResume(t *testing.T) {
-	h := setupE2E(t, providertest.ResumeScripts(fakeapi.When, fakeapi.Text)...)
-	if h == nil {
-		return
-	}
-	providertest.CheckResume(t, h.Run, "", func() []string { return providertest.Transcripts(h.Fake.MessageRequests()) })
+	providertest.Resume(t, setupE2E, fakeapi.When, fakeapi.Text, "", requests)
 }
 
 func TestE2EResumeUnknownSession(t *testing.T) {
-	h := setupE2E(t)
-	if h == nil {
-		return
-	}
-	providertest.CheckUnknownSession(t, h.Run, agent.RunRequest{}, "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10",
-		func() int { return len(h.Fake.MessageRequests()) })
+	providertest.UnknownSession(t, setupE2E, agent.RunRequest{}, "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10", requests)
 }
 
 func TestE2ECancelMidStream(t *testing.T) {
-	h := setupE2E(t, providertest.SlowScript(fakeapi.When, fakeapi.Slow))
-	if h == nil {
-		return
-	}
-	providertest.CheckCancelMidStream(t, h.Run, 8*time.Second, "")
+	providertest.CancelMidStream(t, setupE2E, fakeapi.When, fakeapi.Slow, 8*time.Second, "")
 }
 
 func TestE2EAPIError(t *testing.T) {
@@ -129,13 +118,6 @@ func TestE2EAPIError(t *testing.T) {
 	providertest.CheckAPIError(t, h.Run, "scripted failure")
 }
 
-// answering returns an onEvent that answers every interaction.requested with
-// decide(interaction) on ch (buffered), and the channel itself.
-func answering(decide func(in *agent.Interaction) agent.InteractionResponse) (chan agent.InteractionResponse, providertest.OnEvent) {
-	ch := make(chan agent.InteractionResponse, 4)
-	return ch, providertest.Answer(ch, decide)
-}
-
 func TestE2EApprovalDecline(t *testing.T) {
 	h := setupE2E(t, fakeapi.When("e2e-deny", fakeapi.ToolUse("Bash", map[string]any{
 		"command": "touch must-not-exist.txt", "description": "Create a file",
@@ -143,7 +125,7 @@ func TestE2EApprovalDecline(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+	ch, on := providertest.Answering(func(in *agent.Interaction) agent.InteractionResponse {
 		if in.Kind != agent.KindCommandApproval || in.Command != "touch must-not-exist.txt" || string(in.NativeID) == "" {
 			t.Errorf("interaction %+v", in)
 		}
@@ -171,7 +153,7 @@ func TestE2EAskUserQuestion(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+	ch, on := providertest.Answering(func(in *agent.Interaction) agent.InteractionResponse {
 		if in.Kind != agent.KindQuestion || len(in.Questions) != 1 || strings.Join(in.Questions[0].Options, ",") != "Blue,Red" {
 			t.Errorf("interaction %+v", in)
 			return agent.InteractionResponse{Decision: agent.DecisionDecline}
@@ -194,7 +176,7 @@ func TestE2EStopAtApproval(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ch, on := answering(func(*agent.Interaction) agent.InteractionResponse {
+	ch, on := providertest.Answering(func(*agent.Interaction) agent.InteractionResponse {
 		return agent.InteractionResponse{Decision: agent.DecisionCancel, By: "tester"}
 	})
 	r := h.Ends(agent.EventRunInterrupted, agent.RunRequest{Prompt: "e2e-stop here", Approval: agent.ApprovalAsk, Responses: ch}, on)
@@ -204,20 +186,9 @@ func TestE2EStopAtApproval(t *testing.T) {
 }
 
 func TestE2ECancelWhileApprovalPending(t *testing.T) {
-	h := setupE2E(t, fakeapi.When("e2e-pending", fakeapi.ToolUse("Bash", map[string]any{
+	providertest.CancelPending(t, setupE2E, fakeapi.When(providertest.PendingPrompt, fakeapi.ToolUse("Bash", map[string]any{
 		"command": "touch must-not-exist.txt", "description": "Create a file",
-	})))
-	if h == nil {
-		return
-	}
-	req := agent.RunRequest{Prompt: "e2e-pending approval", Approval: agent.ApprovalAsk, Responses: make(chan agent.InteractionResponse)}
-	r := providertest.CheckCancelAtInteraction(t, h.Run, req, 15*time.Second)
-	if res := r.Resolutions(); len(res) != 1 || (res[0] != "cancelled" && res[0] != "turn_ended") {
-		t.Errorf("the pending card was not closed: %v", res)
-	}
-	if h.Exists("must-not-exist.txt") {
-		t.Error("the unanswered command ran")
-	}
+	})), "must-not-exist.txt", 15*time.Second, agent.StatusCancelled, agent.StatusTurnEnded)
 }
 
 // TestE2EApproveForSession: "approve for the session" hands the CLI its own
@@ -244,7 +215,7 @@ func TestE2EApproveForSession(t *testing.T) {
 				return
 			}
 			var asked []string
-			ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+			ch, on := providertest.Answering(func(in *agent.Interaction) agent.InteractionResponse {
 				asked = append(asked, in.Command)
 				if !in.Accepts(agent.DecisionApproveSession) {
 					t.Errorf("no approve for the session on %+v", in.Options)
@@ -313,7 +284,7 @@ func TestE2EPlanFromTaskTools(t *testing.T) {
 	}
 	last := plans[len(plans)-1].Plan
 	want := []agent.PlanItem{{Text: "Read the code", Status: agent.PlanCompleted}, {Text: "Write the fix", Status: agent.PlanInProgress}, {Text: "Run the tests", Status: agent.PlanPending}}
-	if fmt.Sprint(last.Items) != fmt.Sprint(want) {
+	if !slices.Equal(last.Items, want) {
 		t.Errorf("final plan %+v, want %+v", last.Items, want)
 	}
 	if n := len(r.Of(agent.EventToolCompleted)); n != 5 {
@@ -333,7 +304,7 @@ func TestE2EAskMultiSelect(t *testing.T) {
 	if h == nil {
 		return
 	}
-	ch, on := answering(func(in *agent.Interaction) agent.InteractionResponse {
+	ch, on := providertest.Answering(func(in *agent.Interaction) agent.InteractionResponse {
 		if len(in.Questions) != 1 || !in.Questions[0].MultiSelect || !in.Questions[0].AllowOther {
 			t.Errorf("questions %+v", in.Questions)
 		}
@@ -355,13 +326,9 @@ func TestE2ENotLoggedInBecomesHint(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.Run(agent.RunRequest{Prompt: "hello"}, nil)
-	if !errors.Is(r.Err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
-	}
-	last := r.Last()
-	if last.Type != agent.EventRunFailed || !strings.HasPrefix(last.Text, claude.NotSignedInHint) || !strings.Contains(last.Text, "Not logged in") {
-		t.Errorf("last event %s %q, want the sign-in hint", last.Type, last.Text)
+	last := providertest.CheckFailed(t, h.Run(agent.RunRequest{Prompt: "hello"}, nil), "Not logged in")
+	if !strings.HasPrefix(last.Text, claude.NotSignedInHint) {
+		t.Errorf("run.failed %q, want the sign-in hint", last.Text)
 	}
 	if n := len(h.Fake.MessageRequests()); n != 0 {
 		t.Errorf("the CLI called the API %d times without a key", n)

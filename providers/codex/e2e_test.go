@@ -27,12 +27,6 @@ import (
 
 type harness = providertest.Harness[*fakeresponses.Server, *codex.Provider]
 
-// e2e is the harness with the CODEX_HOME its provider runs in.
-type e2e struct {
-	*harness
-	home string
-}
-
 // envFakeMCP makes the test binary the MCP server (fakeresponses.ServeMCP).
 const envFakeMCP = "THREADLINE_FAKE_MCP"
 
@@ -49,66 +43,26 @@ func TestMain(m *testing.M) {
 
 // setupE2E sets a test up (nil in the outer test process, see
 // providertest.Setup): the app server talking to the fake answering with
-// scripts, its processes marked.
-func setupE2E(t *testing.T, scripts ...fakeresponses.Script) *e2e {
-	t.Helper()
-	var home string
-	h := providertest.NewSetup(providertest.CLI{Name: "codex", EnvVar: "THREADLINE_CODEX_BIN"}, fakeresponses.New, func(h *harness) *codex.Provider {
-		dir, env, err := h.Fake.CodexHome(t.TempDir(), "fake-model")
-		if err != nil {
-			t.Fatal(err)
-		}
-		home = dir
-		return codex.New(providertest.Logger(t), codex.Options{Launch: h.Launch(env, 5*time.Second), CodexHome: home})
-	})(t, scripts...)
-	if h == nil {
-		return nil
+// the test's scripts, its processes marked, h.Home its CODEX_HOME.
+var setupE2E = providertest.NewSetup(providertest.CLI{Name: "codex", EnvVar: "THREADLINE_CODEX_BIN"}, fakeresponses.New, func(h *harness) *codex.Provider {
+	dir, env, err := h.Fake.CodexHome(h.T.TempDir(), "fake-model")
+	if err != nil {
+		h.T.Fatal(err)
 	}
-	return &e2e{harness: h, home: home}
-}
+	h.Home = dir
+	return codex.New(providertest.Logger(h.T), codex.Options{Launch: h.Launch(env, 5*time.Second), CodexHome: dir})
+})
 
-// run executes one turn in the harness's cwd (unless req sets one). When the
-// run may ask (the default approval), req.Responses is a fresh channel and
-// onEvent (optional) sees each event with the run's cancel and a function that
-// answers an interaction on it. A run ends with exactly one terminal event.
-func (h *e2e) run(req agent.RunRequest, onEvent func(ev agent.Event, cancel context.CancelFunc, answer func(agent.InteractionResponse))) *providertest.Result {
+// requests are the transcripts of the requests the fake was sent.
+func requests(fake *fakeresponses.Server) []string { return providertest.Transcripts(fake.Requests()) }
+
+// answered runs a turn that may ask (the default approval), every
+// interaction answered with decide.
+func answered(h *harness, req agent.RunRequest, decide func(in *agent.Interaction) agent.InteractionResponse) *providertest.Result {
 	h.T.Helper()
-	responses := make(chan agent.InteractionResponse, 8)
-	if req.Approval == "" || req.Approval == agent.ApprovalAsk {
-		req.Responses = responses
-	}
-	var on providertest.OnEvent
-	if onEvent != nil {
-		on = func(ev agent.Event, cancel context.CancelFunc) {
-			onEvent(ev, cancel, func(r agent.InteractionResponse) { responses <- r })
-		}
-	}
-	res := h.harness.Run(req, on)
-	if res.Terminals() == 0 { // more than one: Run reported it
-		h.T.Error("0 terminal events")
-	}
-	return res
-}
-
-// runTurn is run for providertest's scenarios (onEvent without the answer
-// function).
-func (h *e2e) runTurn(req agent.RunRequest, onEvent providertest.OnEvent) *providertest.Result {
-	h.T.Helper()
-	if onEvent == nil {
-		return h.run(req, nil)
-	}
-	return h.run(req, func(ev agent.Event, cancel context.CancelFunc, _ func(agent.InteractionResponse)) {
-		onEvent(ev, cancel)
-	})
-}
-
-// answerAll answers every interaction with d.
-func answerAll(d agent.Decision, answers map[string]string) func(agent.Event, context.CancelFunc, func(agent.InteractionResponse)) {
-	return func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
-		if ev.Type == agent.EventInteractionRequested {
-			answer(agent.InteractionResponse{InteractionID: ev.Interaction.ID, Decision: d, Answers: answers, By: "e2e"})
-		}
-	}
+	ch, on := providertest.Answering(decide)
+	req.Responses = ch
+	return h.Run(req, on)
 }
 
 func TestE2EStreamedText(t *testing.T) {
@@ -116,7 +70,7 @@ func TestE2EStreamedText(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := providertest.CheckStreamedText(t, h.runTurn)
+	r := providertest.CheckStreamedText(t, h.Run)
 	if u := r.Of(agent.EventUsageUpdated); len(u) == 0 || u[len(u)-1].Usage.InputTokens != 120 {
 		t.Errorf("usage %+v", u)
 	}
@@ -129,13 +83,13 @@ func TestE2EStreamedText(t *testing.T) {
 // shellAnswered runs a turn whose model runs cmd in the shell, the approval
 // answered with d, and fails at once unless Run returned nil. It returns the
 // harness and the run (nil outside the netns).
-func shellAnswered(t *testing.T, cmd string, d agent.Decision) (*e2e, *providertest.Result) {
+func shellAnswered(t *testing.T, cmd string, d agent.Decision) (*harness, *providertest.Result) {
 	t.Helper()
 	h := setupE2E(t, fakeresponses.When("e2e-shell", fakeresponses.Shell(cmd)))
 	if h == nil {
 		return nil, nil
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-shell: run it"}, answerAll(d, nil))
+	r := answered(h, agent.RunRequest{Prompt: "e2e-shell: run it"}, providertest.Always(d, nil))
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
@@ -200,12 +154,8 @@ func TestE2EDecline(t *testing.T) {
 }
 
 func TestE2ECancelMidStream(t *testing.T) {
-	h := setupE2E(t, providertest.SlowScript(fakeresponses.When, fakeresponses.Slow))
-	if h == nil {
-		return
-	}
 	// run.interrupted from turn/completed.
-	providertest.CheckCancelMidStream(t, h.runTurn, 5*time.Second, "interrupted")
+	providertest.CancelMidStream(t, setupE2E, fakeresponses.When, fakeresponses.Slow, 5*time.Second, "interrupted")
 }
 
 // colorQuestion is the question the model asks in the question tests.
@@ -218,13 +168,13 @@ var colorQuestion = fakeresponses.Question{
 // with answer, and checks that it completes with the answer back in the
 // model's hands. It returns the harness and the run (nil outside the
 // netns).
-func askColor(t *testing.T, answer string) (*e2e, *providertest.Result) {
+func askColor(t *testing.T, answer string) (*harness, *providertest.Result) {
 	t.Helper()
 	h := setupE2E(t, fakeresponses.When("e2e-ask", fakeresponses.AskUser(colorQuestion)))
 	if h == nil {
 		return nil, nil
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-ask: ask me", Mode: agent.ModePlan}, answerAll(agent.DecisionAnswer, map[string]string{"color": answer}))
+	r := answered(h, agent.RunRequest{Prompt: "e2e-ask: ask me", Mode: agent.ModePlan}, providertest.Always(agent.DecisionAnswer, map[string]string{"color": answer}))
 	if r.Err != nil {
 		t.Fatalf("Run: %v", r.Err)
 	}
@@ -253,35 +203,16 @@ func TestE2EQuestionInPlanMode(t *testing.T) {
 }
 
 func TestE2EInterruptWhileApprovalPending(t *testing.T) {
-	h := setupE2E(t, fakeresponses.When("e2e-pending", fakeresponses.Shell("echo never > marker.txt")))
-	if h == nil {
-		return
-	}
-	r := providertest.CheckCancelAtInteraction(t, h.runTurn, agent.RunRequest{Prompt: "e2e-pending: run it"}, 5*time.Second)
-	if res := r.Of(agent.EventInteractionResolved); len(res) != 1 || res[0].Resolution.Status != agent.StatusTurnEnded {
-		t.Errorf("interaction.resolved %+v", res)
-	}
-	if h.Exists("marker.txt") {
-		t.Error("the pending command ran")
-	}
+	providertest.CancelPending(t, setupE2E, fakeresponses.When(providertest.PendingPrompt, fakeresponses.Shell("echo never > marker.txt")),
+		"marker.txt", 5*time.Second, agent.StatusTurnEnded)
 }
 
 func TestE2EResumeInFreshProcess(t *testing.T) {
-	h := setupE2E(t, providertest.ResumeScripts(fakeresponses.WhenLast, fakeresponses.Text)...)
-	if h == nil {
-		return
-	}
-	providertest.CheckResume(t, h.runTurn, "fake-model", func() []string { return providertest.Transcripts(h.Fake.Requests()) })
+	providertest.Resume(t, setupE2E, fakeresponses.WhenLast, fakeresponses.Text, "fake-model", requests)
 }
 
 func TestE2EResumeUnknownThread(t *testing.T) {
-	h := setupE2E(t)
-	if h == nil {
-		return
-	}
-	// The harness's own run: codex's run wants a terminal event.
-	providertest.CheckUnknownSession(t, h.harness.Run, agent.RunRequest{}, "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10",
-		func() int { return len(h.Fake.Requests()) })
+	providertest.UnknownSession(t, setupE2E, agent.RunRequest{}, "0b7c5a34-5f0e-4c53-9d43-2f3a3c1f9e10", requests)
 }
 
 func TestE2EAPIError(t *testing.T) {
@@ -289,7 +220,7 @@ func TestE2EAPIError(t *testing.T) {
 	if h == nil {
 		return
 	}
-	providertest.CheckAPIError(t, h.runTurn, "scripted failure")
+	providertest.CheckAPIError(t, h.Run, "scripted failure")
 }
 
 // TestE2EDetection: the registry's probe of the descriptor reads the real
@@ -324,7 +255,7 @@ func TestE2EPlanUpdated(t *testing.T) {
 	if h == nil {
 		return
 	}
-	r := h.run(agent.RunRequest{Prompt: "e2e-plan: plan it"}, nil)
+	r := h.Run(agent.RunRequest{Prompt: "e2e-plan: plan it"}, nil)
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())
 	}
@@ -363,19 +294,14 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 	if h == nil {
 		return
 	}
-	providertest.AppendFile(t, h.home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"}))
+	providertest.AppendFile(t, h.Home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"}))
 	var asked []*agent.Interaction
-	r := h.run(agent.RunRequest{Prompt: "e2e-mcp: deploy web"}, func(ev agent.Event, _ context.CancelFunc, answer func(agent.InteractionResponse)) {
-		if ev.Type != agent.EventInteractionRequested {
-			return
-		}
-		in := ev.Interaction
+	r := answered(h, agent.RunRequest{Prompt: "e2e-mcp: deploy web"}, func(in *agent.Interaction) agent.InteractionResponse {
 		asked = append(asked, in)
-		resp := agent.InteractionResponse{InteractionID: in.ID, Decision: agent.DecisionApprove, By: "e2e"}
 		if in.Kind == agent.KindQuestion {
-			resp.Decision, resp.Answers = agent.DecisionAnswer, map[string]string{"replicas": "2", "env": "Staging", "notify": "yes"}
+			return agent.InteractionResponse{Decision: agent.DecisionAnswer, Answers: map[string]string{"replicas": "2", "env": "Staging", "notify": "yes"}, By: "e2e"}
 		}
-		answer(resp)
+		return agent.InteractionResponse{Decision: agent.DecisionApprove, By: "e2e"}
 	})
 	if r.Err != nil || r.Last().Type != agent.EventRunCompleted {
 		t.Fatalf("Run = %v, last %+v", r.Err, r.Last())

@@ -88,11 +88,7 @@ func TestE2EReadOnly(t *testing.T) {
 }
 
 func TestE2EAbort(t *testing.T) {
-	h := setup(t, providertest.SlowScript(fakeopenai.When, fakeopenai.Slow))
-	if h == nil {
-		return
-	}
-	providertest.CheckCancelMidStream(t, h.Run, 8*time.Second, "Request was aborted")
+	providertest.CancelMidStream(t, setup, fakeopenai.When, fakeopenai.Slow, 8*time.Second, "Request was aborted")
 }
 
 func TestE2EResume(t *testing.T) {

@@ -7,7 +7,7 @@
 // question, an upstream error; and the shell-tool turns the one-shot CLIs'
 // e2e tests (Copilot, Kilo, opencode, grok-cli, Continue) run against the
 // Chat Completions fake: a tool call round trip, a turn resuming its
-// session, a cancel while a tool runs.
+// session, a cancel while a tool runs. e2etests.go has them as whole tests.
 
 package providertest
 
@@ -47,6 +47,9 @@ type Harness[F any, P Runner] struct {
 	// Marker, when set (MarkEnv in the provider's environment), is what
 	// every turn checks that no process it started is left with.
 	Marker string
+	// Home, when the build sets it, is the directory of the CLI's own
+	// configuration (e.g. CODEX_HOME), for a test that adds to it.
+	Home string
 }
 
 // Setup finds cli and runs t again inside a loopback-only netns (InNetns).
@@ -70,7 +73,7 @@ func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, b
 // fakeresponses.New, fakeopenai.New) and builds the provider with build.
 // Like Setup it returns nil in the outer test process, where the caller
 // returns.
-func NewSetup[S, F any, P Runner](cli CLI, newFake func(log fakehttp.Logger, scripts ...S) F, build func(h *Harness[F, P]) P) func(t *testing.T, scripts ...S) *Harness[F, P] {
+func NewSetup[S, F any, P Runner](cli CLI, newFake func(log fakehttp.Logger, scripts ...S) F, build func(h *Harness[F, P]) P) SetupFunc[S, F, P] {
 	return func(t *testing.T, scripts ...S) *Harness[F, P] {
 		t.Helper()
 		return Setup(t, cli, func(t *testing.T) F { return newFake(t, scripts...) }, build)
@@ -86,16 +89,28 @@ func (h *Harness[F, P]) Launch(env map[string]string, grace time.Duration) procr
 }
 
 // Run runs one turn of the provider (see Run) in h.Cwd unless req names a
-// directory. With h.Marker set it also fails the test when one of the
-// turn's processes is left after it (see MarkedLeft), and, for a turn that
-// ended with a terminal event, when no marked process was seen alive while
-// it ran (the check would see nothing; a turn refused before its start has
-// no process to see).
+// directory, and fails the test when Run returned nil or ErrRunFailed with
+// no terminal event (the contract of agent.Provider: run.completed or
+// run.interrupted, run.failed). With h.Marker set it also fails the test
+// when one of the turn's processes is left after it (see MarkedLeft), and,
+// for a turn that ended with a terminal event, when no marked process was
+// seen alive while it ran (the check would see nothing; a turn refused
+// before its start has no process to see).
 func (h *Harness[F, P]) Run(req agent.RunRequest, onEvent OnEvent) *Result {
 	h.T.Helper()
 	if req.Cwd == "" {
 		req.Cwd = h.Cwd
 	}
+	r := h.runMarked(req, onEvent)
+	if (r.Err == nil || errors.Is(r.Err, agent.ErrRunFailed)) && r.Terminals() == 0 {
+		h.T.Errorf("Run(%q) = %v with no terminal event: %v", req.Prompt, r.Err, r.Types())
+	}
+	return r
+}
+
+// runMarked is Run without the terminal-event check.
+func (h *Harness[F, P]) runMarked(req agent.RunRequest, onEvent OnEvent) *Result {
+	h.T.Helper()
 	if h.Marker == "" {
 		return Run(h.T, h.Prov, req, onEvent)
 	}
@@ -140,6 +155,14 @@ func (h *Harness[F, P]) Ends(end agent.EventType, req agent.RunRequest, onEvent 
 		h.T.Fatalf("Run(%q) = %v, last %+v; want %s", req.Prompt, r.Err, r.Last(), end)
 	}
 	return r
+}
+
+// Answering returns a channel for a request's Responses and an OnEvent
+// that answers every interaction.requested on it with decide(interaction)
+// (see Answer).
+func Answering(decide func(in *agent.Interaction) agent.InteractionResponse) (chan agent.InteractionResponse, OnEvent) {
+	ch := make(chan agent.InteractionResponse, 8)
+	return ch, Answer(ch, decide)
 }
 
 // Path is name in the working directory.
@@ -378,17 +401,12 @@ func CheckCancelAtInteraction(t *testing.T, run Turn, req agent.RunRequest, limi
 }
 
 // CheckAPIError runs BadPrompt (the fake answers it with an HTTP error whose
-// message holds want) and checks that the run fails saying so. It returns
-// the run, for the CLI's own checks.
+// message holds want) and checks that the run fails saying so
+// (CheckFailed). It returns the run, for the CLI's own checks.
 func CheckAPIError(t *testing.T, run Turn, want string) *Result {
 	t.Helper()
 	r := run(agent.RunRequest{Prompt: BadPrompt}, nil)
-	if !errors.Is(r.Err, agent.ErrRunFailed) {
-		t.Fatalf("Run = %v, want ErrRunFailed", r.Err)
-	}
-	if last := r.Last(); last.Type != agent.EventRunFailed || !strings.Contains(last.Text, want) {
-		t.Errorf("last event %+v", last)
-	}
+	CheckFailed(t, r, want)
 	return r
 }
 
@@ -548,32 +566,6 @@ func CheckShellCancelled(t testing.TB, p Runner, work, held string, limit time.D
 	t.Helper()
 	CheckCancelled(t, p, agent.RunRequest{Prompt: HangPrompt, Cwd: work, Approval: agent.ApprovalAccept},
 		filepath.Join(work, "started.txt"), held, limit)
-}
-
-// ChatSetup sets up the harness of a CLI against the Chat Completions fake
-// answering with scripts (nil in the outer test process, see Setup).
-type ChatSetup[P Runner] func(t *testing.T, scripts ...fakeopenai.Script) *Harness[*fakeopenai.Server, P]
-
-// ShellTurn sets up with ShellScript(word, a marker of t) and runs
-// CheckShellTurn in the harness; outside the netns it returns nil, nil.
-func ShellTurn[P Runner](t *testing.T, setup ChatSetup[P], word string) (*Harness[*fakeopenai.Server, P], *Result) {
-	t.Helper()
-	done := OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-") + "-done")
-	h := setup(t, ShellScript(word, done))
-	if h == nil {
-		return nil, nil
-	}
-	return h, CheckShellTurn(t, h.Run, h.Cwd, word, done)
-}
-
-// ShellCancel sets up with HangScript(a marker of t) and runs
-// CheckShellCancelled in the harness.
-func ShellCancel[P Runner](t *testing.T, setup ChatSetup[P], limit time.Duration) {
-	t.Helper()
-	held := OrphanMarker(strings.ReplaceAll(t.Name(), "/", "-") + "-cancel")
-	if h := setup(t, HangScript(held)); h != nil {
-		CheckShellCancelled(t, h.Prov, h.Cwd, held, limit)
-	}
 }
 
 // LastTranscript returns the transcript of the last chat request fake
