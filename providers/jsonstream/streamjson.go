@@ -10,6 +10,7 @@ import (
 	"fmt"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/providers/internal/anthropic"
 )
 
 // streamRecord is one line of the family: the fields its dialects print,
@@ -48,20 +49,6 @@ type streamRecord struct {
 	} `json:"usage"`
 }
 
-// streamBlock is one content block of a message: text, thinking, tool_use
-// or tool_result.
-type streamBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	Thinking  string          `json:"thinking"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	ToolUseID string          `json:"tool_use_id"`
-	Content   json.RawMessage `json:"content"`
-	IsError   bool            `json:"is_error"`
-}
-
 // streamDialect is a family parser: record maps one decoded record; false
 // leaves it to provider.native.
 type streamDialect interface {
@@ -92,9 +79,10 @@ func parseStream(d streamDialect, t *turn, line []byte) ([]agent.Event, error) {
 	return append(out, evs...), nil
 }
 
-// messageBlocks decodes a message's content: its blocks, or the whole text
-// when the content is a string.
-func messageBlocks(raw json.RawMessage) (blocks []streamBlock, text string) {
+// messageBlocks decodes a message's content: its blocks (the Messages
+// API's, as Claude Code prints them), or the whole text when the content is
+// a string.
+func messageBlocks(raw json.RawMessage) (blocks []anthropic.Block, text string) {
 	var m struct {
 		Content json.RawMessage `json:"content"`
 	}
