@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 func TestArgsBindValuesToFlags(t *testing.T) {
@@ -33,7 +34,7 @@ func TestRunRefusesFlagValues(t *testing.T) {
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho \"$@\" > "+mark+"\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	p := New(nil, Options{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	p := New(nil, Options{Launch: procrun.Launch{Bin: bin, HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}})
 	for _, req := range []agent.RunRequest{
 		{Prompt: "hi", Model: "--auto"},
 		{Prompt: "hi", Model: "-m"},

@@ -121,7 +121,7 @@ func BenchmarkReadPath(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	p := New(nil, Options{HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }})
+	p := New(nil, Options{Launch: procrun.Launch{HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}})
 	req := agent.RunRequest{Prompt: "go", Bin: exe, Approval: agent.ApprovalDeny, Env: map[string]string{envStream: file}}
 	startReq := req
 	startReq.Env = map[string]string{envStream: empty}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -24,18 +23,12 @@ const (
 
 // Options configures a Provider.
 type Options struct {
-	// Bin is the executable; default "claude". RunRequest.Bin overrides it.
-	Bin string
-	// Env is extra environment for every run (below RunRequest.Env).
-	Env map[string]string
-	// HostEnv returns the host environment to filter; default os.Environ.
-	HostEnv func() []string
-	// Secret reports keys that must never reach the child (see procrun.Environ).
-	Secret func(key string) bool
-	// InterruptTimeout is how long a cancelled run waits for the CLI's result
-	// after the interrupt request (and for the CLI to exit after its result)
+	// Launch is the executable (default "claude"; RunRequest.Bin overrides
+	// it), the environment (above DefaultEnv, below RunRequest.Env), and
+	// StopGrace: how long a cancelled run waits for the CLI's result after
+	// the interrupt request (and for the CLI to exit after its result)
 	// before the process is killed; default 5 s.
-	InterruptTimeout time.Duration
+	procrun.Launch
 }
 
 // Provider runs Claude Code.
@@ -49,18 +42,7 @@ var _ agent.Provider = (*Provider)(nil)
 
 // New returns a Provider. A nil logger discards logs.
 func New(logger *slog.Logger, opts Options) *Provider {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	if opts.Bin == "" {
-		opts.Bin = DefaultBin
-	}
-	if opts.HostEnv == nil {
-		opts.HostEnv = os.Environ
-	}
-	if opts.InterruptTimeout <= 0 {
-		opts.InterruptTimeout = DefaultInterruptTimeout
-	}
+	opts.Launch = opts.Launch.WithDefaults(DefaultBin, DefaultInterruptTimeout)
 	return &Provider{logger: procrun.ProviderLogger(logger, ProviderID), opts: opts}
 }
 
@@ -72,15 +54,11 @@ func (p *Provider) ID() agent.ProviderID { return ProviderID }
 // The prompt goes to stdin as a stream-json user message; stdin stays open
 // for control responses and the interrupt request and is closed once the
 // result line arrived. A cancelled ctx sends the native interrupt, waits up to
-// InterruptTimeout for the result, then kills the CLI; the run ends with
+// StopGrace for the result, then kills the CLI; the run ends with
 // run.interrupted and Run returns nil. A CLI that exits without a result is a
 // failure. A resume of an unknown session returns agent.ErrSessionNotFound.
 func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	logger := p.logger.With("chat_id", req.ChatID, "run_id", req.RunID)
-	bin := req.Bin
-	if bin == "" {
-		bin = p.opts.Bin
-	}
 	if err := agent.CheckRunArgs(req); err != nil {
 		return fmt.Errorf("claude: %w", err)
 	}
@@ -102,18 +80,12 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		}
 	}
 	return procrun.Session{
-		Provider: ProviderID,
-		Spec: procrun.Spec{
-			Bin:       bin,
-			Args:      Args(req),
-			Dir:       req.Cwd,
-			Env:       procrun.Environ(p.opts.HostEnv(), childEnv(p.opts.Env, req.Env), p.opts.Secret),
-			Container: req.Container,
-		},
+		Provider:         ProviderID,
+		Spec:             p.opts.Spec(req, Args(req), DefaultEnv),
 		Wire:             &wire{parser: parser, prompt: prompt},
 		Responses:        req.Responses,
 		Logger:           logger,
 		InstallHint:      installHint,
-		InterruptTimeout: p.opts.InterruptTimeout,
+		InterruptTimeout: p.opts.StopGrace,
 	}.Run(ctx, emit)
 }

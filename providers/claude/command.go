@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -93,23 +92,4 @@ func interruptLine(n int) []byte {
 	r.Type, r.RequestID, r.Request.Subtype = "control_request", fmt.Sprintf("int-%d", n), "interrupt"
 	b, _ := json.Marshal(r)
 	return b
-}
-
-// childEnv merges DefaultEnv, the provider's env and the run's env (later wins).
-func childEnv(maps ...map[string]string) map[string]string {
-	out := make(map[string]string, len(DefaultEnv))
-	for k, v := range DefaultEnv {
-		out[k] = v
-	}
-	for _, m := range maps {
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			out[k] = m[k]
-		}
-	}
-	return out
 }

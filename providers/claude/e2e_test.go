@@ -28,13 +28,13 @@ type harness = providertest.Harness[*fakeapi.Server, *claude.Provider]
 
 // setupE2E sets a test up (nil in the outer test process, see
 // providertest.Setup): the CLI talking to the fake answering with the
-// test's scripts, its processes marked.
-var setupE2E = setupEnv(func(h *harness, opts *claude.Options) { h.Marker = providertest.MarkEnv(opts.Env) })
+// test's scripts, its processes marked (Harness.Launch).
+var setupE2E = setupEnv(func(*harness, *claude.Options) {})
 
 // setupEnv is setupE2E with the provider's options edited by edit.
 func setupEnv(edit func(h *harness, opts *claude.Options)) providertest.SetupFunc[fakeapi.Script, *fakeapi.Server, *claude.Provider] {
 	return providertest.NewSetup(providertest.CLI{Name: "claude", EnvVar: fakeapi.EnvClaudeBin}, fakeapi.New, func(h *harness) *claude.Provider {
-		opts := claude.Options{Bin: h.Bin, Env: h.Fake.ClaudeEnv(h.T.TempDir()), InterruptTimeout: 5 * time.Second}
+		opts := claude.Options{Launch: h.Launch(h.Fake.ClaudeEnv(h.T.TempDir()), 5*time.Second)}
 		edit(h, &opts)
 		return claude.New(providertest.Logger(h.T), opts)
 	})

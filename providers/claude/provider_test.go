@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
@@ -177,8 +178,8 @@ func runFake(t *testing.T, transcript string, req agent.RunRequest, env map[stri
 	t.Helper()
 	fake := providertest.SelfFake(t, envRecord, map[string]string{envTranscript: providertest.Testdata(t, transcript)}, env)
 	req.Bin, req.Env = fake.Bin, fake.Env
-	p := New(nil, Options{Bin: "claude-not-used", InterruptTimeout: 2 * time.Second,
-		HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME="+t.TempDir())})
+	p := New(nil, Options{Launch: procrun.Launch{Bin: "claude-not-used", StopGrace: 2 * time.Second,
+		HostEnv: providertest.HostEnvWithBotSecrets("PATH=/usr/bin:/bin", "HOME="+t.TempDir())}})
 	f := &fakeRun{Result: *providertest.Run(t, p, req, onEvent)}
 	rec := providertest.ReadRecord(t, fake.Record)
 	f.argv, f.env, f.stdin = rec.Argv, rec.Env, rec.Stdin
@@ -400,7 +401,7 @@ func TestRunInterrupt(t *testing.T) {
 }
 
 func TestRunNotInstalled(t *testing.T) {
-	providertest.CheckNotInstalled(t, func(bin string) *Provider { return New(nil, Options{Bin: bin}) }, "npm install -g @anthropic-ai/claude-code")
+	providertest.CheckNotInstalled(t, func(bin string) *Provider { return New(nil, Options{Launch: procrun.Launch{Bin: bin}}) }, "npm install -g @anthropic-ai/claude-code")
 }
 
 func TestDescriptor(t *testing.T) {
