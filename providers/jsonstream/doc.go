@@ -7,8 +7,14 @@
 // 1.0.102 over BYOK), Qoder CLI
 // (`-p --output-format stream-json`) and grok-cli (@vibe-kit/grok-cli's
 // headless `--prompt`, verified with 0.0.34). Each
-// dialect has its own LineParser; the Provider runs it on a procrun.Session.
-// See Command for the exact command lines.
+// dialect has its own LineParser; the Provider runs it on a procrun.Session
+// (procrun.OneShot). See Command for the exact command lines.
+//
+// Two families share their decoding: Cursor Agent and Qoder print Claude
+// Code's stream-json records (streamjson.go: one record type, one
+// decode-and-dispatch, the Messages API's content blocks), and grok-cli
+// prints OpenAI-shaped chat messages (Chat, which providers/kimi parses
+// Kimi's stream-json with too).
 //
 // Fixtures: testdata/opencode-*.jsonl are real captures of opencode 1.18.33
 // against a scripted fake model in a loopback-only network namespace
