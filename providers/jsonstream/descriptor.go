@@ -5,7 +5,6 @@
 package jsonstream
 
 import (
-	"regexp"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/registry"
@@ -205,9 +204,6 @@ func qoderDescriptor() registry.Definition {
 // GrokCLIVerified are the grok-cli versions the e2e tests ran.
 var GrokCLIVerified = []string{"0.0.34"}
 
-// packageVersion is the version of an npm package.json.
-var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
-
 // grokCLIDescriptor is @vibe-kit/grok-cli's headless mode, `grok
 // --prompt P`. Its executable is named grok like x.ai's Grok Build (the
 // plain "grok" definition); an operator with both sets agents.<id>.bin.
@@ -219,7 +215,7 @@ var packageVersion = regexp.MustCompile(`"version"\s*:\s*"([^"]+)"`)
 func grokCLIDescriptor() registry.Definition {
 	return registry.Definition{
 		ID: string(GrokCLIProviderID), Name: "grok-cli (Vibe Kit)", Executable: "grok",
-		Version:          registry.VersionProbe{File: "../package.json", Pattern: packageVersion},
+		Version:          registry.PackageJSONVersion,
 		VerifiedVersions: append([]string(nil), GrokCLIVerified...),
 		Verified:         registry.RealCLI("providers/jsonstream TestGrokCLIE2E, TestGrokCLIE2EFailures, TestGrokCLIE2ECancel, TestGrokCLIVersionProbe"),
 		// Any model of the configured endpoint (GROK_BASE_URL).
