@@ -4,7 +4,6 @@
 package claude
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -65,36 +64,23 @@ func fakeStream(path string) int {
 // fakeClaude replays the transcript on stdin/stdout (see ServeFake),
 // keeping every line it reads in rec.
 func fakeClaude(rec *os.File) int {
-
 	path := os.Getenv(envTranscript)
-	data, err := os.ReadFile(path)
+	lines, err := providertest.FileLines(path)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
 	}
-	in := bufio.NewReader(os.Stdin)
-	readHost := func() bool {
-		line, err := in.ReadBytes('\n')
-		if len(line) > 0 {
-			rec.Write(line)
-		}
-		return err == nil
-	}
-	out := bufio.NewWriter(os.Stdout)
+	cli := providertest.NewStdio(rec)
 	if os.Getenv(envNoise) != "" {
-		out.WriteString("this is not json\n{\"type\":\n")
-		out.WriteString(`{"type":"assistant","pad":"`)
-		out.Write(bytes.Repeat([]byte("x"), 20<<20))
-		out.WriteString("\"}\n")
+		cli.Send([]byte("this is not json"))
+		cli.Send([]byte(`{"type":`))
+		cli.Send(slices.Concat([]byte(`{"type":"assistant","pad":"`), bytes.Repeat([]byte("x"), 20<<20), []byte(`"}`)))
 	}
 	exit, _ := strconv.Atoi(os.Getenv(envExit))
 	stopAfter, _ := strconv.Atoi(os.Getenv(envStopAfter))
 	written := 0
 	drive := strings.HasSuffix(path, ".drive.jsonl")
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
+	for _, l := range lines {
 		dir, msg := "cli->host", json.RawMessage(l)
 		if drive {
 			var r struct {
@@ -109,12 +95,11 @@ func fakeClaude(rec *os.File) int {
 			if bytes.Contains(msg, []byte(`"request_id":"init-1"`)) {
 				continue // we never send initialize
 			}
-			out.Write(append(msg, '\n'))
-			out.Flush()
+			cli.Send(msg)
 			written++
 			if stopAfter > 0 && written == stopAfter {
 				if os.Getenv(envHang) != "" {
-					providertest.Hang(rec, in)
+					providertest.Hang(rec, cli.In)
 				}
 				fmt.Fprintln(os.Stderr, "fatal: something broke")
 				return 2
@@ -123,7 +108,7 @@ func fakeClaude(rec *os.File) int {
 			if bytes.Contains(msg, []byte(`"subtype":"initialize"`)) {
 				continue
 			}
-			if !readHost() {
+			if _, ok := cli.Read(); !ok {
 				fmt.Fprintln(os.Stderr, "stdin closed early")
 				return 97
 			}
@@ -136,9 +121,8 @@ func fakeClaude(rec *os.File) int {
 			}
 		}
 	}
-	out.Flush()
 	// Stream-json mode: the real CLI exits once stdin is closed.
-	for readHost() {
+	for _, ok := cli.Read(); ok; _, ok = cli.Read() {
 	}
 	return exit
 }

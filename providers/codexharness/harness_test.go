@@ -5,7 +5,6 @@
 package codexharness
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -58,23 +57,12 @@ func fakeAppServer(rec *os.File) int {
 		os.Stdout.Write(b)
 		return 0
 	}
-	in := bufio.NewReader(os.Stdin)
-	out := bufio.NewWriter(os.Stdout)
-	readClient := func() ([]byte, bool) {
-		line, err := in.ReadBytes('\n')
-		if len(line) > 0 {
-			rec.Write(line)
-		}
-		return line, err == nil
-	}
-	send := func(b []byte) {
-		out.Write(append(b, '\n'))
-		out.Flush()
-	}
+	cli := providertest.NewStdio(rec)
+	readClient, send := cli.Read, cli.Send
 	if os.Getenv(envMode) == "catalog" {
 		return fakeCatalog(readClient, send)
 	}
-	data, err := os.ReadFile(os.Getenv(envTranscript))
+	lines, err := providertest.FileLines(os.Getenv(envTranscript))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 98
@@ -86,10 +74,7 @@ func fakeAppServer(rec *os.File) int {
 	}
 	dieAfter, _ := strconv.Atoi(os.Getenv(envDieAfter))
 	written := 0
-	for _, l := range bytes.Split(data, []byte("\n")) {
-		if len(bytes.TrimSpace(l)) == 0 {
-			continue
-		}
+	for _, l := range lines {
 		var r providertest.TranscriptLine
 		_ = json.Unmarshal(l, &r)
 		switch r.Dir {
@@ -121,7 +106,7 @@ func fakeAppServer(rec *os.File) int {
 				return 0 // stdin closed: exit like the real server
 			}
 			if os.Getenv(envHang) != "" && bytes.Contains(line, []byte(`"turn/interrupt"`)) {
-				providertest.Hang(rec, in)
+				providertest.Hang(rec, cli.In)
 				return 0
 			}
 		}
@@ -136,9 +121,9 @@ func fakeAppServer(rec *os.File) int {
 // fakeCatalog answers initialize, model/list (two pages, from lists.jsonl)
 // and collaborationMode/list.
 func fakeCatalog(readClient func() ([]byte, bool), send func([]byte)) int {
-	data, _ := os.ReadFile(os.Getenv(envTranscript))
+	lines, _ := providertest.FileLines(os.Getenv(envTranscript))
 	results := map[int]json.RawMessage{}
-	for _, l := range bytes.Split(data, []byte("\n")) {
+	for _, l := range lines {
 		var r providertest.TranscriptLine
 		if json.Unmarshal(l, &r) != nil || r.Dir != "s2c" {
 			continue

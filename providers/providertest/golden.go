@@ -99,9 +99,19 @@ func firstDiff(got, want []byte) string {
 // Lines returns the non-blank lines of a file.
 func Lines(t testing.TB, path string) [][]byte {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	out, err := FileLines(path)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return out
+}
+
+// FileLines returns the lines of the file at path that are not blank, for
+// a fake CLI replaying a transcript (Lines is the test's version).
+func FileLines(path string) ([][]byte, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
 	}
 	var out [][]byte
 	for _, l := range bytes.Split(data, []byte("\n")) {
@@ -109,7 +119,7 @@ func Lines(t testing.TB, path string) [][]byte {
 			out = append(out, l)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // TranscriptLine is one line of a captured transcript: a message and its

@@ -79,6 +79,38 @@ func RecordLines(rec io.Writer, handle func(line []byte) bool) {
 	}
 }
 
+// Stdio is a fake CLI that reads its stdin when its script says so: Read
+// returns the next line (appended as is to the record, like RecordLines),
+// Send writes one line to stdout and flushes it.
+type Stdio struct {
+	// In is the buffered stdin, for Hang.
+	In  *bufio.Reader
+	out *bufio.Writer
+	rec io.Writer
+}
+
+// NewStdio returns the Stdio of this process, recording into rec.
+func NewStdio(rec io.Writer) *Stdio {
+	return &Stdio{In: bufio.NewReader(os.Stdin), out: bufio.NewWriter(os.Stdout), rec: rec}
+}
+
+// Read returns the next stdin line with its newline; false at EOF or on an
+// error (a last unterminated line is still returned and recorded).
+func (s *Stdio) Read() ([]byte, bool) {
+	line, err := s.In.ReadBytes('\n')
+	if len(line) > 0 {
+		_, _ = s.rec.Write(line)
+	}
+	return line, err == nil
+}
+
+// Send writes line and a newline to stdout and flushes them.
+func (s *Stdio) Send(line []byte) {
+	_, _ = s.out.Write(line)
+	_ = s.out.WriteByte('\n')
+	_ = s.out.Flush()
+}
+
 // LineWriter writes a fake CLI's messages to its stdout, one JSON line
 // each; it is safe for concurrent use.
 type LineWriter struct {
