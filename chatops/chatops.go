@@ -26,7 +26,7 @@ type Event = runhub.Event
 
 // Chat is a chat's settings.
 type Chat struct {
-	ID      string
+	ID      agent.ChatID
 	Title   string
 	Agent   string
 	Model   string
@@ -39,7 +39,7 @@ type Chat struct {
 // ChatStore creates, reads and updates chats.
 type ChatStore interface {
 	CreateChat(ctx context.Context, c Chat) (Chat, error)
-	GetChat(ctx context.Context, id string) (Chat, error)
+	GetChat(ctx context.Context, id agent.ChatID) (Chat, error)
 	UpdateChat(ctx context.Context, c Chat) error
 }
 
@@ -50,14 +50,14 @@ type ChatForker interface {
 	// last event, without changing it: newID's runs carry fromID's history
 	// (natively forked sessions where the agent forks natively, else the
 	// visible transcript).
-	ForkChat(ctx context.Context, fromID, newID string) error
+	ForkChat(ctx context.Context, fromID, newID agent.ChatID) error
 }
 
 // ReportedModels is an optional interface of the ChatStore given to New:
 // the model the agent itself reported in the chat's latest run that reported
 // one (runs.agent_model), which `status` shows beside the chat's setting.
 type ReportedModels interface {
-	LastAgentModel(ctx context.Context, chatID string) (string, error)
+	LastAgentModel(ctx context.Context, chatID agent.ChatID) (string, error)
 }
 
 // ErrNoFork is returned by Chats.Fork when the store cannot fork chats.
@@ -66,15 +66,15 @@ var ErrNoFork = errors.New("chatops: this store cannot fork chats")
 // Runner starts and stops runs (prompt.Service).
 type Runner interface {
 	Start(ctx context.Context, req prompt.StartRequest) (*prompt.Run, error)
-	Cancel(chatID string) bool
-	Active(chatID string) (*prompt.Run, bool)
+	Cancel(chatID agent.ChatID) bool
+	Active(chatID agent.ChatID) (*prompt.Run, bool)
 	RespondInteraction(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error
 }
 
 // Feed reads a chat's events: persisted ones after a seq, then live ones.
 type Feed interface {
-	Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event
-	LastSeq(ctx context.Context, chatID string) (int64, error)
+	Subscribe(ctx context.Context, chatID agent.ChatID, afterSeq int64) <-chan Event
+	LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error)
 }
 
 // AgentInfo describes an agent id a chat can use.
@@ -167,7 +167,7 @@ func (b *Chats) NewChat(ctx context.Context, c Chat) (Chat, error) {
 // changed. This is the one fork of every front-end: the `fork` command of
 // Slack and Matrix threads, `/fork` in `threadline chat` and `threadline run
 // --chat ID --fork`.
-func (b *Chats) Fork(ctx context.Context, fromID string) (Chat, error) {
+func (b *Chats) Fork(ctx context.Context, fromID agent.ChatID) (Chat, error) {
 	f, ok := b.chats.(ChatForker)
 	if !ok {
 		return Chat{}, ErrNoFork
@@ -175,7 +175,7 @@ func (b *Chats) Fork(ctx context.Context, fromID string) (Chat, error) {
 	if _, err := b.chats.GetChat(ctx, fromID); err != nil {
 		return Chat{}, fmt.Errorf("fork chat %s: %w", fromID, err)
 	}
-	id := uuid.NewString()
+	id := agent.ChatID(uuid.NewString())
 	if err := f.ForkChat(ctx, fromID, id); err != nil {
 		return Chat{}, fmt.Errorf("fork chat %s: %w", fromID, err)
 	}
@@ -186,21 +186,23 @@ func (b *Chats) Fork(ctx context.Context, fromID string) (Chat, error) {
 }
 
 // Chat returns a chat's settings.
-func (b *Chats) Chat(ctx context.Context, id string) (Chat, error) { return b.chats.GetChat(ctx, id) }
+func (b *Chats) Chat(ctx context.Context, id agent.ChatID) (Chat, error) {
+	return b.chats.GetChat(ctx, id)
+}
 
 // Subscribe follows a chat's events after a seq.
-func (b *Chats) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
+func (b *Chats) Subscribe(ctx context.Context, chatID agent.ChatID, afterSeq int64) <-chan Event {
 	return b.feed.Subscribe(ctx, chatID, afterSeq)
 }
 
 // LastSeq is the seq of the chat's newest persisted event.
-func (b *Chats) LastSeq(ctx context.Context, chatID string) (int64, error) {
+func (b *Chats) LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error) {
 	return b.feed.LastSeq(ctx, chatID)
 }
 
 // Prompt is a user's message to a chat.
 type Prompt struct {
-	ChatID      string
+	ChatID      agent.ChatID
 	Text        string
 	Images      []agent.Image
 	By          string
@@ -221,15 +223,14 @@ func (b *Chats) Send(ctx context.Context, p Prompt) (*prompt.Run, error) {
 }
 
 // Stop cancels the chat's run and reports whether one was active.
-func (b *Chats) Stop(chatID string) bool { return b.runner.Cancel(chatID) }
+func (b *Chats) Stop(chatID agent.ChatID) bool { return b.runner.Cancel(chatID) }
 
 // Active returns the chat's running run.
-func (b *Chats) Active(chatID string) (*prompt.Run, bool) { return b.runner.Active(chatID) }
+func (b *Chats) Active(chatID agent.ChatID) (*prompt.Run, bool) { return b.runner.Active(chatID) }
 
-// Respond answers a pending interaction. Its ids stay strings while the
-// card refs (render.Ref) that chatops' desk passes here are strings.
-func (b *Chats) Respond(ctx context.Context, chatID, runID string, resp agent.InteractionResponse) error {
-	return b.runner.RespondInteraction(ctx, agent.ChatID(chatID), agent.RunID(runID), resp)
+// Respond answers a pending interaction of run runID of chat chatID.
+func (b *Chats) Respond(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error {
+	return b.runner.RespondInteraction(ctx, chatID, runID, resp)
 }
 
 // agentInfo returns the agent's entry; ok is false without a catalogue or

@@ -90,7 +90,7 @@ type call struct {
 	spec   *CommandSpec
 	bot    *Chats
 	where  where
-	chatID string
+	chatID agent.ChatID
 	// Set in threads.
 	t     *Desk
 	th    *thread
@@ -211,7 +211,7 @@ func ParseSlashCommand(text string) (Command, bool) { return parseCommand(text, 
 
 // Execute runs a command against a chat, as the console does (no policy: the
 // console's user is the operator).
-func (b *Chats) Execute(ctx context.Context, chatID string, cmd Command) (Result, error) {
+func (b *Chats) Execute(ctx context.Context, chatID agent.ChatID, cmd Command) (Result, error) {
 	return b.dispatch(ctx, &call{cmd: cmd, bot: b, where: inConsole, chatID: chatID})
 }
 
@@ -433,7 +433,7 @@ func runNew(ctx context.Context, c *call) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Text: "New chat " + n.ID + ".", Chat: &n}, nil
+	return Result{Text: "New chat " + string(n.ID) + ".", Chat: &n}, nil
 }
 
 func runFork(ctx context.Context, c *call) (Result, error) {

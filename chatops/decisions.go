@@ -74,7 +74,7 @@ type waitingApproval struct {
 
 // approvalsWaiting returns the approvals the chat's active run waits for (as
 // this process follows it), oldest first.
-func (t *Desk) approvalsWaiting(th *thread, chatID string) []waitingApproval {
+func (t *Desk) approvalsWaiting(th *thread, chatID agent.ChatID) []waitingApproval {
 	r, active := t.bot.Active(chatID)
 	if !active {
 		return nil
@@ -82,14 +82,13 @@ func (t *Desk) approvalsWaiting(th *thread, chatID string) []waitingApproval {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	var out []waitingApproval
-	prefix := string(r.ID) + "|"
 	for k, in := range th.pending {
-		if !strings.HasPrefix(k, prefix) || !in.Accepts(agent.DecisionApprove) {
+		if k.run != r.ID || !in.Accepts(agent.DecisionApprove) {
 			continue
 		}
 		out = append(out, waitingApproval{
-			ref:  Ref{ChatID: chatID, RunID: string(r.ID), InteractionID: in.ID},
-			code: render.CardCode(r.ID, agent.InteractionID(in.ID)),
+			ref:  Ref{ChatID: r.ChatID, RunID: k.run, InteractionID: k.id},
+			code: render.CardCode(k.run, k.id),
 			at:   th.cardAt[k],
 		})
 	}
@@ -135,7 +134,7 @@ func (t *Desk) handleTypedDecision(ctx context.Context, th *thread, m Message, b
 		return true, t.refuse(ctx, m.Place, m.User, why)
 	}
 	ref.Decision = c.decision
-	return true, t.respond(ctx, m.Place, m.User, ref, agent.InteractionResponse{InteractionID: ref.InteractionID, Decision: c.decision, By: m.User.Qualified()})
+	return true, t.respond(ctx, m.Place, m.User, ref, agent.InteractionResponse{InteractionID: string(ref.InteractionID), Decision: c.decision, By: m.User.Qualified()})
 }
 
 // decisionRefusal says why a typed decision decided nothing and how to name

@@ -94,9 +94,15 @@ type thread struct {
 	queue    []QueuedPrompt // prompts waiting for the chat's run to end (persisted, queue.go)
 	retrying bool           // a retry of the drain is scheduled (the chat is busy elsewhere)
 	follower *follower
-	pending  map[string]*agent.Interaction // by run id + "|" + interaction id
-	cardAt   map[string]time.Time          // when each pending request was made, same keys
-	watching map[string]bool               // runs whose end drains the queue
+	pending  map[cardKey]*agent.Interaction
+	cardAt   map[cardKey]time.Time // when each pending request was made
+	watching map[agent.RunID]bool  // runs whose end drains the queue
+}
+
+// cardKey names a pending interaction of a thread: its run and its id.
+type cardKey struct {
+	run agent.RunID
+	id  agent.InteractionID
 }
 
 // idle reports whether the thread holds no live state (caller holds
@@ -121,7 +127,7 @@ type item struct {
 func (t *Desk) threadOf(p Place) *thread {
 	th := t.threads[p]
 	if th == nil {
-		th = &thread{place: p, in: make(chan item, ThreadQueueDepth), pending: map[string]*agent.Interaction{}, watching: map[string]bool{}}
+		th = &thread{place: p, in: make(chan item, ThreadQueueDepth), pending: map[cardKey]*agent.Interaction{}, watching: map[agent.RunID]bool{}}
 		t.threads[p] = th
 	}
 	return th

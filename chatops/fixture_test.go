@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
@@ -206,7 +207,7 @@ func (f *fixture) mention(t *testing.T, who, text string) error {
 		Sent: time.Now(), User: user(who), Text: text, Mentioned: true})
 }
 
-func (f *fixture) chatOf(t *testing.T, p chatops.Place) string {
+func (f *fixture) chatOf(t *testing.T, p chatops.Place) agent.ChatID {
 	t.Helper()
 	b, ok, err := chatstore.Store{St: f.st}.Binding(t.Context(), p)
 	if err != nil || !ok {

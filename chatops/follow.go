@@ -18,7 +18,7 @@ import (
 
 // follower is the rendering state of one thread's chat, guarded by thread.mu.
 type follower struct {
-	chatID  string
+	chatID  agent.ChatID
 	place   Place
 	running bool
 	// kick is set when a new run was announced while the goroutine was
@@ -30,7 +30,7 @@ type follower struct {
 
 // ensureFollower makes sure a goroutine renders the chat into the place.
 // Called before a prompt is sent, it starts after the chat's current last seq.
-func (t *Desk) ensureFollower(ctx context.Context, th *thread, chatID string) error {
+func (t *Desk) ensureFollower(ctx context.Context, th *thread, chatID agent.ChatID) error {
 	th.mu.Lock()
 	f := th.follower
 	if f != nil && f.running && f.chatID == chatID {
@@ -54,7 +54,7 @@ func (t *Desk) ensureFollower(ctx context.Context, th *thread, chatID string) er
 // start runs the chat's follower from seq from (or from where the last one
 // stopped when fresh is false) unless one runs. resumed marks a follower
 // started after a restart, which ends runs the event log never ended.
-func (t *Desk) start(th *thread, chatID string, from int64, fresh, resumed bool) {
+func (t *Desk) start(th *thread, chatID agent.ChatID, from int64, fresh, resumed bool) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	f := th.follower
@@ -83,8 +83,8 @@ func (t *Desk) Resume(ctx context.Context, platform string) error {
 	if err != nil {
 		return err
 	}
-	from := map[string]int64{}
-	place := map[string]Place{}
+	from := map[agent.ChatID]int64{}
+	place := map[agent.ChatID]Place{}
 	for _, rm := range open {
 		if s, ok := from[rm.ChatID]; !ok || rm.FirstSeq-1 < s {
 			from[rm.ChatID] = max(rm.FirstSeq-1, 0)
@@ -169,7 +169,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 		if cur == nil || cur.Done() {
 			return
 		}
-		if r, ok := t.bot.Active(f.chatID); ok && string(r.ID) == cur.RunID() {
+		if r, ok := t.bot.Active(f.chatID); ok && r.ID == cur.RunID() {
 			return
 		}
 		cur.Interrupt("the bot restarted before the run ended")
@@ -193,7 +193,7 @@ func (t *Desk) follow(th *thread, f *follower, from int64, resumed bool) {
 						log.WarnContext(ctx, "read rendered messages", logkey.RunID, ev.RunID, "err", err)
 					}
 					ob.Load(rows)
-					cur = render.NewRun(ropts, agent.ChatID(f.chatID), agent.RunID(ev.RunID), project)
+					cur = render.NewRun(ropts, f.chatID, ev.RunID, project)
 				}
 				cur.Apply(ev)
 				th.noteInteraction(cur, ev.Type)
@@ -268,12 +268,12 @@ func (th *thread) noteInteraction(r *render.Run, typ string) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	for _, c := range r.Cards() {
-		k := r.RunID() + "|" + c.Interaction.ID
+		k := cardKey{r.RunID(), agent.InteractionID(c.Interaction.ID)}
 		if c.Pending {
 			in := c.Interaction
 			th.pending[k] = &in
 			if th.cardAt == nil {
-				th.cardAt = map[string]time.Time{}
+				th.cardAt = map[cardKey]time.Time{}
 			}
 			th.cardAt[k] = c.At
 		} else {

@@ -32,7 +32,7 @@ func TestConsoleFork(t *testing.T) {
 			t.Fatal(err)
 		}
 		<-r.Done()
-		before, _ := st.GetChat(ctx, parent.ID)
+		before, _ := st.GetChat(ctx, string(parent.ID))
 		seq, _ := st.LastSeq(ctx, parent.ID)
 
 		cmd, ok := chatops.ParseCommand("/fork")
@@ -41,7 +41,7 @@ func TestConsoleFork(t *testing.T) {
 		}
 		res, err := stack.Bot.Execute(ctx, parent.ID, cmd)
 		if err != nil || res.Chat == nil || res.Chat.ID == parent.ID || res.Chat.Agent != "fake" || res.Chat.Cwd != parent.Cwd ||
-			!strings.Contains(res.Text, res.Chat.ID) {
+			!strings.Contains(res.Text, string(res.Chat.ID)) {
 			t.Fatalf("/fork = %+v, %v", res, err)
 		}
 		r, err = stack.Bot.Send(ctx, chatops.Prompt{ChatID: res.Chat.ID, Text: "which word?", By: "console"})
@@ -54,7 +54,7 @@ func TestConsoleFork(t *testing.T) {
 			!strings.Contains(got.Prompt, "Noted: alpha.") || !strings.HasSuffix(got.Prompt, "which word?") {
 			t.Fatalf("the fork's request: resume %q, prompt %q", got.ResumeID, got.Prompt)
 		}
-		after, _ := st.GetChat(ctx, parent.ID)
+		after, _ := st.GetChat(ctx, string(parent.ID))
 		if after.Sessions["fake"] != before.Sessions["fake"] || !after.UpdatedAt.Equal(before.UpdatedAt) {
 			t.Fatalf("the parent changed: %+v, was %+v", after, before)
 		}

@@ -10,12 +10,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 // HomeThread is a thread as a person's home page lists it.
 type HomeThread struct {
 	Place  Place
-	ChatID string
+	ChatID agent.ChatID
 	// Title is the chat's title, else its first prompt (not scrubbed: see
 	// Desk.Scrub).
 	Title string

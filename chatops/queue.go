@@ -101,7 +101,7 @@ func (t *Desk) enqueuePrompt(ctx context.Context, th *thread, b Binding, m Messa
 
 // watchActive watches the chat's active run so the queue drains after it;
 // when this process runs none, the drain is queued at once.
-func (t *Desk) watchActive(th *thread, chatID string) {
+func (t *Desk) watchActive(th *thread, chatID agent.ChatID) {
 	if r, ok := t.bot.Active(chatID); ok {
 		t.watch(th, chatID, r)
 		return
@@ -110,13 +110,13 @@ func (t *Desk) watchActive(th *thread, chatID string) {
 }
 
 // watch queues the drain of the thread's prompts when run ends.
-func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
+func (t *Desk) watch(th *thread, chatID agent.ChatID, run *prompt.Run) {
 	th.mu.Lock()
-	if th.watching[string(run.ID)] {
+	if th.watching[run.ID] {
 		th.mu.Unlock()
 		return
 	}
-	th.watching[string(run.ID)] = true
+	th.watching[run.ID] = true
 	th.mu.Unlock()
 	t.wg.Go(func() {
 		select {
@@ -124,7 +124,7 @@ func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
 		case <-t.base.Done():
 		}
 		th.mu.Lock()
-		delete(th.watching, string(run.ID))
+		delete(th.watching, run.ID)
 		th.mu.Unlock()
 		t.queueDrain(th, chatID)
 	})
@@ -133,7 +133,7 @@ func (t *Desk) watch(th *thread, chatID string, run *prompt.Run) {
 // retryLater queues the drain again after busyRetry: the chat is busy with
 // a run this process does not follow (another replica's, or one a restart
 // has not reattached yet), whose end it cannot watch.
-func (t *Desk) retryLater(th *thread, chatID string) {
+func (t *Desk) retryLater(th *thread, chatID agent.ChatID) {
 	th.mu.Lock()
 	if th.retrying {
 		th.mu.Unlock()
@@ -157,7 +157,7 @@ func (t *Desk) retryLater(th *thread, chatID string) {
 
 // queueDrain puts the drain of the thread's prompts on its queue (behind
 // what people did meanwhile, e.g. a stop).
-func (t *Desk) queueDrain(th *thread, chatID string) {
+func (t *Desk) queueDrain(th *thread, chatID agent.ChatID) {
 	err := t.enqueue(t.base, th.place, item{what: "queued prompt", run: func(ctx context.Context, th *thread) error {
 		t.drain(ctx, th, chatID)
 		return nil
@@ -170,7 +170,7 @@ func (t *Desk) queueDrain(th *thread, chatID string) {
 // drain starts the thread's next queued prompt (in the thread's actor). The
 // prompt leaves the queue (and the store) once it started, or failed to
 // start for another reason than a busy chat.
-func (t *Desk) drain(ctx context.Context, th *thread, chatID string) {
+func (t *Desk) drain(ctx context.Context, th *thread, chatID agent.ChatID) {
 	for {
 		th.mu.Lock()
 		if len(th.queue) == 0 {
@@ -283,7 +283,7 @@ func (t *Desk) eachThread(f func(th *thread)) {
 }
 
 // Queued returns how many prompts wait in the chat's queue.
-func (t *Desk) Queued(chatID string) int {
+func (t *Desk) Queued(chatID agent.ChatID) int {
 	n := 0
 	t.eachThread(func(th *thread) {
 		th.mu.Lock()
@@ -368,7 +368,7 @@ func plural(n int, word string) string {
 // runNow moves the queued prompt id to the head of the thread's queue and
 // stops the chat's running turn, so that it runs next; with nothing running
 // it starts at once. It returns what to tell the thread.
-func (t *Desk) runNow(ctx context.Context, th *thread, chatID, id string) (string, error) {
+func (t *Desk) runNow(ctx context.Context, th *thread, chatID agent.ChatID, id string) (string, error) {
 	th.mu.Lock()
 	i := slices.IndexFunc(th.queue, func(q QueuedPrompt) bool { return q.ID == id })
 	if i < 0 {

@@ -21,7 +21,7 @@ import (
 )
 
 // busy starts a gated turn in the fixture's thread and returns its chat id.
-func (f *fixture) busy(t *testing.T, release chan struct{}) string {
+func (f *fixture) busy(t *testing.T, release chan struct{}) agent.ChatID {
 	t.Helper()
 	f.prov.Add(chatopstest.Gated(release, "working"))
 	if err := f.mention(t, "UALLOWED", "long job"); err != nil {
@@ -82,7 +82,7 @@ func TestBusyQueue(t *testing.T) {
 				t.Fatalf("stored queue %+v", qs)
 			}
 			q := qs[0]
-			if q.ChatID != chatID || q.Sender != "slack:UAPPROVER" || q.MessageID == "" || q.Sent.IsZero() ||
+			if q.ChatID != string(chatID) || q.Sender != "slack:UAPPROVER" || q.MessageID == "" || q.Sent.IsZero() ||
 				!strings.Contains(q.Text, "compare with this") || !strings.Contains(q.Text, "notes.txt") ||
 				!slices.Equal(q.Files, []string{"notes.txt"}) || len(q.Images) != 1 || !bytes.Equal(q.Images[0].Data, png) ||
 				q.Images[0].Name != "shot.png" || notice.view.Buttons[0].ID != chatops.ButtonRunNowPrefix+q.ID {
@@ -124,7 +124,7 @@ func TestBusyQueue(t *testing.T) {
 			waitFor(t, "the restored answer", func() bool {
 				return g.find(thread, func(m *message) bool { return m.view.Body == "after the restart" && m.view.Footer != "" }) != nil
 			})
-			r, err := st.ListRuns(t.Context(), chatID)
+			r, err := st.ListRuns(t.Context(), string(chatID))
 			if err != nil || len(r) != 2 || r[0].StartedBy != "slack:UAPPROVER" && r[1].StartedBy != "slack:UAPPROVER" {
 				t.Fatalf("runs %+v %v", r, err)
 			}
@@ -178,7 +178,7 @@ func TestBusyQueue(t *testing.T) {
 			if !strings.HasSuffix(reqs[1].Prompt, "urgent fix") || !strings.HasSuffix(reqs[2].Prompt, "first in line") {
 				t.Fatalf("order %q, %q", reqs[1].Prompt, reqs[2].Prompt)
 			}
-			runs, err := f.st.ListRuns(t.Context(), chatID)
+			runs, err := f.st.ListRuns(t.Context(), string(chatID))
 			if err != nil || len(runs) < 1 {
 				t.Fatal(err)
 			}

@@ -84,7 +84,7 @@ func (t *Desk) projectRefusal(ctx context.Context, p Place, u User, rules Rules,
 // mayAnswerRun reports whether u may answer requests of the run at p: an
 // approver of the channel, and with requester_only the run's requester (or
 // an admin).
-func (t *Desk) mayAnswerRun(ctx context.Context, u User, p Place, runID string) (ok bool, why string) {
+func (t *Desk) mayAnswerRun(ctx context.Context, u User, p Place, runID agent.RunID) (ok bool, why string) {
 	if !t.policy.Allowed(u, p, ActApprove) {
 		return false, "You are not allowed to answer the agent's requests in this channel; ask an approver."
 	}

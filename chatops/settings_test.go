@@ -106,8 +106,8 @@ func setupCatalog(t *testing.T, st *store.Store, opts chatops.DeskOptions) *fixt
 	if opts.Projects == nil {
 		opts.Projects = testProjects
 	}
-	opts.RunRequester = func(ctx context.Context, runID string) (string, error) {
-		r, err := st.GetRun(ctx, runID)
+	opts.RunRequester = func(ctx context.Context, runID agent.RunID) (string, error) {
+		r, err := st.GetRun(ctx, string(runID))
 		return r.StartedBy, err
 	}
 	f.bot = chatops.New(chatstore.Store{St: st}, f.svc, chatstore.Feed{Hub: f.hub, St: st}, testCatalog, slog.New(slog.DiscardHandler))
@@ -141,7 +141,7 @@ func TestSettingsCommands(t *testing.T) {
 			}
 			chatID := f.chatOf(t, thread)
 			waitFor(t, "answer", func() bool { return f.find(thread, func(m *message) bool { return m.view.Footer != "" }) != nil })
-			before, _ := st.GetChat(t.Context(), chatID)
+			before, _ := st.GetChat(t.Context(), string(chatID))
 			for _, c := range []string{"model opus", "effort high", "mode plan", "project web", "agent fake"} {
 				n := len(f.surf.ephemerals)
 				if err := f.mention(t, "UALLOWED", c); !errors.Is(err, chatops.ErrForbidden) {
@@ -185,7 +185,7 @@ func TestSettingsCommands(t *testing.T) {
 			if res, _ := f.bot.Execute(t.Context(), chatID, chatops.Command{Name: "model", Arg: "gpt-5"}); !strings.Contains(res.Text, "Valid: m1, opus.") {
 				t.Errorf("model refusal does not list the models: %q", res.Text)
 			}
-			after, _ := st.GetChat(t.Context(), chatID)
+			after, _ := st.GetChat(t.Context(), string(chatID))
 			if after.Model != before.Model || after.Effort != before.Effort || after.Mode != before.Mode || after.Project != before.Project || after.Agent != before.Agent {
 				t.Fatalf("refused commands changed the chat: %+v -> %+v", before, after)
 			}
@@ -211,7 +211,7 @@ func TestSettingsCommands(t *testing.T) {
 			if err := f.mention(t, "UADMIN", "project secret"); err != nil {
 				t.Fatalf("admin project secret: %v", err)
 			}
-			c, _ := st.GetChat(t.Context(), chatID)
+			c, _ := st.GetChat(t.Context(), string(chatID))
 			if c.Model != "opus" || c.Effort != "high" || c.Mode != "plan" || c.Project != "secret" {
 				t.Fatalf("chat after valid commands %+v", c)
 			}
@@ -447,14 +447,14 @@ func TestSettingsCommands(t *testing.T) {
 					t.Errorf("note %q shows %q", note.view.Body, bad)
 				}
 			}
-			c, _ := st.GetChat(t.Context(), f.chatOf(t, thread))
+			c, _ := st.GetChat(t.Context(), string(f.chatOf(t, thread)))
 			entries, _ := os.ReadDir(c.Cwd)
 			if len(entries) != 1 || entries[0].Name() != "good.txt" {
 				t.Fatalf("working directory holds %v", entries)
 			}
 			// A file that cannot be saved (the working directory is gone,
 			// replaced by a file) is skipped without the server's path.
-			waitFor(t, "the first run to end", func() bool { _, ok := f.bot.Active(c.ID); return !ok })
+			waitFor(t, "the first run to end", func() bool { _, ok := f.bot.Active(agent.ChatID(c.ID)); return !ok })
 			if err := os.RemoveAll(c.Cwd); err != nil {
 				t.Fatal(err)
 			}

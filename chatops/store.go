@@ -17,7 +17,7 @@ type Place = outbox.Place
 // Binding ties a thread to a chat.
 type Binding struct {
 	Place
-	ChatID    string
+	ChatID    agent.ChatID
 	CreatedBy string
 	CreatedAt time.Time
 }
@@ -26,7 +26,7 @@ type Binding struct {
 // turn to end (the busy queue), with everything it carried.
 type QueuedPrompt struct {
 	ID     string
-	ChatID string
+	ChatID agent.ChatID
 	Place  Place
 	// MessageID is the platform message it came in ("" when none).
 	MessageID string
@@ -54,14 +54,14 @@ type Store interface {
 	// binding in force; created reports whether b was stored.
 	Bind(ctx context.Context, b Binding) (in Binding, created bool, err error)
 	// BindingsOfChat returns the threads bound to the chat.
-	BindingsOfChat(ctx context.Context, chatID string) ([]Binding, error)
+	BindingsOfChat(ctx context.Context, chatID agent.ChatID) ([]Binding, error)
 	// FirstSeen records an inbound platform event id and reports whether this
 	// is its first sighting (false for retries and duplicates).
 	FirstSeen(ctx context.Context, platform, eventID string) (bool, error)
 	// PruneSeen forgets event ids seen before t.
 	PruneSeen(ctx context.Context, before time.Time) (int64, error)
 	// RenderedMessages returns the messages of a run.
-	RenderedMessages(ctx context.Context, runID string) ([]RenderedMessage, error)
+	RenderedMessages(ctx context.Context, runID agent.RunID) ([]RenderedMessage, error)
 	// SaveRenderedMessage inserts or replaces the row of (RunID, Slot).
 	SaveRenderedMessage(ctx context.Context, m RenderedMessage) error
 	// OpenRenders returns the platform's messages that do not show their end yet.

@@ -57,7 +57,7 @@ type DeskOptions struct {
 	// RunRequester returns who started a run (platform-qualified), for
 	// channels with requester_only; nil (or an error) lets only admins
 	// answer there.
-	RunRequester func(ctx context.Context, runID string) (string, error)
+	RunRequester func(ctx context.Context, runID agent.RunID) (string, error)
 }
 
 // Desk is the platform-neutral front desk of the chat platforms.
@@ -347,7 +347,7 @@ func (t *Desk) bind(ctx context.Context, th *thread, u User, rules Rules) (Bindi
 // newChat creates a chat with the rules' defaults, or a copy of from's
 // settings.
 func (t *Desk) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, error) {
-	c := Chat{ID: uuid.NewString(), Agent: rules.Agent, Model: rules.Model, Project: rules.Project, Cwd: rules.Workdir}
+	c := Chat{ID: agent.ChatID(uuid.NewString()), Agent: rules.Agent, Model: rules.Model, Project: rules.Project, Cwd: rules.Workdir}
 	if c.Agent == "" {
 		c.Agent = t.opts.DefaultAgent
 	}
@@ -355,7 +355,7 @@ func (t *Desk) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, erro
 		c = Chat{ID: c.ID, Agent: from.Agent, Model: from.Model, Effort: from.Effort, Mode: from.Mode, Project: from.Project, Cwd: from.Cwd}
 	}
 	if c.Cwd == "" && t.opts.Workdir != "" {
-		c.Cwd = filepath.Join(t.opts.Workdir, c.ID)
+		c.Cwd = filepath.Join(t.opts.Workdir, string(c.ID))
 	}
 	if c.Cwd != "" {
 		if err := os.MkdirAll(c.Cwd, 0o750); err != nil {
@@ -370,7 +370,7 @@ func (t *Desk) newChat(ctx context.Context, rules Rules, from *Chat) (Chat, erro
 // a note in the thread): a file with an unusable name, one too large, one that could not
 // be saved. A skipped file never stops the rest of the message, and no note
 // holds a server path or an unusable name.
-func (t *Desk) attach(ctx context.Context, chatID, text string, files []File) (string, []agent.Image, []string, []string, error) {
+func (t *Desk) attach(ctx context.Context, chatID agent.ChatID, text string, files []File) (string, []agent.Image, []string, []string, error) {
 	if len(files) == 0 {
 		return text, nil, nil, nil, nil
 	}
@@ -556,7 +556,7 @@ func (t *Desk) handleClick(ctx context.Context, th *thread, c Click) error {
 	if ok, why := t.mayAnswerRun(ctx, c.User, c.Place, c.Ref.RunID); !ok {
 		return t.refuse(ctx, c.Place, c.User, why)
 	}
-	resp := agent.InteractionResponse{InteractionID: c.Ref.InteractionID, Decision: c.Ref.Decision, By: c.User.Qualified()}
+	resp := agent.InteractionResponse{InteractionID: string(c.Ref.InteractionID), Decision: c.Ref.Decision, By: c.User.Qualified()}
 	if c.Ref.QuestionID != "" {
 		resp.Answers = map[string]string{c.Ref.QuestionID: c.Ref.Answer}
 	}
@@ -588,7 +588,7 @@ func (t *Desk) handleAnswer(ctx context.Context, th *thread, a Answer) error {
 		_ = t.ephemeral(ctx, a.Place, a.User, needsDecision)
 		return fmt.Errorf("chatops: answer %s: %w: free text for a %s request", a.Ref.InteractionID, prompt.ErrAnswerKind, in.Kind)
 	}
-	resp := agent.InteractionResponse{InteractionID: a.Ref.InteractionID, Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
+	resp := agent.InteractionResponse{InteractionID: string(a.Ref.InteractionID), Decision: agent.DecisionAnswer, Answers: a.Answers, By: a.User.Qualified()}
 	if qs, err := t.Questions(ctx, a.Ref); err == nil {
 		for _, q := range qs {
 			resp.Secret = resp.Secret || q.Secret
@@ -632,7 +632,7 @@ func notAnOption(detail string) string {
 func (th *thread) pendingInteraction(ref Ref) (agent.Interaction, bool) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
-	in, ok := th.pending[ref.RunID+"|"+ref.InteractionID]
+	in, ok := th.pending[cardKey{ref.RunID, ref.InteractionID}]
 	if !ok {
 		return agent.Interaction{}, false
 	}

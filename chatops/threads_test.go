@@ -131,11 +131,11 @@ func TestThreads(t *testing.T) {
 				t.Fatal(err)
 			}
 			chatID := f.chatOf(t, thread)
-			c, err := st.GetChat(t.Context(), chatID)
+			c, err := st.GetChat(t.Context(), string(chatID))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c.Agent != "fake" || c.Model != "m1" || c.Project != "proj" || c.Cwd != filepath.Join(f.work, chatID) {
+			if c.Agent != "fake" || c.Model != "m1" || c.Project != "proj" || c.Cwd != filepath.Join(f.work, string(chatID)) {
 				t.Fatalf("chat %+v", c)
 			}
 			if st, err := os.Stat(c.Cwd); err != nil || !st.IsDir() {
@@ -475,7 +475,7 @@ func TestThreads(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c, _ := st.GetChat(t.Context(), chatID)
+			c, _ := st.GetChat(t.Context(), string(chatID))
 			if c.Model != "opus" || c.Effort != "high" || c.Mode != "plan" || c.Project != "web" {
 				t.Fatalf("chat after commands %+v", c)
 			}
@@ -483,7 +483,7 @@ func TestThreads(t *testing.T) {
 				t.Fatal(err)
 			}
 			if f.find(thread, func(m *message) bool {
-				return strings.HasPrefix(m.view.Body, "chat "+chatID) && strings.Contains(m.view.Body, "idle")
+				return strings.HasPrefix(m.view.Body, "chat "+string(chatID)) && strings.Contains(m.view.Body, "idle")
 			}) == nil {
 				t.Fatal("no status reply")
 			}
@@ -509,10 +509,10 @@ func TestThreads(t *testing.T) {
 			}
 			np := thread
 			np.Thread = head.id
-			forked, err := st.GetChat(t.Context(), f.chatOf(t, np))
+			forked, err := st.GetChat(t.Context(), string(f.chatOf(t, np)))
 			parent := f.chatOf(t, thread)
 			if err != nil || !forked.ForkPending || len(forked.Sessions) != 0 || forked.ForkSessions["fake"] != "s1" ||
-				forked.ForkedFrom != parent || forked.Model != "opus" {
+				forked.ForkedFrom != string(parent) || forked.Model != "opus" {
 				t.Fatalf("forked chat %+v %v", forked, err)
 			}
 		})
@@ -536,7 +536,7 @@ func TestThreads(t *testing.T) {
 			if len(req.Images) != 1 || req.Images[0].MediaType != "image/png" {
 				t.Fatalf("images %+v", req.Images)
 			}
-			c, _ := st.GetChat(t.Context(), f.chatOf(t, thread))
+			c, _ := st.GetChat(t.Context(), string(f.chatOf(t, thread)))
 			if b, err := os.ReadFile(filepath.Join(c.Cwd, "notes.txt")); err != nil || string(b) != "hello file" {
 				t.Fatalf("saved file %q %v", b, err)
 			}

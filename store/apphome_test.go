@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
@@ -24,7 +25,7 @@ func TestHomeThreads(t *testing.T) {
 		thread := func(ch, ts string) store.ThreadRef {
 			return store.ThreadRef{Platform: "slack", Workspace: "T1", Channel: ch, Thread: ts}
 		}
-		seqs := map[string]int64{}
+		seqs := map[agent.ChatID]int64{}
 		chat := func(id, title string, p store.ThreadRef) {
 			c := store.Chat{ID: id, Title: title, Agent: "claude"}
 			if err := s.CreateChat(ctx, &c); err != nil {
@@ -34,7 +35,7 @@ func TestHomeThreads(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		event := func(chatID, typ string, payload any) {
+		event := func(chatID agent.ChatID, typ string, payload any) {
 			b, err := json.Marshal(payload)
 			if err != nil {
 				t.Fatal(err)
@@ -44,7 +45,7 @@ func TestHomeThreads(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		run := func(id, chatID, by string, minute int, end runhub.RunStatus) {
+		run := func(id agent.RunID, chatID agent.ChatID, by string, minute int, end runhub.RunStatus) {
 			if err := s.StartRun(ctx, runhub.RunRecord{ID: id, ChatID: chatID, Agent: "claude", StartedBy: by, StartedAt: base.Add(time.Duration(minute) * time.Minute)}); err != nil {
 				t.Fatal(err)
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -59,7 +60,7 @@ FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::ti
 )
 
 type eventRow struct {
-	ChatID    string         `db:"chat_id"`
+	ChatID    agent.ChatID   `db:"chat_id"`
 	Seq       int64          `db:"seq"`
 	RunID     sql.NullString `db:"run_id"`
 	Type      string         `db:"type"`
@@ -72,7 +73,7 @@ func eventArgs(events []Event, t time.Time) []any {
 	for _, e := range events {
 		var runID, payload sql.NullString
 		if e.RunID != "" {
-			runID = sql.NullString{String: e.RunID, Valid: true}
+			runID = sql.NullString{String: string(e.RunID), Valid: true}
 		}
 		if len(e.Payload) > 0 {
 			payload = sql.NullString{String: string(e.Payload), Valid: true}
@@ -96,7 +97,7 @@ func eventArrays(events []Event, t time.Time) []any {
 		if at.IsZero() {
 			at = t
 		}
-		chats[i], seqs[i], runs[i], types[i], payloads[i] = e.ChatID, e.Seq, e.RunID, e.Type, string(e.Payload)
+		chats[i], seqs[i], runs[i], types[i], payloads[i] = string(e.ChatID), e.Seq, string(e.RunID), e.Type, string(e.Payload)
 		ats[i] = at.UTC().Format(time.RFC3339Nano)
 	}
 	return []any{pq.StringArray(chats), pq.Int64Array(seqs), pq.StringArray(runs), pq.StringArray(types),
@@ -148,7 +149,7 @@ func (s *Store) AppendEvents(ctx context.Context, events []Event) error {
 // It reads the window of the limit seqs above afterSeq, and on from its last row
 // only if that window came back short (the chat's end, a hole, or a commit
 // landing meanwhile).
-func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]Event, error) {
+func (s *Store) EventsAfter(ctx context.Context, chatID agent.ChatID, afterSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -176,7 +177,7 @@ func (s *Store) EventsAfter(ctx context.Context, chatID string, afterSeq int64, 
 // EventsBefore returns up to limit events of the chat with seq < beforeSeq,
 // newest first; beforeSeq <= 0 reads from the end. It reads the window of the
 // limit seqs below beforeSeq, and further back only if that window had a hole.
-func (s *Store) EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]Event, error) {
+func (s *Store) EventsBefore(ctx context.Context, chatID agent.ChatID, beforeSeq int64, limit int) ([]Event, error) {
 	if limit <= 0 {
 		limit = 1000
 	}
@@ -204,7 +205,7 @@ func (s *Store) EventsBefore(ctx context.Context, chatID string, beforeSeq int64
 func eventsOf(rows []eventRow) []Event {
 	out := make([]Event, len(rows))
 	for i, r := range rows {
-		out[i] = Event{ChatID: r.ChatID, Seq: r.Seq, RunID: r.RunID.String, Type: r.Type, At: r.CreatedAt.UTC()}
+		out[i] = Event{ChatID: r.ChatID, Seq: r.Seq, RunID: agent.RunID(r.RunID.String), Type: r.Type, At: r.CreatedAt.UTC()}
 		if r.Payload.Valid {
 			out[i].Payload = json.RawMessage(r.Payload.String)
 		}
@@ -213,7 +214,7 @@ func eventsOf(rows []eventRow) []Event {
 }
 
 // LastSeq returns the chat's highest stored seq, 0 when it has no events.
-func (s *Store) LastSeq(ctx context.Context, chatID string) (int64, error) {
+func (s *Store) LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error) {
 	var seq int64
 	if err := s.db.GetContext(ctx, &seq, queryLastSeq, chatID); err != nil {
 		return 0, fmt.Errorf("store: last seq of chat %s: %w", chatID, translate(err))
@@ -223,8 +224,8 @@ func (s *Store) LastSeq(ctx context.Context, chatID string) (int64, error) {
 
 // LastSeqs returns the highest stored seq of each of the chats (0 for a chat
 // without events): one query on Postgres, one per chat on SQLite.
-func (s *Store) LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error) {
-	out := make(map[string]int64, len(chatIDs))
+func (s *Store) LastSeqs(ctx context.Context, chatIDs []agent.ChatID) (map[agent.ChatID]int64, error) {
+	out := make(map[agent.ChatID]int64, len(chatIDs))
 	if s.dialect != DialectPostgres {
 		for _, c := range chatIDs {
 			seq, err := s.LastSeq(ctx, c)
@@ -236,10 +237,14 @@ func (s *Store) LastSeqs(ctx context.Context, chatIDs []string) (map[string]int6
 		return out, nil
 	}
 	var rows []struct {
-		ChatID string `db:"chat_id"`
-		Seq    int64  `db:"seq"`
+		ChatID agent.ChatID `db:"chat_id"`
+		Seq    int64        `db:"seq"`
 	}
-	if err := s.db.SelectContext(ctx, &rows, queryLastSeqsPG, pq.StringArray(chatIDs)); err != nil {
+	ids := make(pq.StringArray, len(chatIDs))
+	for i, c := range chatIDs {
+		ids[i] = string(c)
+	}
+	if err := s.db.SelectContext(ctx, &rows, queryLastSeqsPG, ids); err != nil {
 		return nil, fmt.Errorf("store: last seqs of %d chats: %w", len(chatIDs), translate(err))
 	}
 	for _, r := range rows {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
@@ -115,7 +116,7 @@ func TestLastSeqs(t *testing.T) {
 		if err := s.AppendEvents(ctx, append(events("c1", 1, 7), events("c2", 1, 3)...)); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.LastSeqs(ctx, []string{"c1", "c2", "empty", "nosuch"})
+		got, err := s.LastSeqs(ctx, []agent.ChatID{"c1", "c2", "empty", "nosuch"})
 		if err != nil {
 			t.Fatal(err)
 		}

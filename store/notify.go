@@ -15,6 +15,7 @@ import (
 
 	"github.com/lib/pq"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/logkey"
 )
 
@@ -180,10 +181,10 @@ func (r *Router) Close() error {
 
 // RunOwner returns the chat's running run and the replica that owns it, both
 // empty when the chat has none.
-func (r *Router) RunOwner(ctx context.Context, chatID string) (runID, owner string, err error) {
+func (r *Router) RunOwner(ctx context.Context, chatID agent.ChatID) (runID agent.RunID, owner string, err error) {
 	var row struct {
-		ID    string `db:"id"`
-		Owner string `db:"owner"`
+		ID    agent.RunID `db:"id"`
+		Owner string      `db:"owner"`
 	}
 	err = r.st.db.GetContext(ctx, &row, queryRunningOfRun, chatID)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -32,7 +33,7 @@ func replayChat(b *testing.B, dialect string, n int, analyze bool) *store.Store 
 	payload := []byte(`{"type":"assistant.delta","text":"a typical streamed delta of an answer, some forty bytes"}`)
 	batch := make([]store.Event, 0, 1000)
 	for seq := 1; seq <= n; seq++ {
-		batch = append(batch, store.Event{ChatID: "long", Seq: int64(seq), RunID: fmt.Sprintf("r%d", seq/100), Type: "assistant.delta", Payload: payload})
+		batch = append(batch, store.Event{ChatID: "long", Seq: int64(seq), RunID: agent.RunID(fmt.Sprintf("r%d", seq/100)), Type: "assistant.delta", Payload: payload})
 		if len(batch) == cap(batch) || seq == n {
 			if err := s.AppendEvents(ctx, batch); err != nil {
 				b.Fatal(err)

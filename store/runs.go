@@ -11,6 +11,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 )
 
@@ -108,7 +109,7 @@ func (s *Store) StartRun(ctx context.Context, run runhub.RunRecord) error {
 // FinishRun moves a running run to status (completed, failed or interrupted) with
 // its usage and error text. Finishing an already finished run is a no-op; an
 // unknown run is ErrNotFound.
-func (s *Store) FinishRun(ctx context.Context, runID string, status runhub.RunStatus, usage json.RawMessage, errText string) error {
+func (s *Store) FinishRun(ctx context.Context, runID agent.RunID, status runhub.RunStatus, usage json.RawMessage, errText string) error {
 	if !status.Terminal() {
 		return fmt.Errorf("store: finish run %s: invalid status %q", runID, status)
 	}

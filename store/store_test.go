@@ -159,7 +159,7 @@ func TestRuns(t *testing.T) {
 		ctx := t.Context()
 		newChat(t, s, "c1")
 		newChat(t, s, "c2")
-		start := func(id, chat, owner string) error {
+		start := func(id agent.RunID, chat agent.ChatID, owner string) error {
 			return s.StartRun(ctx, store.RunRecord{ID: id, ChatID: chat, Agent: "claude", Owner: owner, StartedBy: "u1"})
 		}
 		if err := start("r1", "c1", "a"); err != nil {
@@ -238,7 +238,7 @@ func TestRuns(t *testing.T) {
 	})
 }
 
-func events(chat string, from, to int64) []store.Event {
+func events(chat agent.ChatID, from, to int64) []store.Event {
 	var out []store.Event
 	for seq := from; seq <= to; seq++ {
 		out = append(out, store.Event{ChatID: chat, Seq: seq, RunID: "r1", Type: "text",

@@ -479,16 +479,16 @@ func (a shellAgent) Run(ctx context.Context, req agent.RunRequest, emit func(age
 
 type chatsWithProject struct{ st *store.Store }
 
-func (c chatsWithProject) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
+func (c chatsWithProject) Chat(ctx context.Context, id agent.ChatID) (prompt.Chat, error) {
+	sc, err := c.st.GetChat(ctx, string(id))
 	if err != nil {
 		return prompt.Chat{}, err
 	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Cwd: sc.Cwd, Project: sc.Project, Sessions: sc.Sessions}, nil
+	return prompt.Chat{ID: agent.ChatID(sc.ID), Agent: sc.Agent, Cwd: sc.Cwd, Project: sc.Project, Sessions: sc.Sessions}, nil
 }
 
-func (c chatsWithProject) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
+func (c chatsWithProject) SetSession(ctx context.Context, chatID agent.ChatID, provider, sessionID string) error {
+	return c.st.SetSession(ctx, string(chatID), provider, sessionID)
 }
 
 // TestLXDProjectRunEndToEnd runs a project chat's prompt through the prompt
@@ -522,7 +522,7 @@ echo '{"done":true}'`
 		t.Fatal(err)
 	}
 	start := time.Now()
-	r, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: chat.ID, Prompt: "hello", By: "it"})
+	r, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "hello", By: "it"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -535,7 +535,7 @@ echo '{"done":true}'`
 	if r.Status() != runhub.StatusCompleted {
 		t.Fatalf("status %s err %v", r.Status(), r.Err())
 	}
-	evs, err := st.EventsAfter(t.Context(), chat.ID, 0, 100)
+	evs, err := st.EventsAfter(t.Context(), agent.ChatID(chat.ID), 0, 100)
 	if err != nil {
 		t.Fatal(err)
 	}

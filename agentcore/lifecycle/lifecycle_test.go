@@ -122,7 +122,7 @@ type memEvents struct {
 func (e *memEvents) Append(_ context.Context, chatID agent.ChatID, runID agent.RunID, typ string, payload json.RawMessage) (runhub.Event, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ev := runhub.Event{ChatID: string(chatID), RunID: string(runID), Type: typ, Payload: payload, Seq: int64(len(e.evs) + 1)}
+	ev := runhub.Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, Seq: int64(len(e.evs) + 1)}
 	e.evs = append(e.evs, ev)
 	return ev, nil
 }
@@ -132,7 +132,7 @@ func (e *memEvents) types() []string {
 	defer e.mu.Unlock()
 	var out []string
 	for _, ev := range e.evs {
-		out = append(out, ev.RunID+" "+ev.Type)
+		out = append(out, string(ev.RunID)+" "+ev.Type)
 	}
 	return out
 }

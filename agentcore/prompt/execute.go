@@ -55,7 +55,7 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 		a.scrub.flushAll(func(ev agent.Event) { s.emitScrubbed(persistCtx, run, pid, req.ResumeID != "", a, ev) })
 		if try == 0 && req.ResumeID != "" && errors.Is(err, agent.ErrSessionNotFound) && ctx.Err() == nil {
 			s.log.InfoContext(ctx, "stale session, retrying without it", logkey.ChatID, run.ChatID, logkey.Agent, run.Agent, logkey.SessionID, req.ResumeID)
-			if serr := s.chats.SetSession(persistCtx, string(run.ChatID), pid, ""); serr != nil {
+			if serr := s.chats.SetSession(persistCtx, run.ChatID, pid, ""); serr != nil {
 				s.log.ErrorContext(ctx, "clear session", logkey.ChatID, run.ChatID, "err", serr)
 			}
 			s.appendEvent(persistCtx, run, agent.Event{
@@ -115,8 +115,8 @@ func (s *Service) execute(ctx context.Context, run *Run, lease *runhub.Lease, pr
 	}
 	s.removeRelay(persistCtx, run)
 	s.mu.Lock()
-	if s.active[string(run.ChatID)] == run {
-		delete(s.active, string(run.ChatID))
+	if s.active[run.ChatID] == run {
+		delete(s.active, run.ChatID)
 	}
 	s.mu.Unlock()
 	run.mu.Lock()
@@ -147,7 +147,7 @@ func (s *Service) emitScrubbed(ctx context.Context, run *Run, provider string, r
 	switch ev.Type {
 	case agent.EventSessionUpdated:
 		if ev.SessionID != "" {
-			if err := s.chats.SetSession(ctx, string(run.ChatID), provider, ev.SessionID); err != nil {
+			if err := s.chats.SetSession(ctx, run.ChatID, provider, ev.SessionID); err != nil {
 				s.log.ErrorContext(ctx, "save session", logkey.ChatID, run.ChatID, "err", err)
 			}
 		}
@@ -229,13 +229,13 @@ const maxForkDepth = 32
 // Events of the run excludeRun are left out.
 func (s *Service) transcript(ctx context.Context, chat agent.ChatID, excludeRun ...agent.RunID) (string, error) {
 	var (
-		chatID  = string(chat)
+		chatID  = chat
 		fold    chatlog.Backward
 		before  int64 // 0: from the end
-		skipRun string
+		skipRun agent.RunID
 	)
 	if len(excludeRun) > 0 {
-		skipRun = string(excludeRun[0])
+		skipRun = excludeRun[0]
 	}
 	for depth := 0; ; depth++ {
 		full, err := s.foldBack(ctx, &fold, chatID, before, skipRun)
@@ -260,7 +260,7 @@ func (s *Service) transcript(ctx context.Context, chat agent.ChatID, excludeRun 
 
 // foldBack adds the chat's events with seq < before (0: all) to fold, newest
 // first, and reports whether the fold is full (older events cannot change it).
-func (s *Service) foldBack(ctx context.Context, fold *chatlog.Backward, chatID string, before int64, skipRun string) (bool, error) {
+func (s *Service) foldBack(ctx context.Context, fold *chatlog.Backward, chatID agent.ChatID, before int64, skipRun agent.RunID) (bool, error) {
 	for {
 		evs, err := s.history.EventsBefore(ctx, chatID, before, transcriptPage)
 		if err != nil {

@@ -22,17 +22,17 @@ import (
 // forkChats is the store as prompt.Chats with the fork fields.
 type forkChats struct{ st *store.Store }
 
-func (c forkChats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
+func (c forkChats) Chat(ctx context.Context, id agent.ChatID) (prompt.Chat, error) {
+	sc, err := c.st.GetChat(ctx, string(id))
 	if err != nil {
 		return prompt.Chat{}, err
 	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
-		ForkedFrom: sc.ForkedFrom, ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions}, nil
+	return prompt.Chat{ID: agent.ChatID(sc.ID), Agent: sc.Agent, Model: sc.Model, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
+		ForkedFrom: agent.ChatID(sc.ForkedFrom), ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions}, nil
 }
 
-func (c forkChats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
+func (c forkChats) SetSession(ctx context.Context, chatID agent.ChatID, provider, sessionID string) error {
+	return c.st.SetSession(ctx, string(chatID), provider, sessionID)
 }
 
 // forkService is a service whose agent "fake" forks natively or not.
@@ -47,7 +47,7 @@ func forkService(t *testing.T, st *store.Store, native bool) (*prompt.Service, *
 	return svc, prov
 }
 
-func runIn(t *testing.T, svc *prompt.Service, chatID, text string) *prompt.Run {
+func runIn(t *testing.T, svc *prompt.Service, chatID agent.ChatID, text string) *prompt.Run {
 	t.Helper()
 	r, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: chatID, Prompt: text, By: "tester"})
 	if err != nil {
@@ -64,13 +64,13 @@ func runIn(t *testing.T, svc *prompt.Service, chatID, text string) *prompt.Run {
 	return r
 }
 
-func fork(t *testing.T, st *store.Store, from string) string {
+func fork(t *testing.T, st *store.Store, from string) agent.ChatID {
 	t.Helper()
 	id := fmt.Sprintf("fork-%d", time.Now().UnixNano())
 	if err := st.ForkChat(t.Context(), from, id); err != nil {
 		t.Fatal(err)
 	}
-	return id
+	return agent.ChatID(id)
 }
 
 // history returns the transcript a request carried ("" for none).
@@ -92,8 +92,8 @@ func TestFork(t *testing.T) {
 		}
 		svc, prov := forkService(t, st, false)
 		prov.turns = append(prov.turns, answer("p-1", "Hello Zed."))
-		runIn(t, svc, parent.ID, "My name is Zed.")
-		parentSeq, _ := st.LastSeq(ctx, parent.ID)
+		runIn(t, svc, agent.ChatID(parent.ID), "My name is Zed.")
+		parentSeq, _ := st.LastSeq(ctx, agent.ChatID(parent.ID))
 
 		t.Run("without native fork the fork gets the parent's transcript and a session of its own", func(t *testing.T) {
 			svc, prov := forkService(t, st, false)
@@ -120,7 +120,7 @@ func TestFork(t *testing.T) {
 			if p.Sessions["fake"] != "p-1" || p.ForkPending {
 				t.Fatalf("the parent changed: %+v", p)
 			}
-			if seq, _ := st.LastSeq(ctx, parent.ID); seq != parentSeq {
+			if seq, _ := st.LastSeq(ctx, agent.ChatID(parent.ID)); seq != parentSeq {
 				t.Fatalf("the parent has events up to %d, had %d", seq, parentSeq)
 			}
 		})
@@ -165,14 +165,14 @@ func TestFork(t *testing.T) {
 			svc, prov := forkService(t, st, false)
 			f := fork(t, st, parent.ID)
 			prov.turns = append(prov.turns, answer("p-1", "Later answer in the parent."))
-			runIn(t, svc, parent.ID, "A later parent turn.")
+			runIn(t, svc, agent.ChatID(parent.ID), "A later parent turn.")
 			prov.turns = append(prov.turns, answer("f-2", "Fork answer."))
 			runIn(t, svc, f, "A fork turn.")
 			h := history(prov.requests()[1])
 			if strings.Contains(h, "later parent turn") || !strings.Contains(h, "My name is Zed.") {
 				t.Fatalf("the fork's history holds what the parent said after the fork:\n%s", h)
 			}
-			g := fork(t, st, f)
+			g := fork(t, st, string(f))
 			prov.turns = append(prov.turns, answer("g-1", "Grandchild answer."))
 			runIn(t, svc, g, "A grandchild turn.")
 			h = history(prov.requests()[2])
@@ -190,7 +190,7 @@ func TestFork(t *testing.T) {
 			}
 			for i := range 4 {
 				prov.turns = append(prov.turns, answer("", strings.Repeat(fmt.Sprintf("answer %d ", i), 1000)))
-				runIn(t, svc, big.ID, fmt.Sprintf("question %d", i))
+				runIn(t, svc, agent.ChatID(big.ID), fmt.Sprintf("question %d", i))
 			}
 			f := fork(t, st, big.ID)
 			prov.turns = append(prov.turns, answer("", "ok"))

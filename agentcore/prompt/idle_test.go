@@ -57,7 +57,7 @@ func TestIdleTimeoutStopsASilentAgent(t *testing.T) {
 	var text string
 	for _, ev := range evs {
 		var e agent.Event
-		if ev.RunID == string(r.ID) && ev.Type == string(agent.EventRunFailed) && json.Unmarshal(ev.Payload, &e) == nil {
+		if ev.RunID == r.ID && ev.Type == string(agent.EventRunFailed) && json.Unmarshal(ev.Payload, &e) == nil {
 			text = e.Text
 		}
 	}

@@ -19,9 +19,9 @@ import (
 // InteractionRecord is what the ledger keeps of a request. Answer values are
 // never part of it.
 type InteractionRecord struct {
-	RunID    string
-	ID       string
-	ChatID   string
+	RunID    agent.RunID
+	ID       agent.InteractionID
+	ChatID   agent.ChatID
 	NativeID json.RawMessage
 	Kind     string
 	Payload  json.RawMessage
@@ -89,7 +89,7 @@ type interactionState struct {
 // answer goes to the agent and nowhere else: for a run of another replica it
 // is refused with ErrSecretNotRouted.
 func (s *Service) RespondInteraction(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error {
-	if r, ok := s.current(string(chatID)); !ok || r.ID != runID {
+	if r, ok := s.current(chatID); !ok || r.ID != runID {
 		if routed, err := s.routeAnswer(ctx, chatID, runID, resp); routed {
 			return err
 		}
@@ -99,7 +99,7 @@ func (s *Service) RespondInteraction(ctx context.Context, chatID agent.ChatID, r
 
 // respondLocal delivers an answer to a run of this replica.
 func (s *Service) respondLocal(ctx context.Context, chatID agent.ChatID, runID agent.RunID, resp agent.InteractionResponse) error {
-	r, ok := s.current(string(chatID))
+	r, ok := s.current(chatID)
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
 	}
@@ -287,7 +287,7 @@ func (s *Service) requested(ctx context.Context, r *Run, in *agent.Interaction) 
 		payload = nil
 	}
 	err := s.ledger.RecordInteraction(ctx, InteractionRecord{
-		RunID: string(r.ID), ID: in.ID, ChatID: string(r.ChatID), NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
+		RunID: r.ID, ID: agent.InteractionID(in.ID), ChatID: r.ChatID, NativeID: in.NativeID, Kind: string(in.Kind), Payload: payload,
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "record interaction", logkey.RunID, r.ID, logkey.InteractionID, in.ID, "err", err)

@@ -17,7 +17,7 @@ import (
 type ledger struct{ st *store.Store }
 
 func (l ledger) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
-	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
+	return l.st.CreateInteraction(ctx, store.Interaction{RunID: string(in.RunID), ID: string(in.ID), ChatID: string(in.ChatID), NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
 }
 
 func (l ledger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
@@ -161,7 +161,7 @@ func TestInteractionLedger(t *testing.T) {
 			if in.Status != store.InteractionTimedOut {
 				t.Errorf("ledger %+v", in)
 			}
-			if got := f.types(t, string(r.ID)); !strings.Contains(strings.Join(got, " "), "interaction.requested interaction.resolved") {
+			if got := f.types(t, r.ID); !strings.Contains(strings.Join(got, " "), "interaction.requested interaction.resolved") {
 				t.Errorf("events %v", got)
 			}
 		})
@@ -206,7 +206,7 @@ func TestInteractionLedger(t *testing.T) {
 					t.Errorf("secret persisted in %s event", ev.Type)
 				}
 			}
-			all, _ := st.ListInteractions(t.Context(), f.chat)
+			all, _ := st.ListInteractions(t.Context(), string(f.chat))
 			for _, in := range all {
 				if strings.Contains(string(in.Payload)+in.Decision+in.ResolvedBy, secret) {
 					t.Errorf("secret in the ledger: %+v", in)

@@ -43,7 +43,7 @@ func (v *versions) set(version string, verified bool) {
 }
 
 // notices returns the texts of the chat's version notices.
-func notices(t *testing.T, st *store.Store, chatID string) []string {
+func notices(t *testing.T, st *store.Store, chatID agent.ChatID) []string {
 	t.Helper()
 	evs, err := st.EventsAfter(t.Context(), chatID, 0, 1000)
 	if err != nil {
@@ -85,29 +85,29 @@ func TestVersionNoticeAndReportedModel(t *testing.T) {
 			}
 		}
 		prov.turns = append(prov.turns, reporting("fake-large-2"), reporting("fake-large-2"), reporting(""), reporting("fake-small-1"))
-		r1 := runIn(t, svc, c.ID, "one")
-		got := notices(t, st, c.ID)
+		r1 := runIn(t, svc, agent.ChatID(c.ID), "one")
+		got := notices(t, st, agent.ChatID(c.ID))
 		if len(got) != 1 || strings.Contains(got[0], "\n") || !strings.Contains(got[0], "fake 1.2.0") || !strings.Contains(got[0], "verified with 1.0.0") {
 			t.Fatalf("notices after the first run: %q", got)
 		}
 		if run, _ := st.GetRun(ctx, string(r1.ID)); run.AgentModel != "fake-large-2" {
 			t.Fatalf("run 1 agent model %q", run.AgentModel)
 		}
-		runIn(t, svc, c.ID, "two")
-		if got := notices(t, st, c.ID); len(got) != 1 {
+		runIn(t, svc, agent.ChatID(c.ID), "two")
+		if got := notices(t, st, agent.ChatID(c.ID)); len(got) != 1 {
 			t.Fatalf("the notice was repeated: %q", got)
 		}
 		v.set("1.3.0", false)
-		r3 := runIn(t, svc, c.ID, "three")
-		if got := notices(t, st, c.ID); len(got) != 2 || !strings.Contains(got[1], "1.3.0") {
+		r3 := runIn(t, svc, agent.ChatID(c.ID), "three")
+		if got := notices(t, st, agent.ChatID(c.ID)); len(got) != 2 || !strings.Contains(got[1], "1.3.0") {
 			t.Fatalf("a new version was not told: %q", got)
 		}
 		if run, _ := st.GetRun(ctx, string(r3.ID)); run.AgentModel != "" {
 			t.Fatalf("a run that reported no model has %q", run.AgentModel)
 		}
 		v.set("1.0.0", true)
-		r4 := runIn(t, svc, c.ID, "four")
-		if got := notices(t, st, c.ID); len(got) != 2 {
+		r4 := runIn(t, svc, agent.ChatID(c.ID), "four")
+		if got := notices(t, st, agent.ChatID(c.ID)); len(got) != 2 {
 			t.Fatalf("a verified version was told: %q", got)
 		}
 		if run, _ := st.GetRun(ctx, string(r4.ID)); run.AgentModel != "fake-small-1" {

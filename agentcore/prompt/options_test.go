@@ -116,7 +116,7 @@ func TestOptionsOnlyAnswerRouted(t *testing.T) {
 	}
 	got := make(chan agent.InteractionResponse, 1)
 	a.prov.turns = append(a.prov.turns, askingOptions(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: chat.ID, Prompt: "x", Interactive: true})
+	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "x", Interactive: true})
 	if err != nil {
 		t.Fatal(err)
 	}

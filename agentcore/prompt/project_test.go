@@ -51,12 +51,12 @@ func (p *fakePreparer) counts() (int, int) {
 // projectChats maps the chat's project too.
 type projectChats struct{ chats }
 
-func (c projectChats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
+func (c projectChats) Chat(ctx context.Context, id agent.ChatID) (prompt.Chat, error) {
 	ch, err := c.chats.Chat(ctx, id)
 	if err != nil {
 		return ch, err
 	}
-	sc, err := c.st.GetChat(ctx, id)
+	sc, err := c.st.GetChat(ctx, string(id))
 	ch.Project = sc.Project
 	return ch, err
 }
@@ -72,7 +72,7 @@ func setupProject(t *testing.T, st *store.Store, prep prompt.Preparer, project s
 	if err := st.CreateChat(t.Context(), &c); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: c.ID}
+	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: agent.ChatID(c.ID)}
 }
 
 func TestProjectRuns(t *testing.T) {
@@ -90,7 +90,7 @@ func TestProjectRuns(t *testing.T) {
 				t.Fatalf("provider got container %v", req.Container)
 			}
 			want := "user.message run.started system/container_starting session.updated assistant.delta usage.updated run.completed"
-			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
+			if got := strings.Join(f.types(t, r.ID), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
 			if p, c := prep.counts(); p != 1 || c != 1 {
@@ -138,7 +138,7 @@ func TestProjectRuns(t *testing.T) {
 				t.Errorf("provider ran %d times", n)
 			}
 			want := "user.message run.started system/container_starting run.failed"
-			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
+			if got := strings.Join(f.types(t, r.ID), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
 			if _, c := prep.counts(); c != 0 {

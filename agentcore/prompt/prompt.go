@@ -40,7 +40,7 @@ const (
 
 // Chat is the part of a chat the service needs.
 type Chat struct {
-	ID      string
+	ID      agent.ChatID
 	Agent   string
 	Model   string
 	Effort  string
@@ -53,7 +53,7 @@ type Chat struct {
 	// ForkedFrom is the chat this one was forked from, at the parent's event
 	// ForkSeq: a run without a native session carries the parent's visible
 	// history up to ForkSeq before the fork's own.
-	ForkedFrom string
+	ForkedFrom agent.ChatID
 	ForkSeq    int64
 	// ForkSessions are the parent's native sessions at the fork: on the
 	// fork's first run (ForkPending) a provider whose agent forks natively
@@ -63,17 +63,17 @@ type Chat struct {
 
 // Chats reads chats and records their native sessions.
 type Chats interface {
-	Chat(ctx context.Context, id string) (Chat, error)
+	Chat(ctx context.Context, id agent.ChatID) (Chat, error)
 	// SetSession records the provider's native session; empty clears it.
-	SetSession(ctx context.Context, chatID, provider, sessionID string) error
+	SetSession(ctx context.Context, chatID agent.ChatID, provider, sessionID string) error
 }
 
 // History reads a chat's persisted events.
 type History interface {
-	EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]runhub.Event, error)
+	EventsAfter(ctx context.Context, chatID agent.ChatID, afterSeq int64, limit int) ([]runhub.Event, error)
 	// EventsBefore returns up to limit events with seq < beforeSeq, newest
 	// first; beforeSeq 0 reads from the end.
-	EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]runhub.Event, error)
+	EventsBefore(ctx context.Context, chatID agent.ChatID, beforeSeq int64, limit int) ([]runhub.Event, error)
 }
 
 // AgentConfig is the operator's configuration of one agent id.
@@ -174,7 +174,7 @@ type Service struct {
 	live atomic.Pointer[liveOptions]
 
 	mu     sync.Mutex
-	active map[string]*Run // by chat id
+	active map[agent.ChatID]*Run
 
 	routeMu sync.Mutex
 	routing bool                     // listening on this replica's channel
@@ -195,13 +195,13 @@ func New(hub *runhub.Hub, chats Chats, history History, providers []agent.Provid
 	}
 	return &Service{
 		hub: hub, chats: chats, history: history, ledger: opts.Ledger, providers: m, opts: opts,
-		log: logger, active: map[string]*Run{}, waiting: map[string]chan routeMsg{},
+		log: logger, active: map[agent.ChatID]*Run{}, waiting: map[string]chan routeMsg{},
 	}
 }
 
 // StartRequest is one prompt from a user.
 type StartRequest struct {
-	ChatID string
+	ChatID agent.ChatID
 	Prompt string
 	Images []agent.Image
 	// By names the user ("console", "slack:U123").
@@ -299,7 +299,7 @@ func (s *Service) Provider(agentID string) (agent.Provider, AgentConfig, error) 
 
 // Active returns the chat's running run, if any. A run that has persisted its
 // terminal event no longer counts, though it may hold the chat for a moment more.
-func (s *Service) Active(chatID string) (*Run, bool) {
+func (s *Service) Active(chatID agent.ChatID) (*Run, bool) {
 	r, ok := s.current(chatID)
 	if !ok {
 		return nil, false
@@ -312,7 +312,7 @@ func (s *Service) Active(chatID string) (*Run, bool) {
 	}
 }
 
-func (s *Service) current(chatID string) (*Run, bool) {
+func (s *Service) current(chatID agent.ChatID) (*Run, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.active[chatID]
@@ -341,7 +341,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	}
 	runID := agent.RunID(uuid.NewString())
 	run := &Run{
-		ID: runID, ChatID: agent.ChatID(chat.ID), Agent: chat.Agent,
+		ID: runID, ChatID: chat.ID, Agent: chat.Agent,
 		responses: make(chan agent.InteractionResponse, 8),
 		done:      make(chan struct{}),
 		ending:    make(chan struct{}),
@@ -353,7 +353,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	}
 	s.awaitEnding(ctx, chat.ID)
 	lease, err := s.acquire(ctx, runhub.RunRecord{
-		ID: string(run.ID), ChatID: chat.ID, Agent: chat.Agent, Model: model,
+		ID: run.ID, ChatID: run.ChatID, Agent: chat.Agent, Model: model,
 		Owner: s.opts.Owner, StartedBy: req.By,
 	})
 	if err != nil {
@@ -381,7 +381,7 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	s.mu.Unlock()
 
 	areq := agent.RunRequest{
-		ChatID: chat.ID, RunID: string(run.ID),
+		ChatID: string(chat.ID), RunID: string(run.ID),
 		Prompt: text, Images: req.Images,
 		Model: model, Effort: chat.Effort, Mode: chat.Mode,
 		Cwd: chat.Cwd, Project: chat.Project,
@@ -428,7 +428,7 @@ func (s *Service) acquire(ctx context.Context, rec runhub.RunRecord) (*runhub.Le
 	if _, here := s.hub.Running(rec.ChatID); here {
 		return nil, err // this process's own run
 	}
-	freed, rerr := s.opts.Reclaimer.Reclaim(ctx, rec.ChatID)
+	freed, rerr := s.opts.Reclaimer.Reclaim(ctx, string(rec.ChatID))
 	if rerr != nil {
 		s.log.WarnContext(ctx, "reclaim a busy chat", logkey.ChatID, rec.ChatID, "err", rerr)
 	}
@@ -446,7 +446,7 @@ const endingGrace = 5 * time.Second
 // awaitEnding waits for the chat's active run to finish when it has already
 // persisted its terminal event, so that a prompt sent right after an answer
 // appeared is not refused as busy.
-func (s *Service) awaitEnding(ctx context.Context, chatID string) {
+func (s *Service) awaitEnding(ctx context.Context, chatID agent.ChatID) {
 	r, ok := s.current(chatID)
 	if !ok {
 		return
@@ -513,7 +513,7 @@ func (s *Service) Fence(ctx context.Context, owned func(ctx context.Context, run
 
 // Cancel stops the chat's running run, here or (routed, see Stop) on the
 // replica that owns it. It reports whether a run was stopped.
-func (s *Service) Cancel(chatID string) bool {
+func (s *Service) Cancel(chatID agent.ChatID) bool {
 	r, ok := s.Active(chatID)
 	if ok {
 		r.cancel()

@@ -62,16 +62,16 @@ func answer(sid string, text ...string) func(context.Context, agent.RunRequest, 
 
 type chats struct{ st *store.Store }
 
-func (c chats) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := c.st.GetChat(ctx, id)
+func (c chats) Chat(ctx context.Context, id agent.ChatID) (prompt.Chat, error) {
+	sc, err := c.st.GetChat(ctx, string(id))
 	if err != nil {
 		return prompt.Chat{}, err
 	}
-	return prompt.Chat{ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Cwd: sc.Cwd, Sessions: sc.Sessions}, nil
+	return prompt.Chat{ID: agent.ChatID(sc.ID), Agent: sc.Agent, Model: sc.Model, Cwd: sc.Cwd, Sessions: sc.Sessions}, nil
 }
 
-func (c chats) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return c.st.SetSession(ctx, chatID, provider, sessionID)
+func (c chats) SetSession(ctx context.Context, chatID agent.ChatID, provider, sessionID string) error {
+	return c.st.SetSession(ctx, string(chatID), provider, sessionID)
 }
 
 type fixture struct {
@@ -79,7 +79,7 @@ type fixture struct {
 	hub  *runhub.Hub
 	svc  *prompt.Service
 	prov *scripted
-	chat string
+	chat agent.ChatID
 }
 
 func setup(t *testing.T, st *store.Store) *fixture {
@@ -93,7 +93,7 @@ func setup(t *testing.T, st *store.Store) *fixture {
 	if err := st.CreateChat(t.Context(), &c); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: c.ID}
+	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: agent.ChatID(c.ID)}
 }
 
 func (f *fixture) run(t *testing.T, text string) *prompt.Run {
@@ -110,7 +110,7 @@ func (f *fixture) run(t *testing.T, text string) *prompt.Run {
 	return r
 }
 
-func (f *fixture) types(t *testing.T, runID string) []string {
+func (f *fixture) types(t *testing.T, runID agent.RunID) []string {
 	t.Helper()
 	evs, err := f.st.EventsAfter(t.Context(), f.chat, 0, 1000)
 	if err != nil {
@@ -141,10 +141,10 @@ func TestService(t *testing.T) {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
 			want := "user.message run.started session.updated assistant.delta assistant.delta usage.updated run.completed"
-			if got := strings.Join(f.types(t, string(r.ID)), " "); got != want {
+			if got := strings.Join(f.types(t, r.ID), " "); got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
 			}
-			c, _ := st.GetChat(t.Context(), f.chat)
+			c, _ := st.GetChat(t.Context(), string(f.chat))
 			if c.Sessions["fake"] != "s1" {
 				t.Errorf("sessions = %v", c.Sessions)
 			}
@@ -183,7 +183,7 @@ func TestService(t *testing.T) {
 			if r.Status() != runhub.StatusCompleted {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
-			got := strings.Join(f.types(t, string(r.ID)), " ")
+			got := strings.Join(f.types(t, r.ID), " ")
 			want := "user.message run.started system/session_recovered session.updated assistant.delta usage.updated run.completed"
 			if got != want {
 				t.Errorf("events\n got %s\nwant %s", got, want)
@@ -200,7 +200,7 @@ func TestService(t *testing.T) {
 			if strings.Count(retry.Prompt, "question two") != 1 {
 				t.Errorf("the new prompt appears more than once:\n%s", retry.Prompt)
 			}
-			c, _ := st.GetChat(t.Context(), f.chat)
+			c, _ := st.GetChat(t.Context(), string(f.chat))
 			if c.Sessions["fake"] != "s2" {
 				t.Errorf("sessions = %v", c.Sessions)
 			}
@@ -250,7 +250,7 @@ func TestService(t *testing.T) {
 			if r.Status() != runhub.StatusInterrupted || r.Err() != nil {
 				t.Fatalf("status %s err %v", r.Status(), r.Err())
 			}
-			got := f.types(t, string(r.ID))
+			got := f.types(t, r.ID)
 			if got[len(got)-1] != "run.interrupted" {
 				t.Errorf("events %v", got)
 			}
@@ -286,7 +286,7 @@ func TestService(t *testing.T) {
 				return fmt.Errorf("claude: %w", agent.ErrRunFailed)
 			})
 			r := f.run(t, "x")
-			got := strings.Join(f.types(t, string(r.ID)), " ")
+			got := strings.Join(f.types(t, r.ID), " ")
 			if got != "user.message run.started run.failed" || r.Status() != runhub.StatusFailed {
 				t.Errorf("events %s status %s", got, r.Status())
 			}
@@ -338,12 +338,12 @@ func TestShutdownInterruptsEveryRun(t *testing.T) {
 		return nil
 	}
 	f.prov.turns = append(f.prov.turns, block, block)
-	c2 := store.Chat{ID: f.chat + "-2", Agent: "fake", Cwd: t.TempDir()}
+	c2 := store.Chat{ID: string(f.chat) + "-2", Agent: "fake", Cwd: t.TempDir()}
 	if err := st.CreateChat(t.Context(), &c2); err != nil {
 		t.Fatal(err)
 	}
 	var runs []*prompt.Run
-	for _, id := range []string{f.chat, c2.ID} {
+	for _, id := range []agent.ChatID{f.chat, agent.ChatID(c2.ID)} {
 		r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: id, Prompt: "x"})
 		if err != nil {
 			t.Fatal(err)

@@ -155,8 +155,8 @@ func (s *Service) endDetached(ctx context.Context, run *Run, lease *runhub.Lease
 	s.log.InfoContext(ctx, "run detached, its agent runs on under its relay", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
 	lease.Abandon()
 	s.mu.Lock()
-	if s.active[string(run.ChatID)] == run {
-		delete(s.active, string(run.ChatID))
+	if s.active[run.ChatID] == run {
+		delete(s.active, run.ChatID)
 	}
 	s.mu.Unlock()
 	run.mu.Lock()
@@ -198,7 +198,7 @@ func (s *Service) Reattach(ctx context.Context, chatID agent.ChatID, runID agent
 	if err := json.Unmarshal(b, &note); err != nil {
 		return nil, fmt.Errorf("reattach %s: note: %w", runID, err)
 	}
-	chat, err := s.chats.Chat(ctx, string(chatID))
+	chat, err := s.chats.Chat(ctx, chatID)
 	if err != nil {
 		return nil, fmt.Errorf("load chat %s: %w", chatID, err)
 	}
@@ -222,7 +222,7 @@ func (s *Service) Reattach(ctx context.Context, chatID agent.ChatID, runID agent
 		replay:             rp,
 	}
 	lease, err := s.hub.Adopt(ctx, runhub.RunRecord{
-		ID: string(runID), ChatID: string(chatID), Agent: note.Agent, Model: note.Model, Owner: s.opts.Owner, StartedBy: note.By,
+		ID: runID, ChatID: chatID, Agent: note.Agent, Model: note.Model, Owner: s.opts.Owner, StartedBy: note.By,
 	})
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func (s *Service) Reattach(ctx context.Context, chatID agent.ChatID, runID agent
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	run.cancel = cancel
 	s.mu.Lock()
-	s.active[string(chatID)] = run
+	s.active[chatID] = run
 	s.mu.Unlock()
 	areq := agent.RunRequest{
 		ChatID: string(chatID), RunID: string(runID), Prompt: rp.prompt,
@@ -263,13 +263,13 @@ func (s *Service) loadReplay(ctx context.Context, chatID agent.ChatID, runID age
 	)
 read:
 	for {
-		evs, err := s.history.EventsBefore(ctx, string(chatID), before, replayReadPage)
+		evs, err := s.history.EventsBefore(ctx, chatID, before, replayReadPage)
 		if err != nil {
 			return nil, fmt.Errorf("reattach %s: read events: %w", runID, err)
 		}
 		for _, e := range evs {
 			before = e.Seq
-			if e.RunID != string(runID) {
+			if e.RunID != runID {
 				continue
 			}
 			run = append(run, e)

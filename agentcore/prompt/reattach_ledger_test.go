@@ -19,7 +19,7 @@ import (
 type storeLedger struct{ st *store.Store }
 
 func (l storeLedger) RecordInteraction(ctx context.Context, in InteractionRecord) error {
-	return l.st.CreateInteraction(ctx, store.Interaction{RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
+	return l.st.CreateInteraction(ctx, store.Interaction{RunID: string(in.RunID), ID: string(in.ID), ChatID: string(in.ChatID), NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload})
 }
 
 func (l storeLedger) ResolveInteraction(ctx context.Context, runID agent.RunID, id agent.InteractionID, status, decision, by string) error {
@@ -69,7 +69,7 @@ func TestReattachLedgerAheadOfEvents(t *testing.T) {
 			// Persisted: the prompt and q1's request; q1's approval and q2's
 			// request were in the ledger only when the bot died.
 			st, s, run := reattachedRun(t, dialect, slog.New(slog.NewTextHandler(&logs, nil)), q1, func(led storeLedger) {
-				for _, id := range []string{"q1", "q2"} {
+				for _, id := range []agent.InteractionID{"q1", "q2"} {
 					if err := led.RecordInteraction(t.Context(), InteractionRecord{RunID: "r1", ID: id, ChatID: "c1", NativeID: []byte(`"` + id + `"`), Kind: string(agent.KindCommandApproval)}); err != nil {
 						t.Fatal(err)
 					}

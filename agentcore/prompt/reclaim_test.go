@@ -65,18 +65,19 @@ func TestStartReclaimsAChatOfAGoneProcess(t *testing.T) {
 		if err := st.CreateChat(t.Context(), &c); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.StartRun(t.Context(), store.RunRecord{ID: "held", ChatID: c.ID, Owner: "host:1"}); err != nil {
+		id := agent.ChatID(c.ID)
+		if err := st.StartRun(t.Context(), store.RunRecord{ID: "held", ChatID: id, Owner: "host:1"}); err != nil {
 			t.Fatal(err)
 		}
 
 		// The Reclaimer finds the holder alive: busy, nothing persisted.
-		if _, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: c.ID, Prompt: "x"}); !errors.Is(err, agent.ErrPromptAlreadyRunning) {
+		if _, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: id, Prompt: "x"}); !errors.Is(err, agent.ErrPromptAlreadyRunning) {
 			t.Fatalf("Start on a held chat: %v", err)
 		}
-		if got := rec.calls(); len(got) != 1 || got[0] != c.ID {
+		if got := rec.calls(); len(got) != 1 || got[0] != string(id) {
 			t.Fatalf("Reclaimer asked about %v", got)
 		}
-		if n, _ := st.LastSeq(t.Context(), c.ID); n != 0 {
+		if n, _ := st.LastSeq(t.Context(), id); n != 0 {
 			t.Fatalf("a refused prompt persisted %d events", n)
 		}
 
@@ -87,7 +88,7 @@ func TestStartReclaimsAChatOfAGoneProcess(t *testing.T) {
 			<-block
 			return answer("s1", "ok")(ctx, req, emit)
 		})
-		r, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: c.ID, Prompt: "y"})
+		r, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: id, Prompt: "y"})
 		if err != nil {
 			t.Fatalf("Start after the reclaim: %v", err)
 		}
@@ -96,7 +97,7 @@ func TestStartReclaimsAChatOfAGoneProcess(t *testing.T) {
 		}
 
 		// While this service's own run holds the chat, the Reclaimer is not asked.
-		if _, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: c.ID, Prompt: "z"}); !errors.Is(err, agent.ErrPromptAlreadyRunning) {
+		if _, err := svc.Start(t.Context(), prompt.StartRequest{ChatID: id, Prompt: "z"}); !errors.Is(err, agent.ErrPromptAlreadyRunning) {
 			t.Fatalf("Start during our own run: %v", err)
 		}
 		if got := rec.calls(); len(got) != 2 {

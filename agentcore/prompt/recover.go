@@ -80,8 +80,8 @@ func (s *Service) abandon(ctx context.Context, run *Run, lease *runhub.Lease) {
 	step("relay", func() { s.removeRelay(ctx, run) })
 	step("observer", func() { s.opts.Observer.RunEnded(run.Agent, string(runhub.StatusFailed), 0) })
 	s.mu.Lock()
-	if s.active[string(run.ChatID)] == run {
-		delete(s.active, string(run.ChatID))
+	if s.active[run.ChatID] == run {
+		delete(s.active, run.ChatID)
 	}
 	s.mu.Unlock()
 	run.mu.Lock()

@@ -68,7 +68,7 @@ func TestPanickingRun(t *testing.T) {
 		if err := st.CreateChat(t.Context(), &c); err != nil {
 			t.Fatal(err)
 		}
-		f := &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: c.ID}
+		f := &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: agent.ChatID(c.ID)}
 		prov.turns = append(prov.turns,
 			func(_ context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 				emit(agent.Event{Type: agent.EventAssistantDelta, Text: "working"})
@@ -100,7 +100,7 @@ func TestPanickingRun(t *testing.T) {
 			}
 			failed := 0
 			for _, e := range evs {
-				if e.RunID != string(r.ID) || e.Type != string(agent.EventRunFailed) {
+				if e.RunID != r.ID || e.Type != string(agent.EventRunFailed) {
 					continue
 				}
 				var ev agent.Event

@@ -42,7 +42,7 @@ type Router interface {
 	Listen(ctx context.Context, channel string, handle func(payload []byte)) error
 	// RunOwner returns the chat's running run and the replica owning it,
 	// both empty when the chat has none.
-	RunOwner(ctx context.Context, chatID string) (runID, owner string, err error)
+	RunOwner(ctx context.Context, chatID agent.ChatID) (runID agent.RunID, owner string, err error)
 }
 
 // Errors of routed requests.
@@ -158,7 +158,7 @@ func (s *Service) serveRouted(m routeMsg) {
 			InteractionID: m.Interaction, Decision: m.Decision, OptionID: m.Option, Answers: m.Answers, By: m.By,
 		})
 	case routeCancel:
-		if r, ok := s.Active(string(m.Chat)); ok && r.ID == m.Run {
+		if r, ok := s.Active(m.Chat); ok && r.ID == m.Run {
 			r.cancel()
 		} else {
 			err = fmt.Errorf("%w: run %s of chat %s", ErrRunNotActive, m.Run, m.Chat)
@@ -203,11 +203,11 @@ func (s *Service) remoteOwner(ctx context.Context, chatID agent.ChatID, runID ag
 	if s.opts.Router == nil {
 		return "", nil
 	}
-	id, owner, err := s.opts.Router.RunOwner(ctx, string(chatID))
+	id, owner, err := s.opts.Router.RunOwner(ctx, chatID)
 	if err != nil {
 		return "", fmt.Errorf("prompt: find the owner of chat %s's run: %w", chatID, err)
 	}
-	if id == "" || owner == "" || owner == s.opts.Owner || (runID != "" && id != string(runID)) {
+	if id == "" || owner == "" || owner == s.opts.Owner || (runID != "" && id != runID) {
 		return "", nil
 	}
 	return owner, nil
@@ -291,7 +291,7 @@ func (s *Service) request(ctx context.Context, owner string, m routeMsg) error {
 
 // Stop cancels the chat's running run, on this replica or, through the
 // Router, on the replica that owns it. Nothing running is ErrRunNotActive.
-func (s *Service) Stop(ctx context.Context, chatID string) error {
+func (s *Service) Stop(ctx context.Context, chatID agent.ChatID) error {
 	if r, ok := s.Active(chatID); ok {
 		r.cancel()
 		return nil
@@ -302,7 +302,7 @@ func (s *Service) Stop(ctx context.Context, chatID string) error {
 			return fmt.Errorf("prompt: find the owner of chat %s's run: %w", chatID, err)
 		}
 		if id != "" && owner != "" && owner != s.opts.Owner {
-			return s.request(ctx, owner, routeMsg{Kind: routeCancel, Chat: agent.ChatID(chatID), Run: agent.RunID(id)})
+			return s.request(ctx, owner, routeMsg{Kind: routeCancel, Chat: chatID, Run: id})
 		}
 	}
 	return fmt.Errorf("%w: chat %s has no running run", ErrRunNotActive, chatID)

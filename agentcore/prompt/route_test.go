@@ -96,7 +96,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	}
 	got := make(chan agent.InteractionResponse, 4)
 	a.prov.turns = append(a.prov.turns, approveThenAsk(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: chat.ID, Prompt: "build", Interactive: true})
+	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "build", Interactive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	}
 
 	// Cancel through B interrupts A's run.
-	if err := b.svc.Stop(ctx, chat.ID); err != nil {
+	if err := b.svc.Stop(ctx, agent.ChatID(chat.ID)); err != nil {
 		t.Fatalf("stop through B: %v", err)
 	}
 	select {
@@ -167,7 +167,7 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	if run, _ := st.GetRun(ctx, string(r.ID)); run.Status != runhub.StatusInterrupted {
 		t.Errorf("stored run %+v", run)
 	}
-	evs, _ := st.EventsAfter(ctx, chat.ID, 0, 1000)
+	evs, _ := st.EventsAfter(ctx, agent.ChatID(chat.ID), 0, 1000)
 	interrupted := 0
 	for _, ev := range evs {
 		if ev.Type == string(agent.EventRunInterrupted) {
@@ -183,10 +183,10 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "q2"}); !errors.Is(err, prompt.ErrRunNotActive) {
 		t.Errorf("answer after the run: %v", err)
 	}
-	if err := b.svc.Stop(ctx, chat.ID); !errors.Is(err, prompt.ErrRunNotActive) {
+	if err := b.svc.Stop(ctx, agent.ChatID(chat.ID)); !errors.Is(err, prompt.ErrRunNotActive) {
 		t.Errorf("stop after the run: %v", err)
 	}
-	if b.svc.Cancel(chat.ID) {
+	if b.svc.Cancel(agent.ChatID(chat.ID)) {
 		t.Error("Cancel reported a run")
 	}
 }
@@ -204,7 +204,7 @@ func TestRouteFailures(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A run of a replica that died without a trace: nobody listens for it.
-	if err := st.StartRun(ctx, store.RunRecord{ID: "ghost-run", ChatID: ghost.ID, Owner: "replica-dead"}); err != nil {
+	if err := st.StartRun(ctx, store.RunRecord{ID: "ghost-run", ChatID: agent.ChatID(ghost.ID), Owner: "replica-dead"}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -215,7 +215,7 @@ func TestRouteFailures(t *testing.T) {
 	if took := time.Since(start); took > 2*time.Second {
 		t.Errorf("timeout took %s", took)
 	}
-	if err := b.svc.Stop(ctx, ghost.ID); !errors.Is(err, prompt.ErrRouteTimeout) {
+	if err := b.svc.Stop(ctx, agent.ChatID(ghost.ID)); !errors.Is(err, prompt.ErrRouteTimeout) {
 		t.Errorf("stop on a dead owner: %v", err)
 	}
 
@@ -225,7 +225,7 @@ func TestRouteFailures(t *testing.T) {
 	}
 	got := make(chan agent.InteractionResponse, 4)
 	a.prov.turns = append(a.prov.turns, approveThenAsk(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: chat.ID, Prompt: "x", Interactive: true})
+	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "x", Interactive: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +241,7 @@ func TestRouteFailures(t *testing.T) {
 	if resp := <-got; resp.OptionID != "opt-2" || resp.Answers["name"] != small.Answers["name"] || resp.By != "bob" {
 		t.Errorf("A's run got %+v", resp)
 	}
-	if !b.svc.Cancel(chat.ID) {
+	if !b.svc.Cancel(agent.ChatID(chat.ID)) {
 		t.Error("Cancel through B reported no run")
 	}
 	select {

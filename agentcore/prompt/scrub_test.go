@@ -32,7 +32,7 @@ func setupScrubbed(t *testing.T, st *store.Store, sc prompt.Scrubber) *fixture {
 	if err := st.CreateChat(t.Context(), &c); err != nil {
 		t.Fatal(err)
 	}
-	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: c.ID}
+	return &fixture{st: st, hub: hub, svc: svc, prov: prov, chat: agent.ChatID(c.ID)}
 }
 
 // allRows returns every column of every row of the tables as text.
@@ -157,7 +157,7 @@ func TestScrubbedEvents(t *testing.T) {
 			t.Errorf("masked texts missing:\n%s", dump)
 		}
 		// The session id is kept, so the next turn resumes.
-		if c, err := st.GetChat(t.Context(), f.chat); err != nil || c.Sessions["fake"] != "s1" {
+		if c, err := st.GetChat(t.Context(), string(f.chat)); err != nil || c.Sessions["fake"] != "s1" {
 			t.Errorf("session %v %v", c.Sessions, err)
 		}
 	})

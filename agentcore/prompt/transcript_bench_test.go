@@ -19,7 +19,7 @@ import (
 
 // longChat stores a chat of n events on the dialect's store: turns of a
 // prompt, reasoning, text, tool calls with output, and more text.
-func longChat(tb testing.TB, dialect string, n int) (*store.Store, string) {
+func longChat(tb testing.TB, dialect string, n int) (*store.Store, agent.ChatID) {
 	tb.Helper()
 	st := storetest.Open(tb, dialect)
 	ctx := context.Background()
@@ -49,7 +49,7 @@ func longChat(tb testing.TB, dialect string, n int) (*store.Store, string) {
 		if e.typ == chatlog.TypeUserMessage { // each prompt its own
 			e.payload = enc(chatlog.UserMessage{Text: fmt.Sprintf("Please look at failing test %d and fix it.", seq), By: "slack:U1"})
 		}
-		batch = append(batch, runhub.Event{ChatID: chat.ID, Seq: int64(seq), RunID: fmt.Sprintf("r%d", (seq-1)/len(turn)), Type: e.typ, Payload: e.payload})
+		batch = append(batch, runhub.Event{ChatID: agent.ChatID(chat.ID), Seq: int64(seq), RunID: agent.RunID(fmt.Sprintf("r%d", (seq-1)/len(turn))), Type: e.typ, Payload: e.payload})
 		if len(batch) == cap(batch) || seq == n {
 			if err := st.AppendEvents(ctx, batch); err != nil {
 				tb.Fatal(err)
@@ -57,12 +57,12 @@ func longChat(tb testing.TB, dialect string, n int) (*store.Store, string) {
 			batch = batch[:0]
 		}
 	}
-	return st, chat.ID
+	return st, agent.ChatID(chat.ID)
 }
 
 // forwardTranscript is the transcript as it was built before it read
 // backwards: the whole chat from seq 0 in pages of 1,000, folded forwards.
-func forwardTranscript(ctx context.Context, h History, chatID string) (string, error) {
+func forwardTranscript(ctx context.Context, h History, chatID agent.ChatID) (string, error) {
 	var (
 		f     chatlog.Fold
 		after int64
@@ -95,13 +95,13 @@ func BenchmarkTranscript100k(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			if got, err := s.transcript(ctx, agent.ChatID(chatID)); err != nil || got != want || len(got) < TranscriptLimit-4 {
+			if got, err := s.transcript(ctx, chatID); err != nil || got != want || len(got) < TranscriptLimit-4 {
 				b.Fatalf("backward transcript (%d bytes, %v) differs from the forward one (%d bytes)", len(got), err, len(want))
 			}
 			b.Run("backward", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := s.transcript(ctx, agent.ChatID(chatID)); err != nil {
+					if _, err := s.transcript(ctx, chatID); err != nil {
 						b.Fatal(err)
 					}
 				}
@@ -124,13 +124,13 @@ type countingHistory struct {
 	read int
 }
 
-func (c *countingHistory) EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]runhub.Event, error) {
+func (c *countingHistory) EventsBefore(ctx context.Context, chatID agent.ChatID, beforeSeq int64, limit int) ([]runhub.Event, error) {
 	evs, err := c.History.EventsBefore(ctx, chatID, beforeSeq, limit)
 	c.read += len(evs)
 	return evs, err
 }
 
-func (c *countingHistory) EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]runhub.Event, error) {
+func (c *countingHistory) EventsAfter(ctx context.Context, chatID agent.ChatID, afterSeq int64, limit int) ([]runhub.Event, error) {
 	evs, err := c.History.EventsAfter(ctx, chatID, afterSeq, limit)
 	c.read += len(evs)
 	return evs, err
@@ -149,7 +149,7 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.transcript(t.Context(), agent.ChatID(chatID))
+			got, err := s.transcript(t.Context(), chatID)
 			if err != nil || got != want {
 				t.Fatalf("transcript (%d bytes, %v) differs from the whole chat's (%d bytes)", len(got), err, len(want))
 			}
@@ -157,7 +157,7 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 				t.Errorf("read %d of 3000 events for %d bytes", h.read, len(got))
 			}
 			// The last run (the one being recovered) is left out.
-			last := "r299"
+			last := agent.RunID("r299")
 			var f chatlog.Fold
 			evs, _ := st.EventsAfter(t.Context(), chatID, 0, 10_000)
 			for _, ev := range evs {
@@ -165,7 +165,7 @@ func TestTranscriptReadsBackwards(t *testing.T) {
 					f.Add(ev.Type, ev.Payload)
 				}
 			}
-			if got, err := s.transcript(t.Context(), agent.ChatID(chatID), agent.RunID(last)); err != nil || got != f.Transcript() || got == want {
+			if got, err := s.transcript(t.Context(), chatID, last); err != nil || got != f.Transcript() || got == want {
 				t.Fatalf("transcript without %s: %v, equal to the full one: %v", last, err, got == want)
 			}
 		})
@@ -180,7 +180,7 @@ func TestLoadReplayReadsFromTheEnd(t *testing.T) {
 		t.Run(dialect, func(t *testing.T) {
 			st, chatID := longChat(t, dialect, 3_000)
 			for _, tt := range []struct {
-				run        string
+				run        agent.RunID
 				prompt     string
 				atMostRead int
 			}{
@@ -189,7 +189,7 @@ func TestLoadReplayReadsFromTheEnd(t *testing.T) {
 			} {
 				h := &countingHistory{History: st}
 				s := &Service{history: h, log: slog.New(slog.DiscardHandler)}
-				rp, err := s.loadReplay(t.Context(), agent.ChatID(chatID), agent.RunID(tt.run))
+				rp, err := s.loadReplay(t.Context(), chatID, tt.run)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -43,7 +43,7 @@ func (h *Hub) Adopt(ctx context.Context, run RunRecord) (*Lease, error) {
 	h.running[run.ChatID] = run.ID
 	h.stale[run.ChatID] = struct{}{}
 	h.mu.Unlock()
-	if err := ad.AdoptRun(ctx, agent.RunID(run.ID), run.Owner); err != nil {
+	if err := ad.AdoptRun(ctx, run.ID, run.Owner); err != nil {
 		h.unlock(run.ChatID, run.ID)
 		return nil, fmt.Errorf("runhub: adopt run %s: %w", run.ID, err)
 	}

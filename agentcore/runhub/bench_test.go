@@ -36,9 +36,9 @@ func BenchmarkAppend(b *testing.B) {
 		b.Skipf("%s not set; the append benchmark needs Postgres", storetest.EnvDatabaseURL)
 	}
 	s := storetest.Open(b, store.DialectPostgres)
-	chats := make([]string, benchChats)
+	chats := make([]agent.ChatID, benchChats)
 	for i := range chats {
-		chats[i] = fmt.Sprintf("bench-%d", i)
+		chats[i] = agent.ChatID(fmt.Sprintf("bench-%d", i))
 	}
 	createChats(b, s, chats...)
 	payload := []byte(`{"type":"text","text":"hello from the benchmark, a typical streamed delta"}`)
@@ -62,14 +62,14 @@ func BenchmarkAppend(b *testing.B) {
 			// Runs hold their chat's lock, as they do in production (a hub reads
 			// the last seq again for chats it holds no lock for).
 			for i, c := range chats {
-				l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("bench-run-%d-%d", benchRunSeq.Add(1), i), ChatID: c})
+				l, err := h.Acquire(ctx, runhub.RunRecord{ID: agent.RunID(fmt.Sprintf("bench-run-%d-%d", benchRunSeq.Add(1), i)), ChatID: c})
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer func() { _ = l.Release(context.Background(), runhub.StatusCompleted, nil, "") }()
 			}
-			run(b, func(ctx context.Context, chat string) error {
-				_, err := h.Append(ctx, agent.ChatID(chat), "run", "text", payload)
+			run(b, func(ctx context.Context, chat agent.ChatID) error {
+				_, err := h.Append(ctx, chat, "run", "text", payload)
 				return err
 			}, chats)
 		}
@@ -80,7 +80,7 @@ func BenchmarkAppend(b *testing.B) {
 
 	b.Run("baseline", func(b *testing.B) {
 		seqs := make([]atomic.Int64, len(chats))
-		index := map[string]int{}
+		index := map[agent.ChatID]int{}
 		for i, c := range chats {
 			last, err := s.LastSeq(context.Background(), c)
 			if err != nil {
@@ -89,7 +89,7 @@ func BenchmarkAppend(b *testing.B) {
 			seqs[i].Store(last)
 			index[c] = i
 		}
-		run(b, func(ctx context.Context, chat string) error {
+		run(b, func(ctx context.Context, chat agent.ChatID) error {
 			i := index[chat]
 			ev := runhub.Event{ChatID: chat, Seq: seqs[i].Add(1), RunID: "run", Type: "text", Payload: payload, At: time.Now()}
 			return s.AppendEvents(ctx, []runhub.Event{ev})
@@ -99,7 +99,7 @@ func BenchmarkAppend(b *testing.B) {
 
 // run spreads b.N appends over benchWorkers goroutines and reports throughput and
 // p99 latency.
-func run(b *testing.B, appendOne func(ctx context.Context, chat string) error, chats []string) {
+func run(b *testing.B, appendOne func(ctx context.Context, chat agent.ChatID) error, chats []agent.ChatID) {
 	ctx := context.Background()
 	var (
 		next int64

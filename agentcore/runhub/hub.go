@@ -88,17 +88,17 @@ type Hub struct {
 	opts   Options
 
 	mu      sync.Mutex
-	running map[string]string   // chat id -> run id
-	stale   map[string]struct{} // chats whose cached seq predates their lock
+	running map[agent.ChatID]agent.RunID // chat id -> run id
+	stale   map[agent.ChatID]struct{}    // chats whose cached seq predates their lock
 
 	closeMu    sync.RWMutex
 	closed     bool
 	reqs       chan *appendReq
 	writerDone chan struct{}
-	seqs       map[string]int64 // last committed seq per chat; owned by the writer
+	seqs       map[agent.ChatID]int64 // last committed seq per chat; owned by the writer
 
 	subMu sync.RWMutex
-	subs  map[string]map[*subscriber]struct{}
+	subs  map[agent.ChatID]map[*subscriber]struct{}
 
 	baseCtx    context.Context // cancelled by Close; ends subscriptions
 	baseCancel context.CancelFunc
@@ -145,14 +145,14 @@ func New(st Store, logger *slog.Logger, opts Options) *Hub {
 		st:      st,
 		logger:  logger,
 		opts:    opts,
-		running: map[string]string{},
-		stale:   map[string]struct{}{},
+		running: map[agent.ChatID]agent.RunID{},
+		stale:   map[agent.ChatID]struct{}{},
 		// One batch queued behind the one committing: appenders beyond that
 		// wait, which bounds append->broadcast to about two commits.
 		reqs:       make(chan *appendReq, opts.MaxBatch),
 		writerDone: make(chan struct{}),
-		seqs:       map[string]int64{},
-		subs:       map[string]map[*subscriber]struct{}{},
+		seqs:       map[agent.ChatID]int64{},
+		subs:       map[agent.ChatID]map[*subscriber]struct{}{},
 		baseCtx:    ctx,
 		baseCancel: cancel,
 	}
@@ -217,7 +217,7 @@ func (h *Hub) Acquire(ctx context.Context, run RunRecord) (*Lease, error) {
 	return &Lease{hub: h, run: run}, nil
 }
 
-func (h *Hub) unlock(chatID, runID string) {
+func (h *Hub) unlock(chatID agent.ChatID, runID agent.RunID) {
 	h.mu.Lock()
 	if h.running[chatID] == runID {
 		delete(h.running, chatID)
@@ -226,7 +226,7 @@ func (h *Hub) unlock(chatID, runID string) {
 }
 
 // Running reports the run holding the chat's lock in this hub.
-func (h *Hub) Running(chatID string) (runID string, ok bool) {
+func (h *Hub) Running(chatID agent.ChatID) (runID agent.RunID, ok bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	runID, ok = h.running[chatID]
@@ -320,7 +320,7 @@ func newReq(chatID agent.ChatID, runID agent.RunID, typ string, payload json.Raw
 		payload = nil
 	}
 	// Microseconds: what Postgres keeps, so live and replayed events are equal.
-	return &appendReq{ev: Event{ChatID: string(chatID), RunID: string(runID), Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)}}, nil
+	return &appendReq{ev: Event{ChatID: chatID, RunID: runID, Type: typ, Payload: payload, At: time.Now().UTC().Truncate(time.Microsecond)}}, nil
 }
 
 // queue hands r to the writer.
@@ -456,8 +456,8 @@ func (h *Hub) loadSeqs(ctx context.Context, batch []*appendReq) {
 	if !ok {
 		return
 	}
-	var missing []string
-	seen := map[string]bool{}
+	var missing []agent.ChatID
+	seen := map[agent.ChatID]bool{}
 	for _, r := range batch {
 		c := r.ev.ChatID
 		if _, cached := h.seqs[c]; r.barrier || cached || seen[c] {
@@ -534,7 +534,7 @@ func (s *subscriber) offer(e Event) {
 // then live ones as they are committed, in seq order, each exactly once. The
 // channel is closed when ctx ends or the hub is closed. A reader that stops
 // reading never blocks appends; it catches up from the store when it resumes.
-func (h *Hub) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan Event {
+func (h *Hub) Subscribe(ctx context.Context, chatID agent.ChatID, afterSeq int64) <-chan Event {
 	out := make(chan Event)
 	h.closeMu.RLock()
 	if h.closed {
@@ -570,7 +570,7 @@ func (h *Hub) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-ch
 	return out
 }
 
-func (h *Hub) unsubscribe(chatID string, s *subscriber) {
+func (h *Hub) unsubscribe(chatID agent.ChatID, s *subscriber) {
 	h.subMu.Lock()
 	defer h.subMu.Unlock()
 	set := h.subs[chatID]
@@ -581,7 +581,7 @@ func (h *Hub) unsubscribe(chatID string, s *subscriber) {
 }
 
 // pump delivers one subscription until ctx ends.
-func (h *Hub) pump(ctx context.Context, chatID string, last int64, s *subscriber, out chan<- Event) {
+func (h *Hub) pump(ctx context.Context, chatID agent.ChatID, last int64, s *subscriber, out chan<- Event) {
 	send := func(e Event) bool {
 		select {
 		case out <- e:

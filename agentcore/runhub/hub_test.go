@@ -16,10 +16,10 @@ import (
 	"github.com/threadline-bot/threadline/store/storetest"
 )
 
-func createChats(t testing.TB, s *store.Store, ids ...string) {
+func createChats(t testing.TB, s *store.Store, ids ...agent.ChatID) {
 	t.Helper()
 	for _, id := range ids {
-		if err := s.CreateChat(context.Background(), &store.Chat{ID: id}); err != nil {
+		if err := s.CreateChat(context.Background(), &store.Chat{ID: string(id)}); err != nil {
 			t.Fatalf("CreateChat(%s): %v", id, err)
 		}
 	}
@@ -75,15 +75,15 @@ func expectNothing(t *testing.T, ch <-chan runhub.Event, d time.Duration) {
 func TestConcurrentAppendsGapless(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		const chats, writers, perWriter = 6, 4, 40
-		ids := make([]string, chats)
+		ids := make([]agent.ChatID, chats)
 		for i := range ids {
-			ids[i] = fmt.Sprintf("c%d", i)
+			ids[i] = agent.ChatID(fmt.Sprintf("c%d", i))
 		}
 		createChats(t, s, ids...)
 		h := newHub(t, s, runhub.Options{MaxBatch: 16})
 		var (
 			mu   sync.Mutex
-			seen = map[string]map[int64]bool{}
+			seen = map[agent.ChatID]map[int64]bool{}
 			wg   sync.WaitGroup
 		)
 		for _, chat := range ids {
@@ -93,7 +93,7 @@ func TestConcurrentAppendsGapless(t *testing.T) {
 			for w := range writers {
 				wg.Go(func() {
 					for i := range perWriter {
-						ev, err := h.Append(t.Context(), agent.ChatID(chat), "r", "text", payload(w*1000+i))
+						ev, err := h.Append(t.Context(), chat, "r", "text", payload(w*1000+i))
 						if err != nil {
 							t.Error(err)
 							return
@@ -333,7 +333,7 @@ func TestAcquireTwoReplicas(t *testing.T) {
 				)
 				for i, h := range []*runhub.Hub{a, b} {
 					wg.Go(func() {
-						l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("r%d-%d", round, i), ChatID: "c1"})
+						l, err := h.Acquire(ctx, runhub.RunRecord{ID: agent.RunID(fmt.Sprintf("r%d-%d", round, i)), ChatID: "c1"})
 						switch {
 						case err == nil:
 							wins.Add(1)

@@ -178,12 +178,12 @@ func (c *seqCountingStore) AppendEvents(ctx context.Context, events []runhub.Eve
 	return c.Store.AppendEvents(ctx, events)
 }
 
-func (c *seqCountingStore) LastSeq(ctx context.Context, chatID string) (int64, error) {
+func (c *seqCountingStore) LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error) {
 	c.lastSeq.Add(1)
 	return c.Store.LastSeq(ctx, chatID)
 }
 
-func (c *seqCountingStore) LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error) {
+func (c *seqCountingStore) LastSeqs(ctx context.Context, chatIDs []agent.ChatID) (map[agent.ChatID]int64, error) {
 	c.lastSeqs.Add(1)
 	return c.Store.LastSeqs(ctx, chatIDs)
 }
@@ -194,9 +194,9 @@ func (c *seqCountingStore) LastSeqs(ctx context.Context, chatIDs []string) (map[
 func TestRunsStartingTogetherLoadSeqsOnce(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		const runs = 20
-		chats := []string{"held"}
+		chats := []agent.ChatID{"held"}
 		for i := range runs {
-			chats = append(chats, fmt.Sprintf("c%d", i))
+			chats = append(chats, agent.ChatID(fmt.Sprintf("c%d", i)))
 		}
 		createChats(t, s, chats...)
 		for _, c := range chats[1:] {
@@ -212,10 +212,11 @@ func TestRunsStartingTogetherLoadSeqsOnce(t *testing.T) {
 		}
 		<-cs.entered // the writer is busy; the runs' first events queue up
 		for i, c := range chats[1:] {
-			if _, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("r%d", i), ChatID: c}); err != nil {
+			run := agent.RunID(fmt.Sprintf("r%d", i))
+			if _, err := h.Acquire(ctx, runhub.RunRecord{ID: run, ChatID: c}); err != nil {
 				t.Fatal(err)
 			}
-			if err := h.Enqueue(ctx, agent.ChatID(c), agent.RunID(fmt.Sprintf("r%d", i)), "text", nil, nil); err != nil {
+			if err := h.Enqueue(ctx, c, run, "text", nil, nil); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -36,14 +36,14 @@ func TestChatMovesBetweenReplicas(t *testing.T) {
 			n := 0
 			for round := range 5 {
 				h := hubs[round%2]
-				run := fmt.Sprint("r", round)
+				run := agent.RunID(fmt.Sprint("r", round))
 				l, err := h.Acquire(ctx, runhub.RunRecord{ID: run, ChatID: "c1"})
 				if err != nil {
 					t.Fatalf("round %d: %v", round, err)
 				}
 				for range 3 {
 					n++
-					ev, err := h.Append(ctx, "c1", agent.RunID(run), "x", payload(n))
+					ev, err := h.Append(ctx, "c1", run, "x", payload(n))
 					if err != nil {
 						t.Fatalf("round %d on replica %d: %v", round, round%2, err)
 					}
@@ -57,7 +57,7 @@ func TestChatMovesBetweenReplicas(t *testing.T) {
 				// The other replica appends without the lock (as a survivor
 				// marking a dead replica's run interrupted does).
 				n++
-				if ev, err := hubs[(round+1)%2].Append(ctx, "c1", agent.RunID(run), "swept", payload(n)); err != nil || ev.Seq != int64(n) {
+				if ev, err := hubs[(round+1)%2].Append(ctx, "c1", run, "swept", payload(n)); err != nil || ev.Seq != int64(n) {
 					t.Fatalf("round %d: lock-less append on the other replica: seq %d, %v", round, ev.Seq, err)
 				}
 			}

@@ -141,9 +141,9 @@ func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool, rate floa
 	}})
 	defer h.Close()
 	round := benchRunSeq.Add(1)
-	chats := make([]string, runs)
+	chats := make([]agent.ChatID, runs)
 	for i := range chats {
-		chats[i] = fmt.Sprintf("runs-%d-%d", round, i)
+		chats[i] = agent.ChatID(fmt.Sprintf("runs-%d-%d", round, i))
 	}
 	createChats(b, s, chats...)
 	// share[i] is the number of events run i appends; they add up to b.N.
@@ -175,7 +175,7 @@ func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool, rate floa
 	}
 	leases := make([]*runhub.Lease, runs)
 	for i, c := range chats {
-		l, err := h.Acquire(ctx, runhub.RunRecord{ID: fmt.Sprintf("%s-run", c), ChatID: c, Agent: "claude"})
+		l, err := h.Acquire(ctx, runhub.RunRecord{ID: agent.RunID(c + "-run"), ChatID: c, Agent: "claude"})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -201,13 +201,13 @@ func benchRuns(b *testing.B, s *store.Store, runs int, pipelined bool, rate floa
 				}
 				run, typ := leases[i].Run().ID, string(agent.EventAssistantDelta)
 				if pipelined {
-					err = h.Enqueue(ctx, agent.ChatID(c), agent.RunID(run), typ, p, func(_ runhub.Event, err error) {
+					err = h.Enqueue(ctx, c, run, typ, p, func(_ runhub.Event, err error) {
 						if err != nil {
 							b.Error(err)
 						}
 					})
 				} else {
-					_, err = h.Append(ctx, agent.ChatID(c), agent.RunID(run), typ, p)
+					_, err = h.Append(ctx, c, run, typ, p)
 				}
 				if err != nil {
 					b.Error(err)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
 )
 
 // RunStatus is a run's status as the run lock stores it. A run is
@@ -26,9 +28,9 @@ func (s RunStatus) Terminal() bool {
 // Event is one persisted chat event. Seq is per chat, starts at 1 and has no gaps
 // among committed events.
 type Event struct {
-	ChatID  string          `json:"chat_id"`
+	ChatID  agent.ChatID    `json:"chat_id"`
 	Seq     int64           `json:"seq"`
-	RunID   string          `json:"run_id,omitempty"`
+	RunID   agent.RunID     `json:"run_id,omitempty"`
 	Type    string          `json:"type"`
 	Payload json.RawMessage `json:"payload,omitempty"`
 	At      time.Time       `json:"at"`
@@ -36,8 +38,10 @@ type Event struct {
 
 // RunRecord is what the hub records when it takes a chat's run lock.
 type RunRecord struct {
-	ID, ChatID, Agent, Model, Owner, StartedBy string
-	StartedAt                                  time.Time
+	ID                             agent.RunID
+	ChatID                         agent.ChatID
+	Agent, Model, Owner, StartedBy string
+	StartedAt                      time.Time
 }
 
 // Store is the persistence the hub needs. store.Store implements it.
@@ -47,14 +51,14 @@ type Store interface {
 	AppendEvents(ctx context.Context, events []Event) error
 	// EventsAfter returns up to limit events of the chat with seq > afterSeq,
 	// ordered by seq.
-	EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]Event, error)
+	EventsAfter(ctx context.Context, chatID agent.ChatID, afterSeq int64, limit int) ([]Event, error)
 	// LastSeq returns the highest stored seq of the chat, 0 when it has none.
-	LastSeq(ctx context.Context, chatID string) (int64, error)
+	LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error)
 	// StartRun records a running run. It returns an error wrapping
 	// agent.ErrPromptAlreadyRunning when the chat already has one.
 	StartRun(ctx context.Context, run RunRecord) error
 	// FinishRun moves a run to a terminal status.
-	FinishRun(ctx context.Context, runID string, status RunStatus, usage json.RawMessage, errText string) error
+	FinishRun(ctx context.Context, runID agent.RunID, status RunStatus, usage json.RawMessage, errText string) error
 }
 
 // SeqLoader is implemented by stores that read the last seqs of many chats at
@@ -62,5 +66,5 @@ type Store interface {
 // hundred runs starting together cost one round trip, not a hundred).
 type SeqLoader interface {
 	// LastSeqs returns the highest stored seq of each chat, 0 when it has none.
-	LastSeqs(ctx context.Context, chatIDs []string) (map[string]int64, error)
+	LastSeqs(ctx context.Context, chatIDs []agent.ChatID) (map[agent.ChatID]int64, error)
 }

@@ -155,7 +155,7 @@ func (p pendingInteraction) asksSecret() bool {
 	return p.in.Kind == agent.KindQuestion && len(p.answers) < len(qs) && qs[len(p.answers)].Secret
 }
 
-func (s *session) respond(ctx context.Context, runID string, resp agent.InteractionResponse) {
+func (s *session) respond(ctx context.Context, runID agent.RunID, resp agent.InteractionResponse) {
 	if err := s.Bot.Respond(ctx, s.chat.ID, runID, resp); err != nil {
 		s.r.line("error: " + err.Error())
 	}

@@ -13,6 +13,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -20,14 +21,14 @@ import (
 // ChatHistory reads chats and their events (*store.Store).
 type ChatHistory interface {
 	ListChats(ctx context.Context, limit int) ([]store.Chat, error)
-	EventsAfter(ctx context.Context, chatID string, afterSeq int64, limit int) ([]store.Event, error)
-	EventsBefore(ctx context.Context, chatID string, beforeSeq int64, limit int) ([]store.Event, error)
+	EventsAfter(ctx context.Context, chatID agent.ChatID, afterSeq int64, limit int) ([]store.Event, error)
+	EventsBefore(ctx context.Context, chatID agent.ChatID, beforeSeq int64, limit int) ([]store.Event, error)
 }
 
 // ChatSummary is one chat in the list of recent chats (a line of
 // `threadline chats --json`).
 type ChatSummary struct {
-	ID string `json:"id"`
+	ID agent.ChatID `json:"id"`
 	// Title is the chat's title, else its first message.
 	Title   string `json:"title"`
 	Agent   string `json:"agent"`
@@ -54,8 +55,9 @@ func RecentChats(ctx context.Context, h ChatHistory, n int) ([]ChatSummary, erro
 	}
 	out := make([]ChatSummary, 0, len(chats))
 	for _, c := range chats {
-		s := ChatSummary{ID: c.ID, Agent: c.Agent, Model: c.Model, Project: c.Project, Cwd: c.Cwd, Title: c.Title, LastActivity: c.UpdatedAt}
-		last, err := h.EventsBefore(ctx, c.ID, 0, 1)
+		id := agent.ChatID(c.ID) // a stored row
+		s := ChatSummary{ID: id, Agent: c.Agent, Model: c.Model, Project: c.Project, Cwd: c.Cwd, Title: c.Title, LastActivity: c.UpdatedAt}
+		last, err := h.EventsBefore(ctx, id, 0, 1)
 		if err != nil {
 			return nil, err
 		}
@@ -66,7 +68,7 @@ func RecentChats(ctx context.Context, h ChatHistory, n int) ([]ChatSummary, erro
 			}
 		}
 		if s.Events > 0 {
-			first, err := h.EventsAfter(ctx, c.ID, 0, 20)
+			first, err := h.EventsAfter(ctx, id, 0, 20)
 			if err != nil {
 				return nil, err
 			}

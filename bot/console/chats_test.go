@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/bot/console"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
@@ -20,14 +21,14 @@ func TestRecentChats(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			s := chatopstest.NewStack(t, storetest.Open(t, d), nil)
 			ctx := t.Context()
-			newChat := func(project string) string {
+			newChat := func(project string) agent.ChatID {
 				c, err := s.Bot.NewChat(ctx, chatops.Chat{Agent: "fake", Project: project, Cwd: t.TempDir()})
 				if err != nil {
 					t.Fatal(err)
 				}
 				return c.ID
 			}
-			say := func(chat, text string) {
+			say := func(chat agent.ChatID, text string) {
 				s.Prov.Add(chatopstest.Answer("ok"))
 				run, err := s.Bot.Send(ctx, chatops.Prompt{ChatID: chat, Text: text, By: "console:alice"})
 				if err != nil {
@@ -45,12 +46,12 @@ func TestRecentChats(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var ids []string
+			var ids []agent.ChatID
 			for _, c := range got {
 				ids = append(ids, c.ID)
 			}
 			if len(got) != 3 || got[0].ID != a || got[1].ID != b || got[2].ID != empty {
-				t.Fatalf("order %v, want %v", ids, []string{a, b, empty})
+				t.Fatalf("order %v, want %v", ids, []agent.ChatID{a, b, empty})
 			}
 			if got[0].Title != "first question of a\nwith a second line" || got[0].By != "console:alice" || got[0].Agent != "fake" || got[0].Events == 0 {
 				t.Errorf("a: %+v", got[0])

@@ -69,7 +69,7 @@ type queued struct {
 // pendingInteraction is an interaction waiting for the console's answer;
 // a form's answers are collected one question at a time.
 type pendingInteraction struct {
-	runID   string
+	runID   agent.RunID
 	in      *agent.Interaction
 	answers map[string]string
 }
@@ -89,7 +89,7 @@ type session struct {
 	events  <-chan chatops.Event
 	stopSub func()
 
-	runID string
+	runID agent.RunID
 	// done is closed when the running turn's run has ended (after its
 	// terminal event); the next turn starts then.
 	done <-chan struct{}
@@ -393,7 +393,7 @@ func (s *session) send(ctx context.Context, text string) error {
 		s.prompt()
 		return nil
 	}
-	s.runID, s.done = string(run.ID), run.Done()
+	s.runID, s.done = run.ID, run.Done()
 	s.startSpinner()
 	s.prompt()
 	return nil
@@ -523,7 +523,7 @@ func (s *session) stopSpinner() {
 }
 
 // follow subscribes to the chat's new events until stop is called.
-func (c *Console) follow(ctx context.Context, chatID string) (events <-chan chatops.Event, stop func(), err error) {
+func (c *Console) follow(ctx context.Context, chatID agent.ChatID) (events <-chan chatops.Event, stop func(), err error) {
 	seq, err := c.Bot.LastSeq(ctx, chatID)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read chat %s: %w", chatID, err)

@@ -39,7 +39,7 @@ func waitOut(t *testing.T, out interface{ String() string }, seen *int, want str
 
 // runConsole runs con on chat in the background; the returned func waits for
 // its end (failing after a scaled deadline).
-func runConsole(t *testing.T, con *console.Console, chat string) (wait func() error) {
+func runConsole(t *testing.T, con *console.Console, chat agent.ChatID) (wait func() error) {
 	t.Helper()
 	c, err := con.Bot.Chat(t.Context(), chat)
 	if err != nil {
@@ -286,10 +286,10 @@ func TestConsoleFork(t *testing.T) {
 		t.Fatal(err)
 	}
 	reqs := s.Prov.Requests()
-	if len(reqs) != 2 || reqs[0].ChatID != chat || reqs[1].ChatID == chat {
+	if len(reqs) != 2 || reqs[0].ChatID != string(chat) || reqs[1].ChatID == string(chat) {
 		t.Fatalf("requests %+v", reqs)
 	}
-	if o := out.String(); !strings.Contains(o, "Forked chat "+chat+" into a new chat "+reqs[1].ChatID) || !strings.Contains(o, "in the fork") {
+	if o := out.String(); !strings.Contains(o, "Forked chat "+string(chat)+" into a new chat "+reqs[1].ChatID) || !strings.Contains(o, "in the fork") {
 		t.Errorf("out:\n%s", o)
 	}
 	if !strings.Contains(reqs[1].Prompt, "first answer") && !reqs[1].Fork {

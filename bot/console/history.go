@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/chatlog"
 	"github.com/threadline-bot/threadline/chatops"
 )
@@ -25,7 +26,7 @@ const (
 // are chatlog's visible transcript; a recap that does not reach back to the
 // chat's first event, or that keeps only the last turns, starts at a message
 // of the user's, never in the middle of an answer.
-func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, turns int) error {
+func Recap(ctx context.Context, bot *chatops.Chats, chatID agent.ChatID, w io.Writer, turns int) error {
 	last, err := bot.LastSeq(ctx, chatID)
 	if err != nil || last == 0 {
 		return err
@@ -63,7 +64,7 @@ func Recap(ctx context.Context, bot *chatops.Chats, chatID string, w io.Writer, 
 }
 
 // recapTurns folds the chat's events after from up to last into turns.
-func recapTurns(ctx context.Context, bot *chatops.Chats, chatID string, from, last int64) ([]chatlog.Turn, error) {
+func recapTurns(ctx context.Context, bot *chatops.Chats, chatID agent.ChatID, from, last int64) ([]chatlog.Turn, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var fold chatlog.Fold

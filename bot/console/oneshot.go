@@ -51,16 +51,17 @@ type OneShot struct {
 // oneShotRun is the state of one followed run.
 type oneShotRun struct {
 	*OneShot
-	chatID, runID string
-	lines         <-chan string
-	midLine       bool
-	asked         map[string]string // interaction id → what was asked
+	chatID  agent.ChatID
+	runID   agent.RunID
+	lines   <-chan string
+	midLine bool
+	asked   map[string]string // interaction id → what was asked
 }
 
 // Run sends text to the chat, prints its run as it goes and returns the run
 // once it has ended (its Status is final). When ctx ends the run is stopped
 // and ctx's error returned.
-func (o *OneShot) Run(ctx context.Context, chatID, text string) (*prompt.Run, error) {
+func (o *OneShot) Run(ctx context.Context, chatID agent.ChatID, text string) (*prompt.Run, error) {
 	seq, err := o.Bot.LastSeq(ctx, chatID)
 	if err != nil {
 		return nil, err
@@ -72,7 +73,7 @@ func (o *OneShot) Run(ctx context.Context, chatID, text string) (*prompt.Run, er
 	if err != nil {
 		return nil, err
 	}
-	s := &oneShotRun{OneShot: o, chatID: chatID, runID: string(run.ID), asked: map[string]string{}}
+	s := &oneShotRun{OneShot: o, chatID: chatID, runID: run.ID, asked: map[string]string{}}
 	if o.Ask {
 		s.lines = readLines(ctx, o.In)
 	}
@@ -88,7 +89,7 @@ func (o *OneShot) Run(ctx context.Context, chatID, text string) (*prompt.Run, er
 			if !ok {
 				return nil, ErrFeedClosed
 			}
-			if ev.RunID != string(run.ID) {
+			if ev.RunID != run.ID {
 				continue
 			}
 			if ended, err = s.show(ctx, ev); err != nil {

@@ -35,14 +35,14 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func stack(t *testing.T) (*chatopstest.Stack, string) {
+func stack(t *testing.T) (*chatopstest.Stack, agent.ChatID) {
 	t.Helper()
 	s := chatopstest.NewStack(t, storetest.Open(t, store.DialectSQLite), nil)
 	c := store.Chat{ID: "c1", Agent: "fake", Mode: "default", Cwd: t.TempDir()}
 	if err := s.St.CreateChat(t.Context(), &c); err != nil {
 		t.Fatal(err)
 	}
-	return s, c.ID
+	return s, agent.ChatID(c.ID)
 }
 
 // TestOneShotText: the agent's text on Out, ended with a newline; nothing on
@@ -88,7 +88,7 @@ func TestOneShotJSONL(t *testing.T) {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatalf("not JSON: %q", line)
 		}
-		if ev.ChatID != chat || ev.RunID != string(run.ID) || ev.Seq <= last {
+		if ev.ChatID != string(chat) || ev.RunID != string(run.ID) || ev.Seq <= last {
 			t.Errorf("envelope of %q (last seq %d)", line, last)
 		}
 		last = ev.Seq

@@ -25,7 +25,8 @@ import (
 // Target is the chat a command opens: the chat ID (empty: a new chat) and
 // the settings given; a setting left empty keeps the chat's own.
 type Target struct {
-	ID, Agent, Model, Cwd, Project string
+	ID                         agent.ChatID
+	Agent, Model, Cwd, Project string
 }
 
 // ChatUpdater saves a chat's settings (chatstore.Store).

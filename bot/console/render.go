@@ -19,12 +19,12 @@ type renderer struct {
 	w io.Writer
 	// midLine is true when the last text written did not end a line.
 	midLine bool
-	started map[string]time.Time
-	usage   map[string]*agent.Usage
+	started map[agent.RunID]time.Time
+	usage   map[agent.RunID]*agent.Usage
 }
 
 func newRenderer(w io.Writer) *renderer {
-	return &renderer{w: w, started: map[string]time.Time{}, usage: map[string]*agent.Usage{}}
+	return &renderer{w: w, started: map[agent.RunID]time.Time{}, usage: map[agent.RunID]*agent.Usage{}}
 }
 
 // render prints one event and returns the decoded agent event.

@@ -269,7 +269,7 @@ func TestParseReply(t *testing.T) {
 // questionsDesk is a recordingDesk that knows the pending questions.
 type questionsDesk struct {
 	recordingDesk
-	qs  map[string][]agent.Question // by interaction id
+	qs  map[agent.InteractionID][]agent.Question
 	err error
 }
 
@@ -288,17 +288,17 @@ func (d *questionsDesk) Questions(_ context.Context, ref chatops.Ref) ([]agent.Q
 // pending question itself (AllowOther), not from its Answer button, which
 // render gives every question.
 func TestOnlyOptions(t *testing.T) {
-	ref := func(id, qid, a string) string {
+	ref := func(id agent.InteractionID, qid, a string) string {
 		r := chatops.Ref{ChatID: "c", RunID: "r", InteractionID: id, Decision: agent.DecisionAnswer, QuestionID: qid, Answer: a}
 		return r.Encode()
 	}
-	card := func(id string) []chatops.Button {
+	card := func(id agent.InteractionID) []chatops.Button {
 		return []chatops.Button{{ID: chatops.ButtonOptionPrefix + "0", Label: "red", Value: ref(id, "color", "red")},
 			{ID: chatops.ButtonOptionPrefix + "1", Label: "green", Value: ref(id, "color", "green")},
 			{ID: chatops.ButtonAnswer, Value: ref(id, "color", "")}, {ID: chatops.ButtonDecline, Value: ref(id, "", "")}}
 	}
 	colors := []string{"red", "green"}
-	desk := &questionsDesk{qs: map[string][]agent.Question{
+	desk := &questionsDesk{qs: map[agent.InteractionID][]agent.Question{
 		"closed": {{ID: "color", Text: "Which color?", Options: colors}},
 		"open":   {{ID: "color", Text: "Which color?", Options: colors, AllowOther: true}},
 		"two":    {{ID: "a", Options: colors}, {ID: "b", Options: colors}},

@@ -42,9 +42,9 @@ var (
 // CreateChat stores a new chat; an empty id gets a fresh one.
 func (s Store) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, error) {
 	if ch.ID == "" {
-		ch.ID = uuid.NewString()
+		ch.ID = agent.ChatID(uuid.NewString())
 	}
-	sc := store.Chat{ID: ch.ID, Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
+	sc := store.Chat{ID: string(ch.ID), Title: ch.Title, Agent: ch.Agent, Model: ch.Model, Effort: ch.Effort, Mode: ch.Mode, Project: ch.Project, Cwd: ch.Cwd}
 	if err := s.St.CreateChat(ctx, &sc); err != nil {
 		return chatops.Chat{}, err
 	}
@@ -52,17 +52,17 @@ func (s Store) CreateChat(ctx context.Context, ch chatops.Chat) (chatops.Chat, e
 }
 
 // GetChat returns a chat's settings.
-func (s Store) GetChat(ctx context.Context, id string) (chatops.Chat, error) {
-	sc, err := s.St.GetChat(ctx, id)
+func (s Store) GetChat(ctx context.Context, id agent.ChatID) (chatops.Chat, error) {
+	sc, err := s.St.GetChat(ctx, string(id))
 	if err != nil {
 		return chatops.Chat{}, err
 	}
-	return chatops.Chat{ID: sc.ID, Title: sc.Title, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
+	return chatops.Chat{ID: agent.ChatID(sc.ID), Title: sc.Title, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: sc.Mode, Project: sc.Project, Cwd: sc.Cwd}, nil
 }
 
 // UpdateChat stores a chat's settings, keeping its sessions.
 func (s Store) UpdateChat(ctx context.Context, ch chatops.Chat) error {
-	sc, err := s.St.GetChat(ctx, ch.ID)
+	sc, err := s.St.GetChat(ctx, string(ch.ID))
 	if err != nil {
 		return err
 	}
@@ -71,15 +71,15 @@ func (s Store) UpdateChat(ctx context.Context, ch chatops.Chat) error {
 }
 
 // Chat returns what the prompt service needs of a chat.
-func (s Store) Chat(ctx context.Context, id string) (prompt.Chat, error) {
-	sc, err := s.St.GetChat(ctx, id)
+func (s Store) Chat(ctx context.Context, id agent.ChatID) (prompt.Chat, error) {
+	sc, err := s.St.GetChat(ctx, string(id))
 	if err != nil {
 		return prompt.Chat{}, err
 	}
 	return prompt.Chat{
-		ID: sc.ID, Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
+		ID: agent.ChatID(sc.ID), Agent: sc.Agent, Model: sc.Model, Effort: sc.Effort, Mode: agent.Mode(sc.Mode),
 		Project: sc.Project, Cwd: sc.Cwd, Sessions: sc.Sessions, ForkPending: sc.ForkPending,
-		ForkedFrom: sc.ForkedFrom, ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions,
+		ForkedFrom: agent.ChatID(sc.ForkedFrom), ForkSeq: sc.ForkSeq, ForkSessions: sc.ForkSessions,
 	}, nil
 }
 
@@ -91,8 +91,8 @@ func (s Store) SetAgentModel(ctx context.Context, runID agent.RunID, model strin
 
 // LastAgentModel returns the model the agent reported in the chat's latest
 // run that reported one (chatops.ReportedModels).
-func (s Store) LastAgentModel(ctx context.Context, chatID string) (string, error) {
-	return s.St.LastAgentModel(ctx, chatID)
+func (s Store) LastAgentModel(ctx context.Context, chatID agent.ChatID) (string, error) {
+	return s.St.LastAgentModel(ctx, string(chatID))
 }
 
 // NoticeVersion records a chat's version notice (prompt.VersionNoticer).
@@ -101,14 +101,14 @@ func (s Store) NoticeVersion(ctx context.Context, chatID agent.ChatID, what stri
 }
 
 // SetSession records a provider's native session of the chat.
-func (s Store) SetSession(ctx context.Context, chatID, provider, sessionID string) error {
-	return s.St.SetSession(ctx, chatID, provider, sessionID)
+func (s Store) SetSession(ctx context.Context, chatID agent.ChatID, provider, sessionID string) error {
+	return s.St.SetSession(ctx, string(chatID), provider, sessionID)
 }
 
 // RecordInteraction stores a pending interaction.
 func (s Store) RecordInteraction(ctx context.Context, in prompt.InteractionRecord) error {
 	return s.St.CreateInteraction(ctx, store.Interaction{
-		RunID: in.RunID, ID: in.ID, ChatID: in.ChatID, NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload,
+		RunID: string(in.RunID), ID: string(in.ID), ChatID: string(in.ChatID), NativeID: in.NativeID, Kind: in.Kind, Payload: in.Payload,
 	})
 }
 
@@ -156,7 +156,7 @@ func (s Store) Binding(ctx context.Context, p chatops.Place) (chatops.Binding, b
 // Bind binds the thread to b.ChatID unless it is bound already and returns the
 // binding in force; created reports whether b was stored.
 func (s Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, bool, error) {
-	in, created, err := s.St.Bind(ctx, store.Binding{ThreadRef: threadRef(b.Place), ChatID: b.ChatID, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt})
+	in, created, err := s.St.Bind(ctx, store.Binding{ThreadRef: threadRef(b.Place), ChatID: string(b.ChatID), CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt})
 	if err != nil {
 		return chatops.Binding{}, false, err
 	}
@@ -164,8 +164,8 @@ func (s Store) Bind(ctx context.Context, b chatops.Binding) (chatops.Binding, bo
 }
 
 // BindingsOfChat returns the threads bound to the chat, oldest first.
-func (s Store) BindingsOfChat(ctx context.Context, chatID string) ([]chatops.Binding, error) {
-	bs, err := s.St.BindingsOfChat(ctx, chatID)
+func (s Store) BindingsOfChat(ctx context.Context, chatID agent.ChatID) ([]chatops.Binding, error) {
+	bs, err := s.St.BindingsOfChat(ctx, string(chatID))
 	if err != nil {
 		return nil, err
 	}
@@ -187,8 +187,8 @@ func (s Store) PruneSeen(ctx context.Context, before time.Time) (int64, error) {
 }
 
 // RenderedMessages returns the run's rendered messages ordered by slot.
-func (s Store) RenderedMessages(ctx context.Context, runID string) ([]chatops.RenderedMessage, error) {
-	return messages(s.St.RenderedMessages(ctx, runID))
+func (s Store) RenderedMessages(ctx context.Context, runID agent.RunID) ([]chatops.RenderedMessage, error) {
+	return messages(s.St.RenderedMessages(ctx, string(runID)))
 }
 
 // OpenRenders returns the platform's rendered messages not yet final.
@@ -199,20 +199,20 @@ func (s Store) OpenRenders(ctx context.Context, platform string) ([]chatops.Rend
 // SaveRenderedMessage inserts or replaces the row of (RunID, Slot).
 func (s Store) SaveRenderedMessage(ctx context.Context, m chatops.RenderedMessage) error {
 	return s.St.SaveRenderedMessage(ctx, store.RenderedMessage{
-		RunID: m.RunID, Slot: m.Slot, ChatID: m.ChatID, ThreadRef: threadRef(m.Place),
+		RunID: string(m.RunID), Slot: m.Slot, ChatID: string(m.ChatID), ThreadRef: threadRef(m.Place),
 		MessageID: m.MessageID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Hash: m.Hash, Final: m.Final,
 	})
 }
 
 // ForkChat copies chat fromID's settings as newID, forked from it at its
 // last event (chatops.ChatForker); the parent is not changed.
-func (s Store) ForkChat(ctx context.Context, fromID, newID string) error {
-	return s.St.ForkChat(ctx, fromID, newID)
+func (s Store) ForkChat(ctx context.Context, fromID, newID agent.ChatID) error {
+	return s.St.ForkChat(ctx, string(fromID), string(newID))
 }
 
 // EnqueuePrompt appends q to its thread's queue.
 func (s Store) EnqueuePrompt(ctx context.Context, q chatops.QueuedPrompt) error {
-	sq := store.QueuedPrompt{ID: q.ID, ChatID: q.ChatID, ThreadRef: threadRef(q.Place), MessageID: q.MessageID,
+	sq := store.QueuedPrompt{ID: q.ID, ChatID: string(q.ChatID), ThreadRef: threadRef(q.Place), MessageID: q.MessageID,
 		Sender: q.Sender, Text: q.Text, Files: q.Files, Sent: q.Sent}
 	for _, im := range q.Images {
 		sq.Images = append(sq.Images, store.QueuedImage{MediaType: im.MediaType, Name: im.Name, Data: im.Data})
@@ -228,7 +228,7 @@ func (s Store) QueuedPrompts(ctx context.Context, platform string) ([]chatops.Qu
 	}
 	out := make([]chatops.QueuedPrompt, len(qs))
 	for i, q := range qs {
-		out[i] = chatops.QueuedPrompt{ID: q.ID, ChatID: q.ChatID, Place: place(q.ThreadRef), MessageID: q.MessageID,
+		out[i] = chatops.QueuedPrompt{ID: q.ID, ChatID: agent.ChatID(q.ChatID), Place: place(q.ThreadRef), MessageID: q.MessageID,
 			Sender: q.Sender, Text: q.Text, Files: q.Files, Sent: q.Sent, Queued: q.CreatedAt}
 		for _, im := range q.Images {
 			out[i].Images = append(out[i].Images, agent.Image{MediaType: im.MediaType, Name: im.Name, Data: im.Data})
@@ -262,7 +262,7 @@ func place(t store.ThreadRef) chatops.Place {
 }
 
 func binding(b store.Binding) chatops.Binding {
-	return chatops.Binding{Place: place(b.ThreadRef), ChatID: b.ChatID, CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt}
+	return chatops.Binding{Place: place(b.ThreadRef), ChatID: agent.ChatID(b.ChatID), CreatedBy: b.CreatedBy, CreatedAt: b.CreatedAt}
 }
 
 func messages(ms []store.RenderedMessage, err error) ([]chatops.RenderedMessage, error) {
@@ -272,7 +272,7 @@ func messages(ms []store.RenderedMessage, err error) ([]chatops.RenderedMessage,
 	out := make([]chatops.RenderedMessage, len(ms))
 	for i, m := range ms {
 		out[i] = chatops.RenderedMessage{
-			RunID: m.RunID, Slot: m.Slot, ChatID: m.ChatID, Place: place(m.ThreadRef),
+			RunID: agent.RunID(m.RunID), Slot: m.Slot, ChatID: agent.ChatID(m.ChatID), Place: place(m.ThreadRef),
 			MessageID: m.MessageID, FirstSeq: m.FirstSeq, LastSeq: m.LastSeq, Hash: m.Hash, Final: m.Final,
 		}
 	}
@@ -286,12 +286,12 @@ type Feed struct {
 }
 
 // Subscribe follows a chat's events after a seq.
-func (f Feed) Subscribe(ctx context.Context, chatID string, afterSeq int64) <-chan chatops.Event {
+func (f Feed) Subscribe(ctx context.Context, chatID agent.ChatID, afterSeq int64) <-chan chatops.Event {
 	return f.Hub.Subscribe(ctx, chatID, afterSeq)
 }
 
 // LastSeq is the chat's newest persisted seq.
-func (f Feed) LastSeq(ctx context.Context, chatID string) (int64, error) {
+func (f Feed) LastSeq(ctx context.Context, chatID agent.ChatID) (int64, error) {
 	return f.St.LastSeq(ctx, chatID)
 }
 

@@ -5,6 +5,7 @@ package chatstore
 import (
 	"context"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -21,7 +22,7 @@ func (s Store) HomeThreads(ctx context.Context, platform, workspace, by string, 
 	for i, r := range rows {
 		out[i] = chatops.HomeThread{
 			Place:  chatops.Place{Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Thread: r.Thread},
-			ChatID: r.ChatID, Title: r.Title, Status: string(r.Status), Started: r.StartedAt, Ended: r.EndedAt,
+			ChatID: agent.ChatID(r.ChatID), Title: r.Title, Status: string(r.Status), Started: r.StartedAt, Ended: r.EndedAt,
 		}
 	}
 	return out, nil

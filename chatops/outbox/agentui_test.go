@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
@@ -114,7 +115,7 @@ func TestStatusIndicator(t *testing.T) {
 		}
 		o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Millisecond}, true, nil)
 		start(t, o)
-		for i, run := range []string{"r1", "r2"} {
+		for i, run := range []agent.RunID{"r1", "r2"} {
 			o.Put("c1", run, place, 1, int64(i), live(0, render.View{Body: "a", Activity: render.ActivityThinking}))
 			flush(t, o, run)
 		}

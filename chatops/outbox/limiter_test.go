@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 )
 
@@ -194,14 +195,14 @@ func TestSharedLimiterHung(t *testing.T) {
 	o := outbox.New(p, nil, outbox.Budget{}, false, nil, outbox.WithLimiter(h, "slack|T1"))
 	const runs = 4
 	for i := range runs {
-		o.Put("c1", fmt.Sprint("r", i), place, 1, 1, answer(0, fmt.Sprint("hello ", i), true))
+		o.Put("c1", agent.RunID(fmt.Sprint("r", i)), place, 1, 1, answer(0, fmt.Sprint("hello ", i), true))
 	}
 	t0 := time.Now()
 	start(t, o)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	for i := range runs {
-		if err := o.Flush(ctx, fmt.Sprint("r", i)); err != nil {
+		if err := o.Flush(ctx, agent.RunID(fmt.Sprint("r", i))); err != nil {
 			t.Fatalf("r%d with a hung shared limiter: %v after %s", i, err, time.Since(t0).Round(time.Millisecond))
 		}
 	}
@@ -272,8 +273,8 @@ func TestSharedLimiterBreaker(t *testing.T) {
 	// spent) until the limiter has been asked three times.
 	deadline := time.Now().Add(30 * time.Second)
 	for i := 0; ; i++ {
-		run := fmt.Sprint("r", i)
-		o.Put("c1", run, place, 1, 1, answer(0, run, true))
+		run := agent.RunID(fmt.Sprint("r", i))
+		o.Put("c1", run, place, 1, 1, answer(0, string(run), true))
 		flush(t, o, run)
 		takes, _ := l.log()
 		if len(takes) == 2 {

@@ -18,11 +18,11 @@ import (
 	"log/slog"
 	"net"
 	"net/url"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
 
@@ -225,9 +225,9 @@ type Outbox struct {
 	mu          sync.Mutex
 	streamFails int
 	noStatus    bool
-	slots       map[string]*oslot // by run id + "|" + slot
+	slots       map[slotKey]*oslot
 	// runSent is when a run's answer last had a progress call.
-	runSent map[string]time.Time
+	runSent map[agent.RunID]time.Time
 	paused  time.Time
 	buckets map[opKind]*bucket
 	stats   Stats
@@ -267,7 +267,7 @@ func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger, opts ...Op
 	_, canStream := s.(Streamer)
 	o := &Outbox{
 		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
-		slots: map[string]*oslot{}, runSent: map[string]time.Time{},
+		slots: map[slotKey]*oslot{}, runSent: map[agent.RunID]time.Time{},
 		buckets: map[opKind]*bucket{
 			opPost: newBucket(b.Post, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
 			opStop: newBucket(b.Stop, now), opDelete: newBucket(b.Delete, now), opStatus: newBucket(b.Status, now),
@@ -281,7 +281,11 @@ func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger, opts ...Op
 	return o
 }
 
-func slotKey(runID, slot string) string { return runID + "|" + slot }
+// slotKey names a message of a run: the run and the message's slot.
+type slotKey struct {
+	run  agent.RunID
+	slot string
+}
 
 // Load registers what the store knows of a run's messages, so that replayed
 // content that was already sent is not sent again and edits reach the same
@@ -290,7 +294,7 @@ func (o *Outbox) Load(rows []Message) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, rm := range rows {
-		k := slotKey(rm.RunID, rm.Slot)
+		k := slotKey{rm.RunID, rm.Slot}
 		if _, ok := o.slots[k]; !ok {
 			s := &oslot{rm: rm, kind: kindOf(rm.Slot)}
 			o.slots[k] = s
@@ -307,9 +311,9 @@ func (o *Outbox) Load(rows []Message) {
 // Put sets the wanted content of a message of run runID (slot sv.Slot, shown
 // in place), replacing content not yet sent. seq is the newest event sv
 // shows; firstSeq the run's first.
-func (o *Outbox) Put(chatID, runID string, place Place, firstSeq, seq int64, sv render.SlotView) {
+func (o *Outbox) Put(chatID agent.ChatID, runID agent.RunID, place Place, firstSeq, seq int64, sv render.SlotView) {
 	o.mu.Lock()
-	k := slotKey(runID, sv.Slot)
+	k := slotKey{runID, sv.Slot}
 	s := o.slots[k]
 	if s == nil {
 		s = &oslot{rm: Message{RunID: runID, Slot: sv.Slot, ChatID: chatID, Place: place, FirstSeq: firstSeq}}
@@ -334,11 +338,11 @@ func (o *Outbox) Put(chatID, runID string, place Place, firstSeq, seq int64, sv 
 
 // status sets the run's status indicator to activity ("" clears it once the
 // run's answer is final) where the platform has one. o.mu is held.
-func (o *Outbox) status(chatID, runID string, place Place, firstSeq, seq int64, activity string, final bool) {
+func (o *Outbox) status(chatID agent.ChatID, runID agent.RunID, place Place, firstSeq, seq int64, activity string, final bool) {
 	if _, ok := o.surface.(StatusSetter); !ok || o.noStatus {
 		return
 	}
-	k := slotKey(runID, slotStatus)
+	k := slotKey{runID, slotStatus}
 	s := o.slots[k]
 	if s == nil {
 		if final {
@@ -372,7 +376,7 @@ func (o *Outbox) controls(rm Message, buttons []render.Button) {
 	if _, ok := o.surface.(Deleter); !ok {
 		return
 	}
-	k := slotKey(rm.RunID, slotControls)
+	k := slotKey{rm.RunID, slotControls}
 	s := o.slots[k]
 	if s == nil {
 		if buttons == nil {
@@ -424,14 +428,14 @@ func (o *Outbox) poke() {
 
 // Flush waits until every message of the run shows its wanted content (or
 // gave up), or ctx ends.
-func (o *Outbox) Flush(ctx context.Context, runID string) error {
+func (o *Outbox) Flush(ctx context.Context, runID agent.RunID) error {
 	// A sent message can want more (its stream's companion goes when the
 	// stream stops): wait until nothing of the run is pending.
 	for {
 		o.mu.Lock()
 		var waits []chan struct{}
 		for k, s := range o.slots {
-			if strings.HasPrefix(k, runID+"|") && s.want != nil {
+			if k.run == runID && s.want != nil {
 				w := make(chan struct{})
 				s.waiters = append(s.waiters, w)
 				waits = append(waits, w)
@@ -452,11 +456,11 @@ func (o *Outbox) Flush(ctx context.Context, runID string) error {
 }
 
 // Forget drops the run's slots from memory once it is rendered.
-func (o *Outbox) Forget(runID string) {
+func (o *Outbox) Forget(runID agent.RunID) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for k, s := range o.slots {
-		if strings.HasPrefix(k, runID+"|") && s.want == nil {
+		if k.run == runID && s.want == nil {
 			delete(o.slots, k)
 		}
 	}
@@ -528,7 +532,7 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		earliest = now.Add(idleWait)
 	)
 	// A run's answer parts are posted in order, and its file after them.
-	firstUnposted := map[string]int{}
+	firstUnposted := map[agent.RunID]int{}
 	for _, s := range o.slots {
 		if k, ok := render.AnswerIndex(s.rm.Slot); ok && s.rm.MessageID == "" {
 			if cur, seen := firstUnposted[s.rm.RunID]; !seen || k < cur {
@@ -666,7 +670,7 @@ func (o *Outbox) frozen(s *oslot) bool {
 	if !ok {
 		return false
 	}
-	_, next := o.slots[slotKey(s.rm.RunID, fmt.Sprintf("answer/%d", k+1))]
+	_, next := o.slots[slotKey{s.rm.RunID, fmt.Sprintf("answer/%d", k+1)}]
 	return next
 }
 
@@ -795,7 +799,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if j.op == opPost && s.kind != kindStatus {
 			// A post in the thread clears its status (Slack does when the
 			// app replies): show it again.
-			if ss := o.slots[slotKey(rm.RunID, slotStatus)]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.shown.View.Status != "" {
+			if ss := o.slots[slotKey{rm.RunID, slotStatus}]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.shown.View.Status != "" {
 				if ss.want == nil {
 					ss.want, ss.since = ss.shown, now
 				}
@@ -888,6 +892,6 @@ func transient(err error) bool {
 
 // keyed gives a post the idempotency key of its run's message slot.
 func keyed(v render.View, rm Message) render.View {
-	v.Key = rm.RunID + "/" + rm.Slot
+	v.Key = string(rm.RunID) + "/" + rm.Slot
 	return v
 }

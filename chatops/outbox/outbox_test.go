@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
@@ -135,7 +136,7 @@ func start(t *testing.T, o *outbox.Outbox) {
 	t.Cleanup(func() { cancel(); <-done })
 }
 
-func flush(t *testing.T, o *outbox.Outbox, runID string) {
+func flush(t *testing.T, o *outbox.Outbox, runID agent.RunID) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
@@ -306,12 +307,12 @@ func TestBudget(t *testing.T) {
 	p := &platform{}
 	// One post a second on average, two at once.
 	o := outbox.New(p, nil, outbox.Budget{Post: outbox.Rate{PerMinute: 60, Burst: 2}}, false, nil)
-	for _, run := range []string{"r1", "r2", "r3"} {
-		o.Put("c1", run, place, 1, 1, answer(0, run, true))
+	for _, run := range []agent.RunID{"r1", "r2", "r3"} {
+		o.Put("c1", run, place, 1, 1, answer(0, string(run), true))
 	}
 	t0 := time.Now()
 	start(t, o)
-	for _, run := range []string{"r1", "r2", "r3"} {
+	for _, run := range []agent.RunID{"r1", "r2", "r3"} {
 		flush(t, o, run)
 	}
 	cs := p.log()
@@ -360,8 +361,8 @@ func TestStreaming(t *testing.T) {
 		o := outbox.New(s, nil, outbox.Budget{}, true, nil)
 		start(t, o)
 		for i := range 4 {
-			run := fmt.Sprint("r", i)
-			o.Put("c1", run, place, 1, 1, answer(0, run, false))
+			run := agent.RunID(fmt.Sprint("r", i))
+			o.Put("c1", run, place, 1, 1, answer(0, string(run), false))
 			flush(t, o, run)
 		}
 		if got, want := ops(s.log()), "start r0 | post r0 | start r1 | post r1 | start r2 | post r2 | post r3"; got != want {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
 
@@ -34,11 +35,11 @@ func (p Place) String() string {
 
 // Message is one platform message a run was rendered into, as it is persisted.
 type Message struct {
-	RunID string
+	RunID agent.RunID
 	// Slot names the message within the run: "answer/0", "answer/1",
 	// "card/<interaction id>", "file".
 	Slot   string
-	ChatID string
+	ChatID agent.ChatID
 	Place  Place
 	// MessageID is the platform's id of the message (Slack ts); empty until posted.
 	MessageID string

@@ -127,9 +127,10 @@ type card struct {
 
 // Run accumulates one run's events. It is owned by one goroutine.
 type Run struct {
-	opts          RenderOptions
-	chatID, runID string
-	agent, model  string
+	opts         RenderOptions
+	chatID       agent.ChatID
+	runID        agent.RunID
+	agent, model string
 	// reported is the model the agent said it runs (agent.Event.Model).
 	reported       string
 	project        string
@@ -153,7 +154,7 @@ type Run struct {
 // chat's project on the status line; empty shows none).
 func NewRun(opts RenderOptions, chatID agent.ChatID, runID agent.RunID, project string) *Run {
 	return &Run{
-		opts: opts.WithDefaults(), chatID: string(chatID), runID: string(runID), project: project,
+		opts: opts.WithDefaults(), chatID: chatID, runID: runID, project: project,
 		files: map[string]bool{}, cards: map[string]*card{},
 	}
 }
@@ -308,7 +309,7 @@ func (r *Run) Steps() []Step { return append([]Step(nil), r.steps...) }
 func (r *Run) Done() bool { return r.terminal != "" }
 
 // RunID is the id of the run being folded.
-func (r *Run) RunID() string { return r.runID }
+func (r *Run) RunID() agent.RunID { return r.runID }
 
 // FirstSeq is the seq of the first event applied (0 before any).
 func (r *Run) FirstSeq() int64 { return r.firstSeq }
@@ -589,7 +590,7 @@ func (r *Run) cardView(c *card) View {
 		v.Fallback = oneLine(title, 200) + ": " + resolutionWord(c.res)
 		return v
 	}
-	ref := Ref{ChatID: r.chatID, RunID: r.runID, InteractionID: in.ID}
+	ref := Ref{ChatID: r.chatID, RunID: r.runID, InteractionID: agent.InteractionID(in.ID)}
 	with := func(d agent.Decision) string { x := ref; x.Decision = d; return x.Encode() }
 	if in.Kind == agent.KindQuestion {
 		if len(in.Questions) == 1 && !in.Questions[0].MultiSelect && !in.Questions[0].Secret {
@@ -615,7 +616,7 @@ func (r *Run) cardView(c *card) View {
 			Button{ID: ButtonDecline, Label: "Decline", Value: with(agent.DecisionDecline)},
 		)
 	} else {
-		code := CardCode(agent.RunID(r.runID), agent.InteractionID(in.ID))
+		code := CardCode(r.runID, ref.InteractionID)
 		fmt.Fprintf(&b, "\n_Card `%s`: press a button, or reply `approve %s`, `approve for session %s` or `deny %s`._", code, code, code, code)
 		v.Buttons = []Button{
 			{ID: ButtonApprove, Label: "Approve", Value: with(agent.DecisionApprove), Style: StylePrimary},
@@ -766,7 +767,7 @@ func RenderRun(chatID agent.ChatID, project string, opts RenderOptions, events [
 			continue
 		}
 		if r == nil {
-			r = NewRun(opts, chatID, agent.RunID(ev.RunID), project)
+			r = NewRun(opts, chatID, ev.RunID, project)
 		}
 		if ev.RunID == r.runID {
 			r.Apply(ev)

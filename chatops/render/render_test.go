@@ -23,9 +23,10 @@ var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // log builds a run's events as the prompt service persists them.
 type log struct {
-	chatID, runID string
-	seq           int64
-	evs           []render.Event
+	chatID agent.ChatID
+	runID  agent.RunID
+	seq    int64
+	evs    []render.Event
 }
 
 func (l *log) add(at time.Duration, payload any) {

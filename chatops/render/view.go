@@ -96,10 +96,10 @@ const (
 
 // Ref names what a button acts on. It travels in Button.Value.
 type Ref struct {
-	ChatID        string         `json:"c"`
-	RunID         string         `json:"r,omitempty"`
-	InteractionID string         `json:"i,omitempty"`
-	Decision      agent.Decision `json:"d,omitempty"`
+	ChatID        agent.ChatID        `json:"c"`
+	RunID         agent.RunID         `json:"r,omitempty"`
+	InteractionID agent.InteractionID `json:"i,omitempty"`
+	Decision      agent.Decision      `json:"d,omitempty"`
 	// QuestionID and Answer are set on a question's option buttons.
 	QuestionID string `json:"q,omitempty"`
 	Answer     string `json:"a,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -27,7 +28,7 @@ func TestChatsCommand(t *testing.T) {
 	if err := st.CreateChat(t.Context(), &c); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.AppendEvents(t.Context(), []store.Event{{ChatID: c.ID, Seq: 1, Type: "user.message", Payload: []byte(`{"text":"fix the build","by":"console:alice"}`)}}); err != nil {
+	if err := st.AppendEvents(t.Context(), []store.Event{{ChatID: agent.ChatID(c.ID), Seq: 1, Type: "user.message", Payload: []byte(`{"text":"fix the build","by":"console:alice"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

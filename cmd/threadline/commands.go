@@ -25,7 +25,7 @@ type chatFlags struct {
 
 func (f *chatFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "config file")
-	fs.StringVar(&f.ID, "chat", "", "continue the chat with this id")
+	fs.StringVar((*string)(&f.ID), "chat", "", "continue the chat with this id")
 	fs.StringVar(&f.Agent, "agent", "", "agent id (claude, ...)")
 	fs.StringVar(&f.Model, "model", "", "model")
 	fs.StringVar(&f.Cwd, "cwd", "", "working directory of a new chat (default: the current directory)")

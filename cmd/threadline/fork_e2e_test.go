@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
@@ -76,7 +77,7 @@ func TestRunForkEndToEnd(t *testing.T) {
 	if err != nil || parent.Sessions["qwen"] == "" {
 		t.Fatalf("parent chat %+v %v: no qwen session", parent, err)
 	}
-	parentSeq, _ := st.LastSeq(t.Context(), parentID)
+	parentSeq, _ := st.LastSeq(t.Context(), agent.ChatID(parentID))
 
 	if code, _, _, err := run(t, "", "run", "--config", cfgPath, "--fork", "e2e-recall"); code != 2 || err == nil || !strings.Contains(err.Error(), "--fork needs --chat") {
 		t.Fatalf("--fork without --chat: exit %d, %v", code, err)
@@ -114,7 +115,7 @@ func TestRunForkEndToEnd(t *testing.T) {
 	if after.Sessions["qwen"] != parent.Sessions["qwen"] {
 		t.Errorf("the parent's session changed: %s, was %s", after.Sessions["qwen"], parent.Sessions["qwen"])
 	}
-	if seq, _ := st.LastSeq(t.Context(), parentID); seq != parentSeq {
+	if seq, _ := st.LastSeq(t.Context(), agent.ChatID(parentID)); seq != parentSeq {
 		t.Errorf("the parent has events up to %d, had %d", seq, parentSeq)
 	}
 

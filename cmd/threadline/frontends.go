@@ -13,6 +13,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/health"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/bot/matrix"
@@ -34,8 +35,8 @@ func (a *app) desk() *chatops.Desk {
 		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, a.policy(), chatops.DeskOptions{
 			DefaultAgent: agentID, Workdir: a.cfg.WorkRoot(), Stream: true, Redact: a.redactor,
 			Projects: chatstore.Store{St: a.store}, Limiter: a.sharedBudget(),
-			RunRequester: func(ctx context.Context, runID string) (string, error) {
-				r, err := a.store.GetRun(ctx, runID)
+			RunRequester: func(ctx context.Context, runID agent.RunID) (string, error) {
+				r, err := a.store.GetRun(ctx, string(runID))
 				return r.StartedBy, err
 			},
 		}, a.log)

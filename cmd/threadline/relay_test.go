@@ -148,7 +148,7 @@ func testBot() int {
 		if i%2 == 0 {
 			text = "stream ASK"
 		}
-		run, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: id, Prompt: text, By: "test", Interactive: i%2 == 0})
+		run, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(id), Prompt: text, By: "test", Interactive: i%2 == 0})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
@@ -418,14 +418,14 @@ func answerWhenAsked(t *testing.T, a *app, chat, runID string) bool {
 // allStreaming reports whether every run (chat → run) has persisted at least
 // n deltas.
 func allStreaming(st *store.Store, runs map[string]string, n int) bool {
-	for chat, id := range runs {
-		evs, err := st.EventsAfter(context.Background(), chat, 0, 10000)
+	for chat, id := range runs { // ids as the child printed them
+		evs, err := st.EventsAfter(context.Background(), agent.ChatID(chat), 0, 10000)
 		if err != nil {
 			return false
 		}
 		deltas := 0
 		for _, e := range evs {
-			if e.RunID == id && e.Type == string(agent.EventAssistantDelta) {
+			if e.RunID == agent.RunID(id) && e.Type == string(agent.EventAssistantDelta) {
 				deltas++
 			}
 		}
@@ -438,13 +438,13 @@ func allStreaming(st *store.Store, runs map[string]string, n int) bool {
 
 func runEvents(t *testing.T, st *store.Store, chat, runID string) []store.Event {
 	t.Helper()
-	evs, err := st.EventsAfter(context.Background(), chat, 0, 10000)
+	evs, err := st.EventsAfter(context.Background(), agent.ChatID(chat), 0, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var out []store.Event
 	for _, e := range evs {
-		if e.RunID == runID {
+		if e.RunID == agent.RunID(runID) {
 			out = append(out, e)
 		}
 	}
@@ -520,7 +520,7 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 		if err := a.store.CreateChat(ctx, &store.Chat{ID: chat, Agent: "claude", Cwd: dir}); err != nil {
 			t.Fatal(err)
 		}
-		r, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: chat, Prompt: text, By: "test", Interactive: i == 0})
+		r, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat), Prompt: text, By: "test", Interactive: i == 0})
 		if err != nil {
 			t.Fatal(err)
 		}

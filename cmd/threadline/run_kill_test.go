@@ -131,13 +131,13 @@ func TestRunKilledMidTurnFreesItsChat(t *testing.T) {
 	if err != nil || r.Status != runhub.StatusInterrupted {
 		t.Fatalf("killed run: %+v %v", r, err)
 	}
-	evs, err := st.EventsAfter(context.Background(), chatID, 0, 10000)
+	evs, err := st.EventsAfter(context.Background(), agent.ChatID(chatID), 0, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var note string
 	for _, ev := range evs {
-		if ev.RunID == killedRun && ev.Type == string(agent.EventRunInterrupted) {
+		if ev.RunID == agent.RunID(killedRun) && ev.Type == string(agent.EventRunInterrupted) {
 			var e agent.Event
 			_ = json.Unmarshal(ev.Payload, &e)
 			note = e.Text
