@@ -402,10 +402,12 @@ func TestLXDExec(t *testing.T) {
 		var evs []agent.Event
 		done := make(chan error, 1)
 		go func() {
-			done <- procrun.Run(ctx, nil, procrun.Spec{
+			spec := procrun.Spec{
 				Bin: "sh", Args: []string{"-c", "echo started; exec sleep 600"},
 				Container: &agent.ContainerTarget{Instance: in.Name},
-			}, p, procrun.RunOptions{StopGrace: 2 * time.Second}, func(e agent.Event) { evs = append(evs, e) })
+			}
+			o := procrun.NewOneShot(nil, "shagent", "", 2*time.Second)
+			done <- o.Session(nil, spec, &procrun.LineWire{Parser: p}).Run(ctx, func(e agent.Event) { evs = append(evs, e) })
 		}()
 		select {
 		case <-p.started:
@@ -474,7 +476,8 @@ func (shellAgent) ID() agent.ProviderID { return "shagent" }
 
 func (a shellAgent) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	spec := procrun.Spec{Bin: "sh", Args: []string{"-c", a.script}, Dir: req.Cwd, Env: procrun.Environ(os.Environ(), nil, nil), Container: req.Container}
-	return procrun.Run(ctx, nil, spec, &lineParser{}, procrun.RunOptions{Provider: "shagent", Stdin: [][]byte{[]byte(req.Prompt)}}, emit)
+	w := &procrun.LineWire{OneWay: procrun.OneWay{Stdin: []byte(req.Prompt)}, Parser: &lineParser{}}
+	return procrun.NewOneShot(nil, a.ID(), "", 0).Session(nil, spec, w).Run(ctx, emit)
 }
 
 type chatsWithProject struct{ st *store.Store }

@@ -132,11 +132,31 @@ func (jsonParser) Parse(line []byte) ([]agent.Event, error) {
 	return []agent.Event{{Type: agent.EventProviderNative, Native: &agent.Native{Payload: json.RawMessage(line)}}}, nil
 }
 
-func collect(t *testing.T, ctx context.Context, spec Spec, opts RunOptions) ([]agent.Event, string, error) {
+// runOptions tunes runLines.
+type runOptions struct {
+	Provider  agent.ProviderID
+	StopGrace time.Duration // zero means 5 s
+}
+
+// runLines is the one-way line protocol the tests drive: a Session over a
+// LineWire whose stdin is closed at once, SIGINT then the kill after
+// StopGrace on cancel, no exit deadline of its own.
+func runLines(ctx context.Context, logger *slog.Logger, spec Spec, parser LineParser, opts runOptions, emit func(agent.Event)) error {
+	grace := opts.StopGrace
+	if grace <= 0 {
+		grace = 5 * time.Second
+	}
+	return Session{
+		Provider: opts.Provider, Spec: spec, Wire: &LineWire{Parser: parser}, Logger: logger,
+		InterruptTimeout: grace, ExitTimeout: -1, Interrupted: "cancelled",
+	}.Run(ctx, emit)
+}
+
+func collect(t *testing.T, ctx context.Context, spec Spec, opts runOptions) ([]agent.Event, string, error) {
 	t.Helper()
 	logger, logs := testLogger(t)
 	var evs []agent.Event
-	err := Run(ctx, logger, spec, jsonParser{}, opts, func(ev agent.Event) {
+	err := runLines(ctx, logger, spec, jsonParser{}, opts, func(ev agent.Event) {
 		if ev.Native != nil {
 			ev.Native = &agent.Native{Payload: slices.Clone(ev.Native.Payload)}
 		}
@@ -146,7 +166,7 @@ func collect(t *testing.T, ctx context.Context, spec Spec, opts RunOptions) ([]a
 }
 
 func TestRunMalformedLinesSkipped(t *testing.T) {
-	evs, logs, err := collect(t, t.Context(), childSpec(t, "mixed"), RunOptions{})
+	evs, logs, err := collect(t, t.Context(), childSpec(t, "mixed"), runOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +190,7 @@ func TestRunMalformedLinesSkipped(t *testing.T) {
 func TestRunHugeLineDiscarded(t *testing.T) {
 	// The line is skipped and reading goes on, but the run does not pass for
 	// a success: it says so in an event and fails (see Conn.terminal).
-	evs, logs, err := collect(t, t.Context(), childSpec(t, "bigline"), RunOptions{})
+	evs, logs, err := collect(t, t.Context(), childSpec(t, "bigline"), runOptions{})
 	if !errors.Is(err, ErrLineTooLong) {
 		t.Fatalf("err = %v, want ErrLineTooLong", err)
 	}
@@ -240,7 +260,7 @@ func TestStderrCapAndExitCode(t *testing.T) {
 }
 
 func TestRunFailedNonZero(t *testing.T) {
-	evs, _, err := collect(t, t.Context(), childSpec(t, "exit"), RunOptions{})
+	evs, _, err := collect(t, t.Context(), childSpec(t, "exit"), runOptions{})
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v, want ErrRunFailed", err)
 	}
@@ -255,7 +275,7 @@ func TestRunFailedNonZero(t *testing.T) {
 
 func TestRunWithoutTerminalFails(t *testing.T) {
 	spec := childSpec(t, "stderr")
-	evs, _, err := collect(t, t.Context(), spec, RunOptions{Provider: "fake"})
+	evs, _, err := collect(t, t.Context(), spec, runOptions{Provider: "fake"})
 	if !errors.Is(err, agent.ErrRunFailed) {
 		t.Fatalf("err = %v", err)
 	}
@@ -274,7 +294,7 @@ func TestRunCancel(t *testing.T) {
 			}
 			var evs []agent.Event
 			start := time.Now()
-			err := Run(ctx, nil, spec, jsonParser{}, RunOptions{StopGrace: 200 * time.Millisecond}, func(ev agent.Event) {
+			err := runLines(ctx, nil, spec, jsonParser{}, runOptions{StopGrace: 200 * time.Millisecond}, func(ev agent.Event) {
 				evs = append(evs, ev)
 				if len(evs) == 1 {
 					cancel()
@@ -384,7 +404,7 @@ func TestEnviron(t *testing.T) {
 func TestEnvReachesChild(t *testing.T) {
 	spec := childSpec(t, "env")
 	spec.Env = append(spec.Env, Environ([]string{"PATH=/bin", "SLACK_BOT_TOKEN=x"}, map[string]string{"FOO": "bar"}, nil)...)
-	evs, _, err := collect(t, t.Context(), spec, RunOptions{})
+	evs, _, err := collect(t, t.Context(), spec, runOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

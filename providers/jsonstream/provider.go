@@ -1,4 +1,4 @@
-// Provider: one JSON-event-stream CLI run through procrun.Run.
+// Provider: one JSON-event-stream CLI run on a procrun.Session (OneShot, LineWire).
 
 package jsonstream
 

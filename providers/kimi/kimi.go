@@ -1,4 +1,4 @@
-// Provider: runs one Kimi turn through procrun.Run.
+// Provider: runs one Kimi turn on a procrun.Session (OneShot, LineWire).
 
 package kimi
 
