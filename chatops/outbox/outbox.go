@@ -867,8 +867,11 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	// A status indicator is not a message: there is nothing to find again.
 	save := err == nil && s.kind != kindStatus
 	row := s.rm
+	// A Flush waiting on the slot returns once its row is saved, not
+	// before: whoever flushed may read the rows next (or stop).
+	var done []chan struct{}
 	if s.want == nil {
-		s.resolve()
+		done, s.waiters = s.waiters, nil
 	}
 	o.mu.Unlock()
 	if !pauseUntil.IsZero() {
@@ -878,6 +881,9 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if serr := o.store.SaveRenderedMessage(context.WithoutCancel(ctx), row); serr != nil {
 			o.log.ErrorContext(ctx, "save rendered message", "run_id", row.RunID, "slot", row.Slot, "err", serr)
 		}
+	}
+	for _, w := range done {
+		close(w)
 	}
 }
 
