@@ -57,10 +57,10 @@ func NewChat(id agent.ProviderID, d ChatDialect) Chat {
 }
 
 // Parse implements procrun.LineParser: malformed JSON is an error naming
-// the provider.
+// the provider (a field of another type is left zero, see decodeLine).
 func (c *Chat) Parse(line []byte) ([]agent.Event, error) {
 	var m ChatMessage
-	if err := json.Unmarshal(line, &m); err != nil {
+	if err := decodeLine(line, &m); err != nil {
 		return nil, fmt.Errorf("%s line: %w", c.provider, err)
 	}
 	switch m.Role {

@@ -5,10 +5,25 @@ package jsonstream
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
+
+// decodeLine decodes line into v, the record of a family (streamRecord,
+// ChatMessage): the union of what its dialects print. A field whose value
+// has another type than the record's (a field another dialect prints with
+// the same name, or a CLI's new form of it) is left zero instead of failing
+// the line, so that the rest of it (a result, a message) still counts;
+// malformed JSON and a line that is not an object are errors.
+func decodeLine(line []byte, v any) error {
+	err := json.Unmarshal(line, v)
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok && te.Field != "" {
+		return nil
+	}
+	return err
+}
 
 // Bounds on what events carry.
 const (

@@ -311,6 +311,29 @@ func TestQoderFixtures(t *testing.T) {
 	}
 }
 
+// TestFamilyFieldOfAnotherType: a family's record is the union of its
+// dialects' fields, so a field one dialect prints with another type than the
+// other's (or a CLI's new form of it) is left zero; it does not cost the line
+// (a lost result would be a lost terminal event).
+func TestFamilyFieldOfAnotherType(t *testing.T) {
+	for _, tc := range []struct {
+		d    Dialect
+		line string
+		want agent.EventType
+		text string
+	}{
+		{CursorAgent, `{"type":"result","subtype":"success","result":"done","stop_reason":1}`, agent.EventRunCompleted, "done"},
+		{CursorAgent, `{"type":"result","subtype":"success","result":"done","total_cost_usd":"x"}`, agent.EventRunCompleted, "done"},
+		{Qoder, `{"type":"result","subtype":"success","result":"ok","text":5,"timestamp_ms":"t"}`, agent.EventRunCompleted, "ok"},
+		{GrokCLI, `{"role":"tool","tool_call_id":"c1","content":"out","session_id":7,"type":{"a":1}}`, agent.EventToolCompleted, ""},
+	} {
+		evs, err := newParser(t, tc.d).Parse([]byte(tc.line))
+		if err != nil || len(evs) == 0 || evs[len(evs)-1].Type != tc.want || evs[len(evs)-1].Text != tc.text {
+			t.Errorf("%s %s: %+v, %v", tc.d, tc.line, evs, err)
+		}
+	}
+}
+
 func TestParsersRejectMalformed(t *testing.T) {
 	for _, d := range Dialects {
 		p := newParser(t, d)

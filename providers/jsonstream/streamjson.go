@@ -56,13 +56,13 @@ type streamDialect interface {
 }
 
 // parseStream is the Parse of family dialect d: the line decoded (malformed
-// JSON is an error naming the dialect), its session and model noted (a
+// JSON is an error naming the dialect; see decodeLine), its session and model noted (a
 // session.updated for a new session), system/init taken, the rest mapped by
 // d; a record d does not map becomes provider.native, its kind
 // type/subtype.
 func parseStream(d streamDialect, t *turn, line []byte) ([]agent.Event, error) {
 	var rec streamRecord
-	if err := json.Unmarshal(line, &rec); err != nil {
+	if err := decodeLine(line, &rec); err != nil {
 		return nil, fmt.Errorf("%s line: %w", t.provider, err)
 	}
 	out := t.seen(rec.SessionID, rec.Model)
