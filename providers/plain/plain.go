@@ -86,10 +86,8 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err != nil {
 		return procrun.StartError(err, emit)
 	}
-	logger, ok := p.Begin(ctx, req, emit, false, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name))
-	if !ok {
-		return nil
-	}
+	// The prompt file first: a failure to write it is a start error, before
+	// any event.
 	if inv.PromptFile {
 		name, err := p.promptFile(ctx, req)
 		if name != "" {
@@ -104,8 +102,11 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 			}
 		}
 	}
+	logger, ok := p.Begin(ctx, req, emit, false, fmt.Sprintf("%s takes a text prompt here; the attached images were not sent.", p.info.name))
+	if !ok {
+		return nil
+	}
 	spec := p.opts.Spec(req, inv.Args, nil)
-
 	w := &wire{OneWay: procrun.OneWay{Stdin: inv.Stdin}, p: p, tail: &tailBuffer{max: TailBytes}}
 	// Antigravity reports no session id: snapshot its brain directory
 	// around a fresh run. Inside a project container the directory is not on
