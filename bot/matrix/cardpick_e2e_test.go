@@ -126,9 +126,11 @@ func secretQuestion(ctx context.Context, req agent.RunRequest, emit func(agent.E
 
 // TestSecretQuestionRefusesReplies: a secret question's card does not invite
 // a reply in the room; a reply with the secret is redacted and refused with
-// a notice, never answered; "decline" declines it.
+// a notice, never answered, from the approver and from anyone else (bob, who
+// may run but not approve: his reply is neither an answer nor a follow-up
+// prompt); "decline" declines it.
 func TestSecretQuestionRefusesReplies(t *testing.T) {
-	w, alice, _, room := started(t, "sqlite", false)
+	w, alice, bob, room := started(t, "sqlite", false)
 	bot := w.botUser.ID
 	// The bot may redact others' events (moderator).
 	var pl event.PowerLevelsEventContent
@@ -167,6 +169,15 @@ func TestSecretQuestionRefusesReplies(t *testing.T) {
 			t.Errorf("the secret was echoed: %q", current(evs, p).Body)
 		}
 	}
+	bobs := sayReply(bob, room, root, card.ID, "bobs-pasted-secret-42")
+	bob.wait("bob's refusal", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, bot, room, root, "Only an approver can answer") != nil
+	})
+	if gone, err := bob.cli.GetEvent(t.Context(), room, bobs); err != nil {
+		t.Fatal(err)
+	} else if _, has := gone.Content.Raw["body"]; has || gone.Unsigned.RedactedBecause == nil {
+		t.Errorf("bob's reply with a secret is not redacted: %v", gone.Content.Raw)
+	}
 	alice.say(room, root, "decline")
 	evs = alice.wait("the declined question", waitLong, func(evs []*event.Event) bool {
 		p := postWith(evs, bot, room, root, "No token.")
@@ -174,5 +185,19 @@ func TestSecretQuestionRefusesReplies(t *testing.T) {
 	})
 	if postWith(evs, bot, room, root, "Got the token") != nil {
 		t.Error("the secret reply was taken as the answer")
+	}
+	// Nothing of bob's reply was queued as a prompt: the next turn is the
+	// next mention's, with its own prompt.
+	w.prov.add(func(_ context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+		emit(agent.Event{Type: agent.EventAssistantDelta, Text: "prompt was: " + req.Prompt})
+		emit(agent.Event{Type: agent.EventRunCompleted})
+		return nil
+	})
+	alice.say(room, root, w.botUser.Name+": ping", bot)
+	evs = alice.wait("the next turn", waitLong, func(evs []*event.Event) bool {
+		return postWith(evs, bot, room, root, "prompt was:") != nil
+	})
+	if got := current(evs, postWith(evs, bot, room, root, "prompt was:")).Body; !strings.Contains(got, "ping") || strings.Contains(got, "bobs-pasted-secret") {
+		t.Errorf("the turn after the secret question: %q", got)
 	}
 }

@@ -193,6 +193,13 @@ func (b *Bot) answerCard(ctx context.Context, evt *event.Event, p chatops.Place,
 			if !c.asks() {
 				return false // a reply to a settled card (or a Run now): an ordinary message
 			}
+			if u := user(evt.Sender); !b.desk.MayAnswer(u, p) && b.secretQuestion(ctx, c.buttons) {
+				// A reply to a secret question is the secret pasted in the
+				// room, whoever sends it: never an ordinary message (as a
+				// follow-up prompt it would reach the agent and the log).
+				b.refuseSecret(ctx, evt, p, u)
+				return true
+			}
 			return b.answerThis(ctx, evt, p, c, text, mentioned)
 		}
 	}
@@ -270,10 +277,10 @@ func (b *Bot) answerThis(ctx context.Context, evt *event.Event, p chatops.Place,
 	return true
 }
 
-// refuseSecret refuses a reply in the room to a question that asks a secret:
-// the room's members saw it, so it is not passed on; the reply is redacted
-// (best effort: the bot needs the power to redact) and the sender told why.
-// The reply's text is never logged.
+// refuseSecret refuses a reply in the room to a question that asks a secret,
+// from an approver or anyone else: the room's members saw it, so it is not
+// passed on; the reply is redacted (best effort: the bot needs the power to
+// redact) and the sender told why. The reply's text is never logged.
 func (b *Bot) refuseSecret(ctx context.Context, evt *event.Event, p chatops.Place, u chatops.User) {
 	why := "this question asks for a secret, and a reply in this room is seen by every member, so I did not pass it on."
 	text := "I removed your reply: " + why
@@ -281,7 +288,11 @@ func (b *Bot) refuseSecret(ctx context.Context, evt *event.Event, p chatops.Plac
 		b.log.WarnContext(ctx, "redact a reply to a secret question", logkey.RoomID, evt.RoomID, logkey.EventID, evt.ID, "err", err)
 		text = "I could not remove your reply (delete it yourself, and treat the value as exposed): " + why
 	}
-	text += " Decline the question here (react " + KeyDecline + " or reply \"decline\") and give the agent the secret another way."
+	if b.desk.MayAnswer(u, p) {
+		text += " Decline the question here (react " + KeyDecline + " or reply \"decline\") and give the agent the secret another way."
+	} else {
+		text += " Only an approver can answer the agent's requests here."
+	}
 	if err := b.Ephemeral(ctx, p, u, text); err != nil {
 		b.log.WarnContext(ctx, "refuse a reply to a secret question", "err", err)
 	}
