@@ -110,23 +110,15 @@ func TestOptionsOnlyAnswerRouted(t *testing.T) {
 	ctx := t.Context()
 	a := newReplica(t, st, "replica-a", 5*time.Second)
 	b := newReplica(t, st, "replica-b", 5*time.Second)
-	chat := store.Chat{ID: "chat-routed-options", Agent: "fake", Mode: "default", Cwd: t.TempDir()}
-	if err := st.CreateChat(ctx, &chat); err != nil {
-		t.Fatal(err)
-	}
+	chat := store.Chat{ID: "chat-routed-options"}
 	got := make(chan agent.InteractionResponse, 1)
-	a.prov.turns = append(a.prov.turns, askingOptions(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "x", Interactive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitInteraction(t, st, string(r.ID), "q1")
+	r := a.startAsking(t, st, chat.ID, "x", askingOptions(got))
 	answer := func(answers map[string]string) error {
 		return b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{
 			InteractionID: "q1", Decision: agent.DecisionAnswer, Answers: answers, By: "bob",
 		})
 	}
-	err = answer(map[string]string{"pick": "purple-typed", "many": "B"})
+	err := answer(map[string]string{"pick": "purple-typed", "many": "B"})
 	if !errors.Is(err, prompt.ErrNotAnOption) || !strings.Contains(err.Error(), "1. Red · 2. Green · 3. Blue") || strings.Contains(err.Error(), "-typed") {
 		t.Fatalf("free text through B: %v, want ErrNotAnOption naming the options", err)
 	}

@@ -72,15 +72,33 @@ func approveThenAsk(got chan<- agent.InteractionResponse) func(context.Context, 
 	}
 }
 
-func waitInteraction(t *testing.T, st *store.Store, runID, id string) {
+func waitInteraction(t *testing.T, st *store.Store, runID agent.RunID, id agent.InteractionID) {
 	t.Helper()
-	for range 1000 {
-		if in, err := st.GetInteraction(t.Context(), agent.RunID(runID), agent.InteractionID(id)); err == nil && in.Status == store.InteractionPending {
+	// Polled: the ledger has no notification. The bound only ends a test
+	// whose run never asks; a loaded machine gets a minute.
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if in, err := st.GetInteraction(t.Context(), runID, id); err == nil && in.Status == store.InteractionPending {
 			return
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 	t.Fatalf("interaction %s never recorded", id)
+}
+
+// startAsking creates the chat chatID and starts on a an interactive run of
+// turn, returning once the run's first interaction is pending in the ledger.
+func (a *replica) startAsking(t *testing.T, st *store.Store, chatID, text string, turn func(context.Context, agent.RunRequest, func(agent.Event)) error) *prompt.Run {
+	t.Helper()
+	chat := store.Chat{ID: chatID, Agent: "fake", Mode: "default", Cwd: t.TempDir()}
+	if err := st.CreateChat(t.Context(), &chat); err != nil {
+		t.Fatal(err)
+	}
+	a.prov.turns = append(a.prov.turns, turn)
+	r, err := a.svc.Start(t.Context(), prompt.StartRequest{ChatID: agent.ChatID(chatID), Prompt: text, Interactive: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitInteraction(t, st, r.ID, "q1")
+	return r
 }
 
 // TestRoutedBetweenReplicas: two replicas over one Postgres schema; the run
@@ -90,17 +108,9 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 	ctx := t.Context()
 	a := newReplica(t, st, "replica-a", 5*time.Second)
 	b := newReplica(t, st, "replica-b", 5*time.Second)
-	chat := store.Chat{ID: "chat-routed", Agent: "fake", Mode: "default", Cwd: t.TempDir()}
-	if err := st.CreateChat(ctx, &chat); err != nil {
-		t.Fatal(err)
-	}
+	chat := store.Chat{ID: "chat-routed"}
 	got := make(chan agent.InteractionResponse, 4)
-	a.prov.turns = append(a.prov.turns, approveThenAsk(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "build", Interactive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitInteraction(t, st, string(r.ID), "q1")
+	r := a.startAsking(t, st, chat.ID, "build", approveThenAsk(got))
 
 	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{InteractionID: "nope", Decision: agent.DecisionApprove}); !errors.Is(err, prompt.ErrUnknownInteraction) {
 		t.Errorf("unknown id through B: %v", err)
@@ -127,9 +137,9 @@ func TestRoutedBetweenReplicas(t *testing.T) {
 
 	// A secret answer is refused on B, reaches nobody, and the request stays
 	// answerable on A.
-	waitInteraction(t, st, string(r.ID), "q2")
+	waitInteraction(t, st, r.ID, "q2")
 	const secret = "hunter2-routed-secret"
-	err = b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{
+	err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, agent.InteractionResponse{
 		InteractionID: "q2", Decision: agent.DecisionAnswer, Answers: map[string]string{"pw": secret}, Secret: true, By: "bob",
 	})
 	if !errors.Is(err, prompt.ErrSecretNotRouted) || !strings.Contains(err.Error(), "answer again") || strings.Contains(err.Error(), secret) {
@@ -219,17 +229,9 @@ func TestRouteFailures(t *testing.T) {
 		t.Errorf("stop on a dead owner: %v", err)
 	}
 
-	chat := store.Chat{ID: "chat-big", Agent: "fake", Mode: "default", Cwd: t.TempDir()}
-	if err := st.CreateChat(ctx, &chat); err != nil {
-		t.Fatal(err)
-	}
+	chat := store.Chat{ID: "chat-big"}
 	got := make(chan agent.InteractionResponse, 4)
-	a.prov.turns = append(a.prov.turns, approveThenAsk(got))
-	r, err := a.svc.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat.ID), Prompt: "x", Interactive: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitInteraction(t, st, string(r.ID), "q1")
+	r := a.startAsking(t, st, chat.ID, "x", approveThenAsk(got))
 	big := agent.InteractionResponse{InteractionID: "q1", Decision: agent.DecisionApprove, Answers: map[string]string{"a": strings.Repeat("x", 8000)}}
 	if err := b.svc.RespondInteraction(ctx, agent.ChatID(chat.ID), r.ID, big); !errors.Is(err, prompt.ErrRouteTooLarge) {
 		t.Errorf("9 kB answer: %v", err)
