@@ -26,10 +26,8 @@ func twoQuestions(ctx context.Context, req agent.RunRequest, emit func(agent.Eve
 		Questions: []agent.Question{{ID: "letter", Text: "Which letter?", Options: []string{"a", "b", "c"}}},
 	}})
 	for range 2 {
-		var resp agent.InteractionResponse
-		select {
-		case resp = <-req.Responses:
-		case <-ctx.Done():
+		resp, ok := awaitAnswer(ctx, req)
+		if !ok {
 			emit(agent.Event{Type: agent.EventRunInterrupted})
 			return nil
 		}
@@ -105,10 +103,8 @@ func secretQuestion(ctx context.Context, req agent.RunRequest, emit func(agent.E
 		ID: "ask-s", NativeID: json.RawMessage(`3`), Kind: agent.KindQuestion, Title: "API token?",
 		Questions: []agent.Question{{ID: "token", Text: "API token?", Secret: true}},
 	}})
-	var resp agent.InteractionResponse
-	select {
-	case resp = <-req.Responses:
-	case <-ctx.Done():
+	resp, ok := awaitAnswer(ctx, req)
+	if !ok {
 		emit(agent.Event{Type: agent.EventRunInterrupted})
 		return nil
 	}

@@ -89,6 +89,17 @@ type script struct {
 	pause      time.Duration
 }
 
+// awaitAnswer is the answer a scripted turn waits for; false when ctx ends
+// first (the turn then ends interrupted).
+func awaitAnswer(ctx context.Context, req agent.RunRequest) (agent.InteractionResponse, bool) {
+	select {
+	case resp := <-req.Responses:
+		return resp, true
+	case <-ctx.Done():
+		return agent.InteractionResponse{}, false
+	}
+}
+
 func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s-" + req.RunID})
 	sleep := func() bool {
@@ -120,10 +131,8 @@ func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.
 			ID: "ask-1", NativeID: json.RawMessage(`7`), Kind: agent.KindQuestion, Title: "Which color?",
 			Questions: []agent.Question{{ID: "color", Text: "Which color?", Options: []string{"red", "green", "blue"}, AllowOther: s.allowOther}},
 		}})
-		var resp agent.InteractionResponse
-		select {
-		case resp = <-req.Responses:
-		case <-ctx.Done():
+		resp, ok := awaitAnswer(ctx, req)
+		if !ok {
 			return interrupted()
 		}
 		status := agent.StatusDeclined
@@ -139,10 +148,8 @@ func (s script) turn(ctx context.Context, req agent.RunRequest, emit func(agent.
 			ID: "perm-1", NativeID: json.RawMessage(`"perm-1"`), Kind: agent.KindCommandApproval,
 			Title: "Bash: rm -rf build", Command: "rm -rf build",
 		}})
-		var resp agent.InteractionResponse
-		select {
-		case resp = <-req.Responses:
-		case <-ctx.Done():
+		resp, ok := awaitAnswer(ctx, req)
+		if !ok {
 			return interrupted()
 		}
 		status := agent.StatusDeclined
