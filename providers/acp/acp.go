@@ -71,10 +71,11 @@ func (d Definition) LaunchArgs(req agent.RunRequest) []string {
 	return append(args, req.Args...)
 }
 
-// LaunchEnv merges the child's extra environment: Definition.Env,
-// Definition.RootEnv when running as root, the policy environment, then each
-// of extra (provider options), then RunRequest.Env (later wins).
-func (d Definition) LaunchEnv(req agent.RunRequest, extra ...map[string]string) map[string]string {
+// LaunchEnv is the definition's part of the child's environment:
+// Definition.Env, Definition.RootEnv when running as root, then the policy
+// environment (later wins). A run's process spec (procrun.Launch.Spec) puts
+// the provider's Options.Env and RunRequest.Env above it.
+func (d Definition) LaunchEnv(req agent.RunRequest) map[string]string {
 	out := maps.Clone(d.Env)
 	if out == nil {
 		out = map[string]string{}
@@ -85,10 +86,6 @@ func (d Definition) LaunchEnv(req agent.RunRequest, extra ...map[string]string) 
 	if d.PolicyEnv != nil {
 		maps.Copy(out, d.PolicyEnv(effectivePolicy(req)))
 	}
-	for _, m := range extra {
-		maps.Copy(out, m)
-	}
-	maps.Copy(out, req.Env)
 	return out
 }
 

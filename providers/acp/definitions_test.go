@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 // definitions returns the built-in ACP definitions: opencode, gemini, qwen,
@@ -92,8 +93,11 @@ func TestDefinitionsLaunch(t *testing.T) {
 	if env := Opencode().LaunchEnv(accept); env["OPENCODE_CONFIG_CONTENT"] != "" {
 		t.Errorf("opencode accept env %v", env)
 	}
-	over := Opencode().LaunchEnv(agent.RunRequest{Env: map[string]string{"OPENCODE_CONFIG_CONTENT": "{}"}}, map[string]string{"A": "1"})
-	if over["OPENCODE_CONFIG_CONTENT"] != "{}" || over["A"] != "1" {
+	// As a run builds it: the provider's env and then the run's above the
+	// definition's.
+	req := agent.RunRequest{Env: map[string]string{"OPENCODE_CONFIG_CONTENT": "{}"}}
+	l := procrun.Launch{Env: map[string]string{"A": "1"}, HostEnv: func() []string { return nil }}
+	if over := l.Spec(req, nil, Opencode().LaunchEnv(req)).Env; !slices.Contains(over, "OPENCODE_CONFIG_CONTENT={}") || !slices.Contains(over, "A=1") {
 		t.Errorf("run env must win: %v", over)
 	}
 }
