@@ -33,8 +33,8 @@ const nonRootBotEnv = "THREADLINE_TEST_NONROOT_BOT"
 const unitCaps = "+setuid,+setgid,+chown,+kill"
 
 func init() {
-	if len(os.Args) == 3 && os.Args[1] == "relay" { // procrun starts `<exe> relay DIR`, as threadline relay does
-		if err := procrun.RunRelay(context.Background(), os.Args[2], os.Stdin, os.Stdout, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
+	if len(os.Args) >= 3 && os.Args[1] == "relay" { // procrun starts `<exe> relay [--agent-user NAME] DIR`, as threadline relay does
+		if err := procrun.RunRelay(context.Background(), os.Args[2:], os.Stdin, os.Stdout, slog.New(slog.NewTextHandler(os.Stderr, nil))); err != nil {
 			os.Exit(1)
 		}
 		os.Exit(0)

@@ -125,3 +125,30 @@ func setAmbientCaps(cmd *exec.Cmd, caps []uintptr) {
 	}
 	cmd.SysProcAttr.AmbientCaps = caps
 }
+
+// atSecure is AT_SECURE, the auxiliary vector's secure-exec flag (getauxval(3)).
+const atSecure = 23
+
+// ErrSecureExec is returned by CheckNotPrivilegedExec when this process was
+// started in secure-exec mode.
+var ErrSecureExec = errors.New("started set-uid, set-gid or with file capabilities")
+
+// CheckNotPrivilegedExec fails when this process was started in secure-exec
+// mode (AT_SECURE in its auxiliary vector): from a set-uid or set-gid file,
+// or one carrying file capabilities. Threadline never acts with privileges a
+// file grants: an agent user that may execute the binary would gain them
+// (`threadline relay` starts a program as a user it is told). Privileges
+// come from being root, or from the ambient capabilities of the systemd
+// unit, which no child inherits (DropInheritedCaps).
+func CheckNotPrivilegedExec() error {
+	auxv, err := unix.Auxv()
+	if err != nil {
+		return fmt.Errorf("read auxiliary vector: %w", err)
+	}
+	for _, kv := range auxv {
+		if kv[0] == atSecure && kv[1] != 0 {
+			return fmt.Errorf("%w: remove them (setcap -r, chmod u-s,g-s); see README \"Isolation\"", ErrSecureExec)
+		}
+	}
+	return nil
+}

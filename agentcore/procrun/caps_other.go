@@ -17,3 +17,6 @@ func effectiveCaps() (uint64, error) {
 }
 
 func setAmbientCaps(*exec.Cmd, []uintptr) {}
+
+// CheckNotPrivilegedExec has nothing to check outside Linux.
+func CheckNotPrivilegedExec() error { return nil }

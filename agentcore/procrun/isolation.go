@@ -159,18 +159,20 @@ func isolationOf(ctx context.Context, spec Spec) *Isolation {
 	return iso
 }
 
-// credential is what a relay applies to the agent it starts.
+// credential is the user an isolated agent starts as. A relay is told the
+// name only and looks the ids up itself (relayCredential).
 type credential struct {
-	UID    uint32   `json:"uid"`
-	GID    uint32   `json:"gid"`
-	Groups []uint32 `json:"groups,omitempty"`
+	User   string
+	UID    uint32
+	GID    uint32
+	Groups []uint32
 }
 
 // apply adapts l's environment to iso's user and returns the credential
 // the command starts with.
 func (iso *Isolation) apply(l launch) (launch, *credential) {
 	l.env = iso.environ(l.env)
-	return l, &credential{UID: iso.UID, GID: iso.GID, Groups: iso.Groups}
+	return l, &credential{User: iso.User, UID: iso.UID, GID: iso.GID, Groups: iso.Groups}
 }
 
 // botEnvKeys are variables that, inherited from the bot, point at the bot's

@@ -27,10 +27,15 @@
 //	note.json  what the run's owner needs to rebuild the run (SetNote; no secrets)
 //
 // The launch (executable, arguments, environment with any project secrets,
-// the secret values to mask and the user the agent runs as, see Isolation)
-// is handed to the relay over its stdin pipe and never written to disk; the
-// relay keeps the bot's uid, makes itself non-dumpable (SetNotDumpable) and
-// starts the agent with the launch's credential. A relay of an isolated run
+// the secret values to mask) is handed to the relay over its stdin pipe and
+// never written to disk. The user an isolated agent runs as is not part of
+// it: the bot names its configured agent user (host.user) on the relay's
+// command line (`relay --agent-user NAME DIR`), and the relay looks the
+// user up itself and refuses root, its own uid, a member of the lxd group
+// and a relay that may not switch users (NewIsolation). Nothing the relay
+// reads can make it start a program as any other user. The relay keeps the
+// bot's uid, makes itself non-dumpable (SetNotDumpable) and starts the agent
+// as that user. A relay of an isolated run
 // started by a non-root bot gets CAP_SETUID, CAP_SETGID (to start the agent
 // as the agent user) and CAP_KILL (to signal it) as ambient capabilities,
 // clears its ambient set at once (DropInheritedCaps), and so holds them
@@ -101,8 +106,44 @@ type relayLaunch struct {
 	Stdin bool     `json:"stdin"`
 	// Mask are secret values hidden in the journal and the stderr tail.
 	Mask []string `json:"mask,omitempty"`
-	// Cred, when set, is the user the agent runs as (see Isolation).
-	Cred *credential `json:"cred,omitempty"`
+	// Isolated says the agent runs as the relay's --agent-user: a launch
+	// that asks for it from a relay started without one is refused, and a
+	// relay started with one runs no launch as its own user.
+	Isolated bool `json:"isolated,omitempty"`
+}
+
+// relayFlagAgentUser names the agent user on a relay's command line.
+const relayFlagAgentUser = "--agent-user"
+
+// relayArgs are a relay's command-line arguments (after "relay"):
+// [--agent-user NAME] DIR.
+func relayArgs(args []string) (dir, agentUser string, err error) {
+	switch {
+	case len(args) == 1:
+		return args[0], "", nil
+	case len(args) == 3 && args[0] == relayFlagAgentUser && args[1] != "":
+		return args[2], args[1], nil
+	}
+	return "", "", errors.New("usage: relay [--agent-user NAME] DIR (started by threadline itself)")
+}
+
+// relayCredential is the credential the relay's agent starts with: the
+// agent user's (looked up by this process, never taken from the launch),
+// or none for a relay started without --agent-user.
+func relayCredential(agentUser string, isolated bool) (*credential, error) {
+	switch {
+	case agentUser == "" && isolated:
+		return nil, errors.New("an isolated launch needs a relay started with --agent-user")
+	case agentUser == "" && !isolated:
+		return nil, nil
+	case !isolated:
+		return nil, fmt.Errorf("a relay for agent user %s runs no launch as its own user", agentUser)
+	}
+	iso, err := NewIsolation(agentUser)
+	if err != nil {
+		return nil, err
+	}
+	return &credential{User: iso.User, UID: iso.UID, GID: iso.GID, Groups: iso.Groups}, nil
 }
 
 // relayMetaFile is meta.json.
@@ -138,23 +179,33 @@ type relayReply struct {
 	Stderr   string `json:"stderr,omitempty"`
 }
 
-// RunRelay is the relay process's main: it reads the launch from stdin,
-// starts the agent, journals its stdout into dir and serves control requests
-// on dir/sock until the agent exited and its exit is recorded. It reports
-// "ok" (or the start error) as one line on out, after which it never writes
-// to out again. logger should write to dir/relay.log.
-func RunRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logger *slog.Logger) error {
+// RunRelay is the relay process's main: args are its command-line
+// arguments after "relay" ([--agent-user NAME] DIR). It reads the launch
+// from stdin, starts the agent, journals its stdout into DIR and serves
+// control requests on DIR/sock until the agent exited and its exit is
+// recorded. It reports "ok" (or the start error) as one line on out, after
+// which it never writes to out again. logger should write to DIR/relay.log.
+func RunRelay(ctx context.Context, args []string, in io.Reader, out io.Writer, logger *slog.Logger) error {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	err := runRelay(ctx, dir, in, out, logger)
+	dir, agentUser, err := relayArgs(args)
+	if err != nil {
+		return reportStart(out, err)
+	}
+	err = runRelay(ctx, dir, agentUser, in, out, logger)
 	if err != nil {
 		logger.Error("relay", "err", err)
 	}
 	return err
 }
 
-func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logger *slog.Logger) error {
+func runRelay(ctx context.Context, dir, agentUser string, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	// Never with privileges granted by the executable's file (set-uid, file
+	// capabilities): anyone who may execute it would have them.
+	if err := CheckNotPrivilegedExec(); err != nil {
+		return reportStart(out, fmt.Errorf("relay: %w", err))
+	}
 	if err := SetNotDumpable(); err != nil {
 		logger.Warn("relay: cannot make the process non-dumpable", "err", err)
 	}
@@ -170,6 +221,10 @@ func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 	}
 	if err := json.Unmarshal(line, &l); err != nil {
 		return reportStart(out, fmt.Errorf("decode launch: %w", err))
+	}
+	cred, err := relayCredential(agentUser, l.Isolated)
+	if err != nil {
+		return reportStart(out, fmt.Errorf("relay: %w", err))
 	}
 	journal, err := os.OpenFile(filepath.Join(dir, relayOut), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
@@ -192,7 +247,7 @@ func runRelay(ctx context.Context, dir string, in io.Reader, out io.Writer, logg
 		cmd.Env = []string{}
 	}
 	setProcAttr(cmd)
-	setCredential(cmd, l.Cred)
+	setCredential(cmd, cred)
 	r.stderr = &tailBuffer{max: MaxStderrBytes, logger: slog.New(slog.DiscardHandler), mask: masker(l.Mask)}
 	cmd.Stderr = r.stderr
 	if l.Stdin {

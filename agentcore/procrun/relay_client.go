@@ -303,7 +303,11 @@ func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch, cred *cred
 		return fail(fmt.Errorf("procrun: relay log: %w", err))
 	}
 	defer logf.Close()
-	cmd := exec.Command(cmdline[0], append(cmdline[1:len(cmdline):len(cmdline)], rp.dir)...)
+	args := cmdline[1:len(cmdline):len(cmdline)]
+	if cred != nil { // the relay looks the user up itself (relayCredential)
+		args = append(args, relayFlagAgentUser, cred.User)
+	}
+	cmd := exec.Command(cmdline[0], append(args, rp.dir)...)
 	cmd.Env = rp.rr.relay.Env
 	if cmd.Env == nil {
 		cmd.Env = []string{}
@@ -323,7 +327,7 @@ func (rp *relayProc) launch(ctx context.Context, spec Spec, l launch, cred *cred
 		return fail(fmt.Errorf("procrun: start relay: %w", err))
 	}
 	go func() { _ = cmd.Wait() }() // reap it should it end while we live
-	b, _ := json.Marshal(relayLaunch{RunID: rp.rr.runID, Path: l.path, Args: l.args, Dir: l.dir, Env: l.env, Stdin: spec.Stdin, Mask: mask, Cred: cred})
+	b, _ := json.Marshal(relayLaunch{RunID: rp.rr.runID, Path: l.path, Args: l.args, Dir: l.dir, Env: l.env, Stdin: spec.Stdin, Mask: mask, Isolated: cred != nil})
 	_, werr := in.Write(append(b, '\n'))
 	_ = in.Close()
 	hello := make(chan string, 1)

@@ -24,7 +24,7 @@ import (
 func relayChild(mode string) int {
 	if mode == "relay" {
 		logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-		if err := RunRelay(context.Background(), os.Args[len(os.Args)-1], os.Stdin, os.Stdout, logger); err != nil {
+		if err := RunRelay(context.Background(), os.Args[2:], os.Stdin, os.Stdout, logger); err != nil {
 			return 1
 		}
 		return 0

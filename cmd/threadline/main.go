@@ -50,6 +50,12 @@ func main() {
 		fmt.Fprintln(os.Stderr, "threadline: refusing to run:", err)
 		os.Exit(1)
 	}
+	// Nor does it act with privileges its file grants (set-uid, file
+	// capabilities): whoever may execute it would have them.
+	if err := procrun.CheckNotPrivilegedExec(); err != nil {
+		fmt.Fprintln(os.Stderr, "threadline: refusing to run:", err)
+		os.Exit(1)
+	}
 	code, err := mainImpl(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	if err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintln(os.Stderr, "threadline:", err)

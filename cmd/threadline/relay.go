@@ -6,7 +6,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"log/slog"
 	"os"
@@ -50,12 +49,12 @@ func withRelays(dir string) appOption {
 	}
 }
 
-// cmdRelay is `threadline relay DIR`, started by procrun with the launch on
-// stdin and stderr going to DIR/relay.log.
+// cmdRelay is `threadline relay [--agent-user NAME] DIR`, started by
+// procrun with the launch on stdin and stderr going to DIR/relay.log.
 func cmdRelay(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) != 1 {
-		return &exitError{2, errors.New("usage: threadline relay DIR (started by threadline itself)")}
-	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	return procrun.RunRelay(ctx, args[0], stdin, stdout, log)
+	if err := procrun.RunRelay(ctx, args, stdin, stdout, log); err != nil {
+		return &exitError{2, err}
+	}
+	return nil
 }

@@ -32,7 +32,7 @@ func RunRelayIfAsked() {
 		return
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := procrun.RunRelay(context.Background(), os.Args[len(os.Args)-1], os.Stdin, os.Stdout, logger); err != nil {
+	if err := procrun.RunRelay(context.Background(), os.Args[2:], os.Stdin, os.Stdout, logger); err != nil {
 		os.Exit(1)
 	}
 	os.Exit(0)
