@@ -30,6 +30,14 @@ var DefaultEnv = map[string]string{
 // allow, anything else → deny), recorded as answered by "policy". The CLI's own
 // bypassPermissions mode is not used: it refuses to run as root. Model and
 // effort are bound to their flag (--model=M, --effort=E).
+//
+// No settings file is read (--setting-sources= with no source): the user's
+// (~/.claude, $CLAUDE_CONFIG_DIR) and the workspace's .claude/settings*.json
+// are files an approved tool can write, and their permissions.allow,
+// defaultMode or hooks would then answer for the chat, in this chat and in
+// every other one of the agent user. Managed settings (root's, under
+// /etc/claude-code) still apply; an operator adds settings of their own with
+// agents.claude.args (--settings FILE, a file the agent cannot write).
 func Args(req agent.RunRequest) []string {
 	args := []string{
 		"-p",
@@ -55,7 +63,7 @@ func Args(req agent.RunRequest) []string {
 	if req.Mode == agent.ModePlan {
 		args = append(args, "--permission-mode", "plan")
 	}
-	args = append(args, "--permission-prompt-tool", "stdio")
+	args = append(args, "--permission-prompt-tool", "stdio", "--setting-sources=")
 	return append(args, req.Args...)
 }
 

@@ -169,7 +169,7 @@ func TestParseInteractions(t *testing.T) {
 func TestArgs(t *testing.T) {
 	ch := make(chan agent.InteractionResponse)
 	base := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages"}
-	tool := []string{"--permission-prompt-tool", "stdio"}
+	tool := []string{"--permission-prompt-tool", "stdio", "--setting-sources="}
 	tests := []struct {
 		name string
 		req  agent.RunRequest

@@ -184,7 +184,7 @@ func TestRunBasic(t *testing.T) {
 	if u := f.find(agent.EventUsageUpdated); u == nil || u.Usage.NumTurns != 2 || u.Usage.CostUSD == 0 {
 		t.Errorf("usage = %+v", u)
 	}
-	wantArgs := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model=opus", "--permission-prompt-tool", "stdio"}
+	wantArgs := []string{"-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose", "--include-partial-messages", "--model=opus", "--permission-prompt-tool", "stdio", "--setting-sources="}
 	if !slices.Equal(f.argv, wantArgs) {
 		t.Errorf("argv = %q, want %q", f.argv, wantArgs)
 	}
@@ -232,7 +232,7 @@ func TestRunResumeUnknown(t *testing.T) {
 	if slices.ContainsFunc(f.Events, func(ev agent.Event) bool { return ev.Type.Terminal() }) {
 		t.Errorf("a terminal event was emitted: %v", f.Types())
 	}
-	if !slices.Equal(f.argv[len(f.argv)-5:], []string{"--resume", "6bc61bc3-84be-4d9a-9e80-341723eeb890", "--fork-session", "--permission-prompt-tool", "stdio"}) {
+	if !slices.Equal(f.argv[len(f.argv)-6:], []string{"--resume", "6bc61bc3-84be-4d9a-9e80-341723eeb890", "--fork-session", "--permission-prompt-tool", "stdio", "--setting-sources="}) {
 		t.Errorf("argv = %q", f.argv)
 	}
 }
