@@ -1,0 +1,222 @@
+package workspace
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/threadline-bot/threadline/agentcore/logkey"
+)
+
+// mergeAttempts is how often Merge starts over when the base moved under it.
+const mergeAttempts = 3
+
+// errMoved is a base that moved during one attempt of a merge, before
+// anything landed: the next attempt starts over from the new base.
+var errMoved = errors.New("the base moved")
+
+// MergeOptions says where Merge lands a branch.
+type MergeOptions struct {
+	Base string // the branch to land on; "" is the worktree's Base
+	// Remote is the remote the base is fetched from and pushed to, when the
+	// main repository has it; "" is "origin".
+	Remote     string
+	Credential *Credential // for Remote, as Push
+	LocalOnly  bool        // land on the local base only: no fetch, no push
+}
+
+// Landed is what a Merge did.
+type Landed struct {
+	Base    string // the branch landed on
+	From    string // its commit before
+	To      string // its commit after; From when there was nothing to land
+	Commits int    // the commits landed
+}
+
+// Merge lands wt's committed branch on the base without touching the main
+// clone's files or any other worktree: it fetches the base from the remote
+// (fast-forwarding the local base to it), rebases the branch onto the base
+// inside wt's own worktree, pushes the result to the remote's base (a plain
+// fast-forward push), then moves refs/heads/<base> with a compare-and-swap
+// update-ref. The base must be checked out nowhere (ErrBaseCheckedOut) and
+// wt must have no uncommitted changes (ErrUncommitted).
+//
+// A conflict aborts the rebase, leaves wt as it was and returns a
+// *ConflictError with the files; nothing lands. When the base moves during
+// the merge it starts over (three times at most), then fails with
+// ErrNotFastForward.
+func (g *Git) Merge(ctx context.Context, wt Worktree, opt MergeOptions) (Landed, error) {
+	base := cmp.Or(opt.Base, wt.Base)
+	if err := g.mergeable(ctx, wt, base); err != nil {
+		return Landed{Base: base}, err
+	}
+	remote := g.landingRemote(ctx, wt.Main, opt)
+	for range mergeAttempts {
+		l, err := g.land(ctx, wt, base, remote, opt.Credential)
+		if !errors.Is(err, errMoved) {
+			return l, err
+		}
+		g.log.DebugContext(ctx, "workspace: the base moved during a merge", logkey.Dir, wt.Dir, logkey.Err, err)
+	}
+	return Landed{Base: base}, fmt.Errorf("%w: %s moved on %d times during the merge", ErrNotFastForward, base, mergeAttempts)
+}
+
+// mergeable checks that wt is on its branch with nothing uncommitted and
+// that base exists and is checked out nowhere.
+func (g *Git) mergeable(ctx context.Context, wt Worktree, base string) error {
+	head, err := g.run(ctx, wt.Dir, "symbolic-ref", "--quiet", "HEAD")
+	if err != nil || head != "refs/heads/"+wt.Branch {
+		return invalid("the worktree %s is not on its branch %s", wt.Dir, wt.Branch)
+	}
+	files, err := g.changedFiles(ctx, wt.Dir)
+	if err != nil {
+		return err
+	}
+	if len(files) > 0 {
+		return fmt.Errorf("%w: %s (commit them first)", ErrUncommitted, listFiles(files))
+	}
+	if err := g.baseExists(ctx, wt.Main, base); err != nil {
+		return err
+	}
+	return g.baseFree(ctx, wt.Main, base)
+}
+
+// landingRemote is the remote Merge syncs the base with, or "" for none:
+// LocalOnly, or a main repository without that remote.
+func (g *Git) landingRemote(ctx context.Context, main string, opt MergeOptions) string {
+	remote := cmp.Or(opt.Remote, "origin")
+	if opt.LocalOnly {
+		return ""
+	}
+	if _, err := g.run(ctx, main, "config", "--get", "remote."+remote+".url"); err != nil {
+		return ""
+	}
+	return remote
+}
+
+// land is one attempt of Merge.
+func (g *Git) land(ctx context.Context, wt Worktree, base, remote string, cred *Credential) (Landed, error) {
+	onto, err := g.syncBase(ctx, wt.Main, base, remote, cred)
+	if err != nil {
+		return Landed{Base: base}, err
+	}
+	l := Landed{Base: base, From: onto, To: onto}
+	if err := g.rebase(ctx, wt, base, onto); err != nil {
+		return l, err
+	}
+	head, err := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	if err != nil || head == onto {
+		return l, err
+	}
+	n, err := g.run(ctx, wt.Dir, "rev-list", "--count", onto+".."+head)
+	if err != nil {
+		return l, err
+	}
+	if remote != "" {
+		if err := g.push(ctx, wt.Dir, remote, cred, head+":refs/heads/"+base); err != nil {
+			if errors.Is(err, ErrNotFastForward) {
+				err = fmt.Errorf("%w: %w", errMoved, err)
+			}
+			return l, err
+		}
+	}
+	if err := g.moveRef(ctx, wt.Main, base, head, onto, "threadline: merge "+wt.Branch); err != nil {
+		if remote == "" {
+			return l, fmt.Errorf("%w: %w", errMoved, err)
+		}
+		// Landed on the remote; the next sync fast-forwards the local base.
+		g.log.WarnContext(ctx, "workspace: local base moved during a merge", logkey.Dir, wt.Main,
+			logkey.To, base, logkey.Err, err)
+	}
+	l.To = head
+	l.Commits, _ = strconv.Atoi(n)
+	return l, nil
+}
+
+// moveRef moves refs/heads/<branch> from old to new, failing when it is not
+// at old any more.
+func (g *Git) moveRef(ctx context.Context, main, branch, newID, oldID, reason string) error {
+	_, err := g.run(ctx, main, "update-ref", "-m", reason, "refs/heads/"+branch, newID, oldID)
+	return err
+}
+
+// syncBase fetches base from remote (none: skipped) and fast-forwards the
+// local base to it, and returns the commit to land on: the local base. A
+// local base ahead of the remote's stays (its push goes with the merge's);
+// diverged ones are ErrNotFastForward.
+func (g *Git) syncBase(ctx context.Context, main, base, remote string, cred *Credential) (string, error) {
+	local, err := g.run(ctx, main, "rev-parse", "--verify", "refs/heads/"+base+"^{commit}")
+	if err != nil || remote == "" {
+		return local, err
+	}
+	theirs, err := g.fetchBase(ctx, main, base, remote, cred)
+	if err != nil || theirs == "" || theirs == local {
+		return local, err
+	}
+	if behind, err := g.test(ctx, main, "merge-base", "--is-ancestor", local, theirs); err != nil || behind {
+		if err == nil {
+			err = g.moveRef(ctx, main, base, theirs, local, "threadline: fast-forward to "+remote)
+		}
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", errMoved, err)
+		}
+		return theirs, nil
+	}
+	if ahead, err := g.test(ctx, main, "merge-base", "--is-ancestor", theirs, local); err != nil || ahead {
+		return local, err
+	}
+	return "", fmt.Errorf("%w: %s and %s/%s have diverged", ErrNotFastForward, base, remote, base)
+}
+
+// fetchBase fetches remote's base into refs/remotes/<remote>/<base> and
+// returns its commit, or "" when the remote has no such branch (the merge's
+// push creates it).
+func (g *Git) fetchBase(ctx context.Context, main, base, remote string, cred *Credential) (string, error) {
+	config, secrets := cred.config(g.remoteURL(ctx, main, remote))
+	tracking := "refs/remotes/" + remote + "/" + base
+	_, err := g.exec(ctx, call{
+		dir:     main,
+		args:    []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/" + base + ":" + tracking},
+		config:  config,
+		secrets: secrets,
+	})
+	if ge, ok := errors.AsType[*GitError](err); ok && strings.Contains(ge.Stderr, "couldn't find remote ref") {
+		return "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return g.run(ctx, main, "rev-parse", "--verify", tracking+"^{commit}")
+}
+
+// rebase rebases wt's branch onto onto in wt. On failure the rebase is
+// aborted (even when ctx ended) so wt is as it was; conflicting files make
+// it a *ConflictError.
+func (g *Git) rebase(ctx context.Context, wt Worktree, base, onto string) error {
+	_, err := g.exec(ctx, call{
+		dir:  wt.Dir,
+		args: []string{"rebase", "--quiet", "--no-autostash", onto},
+		env:  []string{"GIT_COMMITTER_NAME=" + g.name, "GIT_COMMITTER_EMAIL=" + g.email},
+	})
+	if err == nil {
+		return nil
+	}
+	cleanup := context.WithoutCancel(ctx)
+	files, _ := g.exec(cleanup, call{dir: wt.Dir, args: []string{"diff", "--name-only", "-z", "--diff-filter=U"}})
+	if _, abortErr := g.run(cleanup, wt.Dir, "rebase", "--abort"); abortErr != nil && !isNoRebase(abortErr) {
+		return errors.Join(err, fmt.Errorf("aborting the rebase: %w", abortErr))
+	}
+	if conflicts := splitNUL(string(files)); len(conflicts) > 0 && !errors.Is(err, ErrTimeout) && ctx.Err() == nil {
+		return &ConflictError{Branch: wt.Branch, Base: base, Files: conflicts}
+	}
+	return err
+}
+
+// isNoRebase tells `git rebase --abort`'s answer when no rebase was going on.
+func isNoRebase(err error) bool {
+	ge, ok := errors.AsType[*GitError](err)
+	return ok && strings.Contains(ge.Stderr, "No rebase in progress")
+}
