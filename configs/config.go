@@ -602,6 +602,9 @@ func (c *Config) applyDefaults() error {
 			return err
 		}
 		c.Database.URL = filepath.Join(dir, "threadline.db")
+		if err := movedRootData(dir); err != nil {
+			return err
+		}
 	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = "127.0.0.1:8780"
@@ -616,17 +619,43 @@ func (c *Config) applyDefaults() error {
 	return nil
 }
 
-// DataDir is $XDG_DATA_HOME/threadline (default ~/.local/share/threadline).
+// DataDir is $XDG_DATA_HOME/threadline; by default SystemDir for root,
+// else ~/.local/share/threadline.
 func DataDir() (string, error) {
-	base := os.Getenv("XDG_DATA_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the data directory: %w", err)
-		}
-		base = filepath.Join(home, ".local", "share")
+	if base := os.Getenv("XDG_DATA_HOME"); base != "" {
+		return filepath.Join(base, "threadline"), nil
 	}
-	return filepath.Join(base, "threadline"), nil
+	if os.Geteuid() == 0 {
+		return SystemDir, nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the data directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "share", "threadline"), nil
+}
+
+// movedRootData refuses to start a root bot on a new, empty SystemDir when
+// its database is still where earlier versions kept it (root's home):
+// moving it is the operator's step, so that no chat is lost unseen.
+func movedRootData(dir string) error {
+	if dir != SystemDir {
+		return nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil
+	}
+	old := filepath.Join(home, ".local", "share", "threadline")
+	if _, err := os.Stat(filepath.Join(old, "threadline.db")); err != nil {
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "threadline.db")); err == nil {
+		return nil
+	}
+	return fmt.Errorf("the database is in %s, where earlier versions kept a root bot's data; as root Threadline now keeps it in %s, "+
+		"outside root's home, which the agent user must never pass through. Move it once, with no threadline running:\n  mkdir -p %s && mv %s/* %s/ && rmdir %s\n"+
+		"or set XDG_DATA_HOME=%s to keep it where it is", old, dir, dir, old, dir, old, filepath.Dir(old))
 }
 
 func expandHome(p string) (string, error) {

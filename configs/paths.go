@@ -9,31 +9,36 @@ import (
 	"path/filepath"
 )
 
-// StateDir is $XDG_STATE_HOME/threadline (default ~/.local/state/threadline).
+// SystemDir holds a root bot's files when no XDG variable names another
+// place: its database, state, relays and the chats' working directories
+// (work/). A root bot never uses its own home (/root) for them, so that
+// giving the agent user a way to its working directory (search permission
+// on the directories above it) never opens root's home.
+const SystemDir = "/var/lib/threadline"
+
+// StateDir is $XDG_STATE_HOME/threadline; by default SystemDir/state for
+// root, else ~/.local/state/threadline.
 func StateDir() (string, error) {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			return "", fmt.Errorf("find the state directory: %w", err)
-		}
-		base = filepath.Join(home, ".local", "state")
+	if base := os.Getenv("XDG_STATE_HOME"); base != "" {
+		return filepath.Join(base, "threadline"), nil
 	}
-	return filepath.Join(base, "threadline"), nil
+	if os.Geteuid() == 0 {
+		return filepath.Join(SystemDir, "state"), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find the state directory: %w", err)
+	}
+	return filepath.Join(home, ".local", "state", "threadline"), nil
 }
 
-// RelayDir is $THREADLINE_RELAY_DIR, else $XDG_STATE_HOME/threadline/relays
-// (default ~/.local/state/threadline/relays).
+// RelayDir is $THREADLINE_RELAY_DIR, else StateDir()/relays.
 func RelayDir() string {
 	if d := os.Getenv("THREADLINE_RELAY_DIR"); d != "" {
 		return d
 	}
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, _ := os.UserHomeDir()
-		base = filepath.Join(home, ".local", "state")
-	}
-	return filepath.Join(base, "threadline", "relays")
+	dir, _ := StateDir()
+	return filepath.Join(dir, "relays")
 }
 
 // WorkRoot is the parent of the chats' own working directories: the
@@ -49,16 +54,16 @@ func (c *Config) WorkRoot() string {
 	return filepath.Join(dir, "work")
 }
 
-// PrivateDirs makes the bot's own data and state directories (the
-// database, the relays' journals) mode 0700 whatever the umask: it creates
-// them so, and takes group and other permissions away from existing ones,
-// except other's search bit on the data directory, which isolated agents
-// use to reach their working directories below it.
+// PrivateDirs makes the bot's own data and state directories private
+// whatever the umask: the state directory (relays' journals) 0700, the
+// data directory (database, work/) 0711, so that isolated agents may pass
+// through it to their working directories below work/ without listing it;
+// everything in it is private to the bot on its own.
 func PrivateDirs() error {
 	for _, dir := range []struct {
-		path     func() (string, error)
-		keepExec bool
-	}{{DataDir, true}, {StateDir, false}} {
+		path func() (string, error)
+		mode os.FileMode
+	}{{DataDir, 0o711}, {StateDir, 0o700}} {
 		d, err := dir.path()
 		if err != nil {
 			return err
@@ -70,12 +75,8 @@ func PrivateDirs() error {
 		if err != nil {
 			return err
 		}
-		mode, want := fi.Mode().Perm(), os.FileMode(0o700)
-		if dir.keepExec {
-			want |= fi.Mode().Perm() & 0o001
-		}
-		if mode != want {
-			if err := os.Chmod(d, want); err != nil {
+		if fi.Mode().Perm() != dir.mode {
+			if err := os.Chmod(d, dir.mode); err != nil {
 				return fmt.Errorf("make %s private: %w", d, err)
 			}
 		}

@@ -6,6 +6,7 @@ package execution
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -215,9 +216,11 @@ func (w WorkFiles) CreateWorkFile(dir, name string) (io.WriteCloser, error) {
 	return f, nil
 }
 
-// traversable adds o+x to dir and each directory above it that this
-// process owns, so that the agent user can reach its working directory
-// (without listing anything). A directory of another owner must already be.
+// traversable makes dir, the parent of the chats' own working
+// directories, traversable by the agent user (o+x, never listable) when this
+// process owns it, and refuses when a directory above it is not already
+// traversable: it never changes the mode of a directory above dir (a home
+// directory such as /root, whose readable files the agent would then reach).
 func traversable(dir string) error {
 	for d := dir; ; d = filepath.Dir(d) {
 		fi, err := os.Stat(d)
@@ -227,8 +230,8 @@ func traversable(dir string) error {
 		mode := fi.Mode().Perm()
 		if mode&0o001 == 0 {
 			st, ok := fi.Sys().(*syscall.Stat_t)
-			if !ok || int(st.Uid) != os.Geteuid() {
-				return fmt.Errorf("the agent user cannot enter %s (mode %o, another owner): chmod o+x it or choose another workdir", d, mode)
+			if d != dir || !ok || int(st.Uid) != os.Geteuid() {
+				return fmt.Errorf("%w: %s (mode %04o) is not traversable by others, and Threadline does not open a directory above the chats' working directories (%s); choose a workdir outside it (as root the default is under /var/lib/threadline), or make it traversable yourself (chmod o+x) if nothing in it may be private", ErrUnreachableWorkdir, d, mode, dir)
 			}
 			if err := os.Chmod(d, mode|0o001); err != nil {
 				return err
@@ -239,3 +242,7 @@ func traversable(dir string) error {
 		}
 	}
 }
+
+// ErrUnreachableWorkdir is returned when the agent user cannot reach the
+// chats' working directories without a mode change above them.
+var ErrUnreachableWorkdir = errors.New("the agent user cannot reach the chats' working directories")

@@ -4,10 +4,12 @@
 package execution
 
 import (
+	"errors"
 	"os"
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -24,7 +26,7 @@ func TestPrepareWorkdir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := t.TempDir()
+	base := traversableTempDir(t)
 	root := filepath.Join(base, "work")
 	chat := filepath.Join(root, "chat-1")
 	elsewhere := filepath.Join(base, "mine")
@@ -59,13 +61,62 @@ func TestPrepareWorkdir(t *testing.T) {
 	if _, mode := owner(root); mode != 0o701 {
 		t.Errorf("workdir root: mode %o, want 0701 (traversable, not listable)", mode)
 	}
-	for _, d := range []string{base, filepath.Dir(base)} {
-		if _, mode := owner(d); mode&0o001 == 0 {
-			t.Errorf("%s is not traversable: %o", d, mode)
-		}
+	if _, mode := owner(base); mode != 0o711 {
+		t.Errorf("%s, above the workdir root, was changed: %o", base, mode)
 	}
 	me, _ := user.Current()
 	if uid, mode := owner(elsewhere); uid != me.Uid || mode != 0o750 {
 		t.Errorf("an operator's directory was changed: uid %s mode %o", uid, mode)
+	}
+}
+
+// traversableTempDir is a temporary directory others may pass through
+// (t.TempDir's parent is private).
+func traversableTempDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "tlexec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// TestPrepareWorkdirNeverOpensAbove: a workdir root below a directory the
+// agent user cannot pass (a home such as /root, 0700) is refused with a
+// message naming it, and that directory keeps its mode.
+func TestPrepareWorkdirNeverOpensAbove(t *testing.T) {
+	u := procruntest.NeedAgentUser(t)
+	iso, err := procrun.NewIsolation(u.Username)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := filepath.Join(traversableTempDir(t), "root")
+	if err := os.Mkdir(home, 0o700); err != nil { // as root's home
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, ".profile"), []byte("export KEY=planted\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(home, ".local", "share", "threadline", "work")
+	chat := filepath.Join(root, "chat-1")
+	if err := os.MkdirAll(chat, 0o750); err != nil {
+		t.Fatal(err)
+	}
+	for d := filepath.Dir(root); d != home; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o711); err != nil { // as PrivateDirs leaves the data directory
+			t.Fatal(err)
+		}
+	}
+	before, _ := os.Stat(home)
+	err = PrepareWorkdir(root, chat, iso)
+	if !errors.Is(err, ErrUnreachableWorkdir) || !strings.Contains(err.Error(), home+" (mode 0700)") {
+		t.Fatalf("PrepareWorkdir under a private home: %v", err)
+	}
+	if after, _ := os.Stat(home); after.Mode() != before.Mode() {
+		t.Errorf("the home's mode went from %v to %v", before.Mode(), after.Mode())
 	}
 }
