@@ -26,3 +26,8 @@ func Plan(p Policy) (Report, error) { return Report{}, fmt.Errorf("%w: not Linux
 
 // Apply fails: nothing can be sandboxed here.
 func Apply(p Policy) (Report, error) { return Report{}, fmt.Errorf("%w: not Linux", ErrUnavailable) }
+
+// Exec fails: nothing can be sandboxed here.
+func Exec(args []string, environ []string) error {
+	return fmt.Errorf("%w: not Linux", ErrUnavailable)
+}
