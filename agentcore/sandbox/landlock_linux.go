@@ -271,14 +271,15 @@ func (b *built) addPath(g grant, forbidden []string) error {
 	return nil
 }
 
-// openat2 opens path as how says, retrying on EINTR and EAGAIN (a rename
-// raced with RESOLVE_ lookups).
-func openat2(path string, how *unix.OpenHow) (int, error) {
-	for {
-		fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
-		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
-			continue
+// openat2 opens path as how says, retrying a few times on EINTR and EAGAIN
+// (a rename raced with a RESOLVE_ lookup): a process renaming in a loop
+// makes it fail, not spin.
+func openat2(path string, how *unix.OpenHow) (fd int, err error) {
+	for range 16 {
+		fd, err = unix.Openat2(unix.AT_FDCWD, path, how)
+		if !errors.Is(err, unix.EINTR) && !errors.Is(err, unix.EAGAIN) {
+			break
 		}
-		return fd, err
 	}
+	return fd, err
 }
