@@ -21,12 +21,14 @@ type Worktree struct {
 
 // Entry is one working tree of a repository, as git lists it.
 type Entry struct {
-	Dir      string
-	Branch   string // without "refs/heads/"; "" when detached
-	Head     string // the commit checked out
-	Bare     bool
-	Locked   bool
-	Prunable bool // its directory is gone; Prune forgets it
+	Dir        string
+	Branch     string // without "refs/heads/"; "" when detached
+	Head       string // the commit checked out
+	Bare       bool
+	Locked     bool
+	LockReason string
+	Spare      bool // a spare worktree (Spare), ready for a Create to take
+	Prunable   bool // its directory is gone; Prune forgets it
 }
 
 // Create makes wt: a new worktree at wt.Dir on a new branch wt.Branch from
@@ -41,14 +43,14 @@ func (g *Git) Create(ctx context.Context, wt Worktree) (Worktree, error) {
 	if err != nil {
 		return wt, err
 	}
-	found, err := g.existing(ctx, wt)
+	found, spares, err := g.existing(ctx, wt)
 	if found || err != nil {
 		return wt, err
 	}
 	if err := g.baseExists(ctx, wt.Main, wt.Base); err != nil {
 		return wt, err
 	}
-	if err := g.addWorktree(ctx, wt, "refs/heads/"+wt.Base); err != nil {
+	if err := g.addWorktree(ctx, wt, "refs/heads/"+wt.Base, spares); err != nil {
 		return wt, err
 	}
 	return wt, g.Include(ctx, wt)
@@ -71,7 +73,7 @@ func (g *Git) Fork(ctx context.Context, parent, wt Worktree) (Worktree, error) {
 	if err != nil {
 		return wt, err
 	}
-	found, err := g.existing(ctx, wt)
+	found, spares, err := g.existing(ctx, wt)
 	if found || err != nil {
 		return wt, err
 	}
@@ -83,7 +85,7 @@ func (g *Git) Fork(ctx context.Context, parent, wt Worktree) (Worktree, error) {
 	if err != nil {
 		return wt, err
 	}
-	if err := g.addWorktree(ctx, wt, head); err != nil {
+	if err := g.addWorktree(ctx, wt, head, spares); err != nil {
 		return wt, err
 	}
 	if err := g.applyState(ctx, wt.Dir, state); err != nil {
@@ -106,36 +108,50 @@ func (g *Git) prepare(ctx context.Context, wt Worktree) (Worktree, error) {
 
 // existing looks for wt's branch among Main's worktrees: found at wt.Dir it
 // is reused; found elsewhere it is ErrBranchInUse; registered at a
-// directory that is gone it is pruned, and wt is made anew.
-func (g *Git) existing(ctx context.Context, wt Worktree) (bool, error) {
+// directory that is gone it is pruned, and wt is made anew. It also returns
+// the spares wt may take (Spare).
+func (g *Git) existing(ctx context.Context, wt Worktree) (bool, []Entry, error) {
 	trees, err := g.List(ctx, wt.Main)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
+	var spares []Entry
 	for _, t := range trees {
 		switch {
+		case t.Spare:
+			if samePath(filepath.Dir(t.Dir), filepath.Dir(wt.Dir)) {
+				spares = append(spares, t)
+			}
 		case t.Branch != wt.Branch && samePath(t.Dir, wt.Dir):
-			return false, fmt.Errorf("%w: %s is the worktree of %s", ErrDirInUse, wt.Dir, cmp.Or(t.Branch, "a detached HEAD"))
+			return false, nil, fmt.Errorf("%w: %s is the worktree of %s", ErrDirInUse, wt.Dir, cmp.Or(t.Branch, "a detached HEAD"))
 		case t.Branch != wt.Branch:
 		case t.Prunable:
-			return false, g.Prune(ctx, wt.Main)
+			return false, spares, g.Prune(ctx, wt.Main)
 		case samePath(t.Dir, wt.Dir):
-			return true, nil
+			return true, nil, nil
 		default:
-			return false, fmt.Errorf("%w: %s is checked out in %s", ErrBranchInUse, wt.Branch, t.Dir)
+			return false, nil, fmt.Errorf("%w: %s is checked out in %s", ErrBranchInUse, wt.Branch, t.Dir)
 		}
 	}
-	return false, nil
+	return false, spares, nil
 }
 
-// addWorktree runs git worktree add: a new branch from start, or the
-// existing branch checked out again.
-func (g *Git) addWorktree(ctx context.Context, wt Worktree, start string) error {
+// addWorktree makes wt's worktree with a new branch from start, or its
+// existing branch checked out again: from a spare when there is one, else
+// with git worktree add.
+func (g *Git) addWorktree(ctx context.Context, wt Worktree, start string, spares []Entry) error {
 	if err := dirFree(wt.Dir); err != nil {
 		return err
 	}
 	exists, err := g.hasRef(ctx, wt.Main, "refs/heads/"+wt.Branch)
 	if err != nil {
+		return err
+	}
+	checkout := []string{"--no-track", "-b", wt.Branch, start}
+	if exists {
+		checkout = []string{wt.Branch}
+	}
+	if taken, err := g.takeSpare(ctx, wt, spares, checkout); taken || err != nil {
 		return err
 	}
 	args := []string{"worktree", "add", "--quiet", "--no-track", "-b", wt.Branch, wt.Dir, start}
@@ -284,7 +300,8 @@ func (e *Entry) set(key, value string) {
 	case "bare":
 		e.Bare = true
 	case "locked":
-		e.Locked = true
+		e.Locked, e.LockReason = true, value
+		e.Spare = value == spareReason
 	case "prunable":
 		e.Prunable = true
 	}
