@@ -1,5 +1,5 @@
-// projects.go: projects and their secrets (migration 0004), and who may bind
-// chats to them (migration 0006).
+// projects.go: projects and their secrets (migration 0004), who may bind
+// chats to them (migration 0006) and their repositories (migration 0012).
 package store
 
 import (
@@ -10,10 +10,13 @@ import (
 	"github.com/jmoiron/sqlx"
 )
 
-// Project binds a name to an LXD container; project chats run inside it.
+// Project binds a name to an LXD container, where project chats run, or to
+// the host (no container), and optionally to a git repository, of which each
+// chat gets its own worktree and branch (workspaces.go).
 type Project struct {
 	Name string
-	// Container is the LXD instance name (unique across projects).
+	// Container is the LXD instance name (unique across the projects that
+	// have one); empty: the project's chats run on the host.
 	Container string
 	// Image creates the container when it is missing; empty uses lxd.image.
 	Image string
@@ -21,6 +24,22 @@ type Project struct {
 	Workspace string
 	// Status is the container status the preparer last recorded.
 	Status string
+	// Repo is where the project's repository is cloned from (a git URL or a
+	// host path); empty: the project owns no repository.
+	Repo string
+	// Base is the branch chats start from and land on; empty: the
+	// repository's default branch.
+	Base string
+	// Setup is the bootstrap command run in each new worktree; empty: none.
+	Setup string
+	// Forge is the kind of forge pull requests go to ("", "gitea", "github",
+	// "gitlab") and ForgeURL its address ("": the kind's public one, or
+	// none). The store keeps them as given.
+	Forge    string
+	ForgeURL string
+	// CloneDir is where the main clone lives on this host; empty: not
+	// cloned yet (SetProjectCloneDir).
+	CloneDir string
 	// Channels are the channels (or Matrix rooms) whose chats may use the
 	// project ("*": every channel), Allow the users who may bind a chat to it
 	// (empty: anyone the channel lets). No Channels (no rows, as for every
@@ -44,22 +63,30 @@ type projectRow struct {
 	Image     string    `db:"image"`
 	Workspace string    `db:"workspace"`
 	Status    string    `db:"status"`
+	Repo      string    `db:"repo"`
+	Base      string    `db:"base"`
+	Setup     string    `db:"setup"`
+	Forge     string    `db:"forge"`
+	ForgeURL  string    `db:"forge_url"`
+	CloneDir  string    `db:"clone_dir"`
 	CreatedAt time.Time `db:"created_at"`
 	UpdatedAt time.Time `db:"updated_at"`
 }
 
 func (r projectRow) project() Project {
 	return Project{Name: r.Name, Container: r.Container, Image: r.Image, Workspace: r.Workspace, Status: r.Status,
+		Repo: r.Repo, Base: r.Base, Setup: r.Setup, Forge: r.Forge, ForgeURL: r.ForgeURL, CloneDir: r.CloneDir,
 		CreatedAt: r.CreatedAt.UTC(), UpdatedAt: r.UpdatedAt.UTC()}
 }
 
 const (
-	projectColumns = `name, container, image, workspace, status, created_at, updated_at`
+	projectColumns = `name, container, image, workspace, status, repo, base, setup, forge, forge_url, clone_dir, created_at, updated_at`
 
-	queryInsertProject = `INSERT INTO projects (` + projectColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	queryInsertProject = `INSERT INTO projects (` + projectColumns + `) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 	queryGetProject    = `SELECT ` + projectColumns + ` FROM projects WHERE name = $1`
 	queryListProjects  = `SELECT ` + projectColumns + ` FROM projects ORDER BY name`
 	queryProjectStatus = `UPDATE projects SET status = $2, updated_at = $3 WHERE name = $1`
+	queryProjectClone  = `UPDATE projects SET clone_dir = $2, updated_at = $3 WHERE name = $1`
 	queryDeleteSecrets = `DELETE FROM project_secrets WHERE project = $1`
 	queryDeleteProject = `DELETE FROM projects WHERE name = $1`
 
@@ -82,14 +109,16 @@ const (
 )
 
 // CreateProject inserts p, setting CreatedAt and UpdatedAt. A duplicate name,
-// or a container another project uses, is ErrConflict.
+// or a container another project uses, is ErrConflict; any number of
+// projects may have no container (host projects).
 func (s *Store) CreateProject(ctx context.Context, p *Project) error {
-	if p.Name == "" || p.Container == "" {
-		return fmt.Errorf("store: create project: name and container are required")
+	if p.Name == "" {
+		return fmt.Errorf("store: create project: a name is required")
 	}
 	t := now()
 	err := s.InTx(ctx, func(tx *sqlx.Tx) error {
-		if _, err := tx.ExecContext(ctx, queryInsertProject, p.Name, p.Container, p.Image, p.Workspace, p.Status, t, t); err != nil {
+		if _, err := tx.ExecContext(ctx, queryInsertProject, p.Name, p.Container, p.Image, p.Workspace, p.Status,
+			p.Repo, p.Base, p.Setup, p.Forge, p.ForgeURL, p.CloneDir, t, t); err != nil {
 			return translate(err)
 		}
 		return insertAccess(ctx, tx, p.Name, p.Channels, p.Allow)
@@ -200,6 +229,16 @@ func (s *Store) SetProjectStatus(ctx context.Context, name, status string) error
 		return fmt.Errorf("store: set status of project %s: %w", name, translate(err))
 	}
 	return expectOne(res, "set status of project "+name)
+}
+
+// SetProjectCloneDir records where the project's main clone lives on this
+// host, or returns ErrNotFound.
+func (s *Store) SetProjectCloneDir(ctx context.Context, name, dir string) error {
+	res, err := s.db.ExecContext(ctx, queryProjectClone, name, dir, now())
+	if err != nil {
+		return fmt.Errorf("store: set clone directory of project %s: %w", name, translate(err))
+	}
+	return expectOne(res, "set clone directory of project "+name)
 }
 
 // DeleteProject removes the project and its secrets, or returns ErrNotFound.

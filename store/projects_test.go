@@ -50,8 +50,8 @@ func TestProjects(t *testing.T) {
 			if err := s.CreateProject(ctx, &store.Project{Name: "web2", Container: "web-c"}); !errors.Is(err, store.ErrConflict) {
 				t.Errorf("shared container: %v", err)
 			}
-			if err := s.CreateProject(ctx, &store.Project{Name: "x"}); err == nil {
-				t.Error("project without container accepted")
+			if err := s.CreateProject(ctx, &store.Project{Container: "nameless"}); err == nil {
+				t.Error("project without a name accepted")
 			}
 		})
 		t.Run("status", func(t *testing.T) {
@@ -95,6 +95,67 @@ func TestProjects(t *testing.T) {
 			}
 			if names, _ := s.ProjectSecretNames(ctx, "web"); !slices.Equal(names, []string{"TOKEN"}) {
 				t.Errorf("names = %v", names)
+			}
+		})
+		t.Run("repository fields", func(t *testing.T) {
+			in := store.Project{Name: "repo", Container: "repo-c", Repo: "https://git.example.org/team/repo.git", Base: "main",
+				Setup: "make deps", Forge: "gitea", ForgeURL: "https://git.example.org", CloneDir: "/var/lib/threadline/repos/repo"}
+			if err := s.CreateProject(ctx, &in); err != nil {
+				t.Fatal(err)
+			}
+			got, err := s.GetProject(ctx, "repo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Repo != in.Repo || got.Base != in.Base || got.Setup != in.Setup || got.Forge != in.Forge ||
+				got.ForgeURL != in.ForgeURL || got.CloneDir != in.CloneDir {
+				t.Errorf("GetProject = %+v, want the fields of %+v", got, in)
+			}
+			list, err := s.ListProjects(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			i := slices.IndexFunc(list, func(p store.Project) bool { return p.Name == "repo" })
+			if i < 0 || list[i].Repo != in.Repo || list[i].Forge != "gitea" || list[i].CloneDir != in.CloneDir {
+				t.Errorf("ListProjects = %+v", list)
+			}
+			if i := slices.IndexFunc(list, func(p store.Project) bool { return p.Name == "api" }); i < 0 ||
+				list[i].Repo != "" || list[i].Base != "" || list[i].Setup != "" || list[i].Forge != "" || list[i].ForgeURL != "" || list[i].CloneDir != "" {
+				t.Errorf("a project without a repository: %+v", list)
+			}
+
+			before := got.UpdatedAt
+			if err := s.SetProjectCloneDir(ctx, "repo", "/srv/clones/repo"); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := s.GetProject(ctx, "repo"); got.CloneDir != "/srv/clones/repo" || got.Repo != in.Repo || got.UpdatedAt.Before(before) {
+				t.Errorf("after SetProjectCloneDir: %+v", got)
+			}
+			if err := s.SetProjectCloneDir(ctx, "nope", "/x"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("unknown project: %v", err)
+			}
+			if err := s.DeleteProject(ctx, "repo"); err != nil {
+				t.Fatal(err)
+			}
+		})
+		t.Run("host projects", func(t *testing.T) {
+			// Container "" runs on the host: any number of projects may have
+			// none, while a named container still serves one project.
+			for _, name := range []string{"host1", "host2"} {
+				if err := s.CreateProject(ctx, &store.Project{Name: name, Repo: "/srv/" + name}); err != nil {
+					t.Fatalf("host project %s: %v", name, err)
+				}
+			}
+			if got, err := s.GetProject(ctx, "host2"); err != nil || got.Container != "" || got.Repo != "/srv/host2" {
+				t.Errorf("GetProject(host2) = %+v, %v", got, err)
+			}
+			if err := s.CreateProject(ctx, &store.Project{Name: "api2", Container: "api-c"}); !errors.Is(err, store.ErrConflict) {
+				t.Errorf("shared container beside host projects: %v", err)
+			}
+			for _, name := range []string{"host1", "host2"} {
+				if err := s.DeleteProject(ctx, name); err != nil {
+					t.Fatal(err)
+				}
 			}
 		})
 		t.Run("delete removes secrets", func(t *testing.T) {
