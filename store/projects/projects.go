@@ -11,9 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -34,7 +36,12 @@ var (
 	containerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
 	// secretKey is an environment variable name.
 	secretKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// branchName is a plain branch name (a subset of git's ref names).
+	branchName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$`)
 )
+
+// forges are the kinds of forge a project may name ("" for none).
+var forges = []string{"gitea", "github", "gitlab"}
 
 // MaxSecretBytes bounds a secret value.
 const MaxSecretBytes = 64 << 10
@@ -56,6 +63,11 @@ type Project struct {
 	Name, Container, Image, Workspace string
 	// Channels and Allow say where chats may bind to it and who may.
 	Channels, Allow []string
+	// Repo is where the project's repository is cloned from (a git URL or a
+	// host path, made absolute), Base the branch chats start from and land
+	// on, Setup the command run in each new worktree, Forge ("", gitea,
+	// github, gitlab) and ForgeURL where pull requests go. All optional.
+	Repo, Base, Setup, Forge, ForgeURL string
 }
 
 func (a Admin) lxc() *execution.LXC {
@@ -85,7 +97,47 @@ func (p Project) Check() error {
 	if p.Image != "" && !execution.ValidImage(p.Image) {
 		return fmt.Errorf("%w: project add: --image: invalid image reference %q (ALIAS, REMOTE:ALIAS or a fingerprint: letters, digits, '.', '_', '-', '/', not starting with '-')", ErrUsage, p.Image)
 	}
+	return p.checkRepo()
+}
+
+// checkRepo refuses malformed repository fields (ErrUsage).
+func (p Project) checkRepo() error {
+	if p.Repo != "" && (strings.HasPrefix(p.Repo, "-") || strings.ContainsFunc(p.Repo, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })) {
+		return fmt.Errorf("%w: project add: --repo: invalid repository %q (a git URL or a host path, without spaces, not starting with '-')", ErrUsage, p.Repo)
+	}
+	if p.Base != "" && (!branchName.MatchString(p.Base) || strings.Contains(p.Base, "..") || strings.Contains(p.Base, "//") ||
+		strings.HasSuffix(p.Base, "/") || strings.HasSuffix(p.Base, ".") || strings.HasSuffix(p.Base, ".lock")) {
+		return fmt.Errorf("%w: project add: --base: invalid branch name %q", ErrUsage, p.Base)
+	}
+	if strings.ContainsRune(p.Setup, 0) {
+		return fmt.Errorf("%w: project add: --setup: the command holds a NUL byte", ErrUsage)
+	}
+	if p.Repo == "" && (p.Base != "" || p.Setup != "" || p.Forge != "" || p.ForgeURL != "") {
+		return fmt.Errorf("%w: project add: --base, --setup and --forge need --repo", ErrUsage)
+	}
+	if p.Forge != "" && !slices.Contains(forges, p.Forge) {
+		return fmt.Errorf("%w: project add: --forge: unknown forge %q (%s)", ErrUsage, p.Forge, strings.Join(forges, ", "))
+	}
+	if p.ForgeURL != "" {
+		if p.Forge == "" {
+			return fmt.Errorf("%w: project add: --forge-url needs --forge", ErrUsage)
+		}
+		if u, err := url.Parse(p.ForgeURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			return fmt.Errorf("%w: project add: --forge-url: want an http(s) URL without credentials, got %q", ErrUsage, p.ForgeURL)
+		}
+	}
 	return nil
+}
+
+// isRemote reports whether repo is a git URL rather than a host path: it
+// has a scheme, or a ':' before its first '/' (git's scp-like user@host:path).
+func isRemote(repo string) bool {
+	if strings.Contains(repo, "://") {
+		return true
+	}
+	colon := strings.IndexByte(repo, ':')
+	slash := strings.IndexByte(repo, '/')
+	return colon > 0 && (slash < 0 || colon < slash)
 }
 
 // Add stores p (checked first) and says where its container comes from and
@@ -106,7 +158,15 @@ func (a Admin) Add(ctx context.Context, p Project) error {
 			}
 		}
 	}
-	sp := store.Project{Name: p.Name, Container: p.Container, Image: p.Image, Workspace: ws, Channels: p.Channels, Allow: p.Allow}
+	repo := p.Repo
+	if repo != "" && !isRemote(repo) {
+		var err error
+		if repo, err = filepath.Abs(repo); err != nil {
+			return err
+		}
+	}
+	sp := store.Project{Name: p.Name, Container: p.Container, Image: p.Image, Workspace: ws, Channels: p.Channels, Allow: p.Allow,
+		Repo: repo, Base: p.Base, Setup: p.Setup, Forge: p.Forge, ForgeURL: p.ForgeURL}
 	if err := a.St.CreateProject(ctx, &sp); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return fmt.Errorf("project add: a project named %s, or one using container %s, exists already", p.Name, p.Container)

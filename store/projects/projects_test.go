@@ -2,8 +2,12 @@ package projects
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/storetest"
 )
 
 func TestChecksAreUsageErrors(t *testing.T) {
@@ -23,6 +27,78 @@ func TestChecksAreUsageErrors(t *testing.T) {
 	}
 	if err := ValidSecretKey("GH_TOKEN"); err != nil {
 		t.Errorf("GH_TOKEN: %v", err)
+	}
+}
+
+func TestRepoChecks(t *testing.T) {
+	ok := Project{Name: "p", Container: "c", Repo: "git@git.example.org:team/web.git", Base: "release/2.x",
+		Setup: "npm ci && make", Forge: "gitea", ForgeURL: "https://git.example.org"}
+	if err := ok.Check(); err != nil {
+		t.Errorf("a valid project with a repository: %v", err)
+	}
+	for name, mod := range map[string]func(*Project){
+		"option as repo":       func(p *Project) { p.Repo = "--upload-pack=touch /tmp/x" },
+		"space in repo":        func(p *Project) { p.Repo = "/srv/a b" },
+		"option as base":       func(p *Project) { p.Base = "-b" },
+		"dots in base":         func(p *Project) { p.Base = "a..b" },
+		"lock base":            func(p *Project) { p.Base = "main.lock" },
+		"space in base":        func(p *Project) { p.Base = "ma in" },
+		"NUL in setup":         func(p *Project) { p.Setup = "make\x00" },
+		"unknown forge":        func(p *Project) { p.Forge = "bitbucket" },
+		"forge url scheme":     func(p *Project) { p.ForgeURL = "ftp://git.example.org" },
+		"forge url with login": func(p *Project) { p.ForgeURL = "https://bot:tok@git.example.org" },
+		"forge url, no forge":  func(p *Project) { p.Forge = "" },
+		"base without repo":    func(p *Project) { p.Repo = "" },
+	} {
+		p := ok
+		mod(&p)
+		if err := p.Check(); !errors.Is(err, ErrUsage) {
+			t.Errorf("%s: %v, want ErrUsage", name, err)
+		}
+	}
+}
+
+func TestAddStoresRepo(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, st *store.Store) {
+		t.Chdir(t.TempDir())
+		var out, errs strings.Builder
+		a := Admin{St: st, Image: "ubuntu", Out: &out, Err: &errs}
+		if err := a.Add(t.Context(), Project{Name: "web", Container: "web-c", Repo: "repos/web", Base: "main", Setup: "make",
+			Forge: "github", ForgeURL: "https://github.example.com"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Add(t.Context(), Project{Name: "api", Container: "api-c", Repo: "git@host:o/api.git"}); err != nil {
+			t.Fatal(err)
+		}
+		web, err := st.GetProject(t.Context(), "web")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !filepath.IsAbs(web.Repo) || !strings.HasSuffix(web.Repo, "/repos/web") || web.Base != "main" || web.Setup != "make" ||
+			web.Forge != "github" || web.ForgeURL != "https://github.example.com" || web.CloneDir != "" {
+			t.Errorf("stored %+v", web)
+		}
+		if api, _ := st.GetProject(t.Context(), "api"); api.Repo != "git@host:o/api.git" {
+			t.Errorf("a remote repository changed: %q", api.Repo)
+		}
+	})
+}
+
+func TestIsRemote(t *testing.T) {
+	for repo, want := range map[string]bool{
+		"https://github.com/o/r.git": true,
+		"ssh://git@host/r":           true,
+		"git@host:o/r.git":           true,
+		"host:r":                     true,
+		"/srv/repos/r":               false,
+		"../r":                       false,
+		"./a:b":                      false,
+		"/srv/a:b":                   false,
+		"r":                          false,
+	} {
+		if got := isRemote(repo); got != want {
+			t.Errorf("isRemote(%q) = %v, want %v", repo, got, want)
+		}
 	}
 }
 
