@@ -20,6 +20,12 @@
 // idempotent, so a restarted bot just goes on. Remove takes it away, and its
 // branch when discarded or merged, refusing to lose unpushed work.
 //
+// Checking out a large tree is the slow part of a new worktree (seconds for
+// 10,000 files on a slow disk). Spare prepares one ahead, in the background:
+// a detached, locked checkout of the base beside the worktrees, which the
+// next Create or Fork renames into place and brings to its start with a
+// checkout of the files that differ.
+//
 // # A turn and shipping
 //
 // Snapshot is the tree of a worktree's whole working state (untracked files
@@ -48,9 +54,11 @@
 // clone has a longer one), git in its own process group, killed with its
 // children (ssh, remote helpers) at the limit or when the context ends;
 // no prompt, pager or editor; the C locale; no system or global
-// configuration and no hooks, fsmonitor, credential helpers or signing
-// from the repositories (a bot's git call never runs a program the agent
-// wrote into the repository). Configuration travels in GIT_CONFIG_COUNT
+// configuration and no hooks, fsmonitor, credential helpers, askpass, ssh
+// command or signing from the repositories, so what an agent writes into
+// its worktree or the hooks does not run as the bot (the main clone's
+// .git/config must stay out of the agent's reach: a repository's config
+// can name more programs than these). Configuration travels in GIT_CONFIG_COUNT
 // variables, so a credential (Credential, an HTTP header) is never in argv
 // or in a URL, and it is removed from every error. Failures are *GitError
 // values with git's own words, wrapping the outcome a front-end words:

@@ -58,7 +58,8 @@ type GitError struct {
 	Err    error    // the recognized outcome, or nil
 }
 
-// Error reads "git push failed: <git's words>", or "git fetch timed out".
+// Error reads "git push failed: <the outcome> (<git's words>)", or
+// "git fetch: timed out and was stopped".
 func (e *GitError) Error() string {
 	cmd := "git"
 	if len(e.Args) > 0 {
@@ -70,6 +71,9 @@ func (e *GitError) Error() string {
 	detail := summarize(e.Stderr)
 	if detail == "" {
 		detail = fmt.Sprintf("exit status %d", e.Code)
+	}
+	if e.Err != nil {
+		return cmd + " failed: " + e.Err.Error() + " (" + detail + ")"
 	}
 	return cmd + " failed: " + detail
 }

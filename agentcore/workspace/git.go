@@ -48,11 +48,12 @@ type Options struct {
 	// The system config is never read.
 	GlobalConfig string
 	// Config is extra git configuration ("key=value") given to every call at
-	// command scope (above the repositories' own), e.g. "core.sshCommand=ssh -i KEY".
+	// command scope (above the repositories' own), e.g. "safe.directory=*"
+	// when the worktrees belong to the agent's user.
 	Config []string
 	// Env is extra environment for every call, set last (e.g. PATH,
-	// GIT_SSH_COMMAND, SSH_AUTH_SOCK). The bot's own GIT_* variables are
-	// never passed on; do not set GIT_CONFIG_* here, use Config.
+	// GIT_SSH_COMMAND="ssh -i KEY", SSH_AUTH_SOCK). The bot's own GIT_*
+	// variables are never passed on; do not set GIT_CONFIG_* here, use Config.
 	Env []string
 	// Cmd, when set, sees each git command before it starts, e.g. to run git
 	// as the agent's user (SysProcAttr.Credential). Setpgid is set after it.
@@ -74,13 +75,19 @@ var fixedEnv = []string{
 	"GIT_MERGE_AUTOEDIT=no",
 	"LC_ALL=C",
 	"LANGUAGE=C",
+	// Above core.sshCommand, which a repository's config could point at
+	// any program; set GIT_SSH_COMMAND in Options.Env for another ssh.
+	"GIT_SSH_COMMAND=ssh",
 }
 
 // fixedConfig is command-scope configuration of every call. It turns off
 // what would run a program the repository names (hooks, fsmonitor,
-// credential helpers, signing) so that a bot's git call never runs code a
-// chat's agent wrote into the repository, and keeps garbage collection in
-// the foreground (a detached gc would outlive the call's process group).
+// credential helpers, askpass, signing), so that a bot's git call does not
+// run code a chat's agent wrote into its worktree or hooks, and keeps
+// garbage collection in the foreground (a detached gc would outlive the
+// call's process group). It cannot cover every program a repository's
+// config may name (filter drivers, remote.*.uploadpack): the main clone's
+// .git/config must not be writable by the agent's user.
 var fixedConfig = []string{
 	"core.hooksPath=/dev/null",
 	"core.fsmonitor=false",
@@ -89,6 +96,7 @@ var fixedConfig = []string{
 	"core.pager=cat",
 	"color.ui=false",
 	"credential.helper=",
+	"core.askPass=",
 	"commit.gpgSign=false",
 	"tag.gpgSign=false",
 	"gc.autoDetach=false",

@@ -109,7 +109,7 @@ func TestGitErrors(t *testing.T) {
 	if !errors.Is(err, ErrNotRepo) || !errors.As(err, &ge) || ge.Code != 128 {
 		t.Fatalf("status outside a repo = %v", err)
 	}
-	if !strings.HasPrefix(err.Error(), "git status failed: fatal: not a git repository") {
+	if !strings.HasPrefix(err.Error(), "git status failed: not a git repository (fatal: not a git repository") {
 		t.Errorf("error text %q", err)
 	}
 	bad := New(Options{Git: "/nonexistent/git"})
@@ -150,5 +150,47 @@ func TestRunSetup(t *testing.T) {
 	assertGone(t, rec)
 	if _, err := RunSetup(t.Context(), Setup{}); !errors.Is(err, ErrInvalid) {
 		t.Errorf("empty setup: %v", err)
+	}
+}
+
+// TestLockedIndex: another git holding the worktree's index is ErrLocked.
+func TestLockedIndex(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	wt := f.create("a")
+	gitDir, err := gitDirOf(wt.Dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, gitDir, "index.lock", "")
+	writeFile(t, wt.Dir, "x.txt", "x\n")
+	if _, err := f.g.Commit(t.Context(), wt, CommitOptions{Message: "x"}); !errors.Is(err, ErrLocked) {
+		t.Errorf("Commit with index.lock = %v, want ErrLocked", err)
+	}
+}
+
+// TestOtherOwner: a worktree owned by another user (the agent's) is
+// ErrUnsafeRepo, unless Options.Config trusts it.
+func TestOtherOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to chown")
+	}
+	t.Parallel()
+	f := newFixture(t, Options{})
+	wt := f.create("a")
+	if err := filepath.Walk(wt.Dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, 65534, 65534)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.g.Snapshot(t.Context(), wt); !errors.Is(err, ErrUnsafeRepo) {
+		t.Errorf("Snapshot of another user's worktree = %v, want ErrUnsafeRepo", err)
+	}
+	trusting := New(Options{Config: []string{"safe.directory=*"}})
+	if _, err := trusting.Snapshot(t.Context(), wt); err != nil {
+		t.Errorf("with safe.directory=*: %v", err)
 	}
 }

@@ -3,6 +3,8 @@ package workspace
 import (
 	"encoding/base64"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -176,5 +178,39 @@ func TestPushToPath(t *testing.T) {
 	}
 	if gitT(t, other, "rev-parse", "refs/heads/"+wt.Branch) == "" {
 		t.Error("branch not pushed")
+	}
+}
+
+// TestCredentialOverHTTP pushes to an HTTP forge that refuses everyone:
+// the token arrives as a Basic header scoped to the forge, the refusal is
+// ErrAuth, and the error holds no secret.
+func TestCredentialOverHTTP(t *testing.T) {
+	t.Parallel()
+	const token = "glpat-AnotherSecret987"
+	var mu sync.Mutex
+	var got []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.Header().Set("WWW-Authenticate", `Basic realm="forge"`)
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	f := newFixture(t, Options{})
+	wt := f.create("a")
+	err := f.g.Push(t.Context(), wt, PushOptions{Remote: srv.URL + "/o/r.git", Credential: &Credential{Username: "oauth2", Token: token}})
+	if !errors.Is(err, ErrAuth) {
+		t.Fatalf("Push to a refusing forge = %v, want ErrAuth", err)
+	}
+	t.Logf("refused: %v", err)
+	basic := base64.StdEncoding.EncodeToString([]byte("oauth2:" + token))
+	if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), basic) {
+		t.Errorf("error holds a secret: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) == 0 || got[0] != "Basic "+basic {
+		t.Errorf("the forge saw Authorization %q", got)
 	}
 }

@@ -32,7 +32,8 @@ type Entry struct {
 }
 
 // Create makes wt: a new worktree at wt.Dir on a new branch wt.Branch from
-// wt.Base, then copies the ignored files .worktreeinclude names (Include).
+// wt.Base (taking a spare beside wt.Dir when there is one, see Spare), then
+// copies the ignored files .worktreeinclude names (Include).
 // It is idempotent: when wt.Branch already is checked out at wt.Dir the
 // worktree is returned as it is, and an existing branch without a worktree
 // (removed without discarding) is checked out again. It fails with
