@@ -321,12 +321,14 @@ LEVEL = Warn
 	return nil
 }
 
-// command returns a gitea command on the work path, as the server's user.
+// command returns a gitea command on the work path, as the server's user,
+// in its own process group (Stop ends the group), killed if the test
+// binary dies first (a test run killed at its timeout leaves no server).
 func (s *Server) command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, s.bin, append([]string{"--work-path", s.Dir, "--config", filepath.Join(s.Dir, "custom", "conf", "app.ini")}, args...)...)
 	cmd.Dir = s.Dir
 	cmd.Env = s.env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: s.cred, Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
