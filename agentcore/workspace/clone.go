@@ -29,6 +29,10 @@ func (g *Git) Clone(ctx context.Context, src, dir, base string) error {
 	if err != nil {
 		return cloneError(err, base)
 	}
+	if err := g.baseExists(ctx, dir, base); err != nil { // base named a tag
+		os.RemoveAll(dir)
+		return err
+	}
 	if _, err := g.run(ctx, dir, "checkout", "--quiet", "--detach"); err != nil {
 		return fmt.Errorf("%w: detaching the main clone's HEAD: %w", ErrCloneFailed, err)
 	}

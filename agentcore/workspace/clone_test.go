@@ -34,11 +34,13 @@ func TestCloneFailures(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := t.Context()
+	gitT(t, f.origin, "tag", "v1", "main")
 	tests := []struct {
 		name, src, base string
 		want            error
 	}{
 		{"missing base", f.origin, "nope", ErrBaseMissing},
+		{"base is a tag", f.origin, "v1", ErrBaseMissing},
 		{"missing source", filepath.Join(f.root, "nowhere"), "main", ErrCloneFailed},
 		{"bad url", "https://invalid.invalid/x.git", "main", ErrCloneFailed},
 		{"ext transport refused", "ext::sh -c touch% /tmp/pwned", "main", ErrCloneFailed},

@@ -173,9 +173,32 @@ func (g *Git) test(ctx context.Context, dir string, args ...string) (bool, error
 	return false, err
 }
 
+// raceRetries is how often a call that met a worktree being added at the
+// same time (isAddRace) is tried again.
+const raceRetries = 3
+
 // exec runs one git call under its time limit and returns its stdout (also
-// when it failed, for callers that read git's report, like push).
+// when it failed, for callers that read git's report, like push). A call
+// that failed on another worktree's half-written administrative files is
+// tried again (git checks other worktrees before it changes anything).
 func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
+	for try := 1; ; try++ {
+		out, err := g.execOnce(ctx, c)
+		if ge, ok := errors.AsType[*GitError](err); !ok || !isAddRace(ge.Stderr) || c.stdin != nil || try > raceRetries {
+			return out, err
+		}
+		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+	}
+}
+
+// isAddRace tells git's failure on reading another worktree's files while
+// that worktree is being added (an empty commondir or gitdir).
+func isAddRace(stderr string) bool {
+	return strings.Contains(stderr, "/worktrees/") && strings.Contains(stderr, "failed to read")
+}
+
+// execOnce is one try of exec.
+func (g *Git) execOnce(ctx context.Context, c call) ([]byte, error) {
 	limit := cmp.Or(c.timeout, g.timeout)
 	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()

@@ -185,6 +185,8 @@ func (g *Git) fetchBase(ctx context.Context, main, base, remote string, cred *Cr
 	})
 	if ge, ok := errors.AsType[*GitError](err); ok && strings.Contains(ge.Stderr, "couldn't find remote ref") {
 		return "", nil
+	} else if ok && isRefRace(ge.Stderr) { // another fetch or push moved the tracking ref
+		return "", fmt.Errorf("%w: %w", errMoved, err)
 	}
 	if err != nil {
 		return "", err

@@ -235,3 +235,51 @@ func TestLooseRepo(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// TestConcurrentChats: chats created, committed and merged at the same time
+// all land, none overwriting another (the compare-and-swap), and the main
+// clone stays untouched.
+func TestConcurrentChats(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := t.Context()
+	names := []string{"c1", "c2", "c3", "c4"}
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		go func() {
+			wt, err := f.g.Create(ctx, f.wt(name))
+			if err == nil {
+				writeFileErr(wt.Dir, name+".txt", name)
+				_, err = f.g.Commit(ctx, wt, CommitOptions{Message: name})
+			}
+			for try := 0; err == nil || errors.Is(err, ErrNotFastForward); try++ {
+				if try == 10 {
+					break
+				}
+				if _, err = f.g.Merge(ctx, wt, MergeOptions{}); err == nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range names {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, name := range names {
+		if got := gitT(t, f.origin, "show", "main:"+name+".txt"); got != name {
+			t.Errorf("%s.txt on origin's main = %q", name, got)
+		}
+	}
+	if got := gitT(t, f.main, "rev-parse", "refs/heads/main"); got != gitT(t, f.origin, "rev-parse", "main") {
+		t.Error("local and origin main differ")
+	}
+	f.assertMainUntouched()
+}
+
+// writeFileErr writes a file outside the test goroutine (no t.Fatal).
+func writeFileErr(dir, rel, content string) {
+	os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644)
+}

@@ -63,14 +63,14 @@ func (g *Git) push(ctx context.Context, dir, remote string, cred *Credential, re
 	if err == nil {
 		return nil
 	}
-	if reason, ok := rejection(string(out)); ok {
-		if isNotFastForward(reason) {
-			_, dst, _ := strings.Cut(refspec, ":")
-			return fmt.Errorf("%w: %s refused %s (%s)", ErrNotFastForward, remote, strings.TrimPrefix(dst, "refs/heads/"), reason)
-		}
-		if ge, ok := errors.AsType[*GitError](err); ok && ge.Stderr == "" {
-			ge.Stderr = "rejected: " + reason
-		}
+	reason, rejected := rejection(string(out))
+	ge, _ := errors.AsType[*GitError](err)
+	if rejected && ge != nil && (isNotFastForward(reason) || isRefRace(ge.Stderr)) {
+		_, dst, _ := strings.Cut(refspec, ":")
+		return fmt.Errorf("%w: %s refused %s (%s)", ErrNotFastForward, remote, strings.TrimPrefix(dst, "refs/heads/"), reason)
+	}
+	if rejected && ge != nil && ge.Stderr == "" {
+		ge.Stderr = "rejected: " + reason
 	}
 	return err
 }
@@ -94,6 +94,12 @@ func rejection(out string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// isRefRace tells a remote whose ref moved while it was taking the push
+// (its own compare-and-swap failed): the remote moved on too.
+func isRefRace(stderr string) bool {
+	return strings.Contains(stderr, "cannot lock ref") && strings.Contains(stderr, "but expected")
 }
 
 // isNotFastForward tells the rejections that mean the remote moved on.

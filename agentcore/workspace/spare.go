@@ -47,10 +47,10 @@ func (g *Git) lockSpare(ctx context.Context, main, dir string) error {
 	return err
 }
 
-// takeSpare moves one of spares to wt.Dir and checks out there (git
-// checkout with args). A spare another Create took first (its unlock fails)
-// or that cannot move is passed over; false means none was taken.
-func (g *Git) takeSpare(ctx context.Context, wt Worktree, spares []Entry, args []string) (bool, error) {
+// takeSpare moves one of spares to wt.Dir and checks out wt.Branch there.
+// A spare another Create took first (its unlock fails) or that cannot move
+// is passed over; false means none was taken.
+func (g *Git) takeSpare(ctx context.Context, wt Worktree, spares []Entry) (bool, error) {
 	for _, s := range spares {
 		if _, err := g.run(ctx, wt.Main, "worktree", "unlock", s.Dir); err != nil {
 			continue
@@ -59,8 +59,7 @@ func (g *Git) takeSpare(ctx context.Context, wt Worktree, spares []Entry, args [
 			g.lockSpare(context.WithoutCancel(ctx), wt.Main, s.Dir) // best effort: give it back
 			continue
 		}
-		checkout := append([]string{"checkout", "--quiet"}, args...)
-		if _, err := g.run(ctx, wt.Dir, checkout...); err != nil {
+		if _, err := g.run(ctx, wt.Dir, "checkout", "--quiet", wt.Branch); err != nil {
 			g.run(context.WithoutCancel(ctx), wt.Main, "worktree", "remove", "--force", wt.Dir) // best effort
 			return false, err
 		}

@@ -98,3 +98,57 @@ func TestSpare(t *testing.T) {
 	}
 	f.assertMainUntouched()
 }
+
+// TestConcurrentSpares: Creates racing for fewer spares, while more spares
+// are being made, all succeed, each on its own branch.
+func TestConcurrentSpares(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, Options{})
+	ctx := t.Context()
+	trees := filepath.Join(f.root, "trees")
+	for _, s := range []string{".spare-a", ".spare-b"} {
+		if err := f.g.Spare(ctx, f.main, "main", filepath.Join(trees, s)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names := []string{"c1", "c2", "c3", "c4", "c5"}
+	errs := make(chan error, len(names)+1)
+	go func() { errs <- f.g.Spare(ctx, f.main, "main", filepath.Join(trees, ".spare-c")) }()
+	for _, name := range names {
+		go func() {
+			_, err := f.g.Create(ctx, f.wt(name))
+			errs <- err
+		}()
+	}
+	for range len(names) + 1 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+	for _, name := range names {
+		wt := f.wt(name)
+		if got := gitT(t, wt.Dir, "rev-parse", "--abbrev-ref", "HEAD"); got != wt.Branch {
+			t.Errorf("%s is on %q", name, got)
+		}
+		if st := gitT(t, wt.Dir, "status", "--porcelain"); st != "" || readFile(t, wt.Dir, "README.md") != seedFiles["README.md"] {
+			t.Errorf("%s: status %q", name, st)
+		}
+	}
+	list, err := f.g.List(ctx, f.main)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chats, spares int
+	for _, e := range list {
+		switch {
+		case e.Spare:
+			spares++
+		case e.Branch != "":
+			chats++
+		}
+	}
+	if chats != len(names) || spares > 1 { // three spares, at least two taken
+		t.Errorf("worktrees: %+v", list)
+	}
+	f.assertMainUntouched()
+}

@@ -137,9 +137,10 @@ func (g *Git) existing(ctx context.Context, wt Worktree) (bool, []Entry, error) 
 	return false, spares, nil
 }
 
-// addWorktree makes wt's worktree with a new branch from start, or its
-// existing branch checked out again: from a spare when there is one, else
-// with git worktree add.
+// addWorktree makes wt's worktree on its branch, created from start unless
+// it exists: from a spare when there is one, else with git worktree add.
+// The branch is made first, on its own, so that a worktree add that met
+// another one being added can simply be tried again (exec).
 func (g *Git) addWorktree(ctx context.Context, wt Worktree, start string, spares []Entry) error {
 	if err := dirFree(wt.Dir); err != nil {
 		return err
@@ -148,18 +149,15 @@ func (g *Git) addWorktree(ctx context.Context, wt Worktree, start string, spares
 	if err != nil {
 		return err
 	}
-	checkout := []string{"--no-track", "-b", wt.Branch, start}
-	if exists {
-		checkout = []string{wt.Branch}
+	if !exists {
+		if _, err := g.run(ctx, wt.Main, "branch", "--no-track", wt.Branch, start); err != nil {
+			return err
+		}
 	}
-	if taken, err := g.takeSpare(ctx, wt, spares, checkout); taken || err != nil {
+	if taken, err := g.takeSpare(ctx, wt, spares); taken || err != nil {
 		return err
 	}
-	args := []string{"worktree", "add", "--quiet", "--no-track", "-b", wt.Branch, wt.Dir, start}
-	if exists {
-		args = []string{"worktree", "add", "--quiet", wt.Dir, wt.Branch}
-	}
-	_, err = g.run(ctx, wt.Main, args...)
+	_, err = g.run(ctx, wt.Main, "worktree", "add", "--quiet", wt.Dir, wt.Branch)
 	return err
 }
 
