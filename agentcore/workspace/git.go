@@ -187,7 +187,11 @@ func (g *Git) exec(ctx context.Context, c call) ([]byte, error) {
 		if ge, ok := errors.AsType[*GitError](err); !ok || !isAddRace(ge.Stderr) || c.stdin != nil || try > raceRetries {
 			return out, err
 		}
-		time.Sleep(time.Duration(try) * 50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return out, err
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond):
+		}
 	}
 }
 

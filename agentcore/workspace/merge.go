@@ -53,15 +53,38 @@ func (g *Git) Merge(ctx context.Context, wt Worktree, opt MergeOptions) (Landed,
 	if err := g.mergeable(ctx, wt, base); err != nil {
 		return Landed{Base: base}, err
 	}
+	orig, err := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	if err != nil {
+		return Landed{Base: base}, err
+	}
 	remote := g.landingRemote(ctx, wt.Main, opt)
 	for range mergeAttempts {
 		l, err := g.land(ctx, wt, base, remote, opt.Credential)
+		if err == nil {
+			return l, nil
+		}
 		if !errors.Is(err, errMoved) {
-			return l, err
+			return l, g.restore(ctx, wt, orig, err)
 		}
 		g.log.DebugContext(ctx, "workspace: the base moved during a merge", logkey.Dir, wt.Dir, logkey.Err, err)
 	}
-	return Landed{Base: base}, fmt.Errorf("%w: %s moved on %d times during the merge", ErrNotFastForward, base, mergeAttempts)
+	err = fmt.Errorf("%w: %s moved on %d times during the merge", ErrNotFastForward, base, mergeAttempts)
+	return Landed{Base: base}, g.restore(ctx, wt, orig, err)
+}
+
+// restore puts wt's branch back on orig after a merge that failed (an
+// earlier attempt may have rebased it) and returns err. wt had nothing
+// uncommitted, so nothing is lost.
+func (g *Git) restore(ctx context.Context, wt Worktree, orig string, err error) error {
+	ctx = context.WithoutCancel(ctx)
+	head, headErr := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	if headErr == nil && head == orig {
+		return err
+	}
+	if _, resetErr := g.run(ctx, wt.Dir, "reset", "--quiet", "--hard", orig); resetErr != nil {
+		return errors.Join(err, fmt.Errorf("restoring %s: %w", wt.Branch, resetErr))
+	}
+	return err
 }
 
 // mergeable checks that wt is on its branch with nothing uncommitted and

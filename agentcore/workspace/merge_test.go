@@ -159,7 +159,7 @@ func TestMergeRemoteMoved(t *testing.T) {
 	}
 
 	b := f.create("b")
-	f.commitIn(b, map[string]string{"b.txt": "b\n"})
+	bHead := f.commitIn(b, map[string]string{"b.txt": "b\n"})
 	moves.Store(mergeAttempts)
 	_, err = f.g.Merge(ctx, b, MergeOptions{})
 	if !errors.Is(err, ErrNotFastForward) {
@@ -168,6 +168,9 @@ func TestMergeRemoteMoved(t *testing.T) {
 	t.Logf("always moving: %v", err)
 	if isAncestor(t, f.main, b.Branch, "refs/heads/main") {
 		t.Error("b landed on the local main")
+	}
+	if got := gitT(t, b.Dir, "rev-parse", "HEAD"); got != bHead {
+		t.Errorf("b's branch left at %s, want it back at %s", got, bHead)
 	}
 	if isAncestor(t, f.origin, gitT(t, b.Dir, "rev-parse", "HEAD"), "main") {
 		t.Error("b landed on origin")
