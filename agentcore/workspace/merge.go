@@ -138,25 +138,35 @@ func (g *Git) land(ctx context.Context, wt Worktree, base, remote string, cred *
 	if err != nil {
 		return l, err
 	}
+	if err := g.publish(ctx, wt, base, remote, cred, onto, head); err != nil {
+		return l, err
+	}
+	l.To = head
+	l.Commits, _ = strconv.Atoi(n)
+	return l, nil
+}
+
+// publish lands head: pushed to the remote's base first (when there is a
+// remote), then the local base moved from onto to head. A base that moved
+// meanwhile is errMoved, unless the remote already took head.
+func (g *Git) publish(ctx context.Context, wt Worktree, base, remote string, cred *Credential, onto, head string) error {
 	if remote != "" {
 		if err := g.push(ctx, wt.Dir, remote, cred, head+":refs/heads/"+base); err != nil {
 			if errors.Is(err, ErrNotFastForward) {
 				err = fmt.Errorf("%w: %w", errMoved, err)
 			}
-			return l, err
+			return err
 		}
 	}
-	if err := g.moveRef(ctx, wt.Main, base, head, onto, "threadline: merge "+wt.Branch); err != nil {
-		if remote == "" {
-			return l, fmt.Errorf("%w: %w", errMoved, err)
-		}
-		// Landed on the remote; the next sync fast-forwards the local base.
+	err := g.moveRef(ctx, wt.Main, base, head, onto, "threadline: merge "+wt.Branch)
+	if err != nil && remote == "" {
+		return fmt.Errorf("%w: %w", errMoved, err)
+	}
+	if err != nil { // landed on the remote; the next sync fast-forwards the local base
 		g.log.WarnContext(ctx, "workspace: local base moved during a merge", logkey.Dir, wt.Main,
 			logkey.To, base, logkey.Err, err)
 	}
-	l.To = head
-	l.Commits, _ = strconv.Atoi(n)
-	return l, nil
+	return nil
 }
 
 // moveRef moves refs/heads/<branch> from old to new, failing when it is not
