@@ -133,6 +133,15 @@ type AgentConfig struct {
 	PassEnv []string `yaml:"pass_env"`
 	// IdleTimeout overrides defaults.idle_timeout for this agent.
 	IdleTimeout *Duration `yaml:"idle_timeout"`
+	// Sandbox tunes this agent's sandbox (host.isolation: sandbox).
+	Sandbox SandboxConfig `yaml:"sandbox"`
+}
+
+// SandboxConfig is agents.<id>.sandbox.
+type SandboxConfig struct {
+	// Connect are more TCP ports the sandboxed agent may connect to, beside
+	// 443, 80 and the ports of the URLs in its environment.
+	Connect []uint16 `yaml:"connect"`
 }
 
 // DefaultIdleTimeout is defaults.idle_timeout when the file does not set it.
@@ -390,6 +399,33 @@ func (c *Config) Secrets() []string {
 	}
 	if c.Matrix != nil {
 		out = append(out, c.Matrix.AccessToken, c.Matrix.Password)
+	}
+	return out
+}
+
+// BotPaths are the bot's own files that no agent may reach (the sandbox's
+// forbidden paths): the config file and the files secrets are read from.
+// The database's files are the store's to name.
+func (c *Config) BotPaths() []string {
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	add(c.path)
+	add(c.Database.URLFile)
+	if c.Slack != nil {
+		add(c.Slack.AppTokenFile)
+		add(c.Slack.BotTokenFile)
+		add(c.Slack.SigningSecretFile)
+	}
+	if c.Matrix != nil {
+		add(c.Matrix.AccessTokenFile)
+		add(c.Matrix.PasswordFile)
 	}
 	return out
 }

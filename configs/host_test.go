@@ -5,14 +5,16 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
+	"github.com/threadline-bot/threadline/agentcore/sandbox"
 )
 
 func TestHostConfigValidation(t *testing.T) {
 	dir := isolate(t)
 	for body, want := range map[string]string{
-		"host:\n  isolation: sandbox\n": "sandbox is not available",
-		"host:\n  isolation: maybe\n":   "must be auto, uid or off",
-		"host:\n  user: a/b\n":          "not a user name",
+		"host:\n  isolation: maybe\n": "must be auto, sandbox, uid or off",
+		"host:\n  user: a/b\n":        "not a user name",
 	} {
 		_, err := Load(writeYAMLIn(t, dir, body))
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -68,4 +70,38 @@ func isolate(t *testing.T) string {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	t.Chdir(dir)
 	return dir
+}
+
+// TestHostModes: on this kernel (Landlock ABI 4 or later) auto is the
+// sandbox on top of the uid switch; uid is the switch alone; off is
+// neither.
+func TestHostModes(t *testing.T) {
+	if ok, why := sandbox.Available(); !ok || os.Geteuid() != 0 {
+		t.Skipf("needs root and Landlock: %s", why)
+	}
+	u := procruntest.NeedAgentUser(t)
+	for mode, want := range map[string]string{"auto": "iso+sandbox", "sandbox": "iso+sandbox", "uid": "iso", "off": ""} {
+		host, why, err := HostConfig{User: u.Username, Isolation: mode}.Resolve()
+		got := ""
+		if host.Iso != nil {
+			got = "iso"
+		}
+		if host.Sandbox {
+			got += "+sandbox"
+		}
+		if err != nil || why != nil || got != want {
+			t.Errorf("%s: %q %v %v, want %q", mode, got, why, err, want)
+		}
+		if mode != "off" && !strings.Contains(host.Describe(), "as "+u.Username) {
+			t.Errorf("%s: %s", mode, host.Describe())
+		}
+	}
+	// Root without the agent user: sandbox refuses (the helper never runs
+	// as root), auto is unisolated.
+	if _, _, err := (HostConfig{User: "surely-no-such-agent-user", Isolation: "sandbox"}).Resolve(); err == nil {
+		t.Error("sandbox as root without an agent user")
+	}
+	if host, why, err := (HostConfig{User: "surely-no-such-agent-user"}).Resolve(); err != nil || why == nil || host.Isolated() {
+		t.Errorf("auto as root without an agent user: %+v %v %v", host, why, err)
+	}
 }

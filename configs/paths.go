@@ -56,29 +56,43 @@ func (c *Config) WorkRoot() string {
 
 // PrivateDirs makes the bot's own data and state directories private
 // whatever the umask: the state directory (relays' journals) 0700, the
-// data directory (database, work/) 0711, so that isolated agents may pass
-// through it to their working directories below work/ without listing it;
-// everything in it is private to the bot on its own.
-func PrivateDirs() error {
-	for _, dir := range []struct {
-		path func() (string, error)
-		mode os.FileMode
-	}{{DataDir, 0o711}, {StateDir, 0o700}} {
-		d, err := dir.path()
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-		fi, err := os.Stat(d)
-		if err != nil {
-			return err
-		}
-		if fi.Mode().Perm() != dir.mode {
-			if err := os.Chmod(d, dir.mode); err != nil {
-				return fmt.Errorf("make %s private: %w", d, err)
-			}
+// data directory (database, work/, agents/) 0700 plus other's search bit
+// when agents run as another user (traverse) or it had it already: they
+// pass through it to their working directories and state without listing
+// it, and everything in it is private to the bot on its own.
+func PrivateDirs(traverse bool) error {
+	data, err := DataDir()
+	if err != nil {
+		return err
+	}
+	state, err := StateDir()
+	if err != nil {
+		return err
+	}
+	if err := privateDir(data, traverse, true); err != nil {
+		return err
+	}
+	return privateDir(state, false, false)
+}
+
+// privateDir creates d (0700) or takes group and other permissions from
+// it, but for other's search bit when traverse, or when keepSearch and d
+// has it.
+func privateDir(d string, traverse, keepSearch bool) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return fmt.Errorf("create %s: %w", d, err)
+	}
+	fi, err := os.Stat(d)
+	if err != nil {
+		return err
+	}
+	want := os.FileMode(0o700)
+	if traverse || keepSearch && fi.Mode().Perm()&0o001 != 0 {
+		want |= 0o001
+	}
+	if fi.Mode().Perm() != want {
+		if err := os.Chmod(d, want); err != nil {
+			return fmt.Errorf("make %s private: %w", d, err)
 		}
 	}
 	return nil

@@ -131,6 +131,19 @@ func redact(err error, u *url.URL) error {
 	return errors.New(strings.ReplaceAll(err.Error(), pw, "xxxxx"))
 }
 
+// SQLiteFiles are the files of the SQLite database rawURL names (the
+// database and its -wal, -shm and -journal files); none for Postgres.
+func SQLiteFiles(rawURL string) []string {
+	if strings.HasPrefix(rawURL, "postgres://") || strings.HasPrefix(rawURL, "postgresql://") {
+		return nil
+	}
+	p := sqlitePath(rawURL)
+	if p == "" {
+		return nil
+	}
+	return []string{p, p + "-wal", p + "-shm", p + "-journal"}
+}
+
 // sqlitePath extracts the file path from "sqlite:PATH", "file:PATH" or "PATH",
 // dropping any query string.
 func sqlitePath(rawURL string) string {

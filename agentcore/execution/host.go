@@ -22,35 +22,46 @@ import (
 
 // HostIsolated wraps each provider so that its host runs (no container)
 // start as iso's user in their chat's own working directory, a direct child
-// of workRoot (see PrepareWorkdir); nil iso returns providers unchanged.
-func HostIsolated(providers []agent.Provider, iso *procrun.Isolation, workRoot string) []agent.Provider {
-	if iso == nil {
+// of workRoot (see PrepareWorkdir), and, with sb, confined to it and to the
+// chat's agent state (Sandboxing); nil iso and sb return providers unchanged.
+func HostIsolated(providers []agent.Provider, iso *procrun.Isolation, sb *Sandboxing, workRoot string) []agent.Provider {
+	if iso == nil && sb == nil {
 		return providers
 	}
 	out := make([]agent.Provider, len(providers))
 	for i, p := range providers {
-		out[i] = &isolatedProvider{Provider: p, iso: iso, workRoot: workRoot}
+		out[i] = &isolatedProvider{Provider: p, iso: iso, sb: sb, workRoot: workRoot}
 	}
 	return out
 }
 
-// isolatedProvider starts a provider's host runs as the agent user; project
-// runs (Container set) are left to their container.
+// isolatedProvider starts a provider's host runs as the agent user and in
+// its sandbox; project runs (Container set) are left to their container.
 type isolatedProvider struct {
 	agent.Provider
 	iso      *procrun.Isolation
+	sb       *Sandboxing
 	workRoot string
 }
 
-// Run hands the chat's own working directory to the agent user and runs the
-// turn with the isolation in its context.
+// Run hands the chat's own working directory to the agent user, readies
+// the chat's sandbox and runs the turn with both in its context.
 func (p *isolatedProvider) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
 	if req.Container != nil {
 		return p.Provider.Run(ctx, req, emit)
 	}
-	if err := PrepareWorkdir(p.workRoot, req.Cwd, p.iso); err != nil {
-		emit(agent.Event{Type: agent.EventRunFailed, Text: "Working directory: " + err.Error()})
-		return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
+	if p.iso != nil {
+		if err := PrepareWorkdir(p.workRoot, req.Cwd, p.iso); err != nil {
+			emit(agent.Event{Type: agent.EventRunFailed, Text: "Working directory: " + err.Error()})
+			return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
+		}
+	}
+	if p.sb != nil {
+		var err error
+		if ctx, req, err = p.sb.confine(ctx, p.ID(), req, p.iso); err != nil {
+			emit(agent.Event{Type: agent.EventRunFailed, Text: "Sandbox: " + err.Error()})
+			return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
+		}
 	}
 	return p.Provider.Run(procrun.WithIsolation(ctx, p.iso), req, emit)
 }

@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/threadline-bot/threadline/agentcore/sandbox"
 )
 
 // DropInheritedCaps clears the ambient and inheritable capability sets of
@@ -126,12 +128,8 @@ func setAmbientCaps(cmd *exec.Cmd, caps []uintptr) {
 	cmd.SysProcAttr.AmbientCaps = caps
 }
 
-// atSecure is AT_SECURE, the auxiliary vector's secure-exec flag (getauxval(3)).
-const atSecure = 23
-
-// ErrSecureExec is returned by CheckNotPrivilegedExec when this process was
-// started in secure-exec mode.
-var ErrSecureExec = errors.New("started set-uid, set-gid or with file capabilities")
+// ErrSecureExec is returned (wrapped) by CheckNotPrivilegedExec.
+var ErrSecureExec = sandbox.ErrSecureExec
 
 // CheckNotPrivilegedExec fails when this process was started in secure-exec
 // mode (AT_SECURE in its auxiliary vector): from a set-uid or set-gid file,
@@ -141,14 +139,8 @@ var ErrSecureExec = errors.New("started set-uid, set-gid or with file capabiliti
 // come from being root, or from the ambient capabilities of the systemd
 // unit, which no child inherits (DropInheritedCaps).
 func CheckNotPrivilegedExec() error {
-	auxv, err := unix.Auxv()
-	if err != nil {
-		return fmt.Errorf("read auxiliary vector: %w", err)
-	}
-	for _, kv := range auxv {
-		if kv[0] == atSecure && kv[1] != 0 {
-			return fmt.Errorf("%w: remove them (setcap -r, chmod u-s,g-s); see README \"Isolation\"", ErrSecureExec)
-		}
+	if err := sandbox.CheckNotSecureExec(); err != nil {
+		return fmt.Errorf("%w; remove them (setcap -r, chmod u-s,g-s), see README \"Isolation\"", err)
 	}
 	return nil
 }

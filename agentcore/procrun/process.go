@@ -71,6 +71,9 @@ type Spec struct {
 	// Isolation); otherwise the context's (WithIsolation) applies. Ignored
 	// with Container.
 	Isolation *Isolation
+	// Sandbox, when set, confines this host command (see Sandbox);
+	// otherwise the context's (WithSandbox) applies. Ignored with Container.
+	Sandbox *Sandbox
 }
 
 // ProcessError is a child that exited unsuccessfully.
@@ -171,6 +174,11 @@ func Start(ctx context.Context, logger *slog.Logger, spec Spec) (*Process, error
 	var cred *credential
 	if iso != nil {
 		l, cred = iso.apply(l)
+	}
+	if sb := sandboxOf(ctx, spec); sb != nil {
+		if l, err = sb.wrap(l, iso); err != nil {
+			return nil, err
+		}
 	}
 	if rr := relayOf(ctx); rr != nil && rr.claim() {
 		if rr.reattach { // the relay runs the agent already: nothing to push

@@ -193,6 +193,30 @@ type AuthCheck struct {
 	Login string
 }
 
+// StateSpec says where the CLI keeps its state, so that a sandboxed run
+// (host.isolation: sandbox) keeps it per chat: each chat's run gets a home
+// of its own (HOME and the XDG base directories), the CLI's own state
+// switches pointed into it, and copies of the shared files it needs (the
+// login and the configuration set up once for the agent user). A tool of one
+// chat then cannot read another chat's transcripts or sessions, and what it
+// writes into its copy changes nothing for the others.
+type StateSpec struct {
+	// Env are the CLI's state directory switches, each relative to the
+	// chat's home: {"CLAUDE_CONFIG_DIR": ".claude"}. A switch the agent's
+	// configured env sets names the shared directory its files are copied
+	// from; the run's switch always points into the chat's home.
+	Env map[string]string
+	// Shared are the files and directories copied from the shared home into
+	// the chat's home before each run, besides Auth.Files: "~/" and
+	// ${VAR} paths as Auth.Files (${VAR} read from the agent's configured
+	// env and Env's shared values). A path outside the shared home and Env's
+	// directories is not copied: the run may read it where it is.
+	Shared []string
+	// Connect are TCP ports the CLI reaches besides 443, 80 and the ports of
+	// the URLs in its environment (agents.<id>.sandbox.connect adds more).
+	Connect []uint16
+}
+
 // Capabilities are what the adapter supports beyond a plain turn.
 type Capabilities struct {
 	Interactions bool `json:"interactions"`
@@ -250,6 +274,8 @@ type Definition struct {
 	Caps       Capabilities
 	Skills     SkillStrategy
 	Auth       AuthCheck
+	// State is what a sandboxed run of the CLI keeps per chat and shares.
+	State StateSpec
 	// InstallHint tells an operator how to install the CLI.
 	InstallHint string
 	Docs        string
@@ -306,6 +332,15 @@ func (d Definition) clone() Definition {
 	d.Auth.Env = append([]string(nil), d.Auth.Env...)
 	d.PassEnv = append([]string(nil), d.PassEnv...)
 	d.Auth.Files = append([]string(nil), d.Auth.Files...)
+	d.State.Shared = append([]string(nil), d.State.Shared...)
+	d.State.Connect = append([]uint16(nil), d.State.Connect...)
+	if d.State.Env != nil {
+		env := make(map[string]string, len(d.State.Env))
+		for k, v := range d.State.Env {
+			env[k] = v
+		}
+		d.State.Env = env
+	}
 	if d.Env != nil {
 		env := make(map[string]string, len(d.Env))
 		for k, v := range d.Env {

@@ -537,6 +537,13 @@ func checkAuth(d Definition, opts ProbeOptions) (AuthState, string) {
 
 var varRef = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
 
+// ExpandPath expands "~/" (home) and ${VAR} (lookup) in p, a path of
+// AuthCheck.Files or StateSpec.Shared; ok is false when a variable is unset
+// or empty, or p starts with "~/" and home is empty.
+func ExpandPath(p, home string, lookup func(string) string) (string, bool) {
+	return expandPath(p, home, lookup)
+}
+
 // expandPath expands "~/" and ${VAR}; ok is false when a variable is unset.
 func expandPath(p, home string, lookup func(string) string) (string, bool) {
 	ok := true

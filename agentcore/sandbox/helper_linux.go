@@ -49,7 +49,7 @@ import (
 // main, before anything else runs or reads configuration: the helper
 // process must not open the bot's files.
 func Exec(args []string, environ []string) error {
-	if err := checkNotSecure(); err != nil {
+	if err := CheckNotSecureExec(); err != nil {
 		return err
 	}
 	p, bin, argv, err := parseArgs(args)
@@ -98,11 +98,11 @@ func restrictThread(p Policy) error {
 // atSecure is the auxiliary vector's AT_SECURE entry (getauxval(3)).
 const atSecure = 23
 
-// checkNotSecure fails when this process was started in secure-exec mode
+// CheckNotSecureExec fails when this process was started in secure-exec mode
 // (AT_SECURE set by the kernel: set-uid, set-gid, file capabilities, or an
 // LSM's transition), when its auxiliary vector cannot be read, or when its
 // real and effective user or group ids differ.
-func checkNotSecure() error {
+func CheckNotSecureExec() error {
 	secure, err := secureExec()
 	if err != nil {
 		return fmt.Errorf("%w: cannot read AT_SECURE: %w", ErrSecureExec, err)

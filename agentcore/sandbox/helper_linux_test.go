@@ -34,7 +34,7 @@ func TestAuxvSecure(t *testing.T) {
 		}
 	}
 	// This test process was not started in secure-exec mode.
-	if err := checkNotSecure(); err != nil {
+	if err := CheckNotSecureExec(); err != nil {
 		t.Error(err)
 	}
 }

@@ -31,3 +31,6 @@ func Apply(p Policy) (Report, error) { return Report{}, fmt.Errorf("%w: not Linu
 func Exec(args []string, environ []string) error {
 	return fmt.Errorf("%w: not Linux", ErrUnavailable)
 }
+
+// CheckNotSecureExec has nothing to check outside Linux.
+func CheckNotSecureExec() error { return nil }

@@ -66,6 +66,11 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	if o.relay.Dir != "" {
 		o.relay.Mask = append(cfg.Secrets(), agents.Secrets...) // relays scrub them from their journals
 	}
+	if o.sandboxed {
+		if o.sandboxing, err = sandboxing(cfg, agents, o.isolation); err != nil {
+			return nil, err
+		}
+	}
 	st, err := store.OpenAndMigrate(ctx, cfg.Database.URL, log)
 	if err != nil {
 		return nil, err
@@ -95,7 +100,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	if router != nil {
 		popts.Router = router
 	}
-	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.Providers, o.isolation, o.workRoot), log, popts)
+	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.Providers, o.isolation, o.sandboxing, o.workRoot), log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
 	versions.Table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}

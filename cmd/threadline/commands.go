@@ -48,12 +48,12 @@ func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, for
 	if err != nil {
 		return ctx, t, nil, err
 	}
-	iso, err := cfg.StartHost(false, stderr)
+	host, err := cfg.StartHost(false, stderr)
 	if err != nil {
 		return ctx, t, nil, err
 	}
 	presses, ctx, stop := console.Interrupts(ctx)
-	a, err := openApp(ctx, cfg, newLogger(stderr, slog.LevelWarn, cfg), approval, withIsolation(iso, ""))
+	a, err := openApp(ctx, cfg, newLogger(stderr, slog.LevelWarn, cfg), approval, withIsolation(host, ""))
 	if err != nil {
 		stop()
 		return ctx, t, nil, err

@@ -89,6 +89,7 @@ func TestRunIsolatedEndToEnd(t *testing.T) {
 		}
 		return p
 	}
+	mkdir(filepath.Join(dir, "data"), 0o711) // XDG_DATA_HOME: the agents' state is below it
 	botDir := mkdir(filepath.Join(dir, "bot"), 0o700)
 	agentDir := mkdir(filepath.Join(dir, "agent"), 0o711)
 	work := mkdir(filepath.Join(agentDir, "work"), 0o700)
@@ -221,41 +222,45 @@ func TestRunIsolatedEndToEnd(t *testing.T) {
 		return found
 	}
 
-	t.Run("isolated", func(t *testing.T) {
-		probe, errOut := runProbe(t, cfgPath)
-		if !strings.Contains(probe, "uid="+agentU.Uid+"("+configs.DefaultAgentUser+")") {
-			t.Errorf("the tool did not run as %s:\n%s", configs.DefaultAgentUser, probe)
-		}
-		if found := leaks(probe); len(found) > 0 {
-			t.Errorf("the agent's tool reached %v:\n%s", found, probe)
-		}
-		for _, want := range []string{
-			"cat: " + db + ": Permission denied", "cat: " + private + ": Permission denied",
-			"cat: " + filepath.Join(botDir, "threadline.yaml") + ": Permission denied",
-			"cannot open directory '" + relays + "': Permission denied",
-			"cat: /proc/" + strconv.Itoa(os.Getpid()) + "/environ: Permission denied",
-		} {
-			if !strings.Contains(probe, want) {
-				t.Errorf("the probe lacks %q:\n%s", want, probe)
+	// auto is the sandbox on top of the uid switch here (Landlock ABI 7);
+	// uid is the uid switch alone.
+	for name, cfg := range map[string]string{"isolated (auto: sandbox and uid)": cfgPath, "isolated (uid only)": writeConfig("uid.yaml", "uid")} {
+		t.Run(name, func(t *testing.T) {
+			probe, errOut := runProbe(t, cfg)
+			if !strings.Contains(probe, "uid="+agentU.Uid+"("+configs.DefaultAgentUser+")") {
+				t.Errorf("the tool did not run as %s:\n%s", configs.DefaultAgentUser, probe)
 			}
-		}
-		if strings.Contains(errOut, "unisolated") {
-			t.Errorf("run warned about isolation while isolated: %s", errOut)
-		}
-		if fi, err := os.Stat(filepath.Join(work, "probe.txt")); err == nil {
-			if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != agentU.Uid {
-				t.Errorf("probe.txt is owned by uid %d", st.Uid)
+			if found := leaks(probe); len(found) > 0 {
+				t.Errorf("the agent's tool reached %v:\n%s", found, probe)
 			}
-		}
-		// The bot itself dropped the expanded secret from its environment and
-		// is not dumpable.
-		if _, ok := os.LookupEnv("TL_PLANTED_MATRIX_PW"); ok {
-			t.Error("the bot kept TL_PLANTED_MATRIX_PW in its environment after loading the config")
-		}
-		if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 0 {
-			t.Errorf("the bot is dumpable: %d %v", d, err)
-		}
-	})
+			for _, want := range []string{
+				"cat: " + db + ": Permission denied", "cat: " + private + ": Permission denied",
+				"cat: " + filepath.Join(botDir, "threadline.yaml") + ": Permission denied",
+				"'" + relays + "': Permission denied",
+				"cat: /proc/" + strconv.Itoa(os.Getpid()) + "/environ: Permission denied",
+			} {
+				if !strings.Contains(probe, want) {
+					t.Errorf("the probe lacks %q:\n%s", want, probe)
+				}
+			}
+			if strings.Contains(errOut, "unisolated") {
+				t.Errorf("run warned about isolation while isolated: %s", errOut)
+			}
+			if fi, err := os.Stat(filepath.Join(work, "probe.txt")); err == nil {
+				if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != agentU.Uid {
+					t.Errorf("probe.txt is owned by uid %d", st.Uid)
+				}
+			}
+			// The bot itself dropped the expanded secret from its environment and
+			// is not dumpable.
+			if _, ok := os.LookupEnv("TL_PLANTED_MATRIX_PW"); ok {
+				t.Error("the bot kept TL_PLANTED_MATRIX_PW in its environment after loading the config")
+			}
+			if d, err := unix.PrctlRetInt(unix.PR_GET_DUMPABLE, 0, 0, 0, 0); err != nil || d != 0 {
+				t.Errorf("the bot is dumpable: %d %v", d, err)
+			}
+		})
+	}
 
 	t.Run("control: host.isolation off", func(t *testing.T) {
 		probe, _ := runProbe(t, writeConfig("off.yaml", "off"))
@@ -285,6 +290,11 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 		if err := os.Chmod(d, 0o711); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// XDG_DATA_HOME: the operator's directory, which agents pass through
+	// (Threadline changes no mode above its own data directory).
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o711); err != nil {
+		t.Fatal(err)
 	}
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
@@ -346,7 +356,7 @@ func TestServeIsolatedEndToEnd(t *testing.T) {
 	if err := fake.WaitConnected(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(logs.String(), "host agents run isolated") {
+	if !strings.Contains(logs.String(), "host agents run as "+agentU.Username+" in a sandbox") {
 		t.Errorf("serve did not say agents run isolated:\n%s", logs.String())
 	}
 	send := func(id, typ string, payload map[string]any) {

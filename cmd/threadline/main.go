@@ -15,6 +15,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
+	"github.com/threadline-bot/threadline/agentcore/sandbox"
 	"github.com/threadline-bot/threadline/configs"
 )
 
@@ -43,6 +44,13 @@ Without a config the store is SQLite under $XDG_DATA_HOME/threadline/.
 `
 
 func main() {
+	// The sandbox helper (hidden; procrun starts it for a sandboxed agent)
+	// confines itself and becomes the agent before anything else runs.
+	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
+		err := sandbox.Exec(os.Args[2:], os.Environ())
+		fmt.Fprintln(os.Stderr, "threadline:", err)
+		os.Exit(126)
+	}
 	// First of all, for every command (serve, chat, run, relay...): a bot
 	// given capabilities as ambient ones (configs/threadline.service) keeps
 	// them, and no program it starts inherits any.

@@ -17,7 +17,13 @@ func isolate(t *testing.T) string {
 	dir := t.TempDir()
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
-	t.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	// A short state directory: relay sockets live below it (108 bytes).
+	state, err := os.MkdirTemp("", "tls")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	t.Setenv("XDG_STATE_HOME", state)
 	t.Chdir(dir)
 	return dir
 }

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/configs"
 )
@@ -20,10 +21,13 @@ type appOption func(*appOptions)
 type appOptions struct {
 	relay   procrun.Relay
 	replica replicaOptions // replicas.go
-	// isolation runs host agents as another user; workRoot holds the chats'
-	// own working directories (isolation.go).
-	isolation *procrun.Isolation
-	workRoot  string
+	// isolation runs host agents as another user, sandboxed confines them
+	// (sandboxing is built from the agents once they are loaded); workRoot
+	// holds the chats' own working directories (isolation.go).
+	isolation  *procrun.Isolation
+	sandboxed  bool
+	sandboxing *execution.Sandboxing
+	workRoot   string
 }
 
 func appOptionsOf(opts []appOption) appOptions {

@@ -54,24 +54,24 @@ func cmdServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	iso, err := cfg.StartHost(true, stderr)
+	host, err := cfg.StartHost(true, stderr)
 	if err != nil {
 		return err
 	}
-	if err := configs.PrivateDirs(); err != nil {
+	if err := configs.PrivateDirs(host.Iso != nil); err != nil {
 		return err
 	}
 	log := newLogger(stderr, slog.LevelInfo, cfg)
-	if iso == nil {
+	if !host.Isolated() {
 		log.Warn("host agents are not isolated (host.isolation: off): they run as the bot's user")
 	} else {
-		log.Info("host agents run isolated", "user", iso.User, "uid", iso.UID)
+		log.Info(host.Describe())
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	hup := configs.Hangups() // from here SIGHUP reloads the config (reload.go) instead of ending serve
 	defer signal.Stop(hup)
-	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(iso, cfg.WorkRoot()))
+	a, err := openApp(context.WithoutCancel(ctx), cfg, log, agent.ApprovalAsk, withRelays(""), withIsolation(host, cfg.WorkRoot()))
 	if err != nil {
 		return err
 	}

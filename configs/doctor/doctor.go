@@ -120,7 +120,8 @@ func checkAgents(ctx context.Context, cfg *configs.Config, set Agents) []finding
 	var missing []string
 	installed := 0
 	def := set.Default()
-	iso, _, _ := cfg.Host.Resolve() // the agent user's home holds its logins
+	host, _, _ := cfg.Host.Resolve() // the agent user's home holds its logins
+	iso := host.Iso
 	for _, r := range reports {
 		f := finding{name: "agent " + r.ID}
 		switch {

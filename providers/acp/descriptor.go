@@ -59,7 +59,7 @@ func unverified(d registry.Definition, reason, wiring string) Definition {
 func opencodeDescriptor() registry.Definition {
 	run, _ := jsonstream.Descriptor(jsonstream.OpenCode)
 	d := shape("opencode", "OpenCode", run.Executable, "acp")
-	d.Fallbacks, d.VerifiedVersions, d.Models, d.Auth = run.Fallbacks, run.VerifiedVersions, run.Models, run.Auth
+	d.Fallbacks, d.VerifiedVersions, d.Models, d.Auth, d.State = run.Fallbacks, run.VerifiedVersions, run.Models, run.Auth, run.State
 	d.PassEnv = append([]string(nil), run.PassEnv...)
 	d.InstallHint, d.Docs = run.InstallHint, "https://opencode.ai/docs/acp/"
 	d.Verified = registry.RealCLI("providers/acp TestE2E/opencode")
@@ -76,6 +76,7 @@ func geminiDescriptor() registry.Definition {
 		Env:   []string{"GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_APPLICATION_CREDENTIALS"},
 		Files: []string{"~/.gemini/oauth_creds.json"},
 	}
+	d.State.Shared = []string{"~/.gemini/settings.json", "~/.gemini/google_accounts.json"}
 	return npmVerified(d, "@google/gemini-cli", "0.61.0", "https://github.com/google-gemini/gemini-cli")
 }
 
@@ -88,6 +89,7 @@ func qwenDescriptor() registry.Definition {
 		Env:   []string{"OPENAI_API_KEY", "DASHSCOPE_API_KEY"},
 		Files: []string{"~/.qwen/oauth_creds.json"},
 	}
+	d.State.Shared = []string{"~/.qwen/settings.json"}
 	return npmVerified(d, "@qwen-code/qwen-code", "0.24.4", "https://github.com/QwenLM/qwen-code")
 }
 
@@ -104,6 +106,7 @@ func kiloDescriptor() registry.Definition {
 	d := shape("kilo", "Kilo", "kilo", "acp")
 	d.Fallbacks = []string{"kilocode"}
 	d.PassEnv, d.Auth = jsonstream.KiloPassEnv(), jsonstream.KiloAuth() // as its run mode's
+	d.State = jsonstream.KiloState
 	return npmVerified(d, "@kilocode/cli", "7.7.7", "https://kilo.ai/docs/cli")
 }
 
@@ -120,6 +123,7 @@ func copilotDescriptor() registry.Definition {
 		Note:  "the OAuth token may live in the system keyring",
 		Login: "copilot login",
 	}
+	d.State = registry.StateSpec{Env: map[string]string{"COPILOT_HOME": ".copilot"}}
 	return npmVerified(d, "@github/copilot", "1.0.102", "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli")
 }
 
@@ -150,6 +154,7 @@ func codexACPDescriptor() registry.Definition {
 		Note:  "a custom model provider in config.toml (its env_key) is not checked",
 		Login: "codex login",
 	}
+	d.State = registry.StateSpec{Env: map[string]string{"CODEX_HOME": ".codex"}, Shared: []string{"${CODEX_HOME}/config.toml"}}
 	return npmVerified(d, "@zed-industries/codex-acp", "0.16.0", "https://github.com/zed-industries/codex-acp")
 }
 
@@ -166,6 +171,7 @@ func claudeAgentACPDescriptor() registry.Definition {
 		Files: []string{"${CLAUDE_CONFIG_DIR}/.credentials.json", "~/.claude/.credentials.json"},
 		Login: "claude /login",
 	}
+	d.State = registry.StateSpec{Env: map[string]string{"CLAUDE_CONFIG_DIR": ".claude"}}
 	return npmVerified(d, "@zed-industries/claude-agent-acp", "0.23.1", "https://github.com/zed-industries/claude-agent-acp")
 }
 

@@ -9,6 +9,11 @@ import "github.com/threadline-bot/threadline/agentcore/registry"
 // with (the reference captures and the end-to-end tests).
 var VerifiedVersions = []string{"2.1.328"}
 
+// ClaudeState is where Claude Code keeps its state (sessions, transcripts,
+// .claude.json): CLAUDE_CONFIG_DIR, per chat in a sandboxed run. The
+// credentials come with Auth.Files.
+var ClaudeState = registry.StateSpec{Env: map[string]string{"CLAUDE_CONFIG_DIR": ".claude"}}
+
 // Efforts are the levels --effort takes.
 var Efforts = []string{"low", "medium", "high", "xhigh", "max"}
 
@@ -39,6 +44,8 @@ func Descriptor() registry.Definition {
 			Note:  "on macOS the login lives in the keychain and is not checked",
 			Login: "claude /login",
 		},
+		// A sandboxed run keeps its sessions and transcripts per chat.
+		State:       ClaudeState,
 		InstallHint: installHint,
 		Docs:        "https://docs.anthropic.com/en/docs/claude-code",
 	}

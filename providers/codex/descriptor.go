@@ -27,6 +27,7 @@ func Descriptor() registry.Definition {
 			Files: []string{"${CODEX_HOME}/auth.json", "~/.codex/auth.json"},
 			Login: "codex login",
 		},
+		State:       registry.StateSpec{Env: map[string]string{"CODEX_HOME": ".codex"}, Shared: []string{"${CODEX_HOME}/config.toml"}},
 		InstallHint: installHint,
 		Docs:        "https://developers.openai.com/codex/cli",
 	}

@@ -52,6 +52,9 @@ func openCodeDescriptor() registry.Definition {
 			Note:  "providers configured with API keys in opencode.json or the environment are not checked",
 			Login: "opencode auth login",
 		},
+		// Its config (opencode.json, providers) is copied into a sandboxed
+		// chat's home; sessions stay per chat under XDG_DATA_HOME.
+		State:       registry.StateSpec{Shared: []string{"${XDG_CONFIG_HOME}/opencode"}},
 		InstallHint: "npm install -g opencode-ai",
 		Docs:        "https://opencode.ai/docs/cli/",
 	}
@@ -91,7 +94,7 @@ func kiloDescriptor() registry.Definition {
 	d.Dialect = registry.DialectKilo
 	// Offline switches; the operator's provider config stays theirs.
 	d.Env = map[string]string{"KILO_DISABLE_AUTOUPDATE": "1", "KILO_DISABLE_SHARE": "1", "KILO_TELEMETRY_LEVEL": "off"}
-	d.PassEnv, d.Auth = KiloPassEnv(), KiloAuth()
+	d.PassEnv, d.Auth, d.State = KiloPassEnv(), KiloAuth(), KiloState
 	d.InstallHint = "npm install -g @kilocode/cli"
 	d.Docs = "https://kilo.ai/docs/cli"
 	return d
@@ -103,6 +106,10 @@ func kiloDescriptor() registry.Definition {
 func KiloPassEnv() []string {
 	return []string{"KILO_CONFIG", "KILO_CONFIG_DIR", "KILO_CONFIG_CONTENT", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY"}
 }
+
+// KiloState is what a sandboxed chat's home gets of Kilo's shared
+// configuration, in both modes.
+var KiloState = registry.StateSpec{Shared: []string{"${XDG_CONFIG_HOME}/kilo"}}
 
 // KiloAuth is how Kilo's sign-in is found, in both of its modes (see
 // KiloPassEnv).
@@ -171,6 +178,7 @@ func copilotDescriptor() registry.Definition {
 			Files: []string{"~/.copilot/config.json"},
 			Note:  "the OAuth token may live in the system keyring",
 		},
+		State:       registry.StateSpec{Env: map[string]string{"COPILOT_HOME": ".copilot"}},
 		InstallHint: "npm install -g @github/copilot",
 		Docs:        "https://docs.github.com/en/copilot/how-tos/use-copilot-agents/use-copilot-cli",
 	}

@@ -27,6 +27,7 @@ func Descriptor() registry.Definition {
 			Files: []string{"${KIMI_CODE_HOME}/config.toml", "~/.kimi-code/config.toml", "~/.kimi/config.toml", "~/.kimi/credentials"},
 			Note:  "a config file shows the CLI was set up; whether its login is still valid is not checked",
 		},
+		State:       registry.StateSpec{Env: map[string]string{"KIMI_CODE_HOME": ".kimi-code"}},
 		InstallHint: installHint,
 		Docs:        "https://moonshotai.github.io/kimi-cli/",
 	}

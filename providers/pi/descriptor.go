@@ -27,6 +27,7 @@ func Descriptor() registry.Definition {
 			Env:   []string{"ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "OPENROUTER_API_KEY", "GROQ_API_KEY", "XAI_API_KEY", "MISTRAL_API_KEY"},
 			Files: []string{"~/.pi/agent/auth.json", "~/.pi/agent/models.json"},
 		},
+		State:       registry.StateSpec{Env: map[string]string{"PI_CODING_AGENT_DIR": ".pi/agent"}, Shared: []string{"${PI_CODING_AGENT_DIR}/settings.json"}},
 		InstallHint: installHint,
 		Docs:        "https://github.com/badlogic/pi-mono",
 	}

@@ -129,6 +129,7 @@ func continueDescriptor() registry.Definition {
 		Note:  "a config file shows a model was set up; its key and a Continue Hub login (`cn login`) are not checked",
 		Login: "cn login",
 	}
+	d.State = registry.StateSpec{Env: map[string]string{"CONTINUE_GLOBAL_DIR": ".continue"}}
 	d.InstallHint = "npm install -g @continuedev/cli"
 	d.Docs = "https://docs.continue.dev/guides/cli"
 	return d
