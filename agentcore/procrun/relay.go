@@ -19,7 +19,12 @@
 //	           written (a JSON line stays valid JSON, see scrub.go)
 //	sock       a unix socket (0600) for control requests (one JSON object per
 //	           line); the relay serves only peers of its own uid or root
-//	           (SO_PEERCRED) and closes any other connection
+//	           (SO_PEERCRED) and closes any other connection, and answers
+//	           only requests that carry its token
+//	token      the relay's random token (0600): a sandboxed agent of the
+//	           bot's own uid (host.isolation: sandbox without a uid switch)
+//	           can name a relay's socket (relay command lines are in /proc)
+//	           but cannot read this file, so it cannot steer another run
 //	meta.json  run id, relay and agent pids, start time
 //	exit.json  written once stdout is fully journaled and the agent exited:
 //	           exit code, stdin writes, masked stderr tail
@@ -60,6 +65,9 @@ package procrun
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -84,6 +92,7 @@ const (
 	relayExit = "exit.json"
 	relayLog  = "relay.log"
 	relayNote = "note.json"
+	relayTok  = "token"
 )
 
 // Errors of relayed processes.
@@ -166,6 +175,7 @@ type relayExitFile struct {
 // relayRequest is one control request.
 type relayRequest struct {
 	Op     string `json:"op"` // write, close_stdin, signal, kill, status
+	Token  string `json:"token"`
 	Line   []byte `json:"line,omitempty"`
 	Signal int    `json:"signal,omitempty"`
 }
@@ -240,7 +250,11 @@ func runRelay(ctx context.Context, dir, agentUser string, in io.Reader, out io.W
 		return reportStart(out, fmt.Errorf("socket mode: %w", err))
 	}
 
-	r := &relay{logger: logger, allow: ownerOnly}
+	token, err := newRelayToken(dir)
+	if err != nil {
+		return reportStart(out, fmt.Errorf("token: %w", err))
+	}
+	r := &relay{logger: logger, allow: ownerOnly, token: token}
 	cmd := exec.Command(l.Path, l.Args...)
 	cmd.Dir, cmd.Env = l.Dir, l.Env
 	if cmd.Env == nil {
@@ -315,8 +329,10 @@ func reportStart(out io.Writer, err error) error {
 // relay is the relay process's state.
 type relay struct {
 	logger *slog.Logger
-	// allow decides whether a connected peer may send requests.
+	// allow decides whether a connected peer may send requests; token is
+	// what each request must carry.
 	allow  func(c net.Conn) error
+	token  string
 	cmd    *exec.Cmd
 	stderr *tailBuffer
 
@@ -355,6 +371,11 @@ func (r *relay) conn(c net.Conn) {
 		if err := json.Unmarshal(sc.Bytes(), &req); err != nil {
 			_ = enc.Encode(relayReply{Err: "bad request"})
 			continue
+		}
+		if subtle.ConstantTimeCompare([]byte(req.Token), []byte(r.token)) != 1 {
+			r.logger.Warn("relay: request without its token refused")
+			_ = enc.Encode(relayReply{Err: "unauthorized"})
+			return
 		}
 		if err := enc.Encode(r.handle(req)); err != nil {
 			return
@@ -400,6 +421,19 @@ func (r *relay) handle(req relayRequest) relayReply {
 	rep.Writes = r.nwrites
 	rep.Closed = rep.Closed || r.stdin == nil
 	return rep
+}
+
+// newRelayToken writes a new random token to dir/token (0600) and returns it.
+func newRelayToken(dir string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b)
+	if err := writeFileAtomic(filepath.Join(dir, relayTok), []byte(tok)); err != nil {
+		return "", err
+	}
+	return tok, nil
 }
 
 // masker hides the given secret values.

@@ -260,8 +260,9 @@ type relayProc struct {
 	mu       sync.Mutex // serializes control requests
 	conn     net.Conn
 	rd       *bufio.Reader
-	suppress int  // stdin writes still to skip (reattach)
-	closed   bool // stdin closed
+	token    string // the relay's (its directory's token file)
+	suppress int    // stdin writes still to skip (reattach)
+	closed   bool   // stdin closed
 
 	detached   chan struct{}
 	detachOnce sync.Once
@@ -398,12 +399,17 @@ func (rp *relayProc) request(req relayRequest) (relayReply, error) {
 
 func (rp *relayProc) requestLocked(req relayRequest) (relayReply, error) {
 	if rp.conn == nil {
+		tok, err := os.ReadFile(filepath.Join(rp.dir, relayTok))
+		if err != nil {
+			return relayReply{}, fmt.Errorf("relay: %w", err)
+		}
 		c, err := net.DialTimeout("unix", filepath.Join(rp.dir, relaySock), 5*time.Second)
 		if err != nil {
 			return relayReply{}, fmt.Errorf("relay: %w", err)
 		}
-		rp.conn, rp.rd = c, bufio.NewReader(c)
+		rp.conn, rp.rd, rp.token = c, bufio.NewReader(c), string(tok)
 	}
+	req.Token = rp.token
 	b, _ := json.Marshal(req)
 	_ = rp.conn.SetDeadline(time.Now().Add(30 * time.Second))
 	var rep relayReply

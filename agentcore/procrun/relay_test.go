@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -303,5 +304,55 @@ func TestRelayOnlyFirstStart(t *testing.T) {
 		if err := p.Wait(); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRelayNeedsItsToken: a client of the relay's own uid that does not
+// know its token (a sandboxed agent of the bot's uid names the socket from
+// /proc but cannot read the token file) gets nothing: its kill is refused,
+// the connection closed, and the run goes on for its owner.
+func TestRelayNeedsItsToken(t *testing.T) {
+	r := testRelay(t)
+	rr := r.Run("tok")
+	p, err := Start(WithRelay(t.Context(), rr), nil, slowSpec(t, 3, 5, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, req := range []string{`{"op":"kill"}`, `{"op":"kill","token":"guess"}`} {
+		c, err := net.DialTimeout("unix", filepath.Join(r.RunDir("tok"), relaySock), 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(20 * time.Second))
+		if _, err := c.Write([]byte(req + "\n")); err != nil {
+			t.Fatal(err)
+		}
+		rd := bufio.NewReader(c)
+		line, _ := rd.ReadString('\n')
+		if !strings.Contains(line, "unauthorized") {
+			t.Errorf("%s: the relay answered %q", req, line)
+		}
+		if _, err := rd.ReadString('\n'); err == nil {
+			t.Errorf("%s: the connection stayed open", req)
+		}
+		c.Close()
+	}
+	if fi, err := os.Stat(filepath.Join(r.RunDir("tok"), relayTok)); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("token file: %v %v", fi, err)
+	}
+	for _, l := range []string{"a", "b"} {
+		if err := p.WriteLine([]byte(l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.CloseStdin(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readAll(p)
+	if err != nil || len(got) == 0 || got[len(got)-1] != `{"type":"done"}` {
+		t.Fatalf("the run did not go on: %v %v", got, err)
+	}
+	if err := p.Wait(); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -399,7 +399,12 @@ func relayWrites(t *testing.T, rel Relay, runID string) int {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, err := c.Write([]byte(`{"op":"status"}` + "\n")); err != nil {
+	tok, err := os.ReadFile(filepath.Join(rel.RunDir(runID), relayTok))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := json.Marshal(relayRequest{Op: "status", Token: string(tok)})
+	if _, err := c.Write(append(req, '\n')); err != nil {
 		t.Fatal(err)
 	}
 	var rep relayReply
