@@ -27,10 +27,16 @@ fi
 if [[ "${CI:-}" == "true" || "${THREADLINE_E2E:-}" == "1" ]]; then
 	scripts/install-agents.sh
 	scripts/install-dendrite.sh
+	# Gitea for the forge and workspace tests, built once into a cache outside
+	# the clone (minutes cold, instant after); separate lines so that a failed
+	# build stops the script.
+	GITEA_BIN="$(scripts/install-gitea.sh)"
+	export GITEA_BIN
 	export THREADLINE_E2E=1
 else
 	[[ -x node_modules/.bin/claude ]] || echo "test: the agent CLIs are not installed (scripts/install-agents.sh); their end-to-end tests will skip"
 	[[ -x .cache/dendrite/bin/dendrite ]] || echo "test: Dendrite is not installed (scripts/install-dendrite.sh); the Matrix tests will skip"
+	[[ -n "${GITEA_BIN:-}" || -x "${THREADLINE_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/threadline-ci}/gitea-1.27.3/gitea" ]] || echo "test: Gitea is not installed (scripts/install-gitea.sh); the forge tests will skip"
 fi
 
 # Real LXD for the project-container tests (about 25 s from scratch, under 3 s
