@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -54,12 +55,29 @@ type Sandboxing struct {
 // discovery): an agent's probes get a home of their own, as a chat does.
 const ProbeKey = "probe"
 
+// Confined is a run readied for the sandbox (Sandboxing.Confine).
+type Confined struct {
+	// Env is the run's environment: the agent's with HOME, TMPDIR, the XDG
+	// directories and the CLI's state switches moved into the chat's state.
+	Env map[string]string
+	// Sandbox is what the start goes through (procrun.WithSandbox).
+	Sandbox *procrun.Sandbox
+	// Port is the run's own loopback port (agent.RunRequest.LocalPort): it
+	// may listen and connect on it.
+	Port int
+}
+
 // Confine readies a run of provider's CLI with env in cwd under key
-// (a chat id, or ProbeKey plus the agent id): the chat's agent state and
-// the run's environment (env with HOME, TMPDIR, the XDG directories and the
-// CLI's state switches moved into it) and the sandbox the start goes
-// through.
-func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, env map[string]string, iso *procrun.Isolation) (map[string]string, *procrun.Sandbox, error) {
+// (a chat id, or ProbeKey plus the agent id): the chat's agent state, the
+// run's environment and port, and the sandbox the start goes through.
+//
+// TCP: the run may bind ports the kernel picks (port 0) and its own port,
+// and connect to 443, 80, its endpoints' ports, the configured ones and its
+// own port; nothing else, so neither a local database nor another chat's
+// servers (on ports the kernel picked) are reachable. A server an agent's
+// tool starts on a port the kernel picks is unreachable to it too (Landlock
+// rules are by port): its own port is the one it can use.
+func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, env map[string]string, iso *procrun.Isolation) (Confined, error) {
 	facts := s.Agents[provider]
 	shared := s.SharedHome
 	if iso != nil {
@@ -67,18 +85,34 @@ func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, env map
 	}
 	st, err := PrepareState(s.StateRoot, key, facts.Spec, facts.Auth, env, shared, iso)
 	if err != nil {
-		return nil, nil, err
+		return Confined{}, err
 	}
-	runEnv := maps.Clone(env)
-	if runEnv == nil {
-		runEnv = map[string]string{}
+	c := Confined{Env: maps.Clone(env)}
+	if c.Env == nil {
+		c.Env = map[string]string{}
 	}
-	maps.Copy(runEnv, st.Env)
-	p, err := s.policy(cwd, st, runEnv, facts.Connect, facts.Spec.Connect)
+	maps.Copy(c.Env, st.Env)
+	if c.Port, err = freePort(); err != nil {
+		return Confined{}, fmt.Errorf("sandbox: a port of the run's own: %w", err)
+	}
+	own := []uint16{uint16(c.Port)}
+	p, err := s.policy(cwd, st, c.Env, facts.Connect, facts.Spec.Connect, own)
 	if err != nil {
-		return nil, nil, err
+		return Confined{}, err
 	}
-	return runEnv, &procrun.Sandbox{Helper: s.Helper, Policy: p}, nil
+	p.BindTCP = []uint16{0, uint16(c.Port)}
+	c.Sandbox = &procrun.Sandbox{Helper: s.Helper, Policy: p}
+	return c, nil
+}
+
+// freePort is a loopback TCP port free now.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // policy is the Landlock policy of a run in cwd with state st.
@@ -128,10 +162,10 @@ func (s *Sandboxing) confine(ctx context.Context, provider agent.ProviderID, req
 	if key == "" {
 		key = ProbeKey + "-" + string(provider)
 	}
-	env, sb, err := s.Confine(provider, key, req.Cwd, req.Env, iso)
+	c, err := s.Confine(provider, key, req.Cwd, req.Env, iso)
 	if err != nil {
 		return ctx, req, err
 	}
-	req.Env = env
-	return procrun.WithSandbox(ctx, sb), req, nil
+	req.Env, req.LocalPort = c.Env, c.Port
+	return procrun.WithSandbox(ctx, c.Sandbox), req, nil
 }

@@ -110,12 +110,13 @@ func sharedTestBinary(t *testing.T) string {
 // its output.
 func (f *sandboxFixture) run(t *testing.T, key, cwd, script string) string {
 	t.Helper()
-	env, sb, err := f.sb.Confine("fake", key, cwd, map[string]string{"HOME": f.shared}, f.iso)
+	c, err := f.sb.Confine("fake", key, cwd, map[string]string{"HOME": f.shared}, f.iso)
 	if err != nil {
 		t.Fatal(err)
 	}
+	sb := c.Sandbox
 	var kv []string
-	for k, v := range env {
+	for k, v := range c.Env {
 		kv = append(kv, k+"="+v)
 	}
 	kv = append(kv, "PATH=/usr/bin:/bin")

@@ -138,6 +138,20 @@ func PrepareState(root, key string, spec registry.StateSpec, auth []string, env 
 		return ChatState{}, fmt.Errorf("agent state: %w", err)
 	}
 	defer home.Close()
+	// The state switches and XDG directories exist (a CLI may refuse a
+	// CODEX_HOME that does not).
+	for k, v := range st.Env {
+		if k == "HOME" || k == "TMPDIR" {
+			continue
+		}
+		rel, err := filepath.Rel(st.Home, v)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			continue
+		}
+		if err := mkdirsAt(home, rel, iso); err != nil {
+			return ChatState{}, fmt.Errorf("agent state: %w", err)
+		}
+	}
 	budget := int64(maxSharedBytes)
 	seen := map[string]bool{}
 	for _, p := range append(append([]string(nil), auth...), spec.Shared...) {

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/logkey"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
 
 // Probe defaults.
@@ -115,6 +116,13 @@ type ProbeOptions struct {
 	Cache *Cache
 	// Logger receives per-adapter diagnostics (default: discard).
 	Logger *slog.Logger
+	// Confine, when set, readies the processes a probe of d starts (version,
+	// model listing, model discovery) exactly as a run of d starts: it
+	// returns the context to start them with (carrying the run's isolation
+	// and sandbox, procrun.WithIsolation and WithSandbox), their environment
+	// (env with the run's home and state switches) and their working
+	// directory. Without it probes start as this process with env.
+	Confine func(ctx context.Context, d Definition, env []string) (context.Context, []string, string, error)
 }
 
 // Probe probes every definition concurrently and returns one report per
@@ -206,6 +214,16 @@ func probeOne(ctx context.Context, d Definition, opts ProbeOptions) Report {
 	}
 	r.Path = launch.Path
 	r.Status = StatusReady
+	dir := ""
+	if opts.Confine != nil {
+		var err error
+		if ctx, env, dir, err = opts.Confine(ctx, d, env); err != nil {
+			r.Status = StatusBroken
+			r.Problems = append(r.Problems, "prepare the probe as a run: "+err.Error())
+			r.Models, r.ModelSource = staticModels(d)
+			return r
+		}
+	}
 
 	var mtime time.Time
 	if fi, err := os.Stat(launch.Path); err == nil {
@@ -216,7 +234,7 @@ func probeOne(ctx context.Context, d Definition, opts ProbeOptions) Report {
 		version, cachedVersion = opts.Cache.Version(d.ID, launch.Path, mtime)
 	}
 	if !cachedVersion {
-		version, err = probeVersion(ctx, d, launch.Path, env, opts)
+		version, err = probeVersion(ctx, d, launch.Path, dir, env, opts)
 		if err != nil {
 			logger.Warn("version probe failed", "path", launch.Path, "err", err)
 			r.Status = StatusBroken
@@ -249,7 +267,7 @@ func probeOne(ctx context.Context, d Definition, opts ProbeOptions) Report {
 		}
 	}
 	entry := CacheEntry{Version: version}
-	entry.Models, entry.ModelSource, entry.ModelProblem = listModels(ctx, d, launch.Path, env, opts)
+	entry.Models, entry.ModelSource, entry.ModelProblem = listModels(ctx, d, launch.Path, dir, env, opts)
 	if entry.ModelProblem != "" {
 		logger.Warn("model listing failed", "err", entry.ModelProblem)
 		r.Problems = append(r.Problems, entry.ModelProblem)
@@ -298,7 +316,7 @@ var (
 	errNoVersion    = errors.New("printed no version")
 )
 
-func probeVersion(ctx context.Context, d Definition, path string, env []string, opts ProbeOptions) (string, error) {
+func probeVersion(ctx context.Context, d Definition, path, dir string, env []string, opts ProbeOptions) (string, error) {
 	if d.Version.File != "" {
 		return fileVersion(d, path)
 	}
@@ -310,7 +328,7 @@ func probeVersion(ctx context.Context, d Definition, path string, env []string, 
 	if timeout <= 0 {
 		timeout = opts.VersionTimeout
 	}
-	out, err := runProbe(ctx, timeout, path, args, env)
+	out, err := runProbe(ctx, timeout, path, dir, args, env)
 	cmd := filepath.Base(path) + " " + strings.Join(args, " ")
 	if err != nil {
 		return "", fmt.Errorf("version probe `%s`: %w", cmd, err)
@@ -358,7 +376,7 @@ func matchVersion(pat *regexp.Regexp, out string) string {
 	return m[0]
 }
 
-func listModels(ctx context.Context, d Definition, path string, env []string, opts ProbeOptions) (models []string, src ModelSource, problem string) {
+func listModels(ctx context.Context, d Definition, path, dir string, env []string, opts ProbeOptions) (models []string, src ModelSource, problem string) {
 	fallback := func(p string) ([]string, ModelSource, string) {
 		if len(d.Models.Fallback) == 0 {
 			return nil, "", p
@@ -372,7 +390,7 @@ func listModels(ctx context.Context, d Definition, path string, env []string, op
 		if timeout <= 0 {
 			timeout = opts.ModelTimeout
 		}
-		out, err := runProbe(ctx, timeout, path, c.Args, env)
+		out, err := runProbe(ctx, timeout, path, dir, c.Args, env)
 		cmd := filepath.Base(path) + " " + strings.Join(c.Args, " ")
 		if err != nil {
 			return fallback(fmt.Sprintf("model list `%s`: %v", cmd, err))
@@ -401,28 +419,45 @@ func listModels(ctx context.Context, d Definition, path string, env []string, op
 }
 
 // runProbe runs path args with a timeout, stdin closed, and returns stdout
-// followed by stderr (bounded). A non-zero exit is an error carrying the
-// output's tail; so is a timeout, after the process group was killed.
-func runProbe(ctx context.Context, timeout time.Duration, path string, args, env []string) (string, error) {
+// followed by stderr (bounded). It starts through procrun as a run does, so
+// ctx's isolation and sandbox apply (ProbeOptions.Confine). A non-zero exit
+// is an error carrying the output's tail; so is a timeout, after the
+// process and its group were killed.
+func runProbe(ctx context.Context, timeout time.Duration, path, dir string, args, env []string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = env
-	if cmd.Env == nil {
-		cmd.Env = []string{}
+	if env == nil {
+		env = []string{}
 	}
-	cmd.WaitDelay = time.Second
-	groupKill(cmd)
-	var stdout, stderr boundedBuffer
-	stdout.max, stderr.max = maxProbeOutput, maxProbeOutput
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	p, err := procrun.Start(ctx, nil, procrun.Spec{Bin: path, Args: args, Dir: dir, Env: env})
+	if err != nil {
+		return "", err
+	}
+	killed := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { _ = p.Kill(); close(killed) })
+	var stdout boundedBuffer
+	stdout.max = maxProbeOutput
+	_ = p.Each(func(line []byte) error {
+		_, _ = stdout.Write(append(line, '\n'))
+		return nil
+	})
+	err = p.Wait()
+	if !stop() {
+		<-killed
+	}
 	out := stdout.String()
-	if s := stderr.String(); s != "" {
-		if out != "" && !strings.HasSuffix(out, "\n") {
-			out += "\n"
+	var pe *procrun.ProcessError
+	if errors.As(err, &pe) || err == nil {
+		s := p.Stderr()
+		if len(s) > maxProbeOutput {
+			s = s[:maxProbeOutput]
 		}
-		out += s
+		if s != "" {
+			if out != "" && !strings.HasSuffix(out, "\n") {
+				out += "\n"
+			}
+			out += s
+		}
 	}
 	switch {
 	case ctx.Err() != nil && errors.Is(ctx.Err(), context.DeadlineExceeded):
@@ -431,6 +466,9 @@ func runProbe(ctx context.Context, timeout time.Duration, path string, args, env
 		return out, ctx.Err()
 	case err != nil:
 		if tail := excerpt(out, 200); tail != "" {
+			if pe != nil {
+				return out, fmt.Errorf("exit status %d: %s", pe.ExitCode, tail)
+			}
 			return out, fmt.Errorf("%w: %s", err, tail)
 		}
 		return out, err

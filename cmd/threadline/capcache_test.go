@@ -30,6 +30,9 @@ func TestAgentsWarmCache(t *testing.T) {
 	raw, _ := yaml.Marshal(map[string]any{
 		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
 		"agents":   map[string]any{"claude": map[string]any{"bin": wrapper}},
+		// The counting wrapper writes outside any sandbox and execs a CLI
+		// from elsewhere: this test is about the cache.
+		"host": map[string]any{"isolation": "off"},
 	})
 	cfg := filepath.Join(dir, "threadline.yaml")
 	if err := os.WriteFile(cfg, raw, 0o600); err != nil {

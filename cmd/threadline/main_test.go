@@ -15,6 +15,16 @@ import (
 func isolate(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
+	// Agents run as the agent user (and probes too, as a run): they pass
+	// through the data directory to their state, as under /var/lib.
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := os.Chmod(d, 0o711); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Mkdir(filepath.Join(dir, "data"), 0o711); err != nil {
+		t.Fatal(err)
+	}
 	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	// A short state directory: relay sockets live below it (108 bytes).

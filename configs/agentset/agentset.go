@@ -40,6 +40,17 @@ type Set struct {
 	Secrets []string
 	// Prober detects definitions: registry.Probe unless set (a cached probe).
 	Prober func(ctx context.Context, defs []registry.Definition, opts registry.ProbeOptions) []registry.Report
+	// Confine starts detection's processes as a run's (as the agent user,
+	// in the sandbox, with the run's home); nil: as this process.
+	Confine func(ctx context.Context, d registry.Definition, env []string) (context.Context, []string, string, error)
+	// AuthHome is the home whose sign-in files a run sees (the agent
+	// user's when isolated); empty: this process's.
+	AuthHome string
+}
+
+// probeOptions are the options of every detection of the set.
+func (s *Set) probeOptions(log *slog.Logger) registry.ProbeOptions {
+	return registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log, Confine: s.Confine, Home: s.AuthHome}
 }
 
 // Runners builds the provider of each runnable built-in, and says why each
@@ -156,7 +167,7 @@ func (s *Set) IDs() []string {
 // Probe detects every agent concurrently; a built-in without a runner here
 // is reported "detected only".
 func (s *Set) Probe(ctx context.Context, log *slog.Logger) []registry.Report {
-	reports := s.Prober(ctx, s.Defs, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})
+	reports := s.Prober(ctx, s.Defs, s.probeOptions(log))
 	for i, r := range reports {
 		if err := s.NoRunner[cmp.Or(r.Base, r.ID)]; err != nil {
 			reports[i].Problems = append(reports[i].Problems, "detected only: "+err.Error())
@@ -193,7 +204,7 @@ func (s *Set) ProbeOne(ctx context.Context, id string, log *slog.Logger) (r regi
 	if !ok {
 		return registry.Report{}, false
 	}
-	return s.Prober(ctx, []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: 10 * time.Second, Logger: log})[0], true
+	return s.Prober(ctx, []registry.Definition{d}, s.probeOptions(log))[0], true
 }
 
 // VersionCheck is prompt.VersionChecker over the agent table in force

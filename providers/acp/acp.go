@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -67,6 +68,9 @@ func (d Definition) LaunchArgs(req agent.RunRequest) []string {
 	args := slices.Clone(d.Args)
 	if d.PolicyArgs != nil {
 		args = append(args, d.PolicyArgs(effectivePolicy(req))...)
+	}
+	if d.PortFlag != "" && req.LocalPort > 0 {
+		args = append(args, d.PortFlag+"="+strconv.Itoa(req.LocalPort))
 	}
 	return append(args, req.Args...)
 }

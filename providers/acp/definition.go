@@ -65,6 +65,10 @@ type Definition struct {
 	// tools unasked, or runs them unasked under accept). Nil adds nothing.
 	PolicyArgs func(p agent.ApprovalPolicy) []string
 	PolicyEnv  func(p agent.ApprovalPolicy) map[string]string
+	// PortFlag is the flag that sets the port of the CLI's own local server
+	// (kilo: --port), bound to RunRequest.LocalPort when the run has one (a
+	// sandboxed run may reach no other local port); empty: none.
+	PortFlag string
 	// SessionNotFound reports whether a session/load error means the session
 	// does not exist; nil means code -32002 (resource not found) only.
 	SessionNotFound func(e *jsonrpc.Error) bool
@@ -112,6 +116,8 @@ func Opencode() Definition {
 			"apiKey, models) and \"model\": \"<provider>/<model>\"; add OPENCODE_DISABLE_MODELS_FETCH=1, " +
 			"OPENCODE_DISABLE_LSP_DOWNLOAD=1 and OPENCODE_DISABLE_DEFAULT_PLUGINS=1 offline",
 		PolicyEnv: byPolicy[map[string]string](nil, map[string]string{"OPENCODE_CONFIG_CONTENT": OpencodePermissionEnv}),
+		// opencode acp serves itself on a local port and connects to it.
+		PortFlag: "--port",
 		// opencode answers a load of an unknown id with its generic session
 		// service failure: {"code":-32603,"message":"Internal error: OpenCode
 		// service failure","data":{"service":"session"}}.
@@ -197,6 +203,8 @@ func Kilo() Definition {
 			"apiKey, models), \"model\": \"<provider>/<model>\" and \"enabled_providers\": [\"<provider>\"] (else it calls api.kilo.ai); " +
 			"add KILO_DISABLE_MODELS_FETCH=1, KILO_DISABLE_LSP_DOWNLOAD=1 and KILO_DISABLE_DEFAULT_PLUGINS=1 offline",
 		PolicyEnv: byPolicy[map[string]string](nil, map[string]string{"KILO_CONFIG_CONTENT": KiloPermissionEnv}),
+		// kilo acp serves itself on a local port and connects to it.
+		PortFlag:  "--port",
 		Configure: kiloSetup.configure,
 	})
 }
