@@ -265,6 +265,49 @@ func (iso *Isolation) CheckExecutable(path string) error {
 	return nil
 }
 
+// ErrCannotWrite is returned (wrapped) by CanWrite.
+var ErrCannotWrite = errors.New("procrun: the agent user cannot write the directory")
+
+// CanWrite returns an error wrapping ErrCannotWrite, naming the directory
+// in the way, when iso's user cannot create files in dir: a directory above
+// it it may not pass through, or dir itself it may not write to.
+func (iso *Isolation) CanWrite(dir string) error {
+	dir = filepath.Clean(dir)
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil {
+			return err
+		}
+		if !iso.may(fi, 0o1) {
+			return fmt.Errorf("%w: user %s cannot pass through %s", ErrCannotWrite, iso.User, d)
+		}
+		if d == dir && !iso.may(fi, 0o2) {
+			return fmt.Errorf("%w: user %s cannot write in %s", ErrCannotWrite, iso.User, d)
+		}
+		if d == filepath.Dir(d) {
+			return nil
+		}
+	}
+}
+
+// may reports whether iso's user holds the permission bit (1 search, 2
+// write, 4 read) on fi, as its owner, a member of its group or another.
+func (iso *Isolation) may(fi os.FileInfo, bit os.FileMode) bool {
+	uid, gid, ok := ownerOf(fi)
+	if !ok {
+		return false
+	}
+	mode := fi.Mode().Perm()
+	switch {
+	case uid == iso.UID:
+		return mode&(bit<<6) != 0
+	case gid == iso.GID || slices.Contains(iso.Groups, gid):
+		return mode&(bit<<3) != 0
+	default:
+		return mode&bit != 0
+	}
+}
+
 // mayWrite reports whether iso's user may write fi (a directory: may
 // replace its entries).
 func (iso *Isolation) mayWrite(fi os.FileInfo, dir bool) bool {

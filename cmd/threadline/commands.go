@@ -78,6 +78,14 @@ func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, for
 		done()
 		return ctx, t, nil, err
 	}
+	if host.Isolated() {
+		fmt.Fprintln(stderr, "threadline:", host.Describe())
+	}
+	if host.Iso != nil && t.chat.Project == "" && t.chat.Cwd != "" {
+		if err := host.Iso.CanWrite(t.chat.Cwd); err != nil {
+			fmt.Fprintf(stderr, "threadline: warning: the agent runs as %s, which cannot change files in %s (%v): chown or chmod it for that user, pick another --cwd, or run threadline as an ordinary user (the agent then runs as you, sandboxed)\n", host.Iso.User, t.chat.Cwd, err)
+		}
+	}
 	a.warnSignIn(t.chat.Agent, t.chat.Project, stderr)
 	return ctx, t, done, nil
 }

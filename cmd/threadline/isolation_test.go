@@ -63,3 +63,25 @@ func TestChatAndRunWarnOnceUnisolated(t *testing.T) {
 		t.Errorf("warned with host.isolation: off:\n%s", errOut)
 	}
 }
+
+// TestRootChatSaysAgentCannotWrite: started as root, chat and run run the
+// agent as the agent user and say, before the first prompt, what it may
+// touch and that it cannot write the chosen directory (root's, 0700).
+func TestRootChatSaysAgentCannotWrite(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root's view")
+	}
+	agentUser(t)
+	dir := isolate(t)
+	private := filepath.Join(dir, "private")
+	if err := os.Mkdir(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeYAML(t, dir, "database:\n  url: "+filepath.Join(dir, "tl.db")+"\nagents:\n  claude:\n    bin: /bin/false\n")
+	_, _, errOut, _ := run(t, "", "run", "--config", cfg, "--agent", "claude", "--cwd", private, "hi")
+	for _, want := range []string{"host agents run as threadline-agent in a sandbox", "cannot change files in " + private, "cannot pass through " + private} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("run as root in a private directory: no %q:\n%s", want, errOut)
+		}
+	}
+}
