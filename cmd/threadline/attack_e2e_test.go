@@ -25,7 +25,7 @@ import (
 // "<name> REACHED" or "<name> refused" (the fields are filled per test).
 type attacks struct {
 	otherSecret, otherDir, otherTranscripts, db, config, state, relaySock, exe, pgPort string
-	botPid                                                                            int
+	botPid                                                                             int
 }
 
 func (a attacks) script() string {
