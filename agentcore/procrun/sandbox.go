@@ -71,7 +71,14 @@ func (sb *Sandbox) wrap(l launch, iso *Isolation) (launch, error) {
 		return l, fmt.Errorf("sandbox helper: %w", err)
 	}
 	p := sb.Policy
-	p.ReadOnly = append(slices.Clip(p.ReadOnly), InstallRoots(bin)...)
+	for _, root := range InstallRoots(bin) {
+		// A directory that holds a forbidden path (the CLI installed beside
+		// the bot's config) is granted as the executable alone.
+		if sandbox.Overlaps(sandbox.Policy{ReadOnly: []string{root}}, p.Forbidden) != nil {
+			root = bin
+		}
+		p.ReadOnly = append(slices.Clip(p.ReadOnly), root)
+	}
 	path, argv, err := sandbox.Command(sb.Helper, p, bin, l.args)
 	if err != nil {
 		return l, err
