@@ -133,6 +133,9 @@ type Chats struct {
 	// InteractionTimeout is the default of prompts that set none: approvals
 	// nobody answered in time are declined (timed_out); zero waits.
 	InteractionTimeout time.Duration
+	// Workspaces ships chats' branches (diff, push, pr, merge, close); nil:
+	// those commands say they are not set up.
+	Workspaces Workspaces
 }
 
 // New returns the Chats over the store, the prompt runner, the event feed and

@@ -28,6 +28,17 @@ type Result struct {
 	Text string
 	// Chat is set when the command switched the front-end to another chat (new).
 	Chat *Chat
+	// File is posted in the thread after Text (the diff command); the
+	// console prints it.
+	File *PostFile
+	// FollowUp is a prompt the console sends to the chat next (a merge's
+	// conflict, for the agent to resolve); a thread sends it itself.
+	FollowUp string
+}
+
+// PostFile is a file a command posts.
+type PostFile struct {
+	Name, Content string
 }
 
 // Who says who may run a command where a policy applies (chat platforms; the
@@ -77,6 +88,8 @@ type CommandSpec struct {
 	// the bare form.
 	Arg    bool
 	OptArg bool
+	// rest makes the bare form's argument the rest of the line (pr's title).
+	rest   bool
 	Values []string
 	argOK  func(string) bool
 	need   chatNeed
@@ -121,6 +134,7 @@ func init() {
 		{Name: "mode", Usage: "mode plan|default", Help: "plan only, or act", Who: WhoApprover, Arg: true, Values: []string{"plan", "default"}, run: runSetting},
 		{Name: "project", Usage: "project <name>", Help: "run this chat in a project", Who: WhoApprover, Arg: true, run: runSetting},
 	}
+	commandTable = append(commandTable, shipCommands()...)
 }
 
 // lookupCommand finds a command by name or alias (case-insensitive).
@@ -173,11 +187,17 @@ func parseCommand(text string, form commandForm) (Command, bool) {
 		return Command{Name: s.Name, Arg: strings.TrimSpace(arg)}, true
 	case formThread:
 		fields := strings.Fields(t)
-		if len(fields) == 0 || len(fields) > 2 {
+		if len(fields) == 0 {
 			return Command{}, false
 		}
 		s, ok := lookupCommand(fields[0])
 		if !ok {
+			return Command{}, false
+		}
+		if s.rest && len(fields) > 2 {
+			return Command{Name: s.Name, Arg: strings.TrimSpace(strings.TrimPrefix(t, fields[0]))}, true
+		}
+		if len(fields) > 2 {
 			return Command{}, false
 		}
 		switch {
@@ -256,10 +276,24 @@ func (t *Desk) threadCommand(ctx context.Context, th *thread, m Message, b Bindi
 		return already.error
 	case err != nil:
 		return t.fail(ctx, m.Place, "The command failed", err)
-	case res.Text == "":
+	case res.Text == "" && res.File == nil:
 		return nil
 	}
-	return t.notice(ctx, m.Place, res.Text)
+	if res.Text != "" {
+		if err := t.notice(ctx, m.Place, res.Text); err != nil {
+			return err
+		}
+	}
+	if res.File != nil {
+		s, err := t.surface(m.Place.Platform)
+		if err != nil {
+			return err
+		}
+		if _, err := s.Upload(ctx, m.Place, res.File.Name, res.File.Content); err != nil {
+			return t.fail(ctx, m.Place, "I could not post "+res.File.Name, err)
+		}
+	}
+	return nil
 }
 
 // unboundReply answers a command in a thread without a chat, where the

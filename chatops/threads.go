@@ -553,6 +553,9 @@ func (t *Desk) handleClick(ctx context.Context, th *thread, c Click) error {
 	if strings.HasPrefix(c.Button, ButtonRunNowPrefix) {
 		return t.clickRunNow(ctx, th, c)
 	}
+	if strings.HasPrefix(c.Button, ButtonShipPrefix) {
+		return t.clickShip(ctx, th, c)
+	}
 	if ok, why := t.mayAnswerRun(ctx, c.User, c.Place, c.Ref.RunID); !ok {
 		return t.refuse(ctx, c.Place, c.User, why)
 	}

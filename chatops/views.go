@@ -46,6 +46,12 @@ const (
 	ButtonAnswer         = render.ButtonAnswer
 	// ButtonOptionPrefix prefixes the option buttons of a question.
 	ButtonOptionPrefix = render.ButtonOptionPrefix
+	// ButtonShipPrefix prefixes the actions on a turn's branch (diff, push,
+	// pr: ButtonDiff, ButtonPush, ButtonPR).
+	ButtonShipPrefix = render.ButtonShipPrefix
+	ButtonDiff       = render.ButtonDiff
+	ButtonPush       = render.ButtonPush
+	ButtonPR         = render.ButtonPR
 )
 
 // ErrBadRef is returned for a button value that is not a Ref.

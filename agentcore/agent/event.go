@@ -2,7 +2,10 @@
 
 package agent
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"fmt"
+)
 
 // EventType is the normalized type of an Event.
 type EventType string
@@ -54,10 +57,46 @@ type Event struct {
 	Usage       *Usage       `json:"usage,omitempty"`
 	Interaction *Interaction `json:"interaction,omitempty"`
 	Resolution  *Resolution  `json:"resolution,omitempty"`
+	// Change is what the turn changed in its chat's own workspace, on a
+	// system event of subtype SubtypeWorkspace (emitted by the core before
+	// the turn's terminal event, never by a provider).
+	Change *Change `json:"change,omitempty"`
 
 	// Native keeps the correlation ids and a bounded safe payload of the
 	// native record this event came from.
 	Native *Native `json:"native,omitempty"`
+}
+
+// SubtypeWorkspace is the subtype of the system event carrying a turn's
+// Change.
+const SubtypeWorkspace = "workspace"
+
+// Change is what a turn changed in its chat's workspace (its own branch).
+type Change struct {
+	// Branch is the chat's branch.
+	Branch string `json:"branch"`
+	// Files, Insertions and Deletions are the turn's diff stat.
+	Files      int `json:"files"`
+	Insertions int `json:"insertions"`
+	Deletions  int `json:"deletions"`
+}
+
+// String is the footer's form: "3 files changed, +40 −2 · threadline/x".
+func (c Change) String() string {
+	files := fmt.Sprintf("%d files changed", c.Files)
+	switch c.Files {
+	case 0:
+		files = "no change"
+	case 1:
+		files = "1 file changed"
+	}
+	if c.Files > 0 {
+		files += fmt.Sprintf(", +%d \u2212%d", c.Insertions, c.Deletions)
+	}
+	if c.Branch == "" {
+		return files
+	}
+	return files + " · " + c.Branch
 }
 
 // Tool describes a tool call on tool.started / tool.output / tool.completed.

@@ -423,6 +423,13 @@ func (s *session) command(ctx context.Context, cmd chatops.Command) error {
 		s.queue = nil
 	}
 	s.r.line(res.Text)
+	if res.File != nil {
+		s.r.line(res.File.Content)
+	}
+	if res.FollowUp != "" {
+		s.prompt()
+		return s.send(ctx, res.FollowUp)
+	}
 	if res.Chat != nil {
 		s.stopSub()
 		if s.events, s.stopSub, err = s.follow(ctx, res.Chat.ID); err != nil {

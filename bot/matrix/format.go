@@ -104,14 +104,30 @@ func optionIndex(buttonID string) int {
 	return n
 }
 
-// isCard reports whether the view asks the user for an answer.
+// isCard reports whether the view asks the user for an answer (a final
+// answer's ship actions do not: they are commands).
 func isCard(v chatops.View) bool {
 	for _, b := range v.Buttons {
-		if b.ID != chatops.ButtonStop {
+		if b.ID != chatops.ButtonStop && !strings.HasPrefix(b.ID, chatops.ButtonShipPrefix) {
 			return true
 		}
 	}
 	return false
+}
+
+// shipHint tells how to run a final answer's ship actions in Matrix, which
+// has no buttons: as commands in the thread.
+func shipHint(v chatops.View) string {
+	var cmds []string
+	for _, b := range v.Buttons {
+		if strings.HasPrefix(b.ID, chatops.ButtonShipPrefix) {
+			cmds = append(cmds, "`"+strings.TrimPrefix(b.ID, chatops.ButtonShipPrefix)+"`")
+		}
+	}
+	if len(cmds) == 0 {
+		return ""
+	}
+	return "Reply " + strings.Join(cmds, ", ") + " in this thread (the diff, push, pull request)."
 }
 
 // hasStop reports whether the view is a running answer (it offers Stop).
@@ -129,6 +145,9 @@ func hasStop(v chatops.View) bool {
 func hint(v chatops.View, onlyOptions bool) string {
 	if len(v.Buttons) == 0 {
 		return ""
+	}
+	if s := shipHint(v); s != "" && !isCard(v) {
+		return s
 	}
 	var parts []string
 	options := 0

@@ -89,8 +89,8 @@ func TestHTTPEvents(t *testing.T) {
 		t.Run("buttons and modal over the interactivity endpoint", func(t *testing.T) {
 			got := make(chan agent.InteractionResponse, 1)
 			h.stack.Prov.Add(chatopstest.Asking("perm-1", "git push --force", got, "Pushed."))
-			root := h.fake.PostUserMessage("C1", "", "push")
-			body, _ := json.Marshal(callback(eventID(), mention("UALLOWED", "C1", root, "", "push")))
+			root := h.fake.PostUserMessage("C1", "", "push it")
+			body, _ := json.Marshal(callback(eventID(), mention("UALLOWED", "C1", root, "", "push it")))
 			h.post(t, "/slack/events", jsonCT, body, sign(body, time.Now()))
 			var decline chatops.Button
 			chatopstest.WaitFor(t, "the card", func() bool {

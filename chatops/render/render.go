@@ -143,6 +143,9 @@ type Run struct {
 	plan      *Plan
 	usage     *agent.Usage
 	files     map[string]bool
+	// change is what the turn changed on the chat's own branch (a
+	// system/workspace event): the footer says it and offers its actions.
+	change    *agent.Change
 	cards     map[string]*card
 	cardOrder []string
 	terminal  agent.EventType
@@ -192,6 +195,9 @@ func (r *Run) Apply(ev Event) {
 		}
 		if e.Subtype == "session_recovered" || e.Subtype == "api_retry" || e.Subtype == "version_notice" {
 			r.notes = append(r.notes, e.Text)
+		}
+		if e.Subtype == agent.SubtypeWorkspace && e.Change != nil {
+			r.change = e.Change
 		}
 	case agent.EventAssistantDelta:
 		r.text(e.Text)
@@ -393,6 +399,7 @@ func (r *Run) Views() []SlotView {
 				if overflow {
 					v.Footer += fmt.Sprintf(" · the whole answer (%d bytes) is attached as answer.md", len(body))
 				}
+				v.Buttons = r.shipButtons()
 			} else {
 				v.Buttons = []Button{{ID: ButtonStop, Label: "Stop", Style: StyleDanger,
 					Value: Ref{ChatID: r.chatID, RunID: r.runID}.Encode()}}
@@ -534,7 +541,9 @@ func (r *Run) footer() string {
 			parts = append(parts, fmt.Sprintf("$%.4f", u.CostUSD))
 		}
 	}
-	if n := len(r.files); n > 0 {
+	if r.change != nil {
+		parts = append(parts, r.change.String())
+	} else if n := len(r.files); n > 0 {
 		files := make([]string, 0, n)
 		for f := range r.files {
 			files = append(files, f)
@@ -547,6 +556,20 @@ func (r *Run) footer() string {
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, " · ")
+}
+
+// shipButtons are the actions on a turn's branch offered under its final
+// answer: View diff, Push, Open PR (none without a workspace change).
+func (r *Run) shipButtons() []Button {
+	if r.change == nil || r.change.Branch == "" {
+		return nil
+	}
+	ref := Ref{ChatID: r.chatID, RunID: r.runID}.Encode()
+	return []Button{
+		{ID: ButtonDiff, Label: "View diff", Value: ref},
+		{ID: ButtonPush, Label: "Push", Value: ref},
+		{ID: ButtonPR, Label: "Open PR", Style: StylePrimary, Value: ref},
+	}
 }
 
 func (r *Run) cardView(c *card) View {

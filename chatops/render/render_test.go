@@ -290,3 +290,34 @@ func TestVersionNoticeShown(t *testing.T) {
 		t.Errorf("no version notice in %q", all.String())
 	}
 }
+
+// TestWorkspaceFooter: a turn's system/workspace event puts what it changed
+// and the branch in the final footer, with View diff, Push and Open PR under
+// the answer (no Stop); a run without one keeps its own file count.
+func TestWorkspaceFooter(t *testing.T) {
+	l := &log{chatID: "c1", runID: "r1"}
+	l.add(0, chatlog.RunStarted{Type: agent.EventRunStarted, Agent: "claude"})
+	l.add(time.Second, agent.Event{Type: agent.EventAssistantDelta, Text: "fixed"})
+	l.add(2*time.Second, agent.Event{Type: agent.EventSystem, Subtype: agent.SubtypeWorkspace,
+		Change: &agent.Change{Branch: "threadline/fix-flaky-test-1a2b3c4d", Files: 3, Insertions: 40, Deletions: 2}})
+	l.add(3*time.Second, agent.Event{Type: agent.EventRunCompleted})
+	r := render.NewRun(render.RenderOptions{}, "c1", "r1", "")
+	for _, ev := range l.evs {
+		r.Apply(ev)
+	}
+	views := r.Views()
+	last := views[len(views)-1].View
+	if !strings.Contains(last.Footer, "3 files changed, +40 \u22122 · threadline/fix-flaky-test-1a2b3c4d") {
+		t.Errorf("footer %q", last.Footer)
+	}
+	var ids []string
+	for _, b := range last.Buttons {
+		ids = append(ids, b.ID)
+		if ref, err := render.DecodeRef(b.Value); err != nil || ref.ChatID != "c1" {
+			t.Errorf("button %s value %q: %v", b.ID, b.Value, err)
+		}
+	}
+	if strings.Join(ids, ",") != render.ButtonDiff+","+render.ButtonPush+","+render.ButtonPR {
+		t.Errorf("buttons %v", ids)
+	}
+}

@@ -92,6 +92,12 @@ const (
 	ButtonAnswer         = "tl_answer"
 	// ButtonOptionPrefix prefixes the option buttons of a question: tl_option_0, ...
 	ButtonOptionPrefix = "tl_option_"
+	// ButtonShipPrefix prefixes the actions on a turn's branch under its
+	// final answer: the diff, push and pr commands.
+	ButtonShipPrefix = "tl_ws_"
+	ButtonDiff       = ButtonShipPrefix + "diff"
+	ButtonPush       = ButtonShipPrefix + "push"
+	ButtonPR         = ButtonShipPrefix + "pr"
 )
 
 // Ref names what a button acts on. It travels in Button.Value.
