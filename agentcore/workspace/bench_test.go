@@ -90,7 +90,7 @@ func once(path string, build func(tmp string) error) error {
 		}
 		return err
 	}
-	if filepath.Base(path) == "main" { // a clone's worktrees know its path
+	if filepath.Base(path) == "main" { // its registry knows the clones' paths
 		return New(Options{}).Prune(context.Background(), path)
 	}
 	return nil
@@ -190,14 +190,14 @@ func p95(b *testing.B, ds []time.Duration) {
 	b.ReportMetric(float64(ds[i].Microseconds())/1000, "p95-ms")
 }
 
-// BenchmarkCreate: a new worktree ready (Create, no setup command) in the
+// BenchmarkCreate: a new chat clone ready (Create, no setup command) in the
 // 10,000-file repository, taking the spare made beside it (outside the
 // timer) as the bot does in the background after each Create. The target is
 // a p95 under 1 s.
 func BenchmarkCreate(b *testing.B) { benchCreate(b, true) }
 
-// BenchmarkCreateCold: the same without a spare: git worktree add writes
-// every file.
+// BenchmarkCreateCold: the same without a spare: the clone is made and
+// every file written.
 func BenchmarkCreateCold(b *testing.B) { benchCreate(b, false) }
 
 func benchCreate(b *testing.B, spare bool) {
@@ -212,7 +212,7 @@ func benchCreate(b *testing.B, spare bool) {
 	for i := range b.N {
 		b.StopTimer()
 		if spare {
-			if err := g.Spare(ctx, main, "main", filepath.Join(root, fmt.Sprint("spare-", i))); err != nil {
+			if err := g.Spare(ctx, main, "main", filepath.Join(root, fmt.Sprint("spare-", i)), nil); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -224,7 +224,7 @@ func benchCreate(b *testing.B, spare bool) {
 		}
 		ds = append(ds, time.Since(start))
 		b.StopTimer()
-		if err := g.Remove(ctx, wt, true); err != nil {
+		if err := g.Remove(ctx, wt, RemoveOptions{Discard: true}); err != nil {
 			b.Fatal(err)
 		}
 		b.StartTimer()
@@ -233,18 +233,17 @@ func benchCreate(b *testing.B, spare bool) {
 	p95(b, ds)
 }
 
-// benchTurn makes a worktree of the generated repository and a turn's
+// benchTurn makes a chat clone of the generated repository and a turn's
 // change in it: five files edited, one deleted, one added.
-func benchTurn(b *testing.B, g *Git) (Worktree, Tree) {
+func benchTurn(b *testing.B, g *Git, main string) (Worktree, Tree) {
 	b.Helper()
-	main := benchMain(b)
 	ctx := b.Context()
 	name := fmt.Sprintf("bench-turn-%d-%d", os.Getpid(), time.Now().UnixNano())
 	wt, err := g.Create(ctx, Worktree{Main: main, Dir: filepath.Join(b.TempDir(), "wt"), Branch: "threadline/" + name, Base: "main"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { g.Remove(context.Background(), wt, true) })
+	b.Cleanup(func() { g.Remove(context.Background(), wt, RemoveOptions{Discard: true}) })
 	before, err := g.Snapshot(ctx, wt)
 	if err != nil {
 		b.Fatal(err)
@@ -264,7 +263,7 @@ func benchTurn(b *testing.B, g *Git) (Worktree, Tree) {
 // The target is a p95 under 100 ms.
 func BenchmarkStat(b *testing.B) {
 	g := New(Options{})
-	wt, before := benchTurn(b, g)
+	wt, before := benchTurn(b, g, benchMain(b))
 	ctx := b.Context()
 	after, err := g.Snapshot(ctx, wt)
 	if err != nil {
@@ -284,11 +283,11 @@ func BenchmarkStat(b *testing.B) {
 	p95(b, ds)
 }
 
-// BenchmarkSnapshot: the snapshot at a turn's end (the worktree's whole
-// state through a temporary index), after one more file changed.
+// BenchmarkSnapshot: the snapshot at a turn's end (the clone's whole state
+// through its second index), after one more file changed.
 func BenchmarkSnapshot(b *testing.B) {
 	g := New(Options{})
-	wt, _ := benchTurn(b, g)
+	wt, _ := benchTurn(b, g, benchMain(b))
 	ctx := b.Context()
 	var ds []time.Duration
 	b.ResetTimer()
@@ -309,7 +308,7 @@ func BenchmarkSnapshot(b *testing.B) {
 // BenchmarkBranchDiff: the whole change of a chat against its base.
 func BenchmarkBranchDiff(b *testing.B) {
 	g := New(Options{})
-	wt, _ := benchTurn(b, g)
+	wt, _ := benchTurn(b, g, benchMain(b))
 	ctx := b.Context()
 	var ds []time.Duration
 	b.ResetTimer()
@@ -317,6 +316,37 @@ func BenchmarkBranchDiff(b *testing.B) {
 		start := time.Now()
 		if _, st, err := g.BranchDiff(ctx, wt); err != nil || st.Files != 7 {
 			b.Fatalf("BranchDiff = %v, %v", st, err)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	b.StopTimer()
+	p95(b, ds)
+}
+
+// BenchmarkImport: a turn's commit (five files edited, one deleted, one
+// added, then one more file each time) brought into the main clone.
+func BenchmarkImport(b *testing.B) {
+	// A main clone of its own (borrowing the cached one's objects), so that
+	// the imported packs go with it.
+	main := filepath.Join(b.TempDir(), "main")
+	if out, err := exec.Command("git", "clone", "-q", "--shared", "--no-checkout", "--branch", "main", benchMain(b), main).CombinedOutput(); err != nil {
+		b.Fatalf("%v: %s", err, out)
+	}
+	g := New(Options{})
+	wt, _ := benchTurn(b, g, main)
+	ctx := b.Context()
+	var ds []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		b.StopTimer()
+		writeFile(b, wt.Dir, "pkg001/turn.go", fmt.Sprintf("package pkg001 // %d\n", i))
+		if _, err := g.Commit(ctx, wt, CommitOptions{Message: "turn"}); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		if _, err := g.Import(ctx, wt); err != nil {
+			b.Fatal(err)
 		}
 		ds = append(ds, time.Since(start))
 	}

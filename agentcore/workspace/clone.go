@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +12,14 @@ import (
 
 // Clone makes dir the main clone of src (a git URL or a host path) with base
 // checked out and HEAD detached, so that later moves of refs/heads/<base>
-// (Merge) never change dir's files or status. A dir that already is a clone
-// of src is checked (Check) and kept, so a restart just goes on. It fails
-// with ErrBaseMissing when src has no branch base, ErrCloneFailed when src
-// cannot be cloned; git removes what it had started.
+// (Merge) never change dir's files or status. Its git directory is made
+// readable (not writable) by every user and kept so
+// (core.sharedRepository=0644), and dir traversable: the chats' clones,
+// made as the agent's user, borrow its objects. A dir that already is a
+// clone of src is checked (Check), made readable again and kept, so a
+// restart just goes on. It fails with ErrBaseMissing when src has no branch
+// base, ErrCloneFailed when src cannot be cloned; git removes what it had
+// started.
 func (g *Git) Clone(ctx context.Context, src, dir, base string) error {
 	if src == "" || base == "" || !filepath.IsAbs(dir) {
 		return invalid("clone needs a source, a base branch and an absolute directory")
@@ -22,8 +27,9 @@ func (g *Git) Clone(ctx context.Context, src, dir, base string) error {
 	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
 		return g.reuseClone(ctx, src, dir, base)
 	}
-	_, err := g.exec(ctx, call{
-		args:    []string{"clone", "--quiet", "--origin", "origin", "--branch", base, "--", src, dir},
+	_, err := g.bot("").exec(ctx, call{
+		args: []string{"clone", "--quiet", "--origin", "origin", "--branch", base,
+			"--config", "core.sharedRepository=0644", "--", src, dir},
 		timeout: g.cloneTimeout,
 	})
 	if err != nil {
@@ -33,19 +39,63 @@ func (g *Git) Clone(ctx context.Context, src, dir, base string) error {
 		os.RemoveAll(dir)
 		return err
 	}
-	if _, err := g.run(ctx, dir, "checkout", "--quiet", "--detach"); err != nil {
+	if _, err := g.bot(dir).run(ctx, "checkout", "--quiet", "--detach"); err != nil {
 		return fmt.Errorf("%w: detaching the main clone's HEAD: %w", ErrCloneFailed, err)
 	}
-	return nil
+	return shareObjects(dir)
+}
+
+// shareObjects makes the main clone at dir readable by the agent's user,
+// whose clones borrow its objects: dir itself traversable (not listable),
+// everything in its git directory readable and its directories
+// traversable, but the bot's registry. Nothing becomes writable.
+func shareObjects(dir string) error {
+	if err := addMode(dir, 0o001); err != nil {
+		return err
+	}
+	gitDir := filepath.Join(dir, ".git")
+	registry := filepath.Join(gitDir, "threadline")
+	return filepath.WalkDir(gitDir, func(p string, d fs.DirEntry, err error) error {
+		switch {
+		case err != nil:
+			return err
+		case p == registry:
+			return fs.SkipDir
+		case d.IsDir():
+			return addMode(p, 0o055)
+		case d.Type().IsRegular():
+			return addMode(p, 0o044)
+		}
+		return nil
+	})
+}
+
+// addMode adds the permission bits add to p's.
+func addMode(p string, add fs.FileMode) error {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if fi.Mode().Perm()&add == add {
+		return nil
+	}
+	return os.Chmod(p, fi.Mode().Perm()|add)
 }
 
 // reuseClone accepts an existing main clone of the same source.
 func (g *Git) reuseClone(ctx context.Context, src, dir, base string) error {
-	url, err := g.run(ctx, dir, "config", "--get", "remote.origin.url")
+	main := g.bot(dir)
+	url, err := main.run(ctx, "config", "--get", "remote.origin.url")
 	if err != nil || url != src {
 		return fmt.Errorf("%w: %s already holds another repository (origin %q)", ErrCloneFailed, dir, url)
 	}
-	return g.Check(ctx, dir, base)
+	if err := g.Check(ctx, dir, base); err != nil {
+		return err
+	}
+	if _, err := main.run(ctx, "config", "core.sharedRepository", "0644"); err != nil {
+		return err
+	}
+	return shareObjects(dir)
 }
 
 // cloneError words a failed clone.
@@ -62,12 +112,12 @@ func cloneError(err error, base string) error {
 	return ge
 }
 
-// Check is doctor's look at a main clone (or a loose repository worktrees
-// are made from): it is a git repository (ErrNotRepo), base exists
+// Check is doctor's look at a main clone (or a loose repository chats are
+// cloned from): it is a git repository (ErrNotRepo), base exists
 // (ErrBaseMissing), and base is checked out in no working tree, so Merge can
 // land on it (ErrBaseCheckedOut).
 func (g *Git) Check(ctx context.Context, dir, base string) error {
-	if _, err := g.run(ctx, dir, "rev-parse", "--git-dir"); err != nil {
+	if _, err := g.bot(dir).run(ctx, "rev-parse", "--git-dir"); err != nil {
 		return err
 	}
 	if err := g.baseExists(ctx, dir, base); err != nil {
@@ -77,13 +127,14 @@ func (g *Git) Check(ctx context.Context, dir, base string) error {
 }
 
 // IsRepo tells whether dir is the top of a git working tree (a channel's
-// work directory that is a repository; worktrees are then made from it). A
+// work directory that is a repository; chats are then cloned from it). It
+// runs on the bot's side: dir must be the operator's, never a chat's. A
 // missing directory or one inside another repository is not.
 func (g *Git) IsRepo(ctx context.Context, dir string) (bool, error) {
 	if _, err := os.Stat(dir); err != nil {
 		return false, nil
 	}
-	top, err := g.run(ctx, dir, "rev-parse", "--show-toplevel")
+	top, err := g.bot(dir).run(ctx, "rev-parse", "--show-toplevel")
 	if ge, ok := errors.AsType[*GitError](err); ok && (ge.Err == ErrNotRepo || strings.Contains(ge.Stderr, "must be run in a work tree")) {
 		return false, nil // no repository, or a bare one
 	}
@@ -95,7 +146,7 @@ func (g *Git) IsRepo(ctx context.Context, dir string) (bool, error) {
 
 // baseExists fails with ErrBaseMissing when refs/heads/<base> is no commit.
 func (g *Git) baseExists(ctx context.Context, dir, base string) error {
-	ok, err := g.hasRef(ctx, dir, "refs/heads/"+base)
+	ok, err := g.bot(dir).hasRef(ctx, "refs/heads/"+base)
 	if err != nil {
 		return err
 	}
@@ -106,23 +157,37 @@ func (g *Git) baseExists(ctx context.Context, dir, base string) error {
 }
 
 // baseFree fails with ErrBaseCheckedOut when a working tree of dir's
-// repository has base checked out.
+// repository (its own or a git worktree of it) has base checked out.
 func (g *Git) baseFree(ctx context.Context, dir, base string) error {
-	trees, err := g.List(ctx, dir)
+	out, err := g.bot(dir).exec(ctx, call{args: []string{"worktree", "list", "--porcelain", "-z"}})
 	if err != nil {
 		return err
 	}
-	for _, t := range trees {
-		if t.Branch == base {
-			return fmt.Errorf("%w: %s is checked out in %s (detach it there: git checkout --detach)", ErrBaseCheckedOut, base, t.Dir)
+	var tree string
+	for attr := range strings.SplitSeq(string(out), "\x00") {
+		key, value, _ := strings.Cut(attr, " ")
+		switch {
+		case key == "worktree":
+			tree = value
+		case key == "branch" && value == "refs/heads/"+base:
+			return fmt.Errorf("%w: %s is checked out in %s (detach it there: git checkout --detach)", ErrBaseCheckedOut, base, tree)
 		}
 	}
 	return nil
 }
 
-// hasRef tells whether ref names a commit.
-func (g *Git) hasRef(ctx context.Context, dir, ref string) (bool, error) {
-	return g.test(ctx, dir, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+// hasRef tells whether ref names a commit in r.
+func (r repo) hasRef(ctx context.Context, ref string) (bool, error) {
+	return r.test(ctx, "rev-parse", "--verify", "--quiet", ref+"^{commit}")
+}
+
+// refID is the commit ref names in r, or "" when there is none.
+func (r repo) refID(ctx context.Context, ref string) (string, error) {
+	out, err := r.exec(ctx, call{args: []string{"rev-parse", "--verify", "--quiet", ref + "^{commit}"}})
+	if ge, ok := errors.AsType[*GitError](err); ok && ge.Code == 1 && ge.Err == nil && ge.Stderr == "" {
+		return "", nil
+	}
+	return strings.TrimSpace(string(out)), err
 }
 
 // samePath tells whether a and b name the same directory, following links.

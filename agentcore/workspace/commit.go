@@ -21,22 +21,26 @@ type CommitOptions struct {
 
 // Commit commits everything uncommitted in wt (git add --all: changes,
 // deletions, untracked files that are not ignored) and returns the new
-// commit's id, or "" when there was nothing to commit. Hooks do not run.
+// commit's id, or "" when there was nothing to commit. It runs on wt's
+// side (wt.Agent), with the bot's identity as committer; hooks do not run.
 func (g *Git) Commit(ctx context.Context, wt Worktree, opt CommitOptions) (string, error) {
 	msg, err := commitMessage(opt.Message, opt.Trailers)
 	if err != nil {
 		return "", err
 	}
-	changed, err := g.changedFiles(ctx, wt.Dir)
+	chat, err := g.chat(wt)
+	if err != nil {
+		return "", err
+	}
+	changed, err := changedFiles(ctx, chat)
 	if err != nil || len(changed) == 0 {
 		return "", err
 	}
-	if _, err := g.run(ctx, wt.Dir, "add", "--all", "--", "."); err != nil {
+	if _, err := chat.run(ctx, "add", "--all", "--", "."); err != nil {
 		return "", err
 	}
 	name, email := cmp.Or(opt.AuthorName, g.name), cmp.Or(opt.AuthorEmail, g.email)
-	_, err = g.exec(ctx, call{
-		dir:   wt.Dir,
+	_, err = chat.exec(ctx, call{
 		args:  []string{"commit", "--quiet", "--no-verify", "--file=-"},
 		stdin: strings.NewReader(msg),
 		env:   identityEnv(name, email, name, email),
@@ -44,7 +48,7 @@ func (g *Git) Commit(ctx context.Context, wt Worktree, opt CommitOptions) (strin
 	if err != nil {
 		return "", err
 	}
-	return g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	return chat.objectID(ctx, "HEAD")
 }
 
 // identityEnv sets a commit's author and committer.
@@ -110,10 +114,10 @@ func isTrailer(line string) bool {
 	return true
 }
 
-// changedFiles lists the changed and untracked files of the worktree at dir
-// (git status; a renamed file once, by its new name).
-func (g *Git) changedFiles(ctx context.Context, dir string) ([]string, error) {
-	out, err := g.exec(ctx, call{dir: dir, args: []string{"status", "--porcelain", "-z", "--untracked-files=all"}})
+// changedFiles lists the changed and untracked files of the clone r (git
+// status; a renamed file once, by its new name).
+func changedFiles(ctx context.Context, r repo) ([]string, error) {
+	out, err := r.exec(ctx, call{args: []string{"status", "--porcelain", "-z", "--untracked-files=all"}})
 	if err != nil {
 		return nil, err
 	}

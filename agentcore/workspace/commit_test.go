@@ -97,8 +97,8 @@ func TestHooksDoNotRun(t *testing.T) {
 	f := newFixture(t, Options{})
 	marker := filepath.Join(t.TempDir(), "ran")
 	hooks := fakeHelper(t, "pre-commit", "touch "+marker+"\n")
-	gitT(t, f.main, "config", "core.hooksPath", hooks)
 	wt := f.create("a")
+	gitT(t, wt.Dir, "config", "core.hooksPath", hooks) // the agent's own config
 	writeFile(t, wt.Dir, "x.txt", "x\n")
 	if _, err := f.g.Commit(t.Context(), wt, CommitOptions{Message: "x"}); err != nil {
 		t.Fatal(err)

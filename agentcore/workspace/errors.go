@@ -22,9 +22,9 @@ var (
 	// ErrBaseCheckedOut: the base branch is checked out in some working tree,
 	// so landing on it would change that tree's files under its owner.
 	ErrBaseCheckedOut = errors.New("the base branch is checked out in a working tree")
-	// ErrBranchInUse: the chat's branch is checked out in another directory.
+	// ErrBranchInUse: the chat's branch has its clone in another directory.
 	ErrBranchInUse = errors.New("the branch is checked out elsewhere")
-	// ErrDirInUse: the worktree directory exists and is not this chat's worktree.
+	// ErrDirInUse: the chat's directory exists and is not this chat's clone.
 	ErrDirInUse = errors.New("the directory is in use")
 	// ErrNotFastForward: the remote (or the base) moved on; the push or the
 	// merge would have overwritten someone else's commits.
@@ -33,12 +33,17 @@ var (
 	ErrAuth = errors.New("the remote refused the credentials")
 	// ErrConflict: a merge stopped on conflicting changes (see ConflictError).
 	ErrConflict = errors.New("conflicting changes")
-	// ErrUncommitted: the worktree has changes that are not committed.
+	// ErrUncommitted: the chat's clone has changes that are not committed.
 	ErrUncommitted = errors.New("uncommitted changes")
-	// ErrUnpushed: removing the worktree would lose work (see UnpushedError).
+	// ErrUnpushed: removing the chat's clone would lose work (see
+	// UnpushedError).
 	ErrUnpushed = errors.New("work not pushed")
-	// ErrLocked: another git process holds the worktree's index.
-	ErrLocked = errors.New("another git process is running in this worktree")
+	// ErrImport: the chat's commits could not be brought into the main clone
+	// (Import): the chat lacks an object, sent a malformed one or too much,
+	// or named no commit.
+	ErrImport = errors.New("the chat's work could not be imported")
+	// ErrLocked: another git process holds the repository's index or a ref.
+	ErrLocked = errors.New("another git process is running in this repository")
 	// ErrTimeout: a git call (or a setup command) ran past its time limit and
 	// was killed with everything it started.
 	ErrTimeout = errors.New("timed out and was stopped")
@@ -99,11 +104,11 @@ func summarize(stderr string) string {
 }
 
 // ConflictError is a merge that stopped on conflicting changes. Nothing
-// landed and the worktree is as it was before the merge.
+// landed and the chat's clone is as it was before the merge.
 type ConflictError struct {
 	Branch string   // the chat's branch
 	Base   string   // the branch it was to land on
-	Files  []string // the conflicting files, relative to the worktree
+	Files  []string // the conflicting files, relative to the clone
 }
 
 // Error lists the conflicting files.
@@ -114,8 +119,8 @@ func (e *ConflictError) Error() string {
 // Is makes errors.Is(err, ErrConflict) true.
 func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
 
-// UnpushedError is work that removing a worktree would lose: commits that no
-// remote and not the base hold, and changed or untracked files.
+// UnpushedError is work that removing a chat's clone would lose: commits
+// that no remote and not the base hold, and changed or untracked files.
 type UnpushedError struct {
 	Branch  string
 	Commits int

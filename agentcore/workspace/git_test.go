@@ -53,6 +53,7 @@ func TestTimeoutKillsGit(t *testing.T) {
 		Env:     []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")},
 	})
 	wt := f.create("a")
+	f.importAll(wt)
 	start := time.Now()
 	err := f.g.Push(t.Context(), wt, PushOptions{Remote: "hang::nowhere"})
 	if !errors.Is(err, ErrTimeout) {
@@ -73,6 +74,7 @@ func TestCancelKillsGit(t *testing.T) {
 	bin, rec := hangHelper(t)
 	f := newFixture(t, Options{Env: []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}})
 	wt := f.create("a")
+	f.importAll(wt)
 	ctx, cancel := context.WithCancel(t.Context())
 	go func() {
 		for !fileExists(filepath.Join(rec, "child.pid")) {
@@ -104,7 +106,7 @@ func TestGitErrors(t *testing.T) {
 	t.Parallel()
 	g := New(Options{})
 	ctx := t.Context()
-	_, err := g.run(ctx, t.TempDir(), "status")
+	_, err := g.bot(t.TempDir()).run(ctx, "status")
 	var ge *GitError
 	if !errors.Is(err, ErrNotRepo) || !errors.As(err, &ge) || ge.Code != 128 {
 		t.Fatalf("status outside a repo = %v", err)
@@ -113,7 +115,7 @@ func TestGitErrors(t *testing.T) {
 		t.Errorf("error text %q", err)
 	}
 	bad := New(Options{Git: "/nonexistent/git"})
-	if _, err := bad.run(ctx, t.TempDir(), "status"); err == nil || !strings.Contains(err.Error(), "no such file") {
+	if _, err := bad.bot(t.TempDir()).run(ctx, "status"); err == nil || !strings.Contains(err.Error(), "no such file") {
 		t.Errorf("missing git = %v", err)
 	}
 	if got := summarize("hint: a\n\nerror: one\nfatal: two\nthree\nfour\n"); got != "fatal: two; three; four" {
@@ -153,30 +155,28 @@ func TestRunSetup(t *testing.T) {
 	}
 }
 
-// TestLockedIndex: another git holding the worktree's index is ErrLocked.
+// TestLockedIndex: another git holding the clone's index is ErrLocked.
 func TestLockedIndex(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	wt := f.create("a")
-	gitDir, err := gitDirOf(wt.Dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	writeFile(t, gitDir, "index.lock", "")
+	writeFile(t, wt.Dir, ".git/index.lock", "")
 	writeFile(t, wt.Dir, "x.txt", "x\n")
 	if _, err := f.g.Commit(t.Context(), wt, CommitOptions{Message: "x"}); !errors.Is(err, ErrLocked) {
 		t.Errorf("Commit with index.lock = %v, want ErrLocked", err)
 	}
 }
 
-// TestOtherOwner: a worktree owned by another user (the agent's) is
-// ErrUnsafeRepo, unless Options.Config trusts it.
+// TestOtherOwner: git refuses to work as the bot in a clone another user
+// (the agent's) owns: a chat's Agent hook left nil by mistake fails with
+// ErrUnsafeRepo instead of running as the bot. The bot's Options.Config
+// (safe.directory=*) does not reach the chat's side.
 func TestOtherOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to chown")
 	}
 	t.Parallel()
-	f := newFixture(t, Options{})
+	f := newFixture(t, Options{Config: []string{"safe.directory=*"}})
 	wt := f.create("a")
 	if err := filepath.Walk(wt.Dir, func(p string, _ os.FileInfo, err error) error {
 		if err != nil {
@@ -187,10 +187,13 @@ func TestOtherOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := f.g.Snapshot(t.Context(), wt); !errors.Is(err, ErrUnsafeRepo) {
-		t.Errorf("Snapshot of another user's worktree = %v, want ErrUnsafeRepo", err)
+		t.Errorf("Snapshot of another user's clone as the bot = %v, want ErrUnsafeRepo", err)
 	}
-	trusting := New(Options{Config: []string{"safe.directory=*"}})
-	if _, err := trusting.Snapshot(t.Context(), wt); err != nil {
-		t.Errorf("with safe.directory=*: %v", err)
+	if _, err := f.g.Import(t.Context(), wt); !errors.Is(err, ErrUnsafeRepo) {
+		t.Errorf("Import of another user's clone as the bot = %v, want ErrUnsafeRepo", err)
+	}
+	wt.Agent = asUser(65534, 65534)
+	if _, err := f.g.Snapshot(t.Context(), wt); err != nil {
+		t.Errorf("as its owner: %v", err)
 	}
 }

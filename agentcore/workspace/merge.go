@@ -37,51 +37,63 @@ type Landed struct {
 }
 
 // Merge lands wt's committed branch on the base without touching the main
-// clone's files or any other worktree: it fetches the base from the remote
-// (fast-forwarding the local base to it), rebases the branch onto the base
-// inside wt's own worktree, pushes the result to the remote's base (a plain
-// fast-forward push), then moves refs/heads/<base> with a compare-and-swap
-// update-ref. The base must be checked out nowhere (ErrBaseCheckedOut) and
-// wt must have no uncommitted changes (ErrUncommitted).
+// clone's files or any other chat's clone. On the bot's side it fetches the
+// base from the main clone's remote (fast-forwarding the main clone's base
+// to it); on wt's side (wt.Agent) it points the clone's origin/<base> at
+// that commit (the clone borrows the main clone's objects, so nothing is
+// copied) and rebases the branch onto it; back on the bot's side it
+// imports the result (Import), pushes it to the remote's base (a plain
+// fast-forward push, from the main clone, with the credential), then moves
+// the main clone's refs/heads/<base> with a compare-and-swap update-ref.
+// The base must be checked out nowhere (ErrBaseCheckedOut) and wt must
+// have no uncommitted changes (ErrUncommitted).
 //
 // A conflict aborts the rebase, leaves wt as it was and returns a
 // *ConflictError with the files; nothing lands. When the base moves during
 // the merge it starts over (three times at most), then fails with
-// ErrNotFastForward.
+// ErrNotFastForward. A failed merge puts wt's branch back where it was.
 func (g *Git) Merge(ctx context.Context, wt Worktree, opt MergeOptions) (Landed, error) {
 	base := cmp.Or(opt.Base, wt.Base)
-	if err := g.mergeable(ctx, wt, base); err != nil {
+	if err := wt.check(); err != nil {
 		return Landed{Base: base}, err
 	}
-	orig, err := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	chat, err := g.chat(wt)
 	if err != nil {
 		return Landed{Base: base}, err
 	}
-	remote := g.landingRemote(ctx, wt.Main, opt)
+	if err := g.mergeable(ctx, chat, wt, base); err != nil {
+		return Landed{Base: base}, err
+	}
+	orig, err := chat.objectID(ctx, "HEAD")
+	if err != nil {
+		return Landed{Base: base}, err
+	}
+	main := g.bot(wt.Main)
+	remote := landingRemote(ctx, main, opt)
 	for range mergeAttempts {
-		l, err := g.land(ctx, wt, base, remote, opt.Credential)
+		l, err := g.land(ctx, chat, main, wt, base, remote, opt.Credential)
 		if err == nil {
 			return l, nil
 		}
 		if !errors.Is(err, errMoved) {
-			return l, g.restore(ctx, wt, orig, err)
+			return l, restore(ctx, chat, wt, orig, err)
 		}
 		g.log.DebugContext(ctx, "workspace: the base moved during a merge", logkey.Dir, wt.Dir, logkey.Err, err)
 	}
 	err = fmt.Errorf("%w: %s moved on %d times during the merge", ErrNotFastForward, base, mergeAttempts)
-	return Landed{Base: base}, g.restore(ctx, wt, orig, err)
+	return Landed{Base: base}, restore(ctx, chat, wt, orig, err)
 }
 
 // restore puts wt's branch back on orig after a merge that failed (an
 // earlier attempt may have rebased it) and returns err. wt had nothing
 // uncommitted, so nothing is lost.
-func (g *Git) restore(ctx context.Context, wt Worktree, orig string, err error) error {
+func restore(ctx context.Context, chat repo, wt Worktree, orig string, err error) error {
 	ctx = context.WithoutCancel(ctx)
-	head, headErr := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	head, headErr := chat.run(ctx, "rev-parse", "HEAD")
 	if headErr == nil && head == orig {
 		return err
 	}
-	if _, resetErr := g.run(ctx, wt.Dir, "reset", "--quiet", "--hard", orig); resetErr != nil {
+	if _, resetErr := chat.run(ctx, "reset", "--quiet", "--hard", orig); resetErr != nil {
 		return errors.Join(err, fmt.Errorf("restoring %s: %w", wt.Branch, resetErr))
 	}
 	return err
@@ -89,12 +101,12 @@ func (g *Git) restore(ctx context.Context, wt Worktree, orig string, err error) 
 
 // mergeable checks that wt is on its branch with nothing uncommitted and
 // that base exists and is checked out nowhere.
-func (g *Git) mergeable(ctx context.Context, wt Worktree, base string) error {
-	head, err := g.run(ctx, wt.Dir, "symbolic-ref", "--quiet", "HEAD")
+func (g *Git) mergeable(ctx context.Context, chat repo, wt Worktree, base string) error {
+	head, err := chat.run(ctx, "symbolic-ref", "--quiet", "HEAD")
 	if err != nil || head != "refs/heads/"+wt.Branch {
-		return invalid("the worktree %s is not on its branch %s", wt.Dir, wt.Branch)
+		return invalid("the clone %s is not on its branch %s", wt.Dir, wt.Branch)
 	}
-	files, err := g.changedFiles(ctx, wt.Dir)
+	files, err := changedFiles(ctx, chat)
 	if err != nil {
 		return err
 	}
@@ -109,36 +121,39 @@ func (g *Git) mergeable(ctx context.Context, wt Worktree, base string) error {
 
 // landingRemote is the remote Merge syncs the base with, or "" for none:
 // LocalOnly, or a main repository without that remote.
-func (g *Git) landingRemote(ctx context.Context, main string, opt MergeOptions) string {
+func landingRemote(ctx context.Context, main repo, opt MergeOptions) string {
 	remote := cmp.Or(opt.Remote, "origin")
 	if opt.LocalOnly {
 		return ""
 	}
-	if _, err := g.run(ctx, main, "config", "--get", "remote."+remote+".url"); err != nil {
+	if _, err := main.run(ctx, "config", "--get", "remote."+remote+".url"); err != nil {
 		return ""
 	}
 	return remote
 }
 
 // land is one attempt of Merge.
-func (g *Git) land(ctx context.Context, wt Worktree, base, remote string, cred *Credential) (Landed, error) {
-	onto, err := g.syncBase(ctx, wt.Main, base, remote, cred)
+func (g *Git) land(ctx context.Context, chat, main repo, wt Worktree, base, remote string, cred *Credential) (Landed, error) {
+	onto, err := g.syncBase(ctx, main, base, remote, cred)
 	if err != nil {
 		return Landed{Base: base}, err
 	}
 	l := Landed{Base: base, From: onto, To: onto}
-	if err := g.rebase(ctx, wt, base, onto); err != nil {
+	if _, err := chat.run(ctx, "update-ref", "refs/remotes/origin/"+base, onto); err != nil {
 		return l, err
 	}
-	head, err := g.run(ctx, wt.Dir, "rev-parse", "HEAD")
+	if err := rebase(ctx, chat, wt, base, onto, g.name, g.email); err != nil {
+		return l, err
+	}
+	head, err := g.Import(ctx, wt)
 	if err != nil || head == onto {
 		return l, err
 	}
-	n, err := g.run(ctx, wt.Dir, "rev-list", "--count", onto+".."+head)
+	n, err := main.run(ctx, "rev-list", "--count", onto+".."+head)
 	if err != nil {
 		return l, err
 	}
-	if err := g.publish(ctx, wt, base, remote, cred, onto, head); err != nil {
+	if err := g.publish(ctx, main, wt, base, remote, cred, onto, head); err != nil {
 		return l, err
 	}
 	l.To = head
@@ -149,16 +164,16 @@ func (g *Git) land(ctx context.Context, wt Worktree, base, remote string, cred *
 // publish lands head: pushed to the remote's base first (when there is a
 // remote), then the local base moved from onto to head. A base that moved
 // meanwhile is errMoved, unless the remote already took head.
-func (g *Git) publish(ctx context.Context, wt Worktree, base, remote string, cred *Credential, onto, head string) error {
+func (g *Git) publish(ctx context.Context, main repo, wt Worktree, base, remote string, cred *Credential, onto, head string) error {
 	if remote != "" {
-		if err := g.push(ctx, wt.Dir, remote, cred, head+":refs/heads/"+base); err != nil {
+		if err := g.push(ctx, main, remote, cred, head+":refs/heads/"+base); err != nil {
 			if errors.Is(err, ErrNotFastForward) {
 				err = fmt.Errorf("%w: %w", errMoved, err)
 			}
 			return err
 		}
 	}
-	err := g.moveRef(ctx, wt.Main, base, head, onto, "threadline: merge "+wt.Branch)
+	err := moveRef(ctx, main, base, head, onto, "threadline: merge "+wt.Branch)
 	if err != nil && remote == "" {
 		return fmt.Errorf("%w: %w", errMoved, err)
 	}
@@ -171,8 +186,8 @@ func (g *Git) publish(ctx context.Context, wt Worktree, base, remote string, cre
 
 // moveRef moves refs/heads/<branch> from old to new, failing when it is not
 // at old any more.
-func (g *Git) moveRef(ctx context.Context, main, branch, newID, oldID, reason string) error {
-	_, err := g.run(ctx, main, "update-ref", "-m", reason, "refs/heads/"+branch, newID, oldID)
+func moveRef(ctx context.Context, main repo, branch, newID, oldID, reason string) error {
+	_, err := main.run(ctx, "update-ref", "-m", reason, "refs/heads/"+branch, newID, oldID)
 	return err
 }
 
@@ -180,8 +195,8 @@ func (g *Git) moveRef(ctx context.Context, main, branch, newID, oldID, reason st
 // local base to it, and returns the commit to land on: the local base. A
 // local base ahead of the remote's stays (its push goes with the merge's);
 // diverged ones are ErrNotFastForward.
-func (g *Git) syncBase(ctx context.Context, main, base, remote string, cred *Credential) (string, error) {
-	local, err := g.run(ctx, main, "rev-parse", "--verify", "refs/heads/"+base+"^{commit}")
+func (g *Git) syncBase(ctx context.Context, main repo, base, remote string, cred *Credential) (string, error) {
+	local, err := main.run(ctx, "rev-parse", "--verify", "refs/heads/"+base+"^{commit}")
 	if err != nil || remote == "" {
 		return local, err
 	}
@@ -189,16 +204,16 @@ func (g *Git) syncBase(ctx context.Context, main, base, remote string, cred *Cre
 	if err != nil || theirs == "" || theirs == local {
 		return local, err
 	}
-	if behind, err := g.test(ctx, main, "merge-base", "--is-ancestor", local, theirs); err != nil || behind {
+	if behind, err := main.test(ctx, "merge-base", "--is-ancestor", local, theirs); err != nil || behind {
 		if err == nil {
-			err = g.moveRef(ctx, main, base, theirs, local, "threadline: fast-forward to "+remote)
+			err = moveRef(ctx, main, base, theirs, local, "threadline: fast-forward to "+remote)
 		}
 		if err != nil {
 			return "", fmt.Errorf("%w: %w", errMoved, err)
 		}
 		return theirs, nil
 	}
-	if ahead, err := g.test(ctx, main, "merge-base", "--is-ancestor", theirs, local); err != nil || ahead {
+	if ahead, err := main.test(ctx, "merge-base", "--is-ancestor", theirs, local); err != nil || ahead {
 		return local, err
 	}
 	return "", fmt.Errorf("%w: %s and %s/%s have diverged", ErrNotFastForward, base, remote, base)
@@ -207,11 +222,10 @@ func (g *Git) syncBase(ctx context.Context, main, base, remote string, cred *Cre
 // fetchBase fetches remote's base into refs/remotes/<remote>/<base> and
 // returns its commit, or "" when the remote has no such branch (the merge's
 // push creates it).
-func (g *Git) fetchBase(ctx context.Context, main, base, remote string, cred *Credential) (string, error) {
-	config, secrets := cred.config(g.remoteURL(ctx, main, remote))
+func (g *Git) fetchBase(ctx context.Context, main repo, base, remote string, cred *Credential) (string, error) {
+	config, secrets := cred.config(remoteURL(ctx, main, remote))
 	tracking := "refs/remotes/" + remote + "/" + base
-	_, err := g.exec(ctx, call{
-		dir:     main,
+	_, err := main.exec(ctx, call{
 		args:    []string{"fetch", "--quiet", "--no-tags", "--no-write-fetch-head", remote, "+refs/heads/" + base + ":" + tracking},
 		config:  config,
 		secrets: secrets,
@@ -224,24 +238,23 @@ func (g *Git) fetchBase(ctx context.Context, main, base, remote string, cred *Cr
 	if err != nil {
 		return "", err
 	}
-	return g.run(ctx, main, "rev-parse", "--verify", tracking+"^{commit}")
+	return main.run(ctx, "rev-parse", "--verify", tracking+"^{commit}")
 }
 
-// rebase rebases wt's branch onto onto in wt. On failure the rebase is
-// aborted (even when ctx ended) so wt is as it was; conflicting files make
-// it a *ConflictError.
-func (g *Git) rebase(ctx context.Context, wt Worktree, base, onto string) error {
-	_, err := g.exec(ctx, call{
-		dir:  wt.Dir,
+// rebase rebases wt's branch onto onto in its clone, on its side, with
+// the bot as committer. On failure the rebase is aborted (even when ctx
+// ended) so wt is as it was; conflicting files make it a *ConflictError.
+func rebase(ctx context.Context, chat repo, wt Worktree, base, onto, name, email string) error {
+	_, err := chat.exec(ctx, call{
 		args: []string{"rebase", "--quiet", "--no-autostash", onto},
-		env:  []string{"GIT_COMMITTER_NAME=" + g.name, "GIT_COMMITTER_EMAIL=" + g.email},
+		env:  []string{"GIT_COMMITTER_NAME=" + name, "GIT_COMMITTER_EMAIL=" + email},
 	})
 	if err == nil {
 		return nil
 	}
 	cleanup := context.WithoutCancel(ctx)
-	files, _ := g.exec(cleanup, call{dir: wt.Dir, args: []string{"diff", "--name-only", "-z", "--diff-filter=U"}})
-	if _, abortErr := g.run(cleanup, wt.Dir, "rebase", "--abort"); abortErr != nil && !isNoRebase(abortErr) {
+	files, _ := chat.exec(cleanup, call{args: []string{"diff", "--name-only", "-z", "--diff-filter=U"}})
+	if _, abortErr := chat.run(cleanup, "rebase", "--abort"); abortErr != nil && !isNoRebase(abortErr) {
 		return errors.Join(err, fmt.Errorf("aborting the rebase: %w", abortErr))
 	}
 	if conflicts := splitNUL(string(files)); len(conflicts) > 0 && !errors.Is(err, ErrTimeout) && ctx.Err() == nil {

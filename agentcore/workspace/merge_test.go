@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync/atomic"
+	"syscall"
 	"testing"
 )
 
@@ -28,7 +29,10 @@ func (f *fixture) commitIn(wt Worktree, files map[string]string) string {
 // changes.
 func TestMerge(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	testMerge(t, newFixture(t, Options{}))
+}
+
+func testMerge(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	a, b := f.create("a"), f.create("b")
 	f.commitIn(a, map[string]string{"a.txt": "a\n"})
@@ -71,7 +75,7 @@ func TestMerge(t *testing.T) {
 	if l, err := f.g.Merge(ctx, b, MergeOptions{}); err != nil || l.Commits != 0 || l.From != l.To {
 		t.Errorf("Merge again = %+v, %v; want nothing landed", l, err)
 	}
-	if err := f.g.Remove(ctx, b, false); err != nil {
+	if err := f.g.Remove(ctx, b, RemoveOptions{}); err != nil {
 		t.Errorf("Remove after merge: %v", err)
 	}
 	if gitT(t, f.main, "branch", "--list", b.Branch) != "" {
@@ -80,10 +84,13 @@ func TestMerge(t *testing.T) {
 }
 
 // TestMergeConflict: a conflict lists the files, lands nothing and leaves
-// the worktree as it was.
+// the clone as it was.
 func TestMergeConflict(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	testMergeConflict(t, newFixture(t, Options{}))
+}
+
+func testMergeConflict(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	a, b := f.create("a"), f.create("b")
 	f.commitIn(a, map[string]string{"src/app.go": "package app // a\n"})
@@ -107,6 +114,9 @@ func TestMergeConflict(t *testing.T) {
 	}
 	if got := gitT(t, b.Dir, "rev-parse", "HEAD"); got != head {
 		t.Errorf("b's HEAD moved to %s", got)
+	}
+	if gitTry(f.main, "cat-file", "-e", head) == nil {
+		t.Error("b's commit reached the main clone")
 	}
 	if got := gitT(t, b.Dir, "status", "--porcelain"); got != "" {
 		t.Errorf("b's status: %q", got)
@@ -203,13 +213,13 @@ func TestMergeRefusals(t *testing.T) {
 	}
 	gitT(t, a.Dir, "checkout", "-q", "--detach")
 	if _, err := f.g.Merge(ctx, a, MergeOptions{}); !errors.Is(err, ErrInvalid) {
-		t.Errorf("worktree off its branch: %v", err)
+		t.Errorf("clone off its branch: %v", err)
 	}
 }
 
 // TestLooseRepo: a channel's own repository (no clone, no remote, main
-// checked out) makes worktrees; landing on its checked-out main is refused,
-// landing on another branch works locally.
+// checked out) makes chat clones; landing on its checked-out main is
+// refused, landing on another branch works locally.
 func TestLooseRepo(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
@@ -244,7 +254,10 @@ func TestLooseRepo(t *testing.T) {
 // clone stays untouched.
 func TestConcurrentChats(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	testConcurrentChats(t, newFixture(t, Options{}))
+}
+
+func testConcurrentChats(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	names := []string{"c1", "c2", "c3", "c4"}
 	errs := make(chan error, len(names))
@@ -282,7 +295,14 @@ func TestConcurrentChats(t *testing.T) {
 	f.assertMainUntouched()
 }
 
-// writeFileErr writes a file outside the test goroutine (no t.Fatal).
+// writeFileErr writes a file outside the test goroutine (no t.Fatal), as
+// the chat's agent would when f has one (the owner of dir).
 func writeFileErr(dir, rel, content string) {
-	os.WriteFile(filepath.Join(dir, rel), []byte(content), 0o644)
+	p := filepath.Join(dir, rel)
+	os.WriteFile(p, []byte(content), 0o644)
+	if fi, err := os.Stat(dir); err == nil {
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+			os.Chown(p, int(st.Uid), int(st.Gid))
+		}
+	}
 }

@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 )
 
@@ -39,24 +40,38 @@ func (c *Credential) config(remoteURL string) (config, secrets []string) {
 
 // PushOptions says where Push sends the branch.
 type PushOptions struct {
-	Remote     string      // a remote's name or a URL; "" is "origin"
+	Remote     string      // a remote's name of the main clone or a URL; "" is "origin"
 	Credential *Credential // nil: what the transport has (an ssh key)
+	// Head is the commit to push, one the main clone has (Import's answer,
+	// the one ShipDiff scanned); "" is the main clone's refs/heads/<branch>.
+	Head string
 }
 
-// Push sends wt's branch to the remote's branch of the same name. A remote
-// branch that has commits wt's branch lacks makes it fail with
-// ErrNotFastForward; refused credentials with ErrAuth.
+// Push sends wt's branch, as imported into the main clone (Import), to the
+// remote's branch of the same name. It runs on the bot's side only, in the
+// main clone: the credential never reaches the chat's side. A remote branch
+// that has commits the pushed one lacks makes it fail with
+// ErrNotFastForward; refused credentials with ErrAuth. A push to a remote
+// of the main clone updates its remote-tracking branch, which Unpushed
+// counts as pushed.
 func (g *Git) Push(ctx context.Context, wt Worktree, opt PushOptions) error {
-	ref := "refs/heads/" + wt.Branch
-	return g.push(ctx, wt.Dir, cmp.Or(opt.Remote, "origin"), opt.Credential, ref+":"+ref)
+	if err := wt.check(); err != nil {
+		return err
+	}
+	main := g.bot(wt.Main)
+	head, err := importedHead(ctx, main, wt.Branch, opt.Head)
+	if err != nil {
+		return err
+	}
+	return g.push(ctx, main, cmp.Or(opt.Remote, "origin"), opt.Credential, head+":refs/heads/"+wt.Branch)
 }
 
-// push runs git push --porcelain of one refspec and recognizes a rejection.
-func (g *Git) push(ctx context.Context, dir, remote string, cred *Credential, refspec string) error {
-	config, secrets := cred.config(g.remoteURL(ctx, dir, remote))
-	out, err := g.exec(ctx, call{
-		dir:     dir,
-		args:    []string{"push", "--porcelain", "--no-verify", remote, refspec},
+// push runs git push --porcelain of one refspec in the main clone main and
+// recognizes a rejection.
+func (g *Git) push(ctx context.Context, main repo, remote string, cred *Credential, refspec string) error {
+	config, secrets := cred.config(remoteURL(ctx, main, remote))
+	out, err := main.exec(ctx, call{
+		args:    []string{"push", "--porcelain", "--no-verify", "--no-recurse-submodules", remote, refspec},
 		config:  config,
 		secrets: secrets,
 	})
@@ -75,10 +90,10 @@ func (g *Git) push(ctx context.Context, dir, remote string, cred *Credential, re
 	return err
 }
 
-// remoteURL is the URL of remote in dir's repository, or remote itself (a
+// remoteURL is the URL of remote in the main clone, or remote itself (a
 // URL given as the remote).
-func (g *Git) remoteURL(ctx context.Context, dir, remote string) string {
-	if u, err := g.run(ctx, dir, "remote", "get-url", "--push", remote); err == nil {
+func remoteURL(ctx context.Context, main repo, remote string) string {
+	if u, err := main.run(ctx, "remote", "get-url", "--push", remote); err == nil {
 		return u
 	}
 	return remote
@@ -108,33 +123,45 @@ func isNotFastForward(reason string) bool {
 		strings.Contains(reason, "stale info")
 }
 
-// Pending is the work a worktree holds that exists nowhere else.
+// Pending is the work a chat holds that exists nowhere else.
 type Pending struct {
-	Commits int      // commits that no remote-tracking branch and not the base hold
+	Commits int      // commits that no remote-tracking branch, not the pushed head and not the base hold
 	Files   []string // changed and untracked files, not ignored
 }
 
 // Clean tells whether there is nothing pending.
 func (p Pending) Clean() bool { return p.Commits == 0 && len(p.Files) == 0 }
 
-// Unpushed is what wt holds that neither a remote nor its base has: commits
-// of its HEAD and branch that no remote-tracking branch (as of the last
-// push or fetch) and not refs/heads/<wt.Base> reach, and uncommitted files.
-// A worktree whose directory is gone has only its branch's commits.
-func (g *Git) Unpushed(ctx context.Context, wt Worktree) (Pending, error) {
+// Unpushed is what wt holds that neither a remote nor its base has: the
+// commits of its HEAD and branch that no remote-tracking branch of the
+// main clone (as of its last push or fetch), not pushed (the last commit
+// the caller pushed, "" for none) and not the main clone's
+// refs/heads/<wt.Base> reach, and its uncommitted files. Imported but not
+// pushed is not safe: Remove may drop the main clone's branch. The bot's
+// side names those commits; the counting runs on wt's side, in its clone
+// (which borrows the main clone's objects). A chat whose directory is gone
+// has only the commits of its branch in the main clone, counted there.
+func (g *Git) Unpushed(ctx context.Context, wt Worktree, pushed string) (Pending, error) {
 	var p Pending
-	dir, tips := wt.Dir, []string{}
-	if _, err := os.Stat(dir); err != nil {
-		dir = wt.Main
-	} else {
-		tips = append(tips, "HEAD")
-		files, err := g.changedFiles(ctx, dir)
-		if err != nil {
+	if err := wt.check(); err != nil {
+		return p, err
+	}
+	main := g.bot(wt.Main)
+	safe, err := safeCommits(ctx, main, wt.Base, pushed)
+	if err != nil {
+		return p, err
+	}
+	r, tips := main, []string{}
+	if dirExists(filepath.Join(wt.Dir, ".git")) {
+		if r, err = g.chat(wt); err != nil {
 			return p, err
 		}
-		p.Files = files
+		if p.Files, err = changedFiles(ctx, r); err != nil {
+			return p, err
+		}
+		tips = append(tips, "HEAD")
 	}
-	if ok, err := g.hasRef(ctx, dir, "refs/heads/"+wt.Branch); err != nil {
+	if ok, err := r.hasRef(ctx, "refs/heads/"+wt.Branch); err != nil {
 		return p, err
 	} else if ok {
 		tips = append(tips, "refs/heads/"+wt.Branch)
@@ -142,30 +169,47 @@ func (g *Git) Unpushed(ctx context.Context, wt Worktree) (Pending, error) {
 	if len(tips) == 0 {
 		return p, nil
 	}
-	n, err := g.countCommits(ctx, dir, tips, wt.Base)
-	p.Commits = n
+	var in strings.Builder
+	for _, t := range tips {
+		in.WriteString(t + "\n")
+	}
+	for _, id := range safe {
+		in.WriteString("^" + id + "\n")
+	}
+	out, err := r.exec(ctx, call{args: []string{"rev-list", "--count", "--stdin"}, stdin: strings.NewReader(in.String())})
+	if err != nil {
+		return p, err
+	}
+	p.Commits, err = strconv.Atoi(strings.TrimSpace(string(out)))
 	return p, err
 }
 
-// countCommits counts the commits reachable from tips and from no
-// remote-tracking branch and not from base.
-func (g *Git) countCommits(ctx context.Context, dir string, tips []string, base string) (int, error) {
-	args := append([]string{"rev-list", "--count"}, tips...)
-	args = append(args, "--not", "--remotes")
-	if base != "" {
-		ok, err := g.hasRef(ctx, dir, "refs/heads/"+base)
-		if err != nil {
-			return 0, err
-		}
-		if ok {
-			args = append(args, "refs/heads/"+base)
-		}
-	}
-	out, err := g.run(ctx, dir, args...)
+// safeCommits are the commits of main whose history is not lost with a
+// chat: its remote-tracking branches, base and pushed (when main has it).
+func safeCommits(ctx context.Context, main repo, base, pushed string) ([]string, error) {
+	out, err := main.run(ctx, "for-each-ref", "--format=%(objectname)", "refs/remotes/")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	var n int
-	_, err = fmt.Sscan(out, &n)
-	return n, err
+	safe := strings.Fields(out)
+	refs := []string{}
+	if base != "" {
+		refs = append(refs, "refs/heads/"+base)
+	}
+	if pushed != "" {
+		if !isObjectID(pushed) {
+			return nil, invalid("%q is not a commit id", pushed)
+		}
+		refs = append(refs, pushed)
+	}
+	for _, ref := range refs {
+		id, err := main.refID(ctx, ref)
+		if err != nil {
+			return nil, err
+		}
+		if id != "" {
+			safe = append(safe, id)
+		}
+	}
+	return safe, nil
 }

@@ -19,49 +19,74 @@ func TestPushUnpushed(t *testing.T) {
 	f := newFixture(t, Options{})
 	ctx := t.Context()
 	wt := f.create("a")
-	if p, err := f.g.Unpushed(ctx, wt); err != nil || !p.Clean() {
-		t.Errorf("fresh worktree: Unpushed = %+v, %v", p, err)
+	if p, err := f.g.Unpushed(ctx, wt, ""); err != nil || !p.Clean() {
+		t.Errorf("fresh clone: Unpushed = %+v, %v", p, err)
 	}
 	writeFile(t, wt.Dir, "a.txt", "a\n")
-	if p, _ := f.g.Unpushed(ctx, wt); !slices.Equal(p.Files, []string{"a.txt"}) || p.Commits != 0 {
+	if p, _ := f.g.Unpushed(ctx, wt, ""); !slices.Equal(p.Files, []string{"a.txt"}) || p.Commits != 0 {
 		t.Errorf("uncommitted: %+v", p)
 	}
 	id, err := f.g.Commit(ctx, wt, CommitOptions{Message: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, _ := f.g.Unpushed(ctx, wt); p.Commits != 1 || len(p.Files) != 0 {
+	if p, _ := f.g.Unpushed(ctx, wt, ""); p.Commits != 1 || len(p.Files) != 0 {
 		t.Errorf("committed: %+v", p)
 	}
-	if err := f.g.Push(ctx, wt, PushOptions{}); err != nil {
+	if err := f.g.Push(ctx, wt, PushOptions{}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Push before Import = %v, want ErrInvalid", err)
+	}
+	if head := f.importAll(wt); head != id {
+		t.Errorf("Import = %s, want %s", head, id)
+	}
+	if err := f.g.Push(ctx, wt, PushOptions{Head: id}); err != nil {
 		t.Fatal(err)
 	}
 	if got := gitT(t, f.origin, "rev-parse", "refs/heads/"+wt.Branch); got != id {
 		t.Errorf("origin has %s, want %s", got, id)
 	}
-	if p, _ := f.g.Unpushed(ctx, wt); !p.Clean() {
+	if p, _ := f.g.Unpushed(ctx, wt, ""); !p.Clean() {
 		t.Errorf("pushed: %+v", p)
+	}
+	// Head must be a commit the main clone has.
+	other := f.create("b")
+	f.commitIn(other, map[string]string{"b.txt": "b\n"})
+	bHead := gitT(t, other.Dir, "rev-parse", "HEAD")
+	for _, head := range []string{bHead, "not-an-id", strings.Repeat("0", 40)} {
+		if err := f.g.Push(ctx, wt, PushOptions{Head: head}); !errors.Is(err, ErrInvalid) {
+			t.Errorf("Push of %q = %v, want ErrInvalid", head, err)
+		}
 	}
 	f.assertMainUntouched()
 }
 
+// TestPushNotFastForward pushes from the main clone to a bare remote; a
+// push over someone else's commit is ErrNotFastForward and changes nothing.
 func TestPushNotFastForward(t *testing.T) {
 	t.Parallel()
-	f := newFixture(t, Options{})
+	testPushNotFastForward(t, newFixture(t, Options{}))
+}
+
+func testPushNotFastForward(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	wt := f.create("a")
 	writeFile(t, wt.Dir, "a.txt", "a\n")
 	if _, err := f.g.Commit(ctx, wt, CommitOptions{Message: "a"}); err != nil {
 		t.Fatal(err)
 	}
+	f.importAll(wt)
 	if err := f.g.Push(ctx, wt, PushOptions{Remote: "origin"}); err != nil {
 		t.Fatal(err)
+	}
+	if got, want := gitT(t, f.origin, "rev-parse", "refs/heads/"+wt.Branch), gitT(t, wt.Dir, "rev-parse", "HEAD"); got != want {
+		t.Errorf("origin has %s, want %s", got, want)
 	}
 	theirs := f.pushFromElsewhere(wt.Branch, "theirs.txt", "someone else\n")
 	writeFile(t, wt.Dir, "b.txt", "b\n")
 	if _, err := f.g.Commit(ctx, wt, CommitOptions{Message: "b"}); err != nil {
 		t.Fatal(err)
 	}
+	f.importAll(wt)
 	err := f.g.Push(ctx, wt, PushOptions{})
 	if !errors.Is(err, ErrNotFastForward) {
 		t.Fatalf("Push over someone else's commit = %v, want ErrNotFastForward", err)
@@ -70,6 +95,7 @@ func TestPushNotFastForward(t *testing.T) {
 	if got := gitT(t, f.origin, "rev-parse", "refs/heads/"+wt.Branch); got != theirs {
 		t.Errorf("origin's branch moved to %s", got)
 	}
+	f.assertMainUntouched()
 }
 
 // TestCredentialHidden pushes with a token through a fake remote helper
@@ -100,6 +126,7 @@ exit 1
 	})
 	gitT(t, f.main, "remote", "add", "spy", "spy::https://forge.example/repo.git")
 	wt := f.create("a")
+	f.importAll(wt)
 	err := f.g.Push(t.Context(), wt, PushOptions{Remote: "spy", Credential: &Credential{Username: "x-access-token", Token: token}})
 	if err == nil {
 		t.Fatal("push to the spy succeeded")
@@ -160,7 +187,7 @@ func TestCredentialConfig(t *testing.T) {
 		t.Error("nil credential sends something")
 	}
 	g := New(Options{})
-	env := g.environ(call{config: []string{"http.extraHeader=Authorization: Basic " + basic}})
+	env := g.bot("").environ(call{config: []string{"http.extraHeader=Authorization: Basic " + basic}})
 	if !slices.Contains(env, "GIT_CONFIG_VALUE_"+itoa(len(fixedConfig))+"=Authorization: Basic "+basic) {
 		t.Errorf("the header is not in the environment: %q", env)
 	}
@@ -171,6 +198,7 @@ func TestPushToPath(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	wt := f.create("a")
+	f.importAll(wt)
 	other := filepath.Join(f.root, "other.git")
 	gitT(t, f.root, "init", "-q", "--bare", other)
 	if err := f.g.Push(t.Context(), wt, PushOptions{Remote: other}); err != nil {
@@ -199,6 +227,7 @@ func TestCredentialOverHTTP(t *testing.T) {
 	defer srv.Close()
 	f := newFixture(t, Options{})
 	wt := f.create("a")
+	f.importAll(wt)
 	err := f.g.Push(t.Context(), wt, PushOptions{Remote: srv.URL + "/o/r.git", Credential: &Credential{Username: "oauth2", Token: token}})
 	if !errors.Is(err, ErrAuth) {
 		t.Fatalf("Push to a refusing forge = %v, want ErrAuth", err)

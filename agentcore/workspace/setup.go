@@ -15,10 +15,11 @@ const DefaultSetupLimit = 10 * time.Minute
 // setupTail is how much of a setup command's output RunSetup returns.
 const setupTail = 4 << 10
 
-// Setup is a worktree's setup command (npm ci, make deps). Running it is the
-// caller's choice: RunSetup is a helper, and the caller says who runs it.
+// Setup is a chat clone's setup command (npm ci, make deps). Running it is
+// the caller's choice: RunSetup is a helper, and the caller says who runs
+// it (the chat's Agent hook: it runs the project's code).
 type Setup struct {
-	Dir   string          // where it runs: the new worktree
+	Dir   string          // where it runs: the new clone
 	Args  []string        // its argv, e.g. {"/bin/sh", "-c", "npm ci"}
 	Env   []string        // its whole environment; nil is the bot's
 	Limit time.Duration   // 0 is DefaultSetupLimit

@@ -3,11 +3,10 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"io"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Tree is a git tree-ish object id: a snapshot of a worktree's files (or a
@@ -41,101 +40,60 @@ func (s Stat) String() string {
 }
 
 // Snapshot is the tree of wt's whole working state: tracked files as they are
-// on disk and untracked files that are not ignored. It never touches wt's
-// index or HEAD: git adds everything to a copy of the index (a temporary
-// file in wt's git directory, so unchanged files are not hashed again) and
-// writes that tree. The blobs it writes are unreachable until committed and
-// go with git's gc.
+// on disk and untracked files that are not ignored. It runs on wt's side
+// and never touches wt's index or HEAD: git adds everything to a second
+// index of the chat's own (snapshotIndex in its git directory, brought to
+// HEAD first with read-tree -i -m, which keeps the stat data of unchanged
+// files, so they are not hashed again) and writes that tree. The blobs it
+// writes are unreachable until committed and go with git's gc. One
+// Snapshot of a chat runs at a time.
 func (g *Git) Snapshot(ctx context.Context, wt Worktree) (Tree, error) {
-	index, err := tempIndex(wt.Dir)
+	chat, err := g.chat(wt)
 	if err != nil {
 		return "", err
 	}
-	defer os.Remove(index)
-	env := []string{"GIT_INDEX_FILE=" + index}
-	if _, err := g.exec(ctx, call{dir: wt.Dir, args: []string{"add", "--all", "--", "."}, env: env}); err != nil {
-		return "", err
+	mu, _ := g.snapLocks.LoadOrStore(filepath.Clean(wt.Dir), new(sync.Mutex))
+	mu.(*sync.Mutex).Lock()
+	defer mu.(*sync.Mutex).Unlock()
+	env := []string{"GIT_INDEX_FILE=" + filepath.Join(wt.Dir, ".git", snapshotIndex)}
+	// -i: the second index is not the working tree's, its entries need not
+	// match the files (an untracked file changed since the last Snapshot).
+	for _, args := range [][]string{{"read-tree", "-i", "-m", "HEAD"}, {"add", "--all", "--", "."}} {
+		if _, err := chat.exec(ctx, call{args: args, env: env}); err != nil {
+			return "", err
+		}
 	}
-	out, err := g.exec(ctx, call{dir: wt.Dir, args: []string{"write-tree"}, env: env})
+	out, err := chat.exec(ctx, call{args: []string{"write-tree"}, env: env})
 	if err != nil {
 		return "", err
 	}
-	return Tree(strings.TrimSpace(string(out))), nil
+	tree := strings.TrimSpace(string(out))
+	if !isObjectID(tree) {
+		return "", fmt.Errorf("git write-tree in %s: not a tree id: %q", wt.Dir, truncate(tree, 80))
+	}
+	return Tree(tree), nil
 }
 
-// tempIndex copies the index of the worktree at dir to a new file beside it
-// and returns its path.
-func tempIndex(dir string) (string, error) {
-	gitDir, err := gitDirOf(dir)
-	if err != nil {
-		return "", err
-	}
-	tmp, err := os.CreateTemp(gitDir, "threadline-snapshot-*.index")
-	if err != nil {
-		return "", err
-	}
-	if err := copyIndex(filepath.Join(gitDir, "index"), tmp); err != nil {
-		os.Remove(tmp.Name())
-		return "", err
-	}
-	return tmp.Name(), nil
-}
+// snapshotIndex is the chat's second index, of Snapshot.
+const snapshotIndex = "threadline-snapshot.index"
 
-// copyIndex copies the index at src into dst (none: dst is removed, git
-// starts a new index) and closes dst. dst is made readable to a git running
-// as another user (the Cmd hook); it holds names and object ids, no contents.
-func copyIndex(src string, dst *os.File) error {
-	defer dst.Close()
-	in, err := os.Open(src)
-	if os.IsNotExist(err) {
-		return os.Remove(dst.Name())
-	}
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	if _, err := io.Copy(dst, in); err != nil {
-		return err
-	}
-	if err := dst.Chmod(0o644); err != nil {
-		return err
-	}
-	return dst.Close()
-}
-
-// gitDirOf is the git directory of the working tree at dir: dir/.git, or
-// where a linked worktree's .git file points.
-func gitDirOf(dir string) (string, error) {
-	dotGit := filepath.Join(dir, ".git")
-	fi, err := os.Stat(dotGit)
-	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrNotRepo, dir)
-	}
-	if fi.IsDir() {
-		return dotGit, nil
-	}
-	b, err := os.ReadFile(dotGit)
-	if err != nil {
-		return "", err
-	}
-	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
-	if !ok {
-		return "", fmt.Errorf("%w: %s has a malformed .git file", ErrNotRepo, dir)
-	}
-	if !filepath.IsAbs(target) {
-		target = filepath.Join(dir, target)
-	}
-	return target, nil
-}
-
-// Stat is what changed from one tree to another (renames followed), run in
-// wt's repository.
+// Stat is what changed from one tree to another (renames followed), run on
+// wt's side, in its clone (Snapshot's trees are there).
 func (g *Git) Stat(ctx context.Context, wt Worktree, from, to Tree) (Stat, error) {
+	chat, err := g.chat(wt)
+	if err != nil {
+		return Stat{}, err
+	}
+	return stat(ctx, chat, string(from), string(to))
+}
+
+// stat is the Stat of two tree-ishes in r.
+func stat(ctx context.Context, r repo, from, to string) (Stat, error) {
 	if from == to {
 		return Stat{}, nil
 	}
-	out, err := g.exec(ctx, call{dir: wt.Dir, args: []string{
-		"diff-tree", "-r", "-z", "--numstat", "-M", "--no-ext-diff", "--no-textconv", string(from), string(to),
+	out, err := r.exec(ctx, call{args: []string{
+		"diff-tree", "-r", "-z", "--numstat", "-M", "--no-ext-diff", "--no-textconv", from, to,
 	}})
 	if err != nil {
 		return Stat{}, err
@@ -167,11 +125,25 @@ func parseNumstat(out string) Stat {
 	return s
 }
 
-// BranchDiff is wt's whole change against its base: from the merge base of
-// its HEAD and refs/heads/<wt.Base> to its working state (Snapshot, so
-// uncommitted and untracked work count), as a binary-safe patch and its Stat.
+// BranchDiff is wt's whole change against its base, for a turn's footer:
+// from the merge base of its HEAD and the main clone's refs/heads/<wt.Base>
+// to its working state (Snapshot, so uncommitted and untracked work
+// count), as a binary-safe patch and its Stat. It runs on wt's side (the
+// base's commits are in the main clone's objects, which the clone
+// borrows); what is shipped is ShipDiff's, on the bot's side.
 func (g *Git) BranchDiff(ctx context.Context, wt Worktree) ([]byte, Stat, error) {
-	base, err := g.run(ctx, wt.Dir, "merge-base", "HEAD", "refs/heads/"+wt.Base)
+	chat, err := g.chat(wt)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	baseID, err := g.bot(wt.Main).refID(ctx, "refs/heads/"+wt.Base)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	if baseID == "" {
+		return nil, Stat{}, fmt.Errorf("branch %q: %w", wt.Base, ErrBaseMissing)
+	}
+	base, err := chat.run(ctx, "merge-base", "HEAD", baseID)
 	if err != nil {
 		return nil, Stat{}, err
 	}
@@ -179,12 +151,59 @@ func (g *Git) BranchDiff(ctx context.Context, wt Worktree) ([]byte, Stat, error)
 	if err != nil {
 		return nil, Stat{}, err
 	}
-	patch, err := g.exec(ctx, call{dir: wt.Dir, args: []string{
-		"diff-tree", "-r", "-p", "--binary", "-M", "--no-ext-diff", "--no-textconv", base, string(state),
+	return diff(ctx, chat, base, string(state))
+}
+
+// ShipDiff is what shipping head of wt's branch would bring, computed on
+// the bot's side from imported commits only (Import): from the merge base
+// of head and the main clone's refs/heads/<wt.Base> to head, as a
+// binary-safe patch and its Stat. head "" is the main clone's
+// refs/heads/<wt.Branch>. This is the diff to scan before Push or Merge:
+// the commit pushed is the one scanned (PushOptions.Head).
+func (g *Git) ShipDiff(ctx context.Context, wt Worktree, head string) ([]byte, Stat, error) {
+	if err := wt.check(); err != nil {
+		return nil, Stat{}, err
+	}
+	main := g.bot(wt.Main)
+	head, err := importedHead(ctx, main, wt.Branch, head)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	base, err := main.run(ctx, "merge-base", head, "refs/heads/"+wt.Base)
+	if err != nil {
+		return nil, Stat{}, err
+	}
+	return diff(ctx, main, base, head)
+}
+
+// importedHead is head checked to be a commit of main, or main's
+// refs/heads/<branch> when head is "".
+func importedHead(ctx context.Context, main repo, branch, head string) (string, error) {
+	if head == "" {
+		id, err := main.refID(ctx, "refs/heads/"+branch)
+		if err == nil && id == "" {
+			err = invalid("%s has not been imported into the main clone (Import)", branch)
+		}
+		return id, err
+	}
+	if !isObjectID(head) {
+		return "", invalid("%q is not a commit id", head)
+	}
+	id, err := main.refID(ctx, head)
+	if err == nil && id != head {
+		err = invalid("%s is not a commit of the main clone (Import)", head)
+	}
+	return id, err
+}
+
+// diff is the patch and Stat from one tree-ish to another in r.
+func diff(ctx context.Context, r repo, from, to string) ([]byte, Stat, error) {
+	patch, err := r.exec(ctx, call{args: []string{
+		"diff-tree", "-r", "-p", "--binary", "-M", "--no-ext-diff", "--no-textconv", from, to,
 	}})
 	if err != nil {
 		return nil, Stat{}, err
 	}
-	stat, err := g.Stat(ctx, wt, Tree(base), state)
-	return patch, stat, err
+	st, err := stat(ctx, r, from, to)
+	return patch, st, err
 }

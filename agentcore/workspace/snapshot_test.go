@@ -1,6 +1,7 @@
 package workspace
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -91,14 +92,49 @@ func TestSnapshotStat(t *testing.T) {
 	if got := gitT(t, wt.Dir, "status", "--porcelain"); !strings.Contains(got, "?? docs/") || !strings.HasPrefix(status, "A  pending.txt") {
 		t.Errorf("status after snapshots: %q", got)
 	}
+	// A file of the last snapshot that HEAD lacks, changed again and
+	// staged differently by the agent.
+	writeFile(t, wt.Dir, "docs/new.md", "one\ntwo\nthree\nfour\n")
+	writeFile(t, wt.Dir, "pending.txt", "staged, then changed\n")
+	changed, err := f.g.Snapshot(ctx, wt)
+	if err != nil {
+		t.Fatalf("Snapshot of files changed since the last one: %v", err)
+	}
+	if st, _ := f.g.Stat(ctx, wt, after, changed); st.Files != 2 || st.Insertions != 2 || st.Deletions != 1 {
+		t.Errorf("Stat of the second turn = %+v", st)
+	}
+	writeFile(t, wt.Dir, "docs/new.md", "one\ntwo\nthree\n")
+	writeFile(t, wt.Dir, "pending.txt", "staged by the agent\n")
+	if back, _ := f.g.Snapshot(ctx, wt); back != after {
+		t.Errorf("Snapshot of the files put back = %s, want %s", back, after)
+	}
 	if same, _ := f.g.Stat(ctx, wt, after, after); same.Files != 0 {
 		t.Errorf("Stat of one tree: %+v", same)
 	}
 	if again, _ := f.g.Snapshot(ctx, wt); again != after {
 		t.Errorf("Snapshot of an unchanged tree = %s, want %s", again, after)
 	}
-	if leftovers, _ := filepath.Glob(filepath.Join(f.main, ".git", "worktrees", "a", "threadline-snapshot-*")); len(leftovers) > 0 {
-		t.Errorf("temporary index left: %v", leftovers)
+	if !fileExists(filepath.Join(wt.Dir, ".git", snapshotIndex)) {
+		t.Error("the snapshot index is not in the clone's git directory")
+	}
+	// Committed, and the committed file changed again: the snapshot index
+	// follows HEAD.
+	if _, err := f.g.Commit(ctx, wt, CommitOptions{Message: "turn"}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := f.g.Snapshot(ctx, wt); again != Tree(gitT(t, wt.Dir, "rev-parse", "HEAD^{tree}")) {
+		t.Errorf("Snapshot after a commit = %s, want HEAD's tree", again)
+	}
+	writeFile(t, wt.Dir, "docs/new.md", "one\n")
+	last, err := f.g.Snapshot(ctx, wt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := f.g.Stat(ctx, wt, Tree(gitT(t, wt.Dir, "rev-parse", "HEAD^{tree}")), last); st.Files != 1 || st.Deletions != 2 {
+		t.Errorf("Stat after a commit = %+v", st)
+	}
+	if gitTry(f.main, "cat-file", "-e", string(last)) == nil {
+		t.Error("a snapshot reached the main clone")
 	}
 }
 
@@ -140,5 +176,26 @@ func TestBranchDiff(t *testing.T) {
 	}
 	if st.Files != 3 {
 		t.Errorf("Stat = %+v", st)
+	}
+
+	// What ships is what was imported: committed work only, against the
+	// base in the main clone.
+	if _, _, err := f.g.ShipDiff(ctx, wt, ""); !errors.Is(err, ErrInvalid) {
+		t.Errorf("ShipDiff before Import = %v, want ErrInvalid", err)
+	}
+	head := f.importAll(wt)
+	ship, sst, err := f.g.ShipDiff(ctx, wt, head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(ship), "+package app // committed") || strings.Contains(string(ship), "uncommitted") ||
+		strings.Contains(string(ship), "untracked.txt") || strings.Contains(string(ship), "b.txt") {
+		t.Errorf("ShipDiff:\n%s", ship)
+	}
+	if sst.Files != 1 || sst.Insertions != 1 {
+		t.Errorf("ShipDiff Stat = %+v", sst)
+	}
+	if again, _, err := f.g.ShipDiff(ctx, wt, ""); err != nil || string(again) != string(ship) {
+		t.Errorf("ShipDiff of the imported branch = %v", err)
 	}
 }

@@ -5,24 +5,41 @@ import (
 	"testing"
 )
 
-// TestSpare: Create and Fork take a spare beside their directory, brought
-// up to date with a base that moved since; a spare elsewhere or still being
-// prepared is left alone.
+// TestSpare: Create and Fork take a spare of their base beside their
+// directory, brought up to date with a base that moved since; a spare
+// elsewhere, of another base or still being made is left alone.
 func TestSpare(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
 	ctx := t.Context()
 	trees := filepath.Join(f.root, "trees")
 	spare := filepath.Join(trees, ".spare-1")
-	if err := f.g.Spare(ctx, f.main, "main", spare); err != nil {
+	if err := f.g.Spare(ctx, f.main, "main", spare, f.agent); err != nil {
 		t.Fatal(err)
 	}
+	if head := gitT(t, spare, "rev-parse", "--abbrev-ref", "HEAD"); head != "HEAD" {
+		t.Errorf("spare on %q, want a detached HEAD", head)
+	}
+	if refs := gitT(t, spare, "for-each-ref", "--format=%(refname)"); refs != "refs/remotes/origin/HEAD\nrefs/remotes/origin/main" {
+		t.Errorf("spare refs: %q", refs)
+	}
 	elsewhere := filepath.Join(f.root, "spares", "s")
-	if err := f.g.Spare(ctx, f.main, "main", elsewhere); err != nil {
+	if err := f.g.Spare(ctx, f.main, "main", elsewhere, f.agent); err != nil {
+		t.Fatal(err)
+	}
+	gitT(t, f.main, "branch", "release", "main")
+	other := filepath.Join(trees, ".spare-release")
+	if err := f.g.Spare(ctx, f.main, "release", other, f.agent); err != nil {
+		t.Fatal(err)
+	}
+	reg, err := f.g.registry(ctx, f.main)
+	if err != nil {
 		t.Fatal(err)
 	}
 	busy := filepath.Join(trees, ".spare-busy")
-	gitT(t, f.main, "worktree", "add", "-q", "--detach", "--lock", "--reason", spareBusy, busy, "main")
+	if err := reg.put(record{Dir: busy, Base: "main", Spare: true}); err != nil { // being made
+		t.Fatal(err)
+	}
 
 	// The base moves after the spare was made.
 	first := f.create("first") // takes .spare-1
@@ -31,13 +48,13 @@ func TestSpare(t *testing.T) {
 		t.Fatal(err)
 	}
 	if fileExists(spare) {
-		t.Error("the spare beside the worktree was not taken")
+		t.Error("the spare beside the clone was not taken")
 	}
-	if err := f.g.Spare(ctx, f.main, "main", spare); err != nil {
+	if err := f.g.Spare(ctx, f.main, "main", spare, f.agent); err != nil {
 		t.Fatal(err)
 	}
 	f.commitIn(f.create("second"), map[string]string{"more.txt": "more\n"}) // takes the new spare
-	if err := f.g.Spare(ctx, f.main, "main", spare); err != nil {
+	if err := f.g.Spare(ctx, f.main, "main", spare, f.agent); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := f.g.Merge(ctx, f.wt("second"), MergeOptions{}); err != nil {
@@ -48,8 +65,12 @@ func TestSpare(t *testing.T) {
 	if fileExists(spare) {
 		t.Fatal("Create did not take the spare")
 	}
-	if got, want := gitT(t, wt.Dir, "rev-parse", "HEAD"), gitT(t, f.main, "rev-parse", "refs/heads/main"); got != want {
-		t.Errorf("worktree from a spare at %s, want the moved base %s", got, want)
+	base := gitT(t, f.main, "rev-parse", "refs/heads/main")
+	if got := gitT(t, wt.Dir, "rev-parse", "HEAD"); got != base {
+		t.Errorf("clone from a spare at %s, want the moved base %s", got, base)
+	}
+	if got := gitT(t, wt.Dir, "rev-parse", "refs/remotes/origin/main"); got != base {
+		t.Errorf("clone's origin/main at %s, want %s", got, base)
 	}
 	if got := gitT(t, wt.Dir, "rev-parse", "--abbrev-ref", "HEAD"); got != wt.Branch {
 		t.Errorf("on %q", got)
@@ -63,7 +84,7 @@ func TestSpare(t *testing.T) {
 
 	// Fork takes a spare too and ends up at the parent's head.
 	writeFile(t, wt.Dir, "wip.txt", "wip\n")
-	if err := f.g.Spare(ctx, f.main, "main", spare); err != nil {
+	if err := f.g.Spare(ctx, f.main, "main", spare, f.agent); err != nil {
 		t.Fatal(err)
 	}
 	child, err := f.g.Fork(ctx, wt, f.wt("child"))
@@ -78,23 +99,29 @@ func TestSpare(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var spares, busies int
+	var ready, busies int
 	for _, e := range list {
-		if e.Spare {
-			spares++
-		}
-		if e.LockReason == spareBusy {
+		switch {
+		case e.Spare && e.Ready:
+			ready++
+		case e.Spare:
 			busies++
 		}
 	}
-	if spares != 1 || busies != 1 {
-		t.Errorf("spares %d (want the one elsewhere), busy %d: %+v", spares, busies, list)
+	if ready != 2 || busies != 1 {
+		t.Errorf("spares ready %d (want the one elsewhere and release's), busy %d: %+v", ready, busies, list)
 	}
 	if err := f.g.DropSpares(ctx, f.main); err != nil {
 		t.Fatal(err)
 	}
-	if fileExists(elsewhere) || fileExists(busy) {
+	if fileExists(elsewhere) || fileExists(other) {
 		t.Error("DropSpares left spares")
+	}
+	list, _ = f.g.List(ctx, f.main)
+	for _, e := range list {
+		if e.Spare {
+			t.Errorf("spare still recorded: %+v", e)
+		}
 	}
 	f.assertMainUntouched()
 }
@@ -104,16 +131,20 @@ func TestSpare(t *testing.T) {
 func TestConcurrentSpares(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t, Options{})
+	testConcurrentSpares(t, f)
+}
+
+func testConcurrentSpares(t *testing.T, f *fixture) {
 	ctx := t.Context()
 	trees := filepath.Join(f.root, "trees")
 	for _, s := range []string{".spare-a", ".spare-b"} {
-		if err := f.g.Spare(ctx, f.main, "main", filepath.Join(trees, s)); err != nil {
+		if err := f.g.Spare(ctx, f.main, "main", filepath.Join(trees, s), f.agent); err != nil {
 			t.Fatal(err)
 		}
 	}
 	names := []string{"c1", "c2", "c3", "c4", "c5"}
 	errs := make(chan error, len(names)+1)
-	go func() { errs <- f.g.Spare(ctx, f.main, "main", filepath.Join(trees, ".spare-c")) }()
+	go func() { errs <- f.g.Spare(ctx, f.main, "main", filepath.Join(trees, ".spare-c"), f.agent) }()
 	for _, name := range names {
 		go func() {
 			_, err := f.g.Create(ctx, f.wt(name))
@@ -143,12 +174,12 @@ func TestConcurrentSpares(t *testing.T) {
 		switch {
 		case e.Spare:
 			spares++
-		case e.Branch != "":
+		case e.Branch != "" && e.Ready && !e.Prunable:
 			chats++
 		}
 	}
 	if chats != len(names) || spares > 1 { // three spares, at least two taken
-		t.Errorf("worktrees: %+v", list)
+		t.Errorf("clones: %+v", list)
 	}
 	f.assertMainUntouched()
 }
