@@ -94,6 +94,10 @@ type RunRequest struct {
 	// this long (not counting time spent waiting for an answer); 0 disables.
 	// The prompt service hands it to the run loop (procrun.WithIdleTimeout).
 	IdleTimeout time.Duration
+	// ReadOnly are paths a sandboxed run may read besides its own working
+	// directory and state (the main clone its workspace borrows objects
+	// from).
+	ReadOnly []string
 	// LocalPort, when set, is a loopback TCP port of this run's own: a
 	// sandboxed run may listen and connect on it (and on no other port
 	// above 1023 but its endpoints'), for a CLI that serves itself locally

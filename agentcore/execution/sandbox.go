@@ -77,7 +77,7 @@ type Confined struct {
 // servers (on ports the kernel picked) are reachable. A server an agent's
 // tool starts on a port the kernel picks is unreachable to it too (Landlock
 // rules are by port): its own port is the one it can use.
-func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, env map[string]string, iso *procrun.Isolation) (Confined, error) {
+func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, readOnly []string, env map[string]string, iso *procrun.Isolation) (Confined, error) {
 	facts := s.Agents[provider]
 	shared := s.SharedHome
 	if iso != nil {
@@ -98,6 +98,10 @@ func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, env map
 	own := []uint16{uint16(c.Port)}
 	p, err := s.policy(cwd, st, c.Env, facts.Connect, facts.Spec.Connect, own)
 	if err != nil {
+		return Confined{}, err
+	}
+	p.ReadOnly = append(p.ReadOnly, readOnly...)
+	if err := sandbox.Overlaps(p, s.Forbidden); err != nil {
 		return Confined{}, err
 	}
 	p.BindTCP = []uint16{0, uint16(c.Port)}
@@ -162,7 +166,7 @@ func (s *Sandboxing) confine(ctx context.Context, provider agent.ProviderID, req
 	if key == "" {
 		key = ProbeKey + "-" + string(provider)
 	}
-	c, err := s.Confine(provider, key, req.Cwd, req.Env, iso)
+	c, err := s.Confine(provider, key, req.Cwd, req.ReadOnly, req.Env, iso)
 	if err != nil {
 		return ctx, req, err
 	}

@@ -110,7 +110,7 @@ func sharedTestBinary(t *testing.T) string {
 // its output.
 func (f *sandboxFixture) run(t *testing.T, key, cwd, script string) string {
 	t.Helper()
-	c, err := f.sb.Confine("fake", key, cwd, map[string]string{"HOME": f.shared}, f.iso)
+	c, err := f.sb.Confine("fake", key, cwd, nil, map[string]string{"HOME": f.shared}, f.iso)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -199,3 +199,14 @@ func samePath(a, b string) bool {
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
 }
+
+// HeadBranch is the branch checked out in the repository at dir (a channel
+// work directory that is a repository: its chats' base), run on the bot's
+// side; ErrBaseMissing when its HEAD is detached.
+func (g *Git) HeadBranch(ctx context.Context, dir string) (string, error) {
+	b, err := g.bot(dir).run(ctx, "symbolic-ref", "--quiet", "--short", "HEAD")
+	if err != nil || b == "" {
+		return "", fmt.Errorf("%w: %s has no branch checked out (detached HEAD)", ErrBaseMissing, dir)
+	}
+	return b, nil
+}

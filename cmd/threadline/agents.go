@@ -77,7 +77,7 @@ func confineDetection(cfg *configs.Config, s *agentset.Set) error {
 			k, v, _ := strings.Cut(kv, "=")
 			m[k] = v
 		}
-		c, err := sb.Confine(provider, execution.ProbeKey+"-"+d.ID, "", m, host.Iso)
+		c, err := sb.Confine(provider, execution.ProbeKey+"-"+d.ID, "", nil, m, host.Iso)
 		if err != nil {
 			return ctx, env, "", err
 		}
