@@ -200,3 +200,20 @@ func (t *Desk) clickShip(ctx context.Context, th *thread, c Click) error {
 	m := Message{Place: c.Place, User: c.User, Text: name}
 	return t.threadCommand(ctx, th, m, b, false, Command{Name: s.Name})
 }
+
+// TellChat posts text in every thread bound to the chat (a workspace's
+// removal by the idle sweep, say); a chat of no thread is told nothing.
+func (t *Desk) TellChat(ctx context.Context, chatID agent.ChatID, text string) error {
+	bs, err := t.store.BindingsOfChat(ctx, chatID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range bs {
+		if _, err := t.surface(b.Place.Platform); err != nil {
+			continue // a platform this process does not serve
+		}
+		errs = append(errs, t.notice(ctx, b.Place, text))
+	}
+	return errors.Join(errs...)
+}

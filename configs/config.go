@@ -41,6 +41,8 @@ type Config struct {
 	Matrix   *MatrixConfig          `yaml:"matrix"`
 	LXD      LXDConfig              `yaml:"lxd"`
 	Host     HostConfig             `yaml:"host"`
+	// Workspaces are the chats' own branches and clones.
+	Workspaces WorkspacesConfig `yaml:"workspaces"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -177,6 +179,52 @@ type ChannelConfig struct {
 	Agents        []string `yaml:"agents"`
 	Projects      []string `yaml:"projects"`
 	RequesterOnly bool     `yaml:"requester_only"`
+	// Worktrees off keeps one shared directory for the chats of a workdir
+	// that is a git repository (one run at a time edits it); on (the
+	// default) gives each chat its own clone and branch.
+	Worktrees string `yaml:"worktrees"`
+}
+
+// WorkspacesConfig is the workspaces section.
+type WorkspacesConfig struct {
+	// Keep is how long a chat may stay idle before its clone is removed
+	// (with a notice in its thread); default 14d. 0 keeps them.
+	Keep *Duration `yaml:"keep"`
+	// BranchPrefix starts every chat's branch; default threadline/.
+	BranchPrefix string `yaml:"branch_prefix"`
+}
+
+// DefaultKeep is workspaces.keep when the file does not set it.
+const DefaultKeep = 14 * 24 * time.Hour
+
+// KeepWorkspaces is workspaces.keep (0: keep them).
+func (c *Config) KeepWorkspaces() time.Duration {
+	if c.Workspaces.Keep == nil {
+		return DefaultKeep
+	}
+	return c.Workspaces.Keep.Duration
+}
+
+// WorktreesOff reports whether a channel or room whose workdir is dir
+// turned worktrees off.
+func (c *Config) WorktreesOff(dir string) bool {
+	var chans []ChannelConfig
+	if c.Slack != nil {
+		for _, ch := range c.Slack.Channels {
+			chans = append(chans, ch)
+		}
+	}
+	if c.Matrix != nil {
+		for _, ch := range c.Matrix.Rooms {
+			chans = append(chans, ch)
+		}
+	}
+	for _, ch := range chans {
+		if ch.Worktrees == "off" && ch.Workdir != "" && filepath.Clean(ch.Workdir) == filepath.Clean(dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // SlackConfig configures the Slack front-end.
@@ -250,8 +298,14 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	v, err := time.ParseDuration(n.Value)
+	if days, ok := strings.CutSuffix(n.Value, "d"); ok && err != nil {
+		var d int
+		if _, serr := fmt.Sscanf(days, "%d", &d); serr == nil && fmt.Sprint(d) == days {
+			v, err = time.Duration(d)*24*time.Hour, nil
+		}
+	}
 	if err != nil {
-		return fmt.Errorf("line %d: %q is not a duration (use 90s, 5m, 1h)", n.Line, n.Value)
+		return fmt.Errorf("line %d: %q is not a duration (use 90s, 5m, 1h, 14d)", n.Line, n.Value)
 	}
 	if v < 0 {
 		return fmt.Errorf("line %d: a duration cannot be negative", n.Line)
@@ -569,6 +623,11 @@ func (c *Config) validate() error {
 		}
 	}
 	for where, ch := range channels {
+		switch ch.Worktrees {
+		case "", "on", "off":
+		default:
+			return fmt.Errorf("%s.worktrees: %q must be on or off", where, ch.Worktrees)
+		}
 		for _, p := range ch.Skills {
 			if _, err := skillOf(p); err != nil {
 				return fmt.Errorf("%s.skills: %w", where, err)

@@ -87,6 +87,7 @@ const (
 	queryListProjects  = `SELECT ` + projectColumns + ` FROM projects ORDER BY name`
 	queryProjectStatus = `UPDATE projects SET status = $2, updated_at = $3 WHERE name = $1`
 	queryProjectClone  = `UPDATE projects SET clone_dir = $2, updated_at = $3 WHERE name = $1`
+	queryProjectBase   = `UPDATE projects SET base = $2, updated_at = $3 WHERE name = $1`
 	queryDeleteSecrets = `DELETE FROM project_secrets WHERE project = $1`
 	queryDeleteProject = `DELETE FROM projects WHERE name = $1`
 
@@ -239,6 +240,16 @@ func (s *Store) SetProjectCloneDir(ctx context.Context, name, dir string) error 
 		return fmt.Errorf("store: set clone directory of project %s: %w", name, translate(err))
 	}
 	return expectOne(res, "set clone directory of project "+name)
+}
+
+// SetProjectBase records the project's base branch (the repository's
+// default, found when it was added without one).
+func (s *Store) SetProjectBase(ctx context.Context, name, base string) error {
+	res, err := s.db.ExecContext(ctx, queryProjectBase, name, base, now())
+	if err != nil {
+		return fmt.Errorf("store: set base branch of project %s: %w", name, translate(err))
+	}
+	return expectOne(res, "set base branch of project "+name)
 }
 
 // DeleteProject removes the project and its secrets, or returns ErrNotFound.

@@ -36,8 +36,6 @@ var (
 	// ErrProjectNotFound is returned (by Projects, passed through) when the
 	// chat names a project that does not exist.
 	ErrProjectNotFound = errors.New("project not found")
-	// ErrNoContainer is returned for a project without a container name.
-	ErrNoContainer = errors.New("the project has no container")
 	// ErrNoImage is returned when a missing container has to be created and
 	// neither the project nor the configuration names an image.
 	ErrNoImage = errors.New("no image to create the container from")
@@ -209,7 +207,8 @@ func system(subtype, text string) agent.Event {
 }
 
 // Prepare readies the container of req.Project for a run of provider and
-// returns the target the provider executes in (see the package doc). emit
+// returns the target the provider executes in (see the package doc), or
+// nil for a project without a container, whose chats run on this host. emit
 // receives the system/container_* events; it is the run's event path. The
 // errors name the container (the caller names the project); they never
 // contain a secret value.
@@ -222,7 +221,7 @@ func (p *Preparer) Prepare(ctx context.Context, provider agent.ProviderID, req a
 		return nil, err
 	}
 	if proj.Container == "" {
-		return nil, fmt.Errorf("%w (set one with threadline project add %s --container C)", ErrNoContainer, proj.Name)
+		return nil, nil // a host project: its chats run on this host
 	}
 	in := Instance{Remote: p.opts.Remote, Name: proj.Container}
 	log := p.log.With(logkey.Project, proj.Name, logkey.Container, in.Ref(), logkey.ChatID, req.ChatID, logkey.RunID, req.RunID)

@@ -260,12 +260,12 @@ func TestPrepareDefaultImageAndErrors(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
-	t.Run("no container name", func(t *testing.T) {
+	t.Run("no container name: a host project", func(t *testing.T) {
 		f := newFixture(t, nil)
 		f.projects.projects["bare"] = Project{Name: "bare"}
-		_, _, err := f.prepare(t, "bare")
-		if !errors.Is(err, ErrNoContainer) {
-			t.Fatalf("err = %v", err)
+		target, _, err := f.prepare(t, "bare")
+		if err != nil || target != nil {
+			t.Fatalf("target %v, err = %v; want the host (nil, nil)", target, err)
 		}
 		if len(f.lxd.calls) != 0 {
 			t.Errorf("LXD called: %v", f.lxd.calls)

@@ -16,7 +16,7 @@ type Preparer interface {
 	// Prepare resolves req.Project and readies its container before the
 	// provider runs, emitting its system events (container_starting,
 	// container_preparing) through emit, the run's event path. It returns the
-	// target the provider executes in.
+	// target the provider executes in, nil for a project run on the host.
 	Prepare(ctx context.Context, provider agent.ProviderID, req agent.RunRequest, emit func(agent.Event)) (*agent.ContainerTarget, error)
 	// Completed is called after a run in target completed (the credential
 	// sync); it is best-effort and bounds its own work.
@@ -63,7 +63,7 @@ func (p *projectProvider) Run(ctx context.Context, req agent.RunRequest, emit fu
 		}
 		emit(ev)
 	})
-	if err == nil && completed && ctx.Err() == nil {
+	if err == nil && completed && ctx.Err() == nil && p.target != nil {
 		p.prep.Completed(context.WithoutCancel(ctx), p.ID(), p.target)
 	}
 	return err

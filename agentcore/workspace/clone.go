@@ -210,3 +210,20 @@ func (g *Git) HeadBranch(ctx context.Context, dir string) (string, error) {
 	}
 	return b, nil
 }
+
+// DefaultBranch is the branch src's HEAD names (a project added without
+// --base), run on the bot's side; ErrCloneFailed when src cannot be read.
+func (g *Git) DefaultBranch(ctx context.Context, src string) (string, error) {
+	out, err := g.bot("").run(ctx, "ls-remote", "--symref", "--", src, "HEAD")
+	if err != nil {
+		return "", cloneError(err, "HEAD")
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if ref, ok := strings.CutPrefix(line, "ref: refs/heads/"); ok {
+			if b, _, ok := strings.Cut(ref, "\t"); ok && b != "" {
+				return b, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%w: %s names no default branch: give --base", ErrBaseMissing, src)
+}

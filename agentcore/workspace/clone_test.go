@@ -3,6 +3,7 @@ package workspace
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,5 +122,23 @@ func TestIsRepo(t *testing.T) {
 		if err != nil || got != tt.want {
 			t.Errorf("IsRepo(%s) = %v, %v; want %v", tt.dir, got, err, tt.want)
 		}
+	}
+}
+
+// TestDefaultBranch: a source's HEAD names its default branch.
+func TestDefaultBranchOfSource(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	for _, args := range [][]string{{"init", "-q", "-b", "trunk", src}, {"-C", src, "-c", "user.name=t", "-c", "user.email=t@x.test", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		if out, err := exec.Command("git", args...).CombinedOutput(); err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+	}
+	g := New(Options{})
+	if b, err := g.DefaultBranch(t.Context(), src); err != nil || b != "trunk" {
+		t.Fatalf("DefaultBranch = %q, %v", b, err)
+	}
+	if _, err := g.DefaultBranch(t.Context(), filepath.Join(dir, "nope")); !errors.Is(err, ErrCloneFailed) {
+		t.Fatalf("a missing source: %v", err)
 	}
 }

@@ -176,6 +176,26 @@ func (g *Git) ShipDiff(ctx context.Context, wt Worktree, head string) ([]byte, S
 	return diff(ctx, main, base, head)
 }
 
+// ShipHistory is every commit wt's branch (imported, at head) adds to its
+// base and to what the main clone's remote already has, each as its own
+// patch, on the bot's side: what a push would publish, intermediate states
+// included (a key added by one commit and removed by the next is still in
+// the history). Merges are shown against their first parent.
+func (g *Git) ShipHistory(ctx context.Context, wt Worktree, head string) ([]byte, error) {
+	if err := wt.check(); err != nil {
+		return nil, err
+	}
+	main := g.bot(wt.Main)
+	head, err := importedHead(ctx, main, wt.Branch, head)
+	if err != nil {
+		return nil, err
+	}
+	return main.exec(ctx, call{args: []string{
+		"log", "-p", "--binary", "--first-parent", "-m", "--no-ext-diff", "--no-textconv", "--no-color", "--format=",
+		head, "--not", "refs/heads/" + wt.Base, "--remotes",
+	}})
+}
+
 // importedHead is head checked to be a commit of main, or main's
 // refs/heads/<branch> when head is "".
 func importedHead(ctx context.Context, main repo, branch, head string) (string, error) {

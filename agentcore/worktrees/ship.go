@@ -184,11 +184,41 @@ func (m *Manager) hasRemote(rec Record, repo Repo) bool {
 	return err == nil
 }
 
-// ship commits the agent's work, imports the branch and checks it with
-// the gates; it returns the head to push.
+// ship checks, commits and imports the chat's work and checks it again;
+// it returns the head to push. The gates (gate) run twice: first on the
+// chat's whole change as its own side reports it (uncommitted work
+// included), so that a refused push commits nothing; then, after the
+// commit and the import, on what a push would publish as the bot reads it
+// from the main clone: every new commit's patch, so that a key one commit
+// added and a later one removed is refused too.
 func (m *Manager) ship(ctx context.Context, rec Record, by Person) (Pushed, error) {
 	out := Pushed{Branch: rec.Branch}
 	wt := m.worktree(rec)
+	secrets := append([]string(nil), m.opts.Secrets...)
+	if rec.Project != "" {
+		if ps, err := m.opts.Projects.Secrets(ctx, rec.Project); err == nil {
+			for _, v := range ps {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	gate := func(patch []byte) error {
+		findings, err := shipgate.CheckDiff(patch, shipgate.Options{Secrets: redact.New(secrets...), MaxSize: m.opts.MaxFileBytes})
+		if err != nil {
+			return fmt.Errorf("check the branch before pushing: %w", err)
+		}
+		if len(findings) > 0 {
+			return &Refused{Branch: rec.Branch, Findings: findings}
+		}
+		return nil
+	}
+	working, _, err := m.git.BranchDiff(ctx, wt)
+	if err != nil {
+		return out, err
+	}
+	if err := gate(working); err != nil {
+		return out, err
+	}
 	msg, asker, _ := m.opts.Chats.LastPrompt(ctx, rec.ChatID)
 	trailers := []string{by.trailer()}
 	if asker != "" && asker != by.ID {
@@ -204,27 +234,14 @@ func (m *Manager) ship(ctx context.Context, rec Record, by Person) (Pushed, erro
 		return out, err
 	}
 	out.Head = head
-	patch, st, err := m.git.ShipDiff(ctx, wt, head)
+	if _, out.Stat, err = m.git.ShipDiff(ctx, wt, head); err != nil {
+		return out, err
+	}
+	history, err := m.git.ShipHistory(ctx, wt, head)
 	if err != nil {
 		return out, err
 	}
-	out.Stat = st
-	secrets := append([]string(nil), m.opts.Secrets...)
-	if rec.Project != "" {
-		if ps, err := m.opts.Projects.Secrets(ctx, rec.Project); err == nil {
-			for _, v := range ps {
-				secrets = append(secrets, v)
-			}
-		}
-	}
-	findings, err := shipgate.CheckDiff(patch, shipgate.Options{Secrets: redact.New(secrets...), MaxSize: m.opts.MaxFileBytes})
-	if err != nil {
-		return out, fmt.Errorf("check the branch before pushing: %w", err)
-	}
-	if len(findings) > 0 {
-		return out, &Refused{Branch: rec.Branch, Findings: findings}
-	}
-	return out, nil
+	return out, gate(history)
 }
 
 // commitMessage is a commit's message from the chat's prompt: its first

@@ -261,6 +261,11 @@ func (m *Manager) mainClone(ctx context.Context, repo Repo) (string, error) {
 	return dir, nil
 }
 
+// DefaultBranch is the branch src's HEAD names.
+func (m *Manager) DefaultBranch(ctx context.Context, src string) (string, error) {
+	return m.git.DefaultBranch(ctx, src)
+}
+
 // Clone makes (or checks) project's main clone now: `project add --repo`
 // fails at once when the repository cannot be cloned or has no base.
 func (m *Manager) Clone(ctx context.Context, repo Repo) (string, error) {

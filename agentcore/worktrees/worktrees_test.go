@@ -269,6 +269,19 @@ func TestPushAndGate(t *testing.T) {
 	if got := git(t, x.origin, "rev-parse", out.Branch); got != out.Head {
 		t.Errorf("the refused push moved the origin's branch to %s", got)
 	}
+	// The agent commits the key itself and removes it in a later commit:
+	// the branch's diff is clean, its history is not.
+	git(t, rec.Path, "add", "deploy.env")
+	git(t, rec.Path, "commit", "-q", "-m", "add deploy env")
+	git(t, rec.Path, "rm", "-q", "deploy.env")
+	git(t, rec.Path, "commit", "-q", "-m", "remove it again")
+	_, err = x.m.Push(t.Context(), chatA, worktrees.Person{ID: "slack:UPUSH"})
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "deploy.env") {
+		t.Fatalf("push of a history holding a token: %v", err)
+	}
+	if got := git(t, x.origin, "rev-parse", out.Branch); got != out.Head {
+		t.Errorf("the refused push moved the origin's branch to %s", got)
+	}
 }
 
 // TestForkStartsFromParent: a fork's workspace starts from its parent's

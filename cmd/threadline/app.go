@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/agentcore/worktrees"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
 	"github.com/threadline-bot/threadline/configs"
@@ -50,6 +51,8 @@ type app struct {
 	router *store.Router
 	// life heartbeats, sweeps and fences runs (agentcore/lifecycle).
 	life *lifecycle.Liveness
+	// workspaces are the chats' own clones and branches (workspaces.go).
+	workspaces *worktrees.Manager
 
 	liveCtx  context.Context
 	stopLive context.CancelFunc
@@ -100,12 +103,19 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	if router != nil {
 		popts.Router = router
 	}
-	ps := prompt.New(hub, chats, st, execution.HostIsolated(agents.Providers, o.isolation, o.sandboxing, o.workRoot), log, popts)
-	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life}
+	ws, err := newWorkspaces(cfg, st, log, owner, o.isolation, o.sandboxing)
+	if err != nil {
+		_ = st.Close()
+		return nil, err
+	}
+	providers := ws.Wrap(execution.HostIsolated(agents.Providers, o.isolation, o.sandboxing, o.workRoot))
+	ps := prompt.New(hub, chats, st, providers, log, popts)
+	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life, workspaces: ws}
 	versions.Table = a.agentTable
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
+	a.bot.Workspaces = chatWorkspaces{m: ws}
 	var reattach lifecycle.Reattacher
 	if o.relay.Dir != "" {
 		reattach = ps

@@ -35,8 +35,10 @@ Usage:
   threadline audit [--chat ID] [--since T] [--json] [--config F]
   threadline agents [--all] [--json] [--config F]
   threadline doctor [--config F]
-  threadline project add NAME --container C [--image I] [--workspace HOST_DIR] | list | remove NAME
+  threadline project add NAME [--container C] [--repo SRC [--base B] [--setup CMD] [--forge F --forge-url URL]] | list | remove NAME
   threadline project secret set|list|unset PROJECT [KEY]   (values from stdin, never printed)
+  threadline workspace list|diff|push|pr|merge|remove|gc [--chat ID] [--json]   (a chat's own branch)
+  threadline workspaces [--json]
   threadline version
 
 Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
@@ -111,6 +113,10 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdDoctor(ctx, args[1:], stdout, stderr)
 	case "project":
 		err = cmdProject(ctx, args[1:], stdin, stdout, stderr)
+	case "workspace":
+		err = cmdWorkspace(ctx, args[1:], stdout, stderr)
+	case "workspaces":
+		err = cmdWorkspace(ctx, append([]string{"list"}, args[1:]...), stdout, stderr)
 	case "relay": // hidden: started by threadline itself
 		err = cmdRelay(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":

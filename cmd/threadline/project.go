@@ -23,7 +23,8 @@ import (
 )
 
 const projectUsage = `Usage:
-  threadline project add NAME --container C [--image I] [--workspace HOST_DIR]
+  threadline project add NAME [--container C [--image I] [--workspace HOST_DIR]]
+                         [--repo SRC [--base BRANCH] [--setup CMD] [--forge gitea|github|gitlab --forge-url URL]]
                          [--channels C1,C2] [--allow U1,U2] [--config F]
   threadline project access NAME [--channels C1,C2] [--allow U1,U2] [--config F]
   threadline project list [--config F]
@@ -32,7 +33,16 @@ const projectUsage = `Usage:
   threadline project secret list PROJECT [--config F]       (names only)
   threadline project secret unset PROJECT KEY [--config F]
 
-A project chat runs its agent inside the project's LXD container, in /workspace.
+A project with --repo owns a repository (a git URL or a host path), cloned
+once: each chat of the project works in its own clone on its own branch
+(threadline/<slug of its first prompt>-<8 hex of the chat id>), and the thread
+commands diff, push, pr, merge and close ship it. --setup runs in each new
+clone before its first turn; --forge and --forge-url say where pull requests
+go (the token is the project secret FORGE_TOKEN; a push uses GIT_TOKEN, else
+FORGE_TOKEN). Without --container its chats run on this host, isolated as
+host chats are.
+
+A project chat with --container runs its agent inside the project's LXD container, in /workspace.
 The container is created from the image (else lxd.image) on the first run when
 it does not exist; --workspace mounts a directory of the LXD host at /workspace.
 Secrets reach only that container's agent runs, as environment variables.
@@ -64,9 +74,14 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	var want []string
 	switch sub {
 	case "add":
-		container := fs.String("container", "", "LXD instance name of the project's container (required)")
+		container := fs.String("container", "", "LXD instance name of the project's container (its chats run there)")
 		image := fs.String("image", "", "image the container is created from when missing (default: lxd.image)")
 		workspace := fs.String("workspace", "", "directory of the LXD host mounted at /workspace")
+		repo := fs.String("repo", "", "git URL or host path of the project's repository: each chat gets its own clone and branch")
+		base := fs.String("base", "", "branch chats start from and merge into (default: the repository's default branch)")
+		setup := fs.String("setup", "", "command run (with sh, as the agent) in each new clone before its first turn")
+		forgeKind := fs.String("forge", "", "where pull requests go: gitea, github or gitlab")
+		forgeURL := fs.String("forge-url", "", "the forge's base URL (GitHub Enterprise, GitLab or Gitea servers)")
 		lists := accessFlags(fs)
 		want = []string{"NAME"}
 		run = func(a projects.Admin, pos []string) error {
@@ -74,7 +89,8 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			if err != nil {
 				return err
 			}
-			return a.Add(ctx, projects.Project{Name: pos[0], Container: *container, Image: *image, Workspace: *workspace, Channels: channels, Allow: allow})
+			return a.Add(ctx, projects.Project{Name: pos[0], Container: *container, Image: *image, Workspace: *workspace, Channels: channels, Allow: allow,
+				Repo: *repo, Base: *base, Setup: *setup, Forge: *forgeKind, ForgeURL: *forgeURL})
 		}
 	case "access":
 		lists := accessFlags(fs)
@@ -121,7 +137,9 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	if sub == "add" {
-		if err := (projects.Project{Name: pos[0], Container: fs.Lookup("container").Value.String(), Image: fs.Lookup("image").Value.String()}).Check(); err != nil {
+		flag := func(name string) string { return fs.Lookup(name).Value.String() }
+		if err := (projects.Project{Name: pos[0], Container: flag("container"), Image: flag("image"), Repo: flag("repo"), Base: flag("base"),
+			Setup: flag("setup"), Forge: flag("forge"), ForgeURL: flag("forge-url")}).Check(); err != nil {
 			return usageError(err)
 		}
 	}
@@ -135,7 +153,11 @@ func cmdProject(ctx context.Context, args []string, stdin io.Reader, stdout, std
 		return err
 	}
 	defer st.Close()
-	return usageError(run(projects.Admin{St: st, Remote: cfg.LXD.Remote, Image: cfg.LXD.Image, Out: stdout, Err: stderr}, pos))
+	admin := projects.Admin{St: st, Remote: cfg.LXD.Remote, Image: cfg.LXD.Image, Out: stdout, Err: stderr,
+		Clone: func(ctx context.Context, name, repo, base string) (string, error) {
+			return cloneProject(ctx, cfg, st, name, repo, base)
+		}}
+	return usageError(run(admin, pos))
 }
 
 // usageError gives projects.ErrUsage errors exit status 2.

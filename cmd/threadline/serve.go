@@ -151,6 +151,16 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 			}
 		})
 	}
+	// Idle chats' workspaces go after workspaces.keep, told in their thread.
+	wg.Go(func() {
+		gcWorkspaces(intake, a.workspaces, a.cfg.KeepWorkspaces(), time.Hour, log, func(ctx context.Context, chatID agent.ChatID, text string) {
+			if a.threads != nil {
+				if err := a.threads.TellChat(ctx, chatID, text); err != nil {
+					log.Warn("workspace gc: tell the thread", logkey.ChatID, chatID, "err", err)
+				}
+			}
+		})
+	})
 	var runErr error
 	select {
 	case <-ctx.Done():

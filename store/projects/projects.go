@@ -56,6 +56,10 @@ type Admin struct {
 	Out, Err      io.Writer
 	// LXC lists and deletes containers; nil uses the lxc command.
 	LXC *execution.LXC
+	// Clone makes a project's main clone (agentcore/worktrees): add runs it
+	// for a project with a repository and removes the project again when
+	// it fails (the repository cannot be cloned, or has no such base).
+	Clone func(ctx context.Context, name, repo, base string) (dir string, err error)
 }
 
 // Project is a project to add.
@@ -91,7 +95,10 @@ func (p Project) Check() error {
 	if !projectName.MatchString(p.Name) {
 		return fmt.Errorf("%w: project add: invalid name %q (letters, digits, '.', '_', '-'; at most 63)", ErrUsage, p.Name)
 	}
-	if !containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-") {
+	if p.Container == "" && p.Repo == "" {
+		return fmt.Errorf("%w: project add: give --container (its chats run in that LXD container) or --repo (they run on this host, each in its own clone), or both", ErrUsage)
+	}
+	if p.Container != "" && (!containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-")) {
 		return fmt.Errorf("%w: project add: --container: invalid LXD instance name %q (a letter, then letters, digits and '-'; at most 63)", ErrUsage, p.Container)
 	}
 	if p.Image != "" && !execution.ValidImage(p.Image) {
@@ -173,6 +180,21 @@ func (a Admin) Add(ctx context.Context, p Project) error {
 		}
 		return err
 	}
+	if repo != "" && a.Clone != nil {
+		dir, err := a.Clone(ctx, sp.Name, repo, sp.Base)
+		if err != nil {
+			if derr := a.St.DeleteProject(context.WithoutCancel(ctx), sp.Name); derr != nil {
+				return fmt.Errorf("project add: %w (and removing the project again failed: %v)", err, derr)
+			}
+			return fmt.Errorf("project add: %w; the project was not added", err)
+		}
+		fmt.Fprintf(a.Out, "project %s: %s cloned into %s (base %s); each chat gets its own clone and branch\n", sp.Name, repo, dir, orDefaultBase(sp.Base))
+	}
+	if sp.Container == "" {
+		fmt.Fprintf(a.Out, "project %s added: its chats run on this host, isolated as host chats are\n", sp.Name)
+		a.printAccess(sp.Name, sp.Channels, sp.Allow)
+		return nil
+	}
 	img := sp.Image
 	if img == "" {
 		img = a.Image
@@ -187,6 +209,14 @@ func (a Admin) Add(ctx context.Context, p Project) error {
 	}
 	a.printAccess(sp.Name, sp.Channels, sp.Allow)
 	return nil
+}
+
+// orDefaultBase names the base branch ("" is the repository's default).
+func orDefaultBase(b string) string {
+	if b == "" {
+		return "its default branch"
+	}
+	return b
 }
 
 // printAccess says who may bind chats to the project.
@@ -261,6 +291,8 @@ func (a Admin) List(ctx context.Context) error {
 	for _, p := range projects {
 		status := p.Status
 		switch {
+		case p.Container == "":
+			status = "host"
 		case lerr != nil:
 			if status == "" {
 				status = "-"
