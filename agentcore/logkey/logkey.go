@@ -57,6 +57,7 @@ const (
 	Bytes         = "bytes"
 	Card          = "card"
 	CaughtUp      = "caught_up"
+	Branch        = "branch" // a chat's git branch (agentcore/worktrees)
 	Changed       = "changed"
 	Chats         = "chats"
 	Cmd           = "cmd"

@@ -308,7 +308,7 @@ func (m *Manager) prepare(ctx context.Context, req agent.RunRequest, notify func
 			_ = m.opts.Store.TouchWorkspace(ctx, rec.ChatID, time.Now())
 			return &rec, nil
 		}
-		log.Warn("workspace: the chat's clone is gone; making it again", "path", rec.Path)
+		log.Warn("workspace: the chat's clone is gone; making it again", logkey.Path, rec.Path)
 	}
 	p, err := m.planFor(ctx, req)
 	if err != nil || p == nil {
@@ -384,7 +384,7 @@ func (m *Manager) create(ctx context.Context, rec Record, p *plan, notify func(s
 		return nil, err
 	}
 	rec.State, rec.Path, rec.Branch = StateReady, wt.Dir, wt.Branch
-	m.log.Info("workspace ready", logkey.ChatID, rec.ChatID, "branch", rec.Branch, "path", rec.Path)
+	m.log.Info("workspace ready", logkey.ChatID, rec.ChatID, logkey.Branch, rec.Branch, logkey.Path, rec.Path)
 	return &rec, nil
 }
 

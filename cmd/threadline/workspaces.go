@@ -19,6 +19,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/forge"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/workspace"
 	"github.com/threadline-bot/threadline/agentcore/worktrees"
@@ -164,7 +165,7 @@ func gcWorkspaces(ctx context.Context, m *worktrees.Manager, keep, interval time
 			tell(ctx, agent.ChatID(r.ChatID), fmt.Sprintf("This chat was idle for %s, so its workspace (branch `%s`) was removed; its pushed work stays on the remote.", keep, r.Branch))
 		}
 		for id, err := range failed {
-			log.Info("workspace gc: kept", "chat_id", id, "err", err)
+			log.Info("workspace gc: kept", logkey.ChatID, id, "err", err)
 		}
 		select {
 		case <-ctx.Done():
