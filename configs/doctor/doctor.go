@@ -61,7 +61,7 @@ func Run(ctx context.Context, cfg *configs.Config, agents Agents, w io.Writer) i
 		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
 	}
 	findings := []finding{{name: "config", ok: true, detail: where}}
-	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkAgents, checkLXD, checkSlack, checkMatrix} {
+	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkSlack, checkMatrix} {
 		findings = append(findings, c(ctx, cfg, agents)...)
 	}
 	return report(w, redact.New(cfg.Secrets()...), findings)
@@ -91,6 +91,26 @@ func report(w io.Writer, r *redact.Redactor, fs []finding) int {
 		}
 	}
 	return problems
+}
+
+// checkIsolation says how host agents run: the sandbox, the uid switch
+// alone (auto on a kernel without Landlock says so, as a warning), or not
+// at all.
+func checkIsolation(_ context.Context, cfg *configs.Config, _ Agents) []finding {
+	host, why, err := cfg.Host.Resolve()
+	switch {
+	case err != nil:
+		return []finding{{name: "isolation", detail: err.Error(), fix: "Create the agent user (useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent), or change host.isolation."}}
+	case why != nil:
+		return []finding{{name: "isolation", detail: "host agents would run as the bot's own user: " + why.Error(),
+			fix: "Create the agent user (useradd --system --create-home --home-dir /var/lib/threadline-agent threadline-agent), or set host.isolation: off knowingly."}}
+	case !host.Isolated(): // host.isolation: off, set knowingly
+		return []finding{{name: "isolation", ok: true, detail: host.Describe() + " (host.isolation: off)"}}
+	case !host.Sandbox:
+		return []finding{{name: "isolation", warn: cfg.Host.Isolation != configs.IsolationUID, detail: host.Describe(),
+			ok: cfg.Host.Isolation == configs.IsolationUID, fix: "A kernel with Landlock ABI 4 (Linux 6.7 or later) lets auto confine each chat to its own workspace."}}
+	}
+	return []finding{{name: "isolation", ok: true, detail: host.Describe()}}
 }
 
 func checkDatabase(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
