@@ -94,6 +94,10 @@ type RunRequest struct {
 	// this long (not counting time spent waiting for an answer); 0 disables.
 	// The prompt service hands it to the run loop (procrun.WithIdleTimeout).
 	IdleTimeout time.Duration
+	// ForkOf is the chat a fork's first run forks (ResumeID is then its
+	// session, Fork set): a sandboxed run's per-chat agent state starts as
+	// a copy of that chat's, where the session lives.
+	ForkOf string
 	// ReadOnly are paths a sandboxed run may read besides its own working
 	// directory and state (the main clone its workspace borrows objects
 	// from).

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/sandbox"
+	"golang.org/x/sys/unix"
 )
 
 // AgentState is what sandboxing needs of one agent CLI: where it keeps its
@@ -109,6 +111,37 @@ func (s *Sandboxing) Confine(provider agent.ProviderID, key, cwd string, readOnl
 	return c, nil
 }
 
+// forkedMark marks a fork's state home that has its parent's copied in.
+const forkedMark = ".threadline-forked"
+
+// forkState gives a fork's first run its parent chat's agent state (the
+// CLI's sessions and transcripts, where the native fork finds the parent's
+// session), copied once as the agent into the fork's home; the parent's
+// is not changed. A parent without state gives nothing.
+func (s *Sandboxing) forkState(ctx context.Context, parent, fork string, iso *procrun.Isolation) error {
+	from := filepath.Join(s.StateRoot, parent, stateHome)
+	to := filepath.Join(s.StateRoot, fork, stateHome)
+	if _, err := os.Lstat(filepath.Join(to, forkedMark)); err == nil {
+		return nil
+	}
+	if _, err := os.Stat(from); err != nil {
+		return nil
+	}
+	if err := (Workspaces{Iso: iso, Sandbox: s}).copyAsAgent(ctx, from, to); err != nil {
+		return err
+	}
+	home, err := openDirNoFollow(to)
+	if err != nil {
+		return err
+	}
+	defer home.Close()
+	fd, err := unix.Openat(int(home.Fd()), forkedMark, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
 // freePort is a loopback TCP port free now.
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -169,6 +202,11 @@ func (s *Sandboxing) confine(ctx context.Context, provider agent.ProviderID, req
 	c, err := s.Confine(provider, key, req.Cwd, req.ReadOnly, req.Env, iso)
 	if err != nil {
 		return ctx, req, err
+	}
+	if req.ForkOf != "" && stateKey.MatchString(req.ForkOf) {
+		if err := s.forkState(ctx, req.ForkOf, key, iso); err != nil {
+			return ctx, req, fmt.Errorf("the fork's agent state: %w", err)
+		}
 	}
 	req.Env, req.LocalPort = c.Env, c.Port
 	return procrun.WithSandbox(ctx, c.Sandbox), req, nil

@@ -180,6 +180,12 @@ func (w Workspaces) Copy(ctx context.Context, _ string, from, to string) error {
 			return err
 		}
 	}
+	return w.copyAsAgent(ctx, from, to)
+}
+
+// copyAsAgent copies from's content into to as the agent, which may read
+// from and write to only.
+func (w Workspaces) copyAsAgent(ctx context.Context, from, to string) error {
 	cmd := exec.CommandContext(ctx, "cp", "-a", "--no-preserve=ownership", from+"/.", to)
 	if w.Sandbox != nil {
 		if err := w.confine(cmd, []string{to}, []string{from}, false); err != nil {
@@ -188,7 +194,7 @@ func (w Workspaces) Copy(ctx context.Context, _ string, from, to string) error {
 	}
 	w.credential(cmd)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("copy the parent chat's directory: %w: %s", err, procrun.StderrTail(string(out), 300))
+		return fmt.Errorf("copy %s: %w: %s", from, err, procrun.StderrTail(string(out), 300))
 	}
 	return nil
 }

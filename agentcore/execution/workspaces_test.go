@@ -126,6 +126,7 @@ func TestWorkspacesAsSandboxedAgent(t *testing.T) {
 	m := worktrees.New(worktrees.Options{Root: filepath.Join(base, "ws"), Owner: "t:1",
 		Git:   workspace.New(workspace.Options{RequireAgent: true, MakeDir: agents.MakeDir, RemoveDir: agents.RemoveDir}),
 		Store: st, Projects: &wsFakes{repo: worktrees.Repo{Project: "web", Src: origin, Base: "main"}}, Chats: &wsFakes{}, Agents: agents})
+	t.Cleanup(m.Shutdown)
 	prov := m.Wrap([]agent.Provider{shellAgent{iso: f.iso}})[0]
 	const chat = "9c8b7a6d-0000-4000-8000-000000000001"
 	var evs []agent.Event

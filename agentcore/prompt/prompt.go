@@ -395,6 +395,9 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 		areq.Approval = agent.ApprovalDeny
 	}
 	areq.ResumeID, areq.Fork = resumeOf(chat, string(prov.ID()), cfg)
+	if areq.Fork && chat.ForkedFrom != "" {
+		areq.ForkOf = string(chat.ForkedFrom)
+	}
 	s.opts.Observer.RunStarted(run.Agent)
 	go s.executeSafely(runCtx, run, lease, prov, chat, areq, transcript)
 	return run, nil

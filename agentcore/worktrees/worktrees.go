@@ -164,6 +164,19 @@ type Manager struct {
 	// dirs serializes the runs of chats that share a directory (worktrees
 	// off) in this process.
 	dirs sync.Map // string -> *sync.Mutex
+	// spares are the main clones whose spare is being made; background
+	// counts the goroutines making them (Wait).
+	spares     sync.Map // string -> struct{}
+	background sync.WaitGroup
+	bgCtx      context.Context
+	stopBg     context.CancelFunc
+}
+
+// Shutdown stops making spare clones in the background and waits until
+// none is being made.
+func (m *Manager) Shutdown() {
+	m.stopBg()
+	m.background.Wait()
 }
 
 // New returns a Manager.
@@ -186,7 +199,9 @@ func New(opts Options) *Manager {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{opts: opts, git: opts.Git, log: opts.Log}
+	m := &Manager{opts: opts, git: opts.Git, log: opts.Log}
+	m.bgCtx, m.stopBg = context.WithCancel(context.Background())
+	return m
 }
 
 // worktree is rec as agentcore/workspace works on it.
@@ -385,7 +400,37 @@ func (m *Manager) create(ctx context.Context, rec Record, p *plan, notify func(s
 	}
 	rec.State, rec.Path, rec.Branch = StateReady, wt.Dir, wt.Branch
 	m.log.Info("workspace ready", logkey.ChatID, rec.ChatID, logkey.Branch, rec.Branch, logkey.Path, rec.Path)
+	m.refillSpare(rec.RepoDir, rec.Base, p.chats)
 	return &rec, nil
+}
+
+// refillSpare makes, in the background, a spare clone of main at base in
+// chats unless one is ready or being made: the next chat's Create takes it
+// (a rename and a checkout of only what differs) instead of checking out
+// every file, which on a large repository is the difference between
+// milliseconds and seconds.
+func (m *Manager) refillSpare(main, base, chats string) {
+	if _, busy := m.spares.LoadOrStore(main, struct{}{}); busy {
+		return
+	}
+	m.background.Add(1)
+	go func() {
+		defer m.background.Done()
+		defer m.spares.Delete(main)
+		ctx, cancel := context.WithTimeout(m.bgCtx, 30*time.Minute)
+		defer cancel()
+		if entries, err := m.git.List(ctx, main); err == nil {
+			for _, e := range entries {
+				if e.Spare && e.Base == base && filepath.Dir(e.Dir) == chats {
+					return
+				}
+			}
+		}
+		dir := filepath.Join(chats, fmt.Sprintf(".spare-%d", time.Now().UnixNano()))
+		if err := m.git.Spare(ctx, main, base, dir, m.opts.Agents.Hook("", dir, []string{main})); err != nil {
+			m.log.Warn("workspace: make a spare clone", logkey.Path, dir, "err", err)
+		}
+	}()
 }
 
 // failed records why a creation failed and returns err.

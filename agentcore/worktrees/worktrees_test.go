@@ -190,6 +190,7 @@ func newFixture(t *testing.T) *fixture {
 	f := &fakes{repo: worktrees.Repo{Project: "web", Src: origin, Base: "main"}, secrets: map[string]string{}, parents: map[string]string{}, prompts: map[string]string{}}
 	m := worktrees.New(worktrees.Options{Root: filepath.Join(base, "ws"), Owner: "test:1", Git: workspace.New(workspace.Options{}),
 		Store: &memStore{recs: map[string]worktrees.Record{}}, Projects: f, Chats: f, Agents: agents{}, Secrets: []string{"bot-secret-value-123"}})
+	t.Cleanup(m.Shutdown)
 	return &fixture{m: m, f: f, origin: origin, prov: m.Wrap([]agent.Provider{writer{file: "notes.txt"}})[0]}
 }
 

@@ -140,6 +140,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 func (a *app) Close() error {
 	a.stopLive()
 	<-a.liveDone
+	a.workspaces.Shutdown()
 	var rerr error
 	if a.router != nil {
 		rerr = a.router.Close()

@@ -181,7 +181,7 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 			servers.Shutdown()
 		},
 		Detach: a.prompt.Detach, CloseDesk: closeDesk,
-		StopLive:    func() { a.stopLive(); <-a.liveDone },
+		StopLive:    func() { a.stopLive(); <-a.liveDone; a.workspaces.Shutdown() },
 		FlushEvents: a.hub.Close, CloseStore: a.store.Close,
 	}.Run()
 	return runErr

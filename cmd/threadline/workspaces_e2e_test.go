@@ -48,11 +48,13 @@ func TestWorkspacesEndToEnd(t *testing.T) {
 	dir := isolate(t)
 
 	api := fakeapi.New(t,
+		// A prompt may carry earlier turns (a fork without its parent's
+		// session): the latest marker's script comes first.
+		fakeapi.When("FORKED", bash("echo gamma >> README.md")),
 		fakeapi.When("EDIT-A", bash("echo alpha >> README.md")),
 		fakeapi.When("EDIT-B", bash("echo beta >> README.md")),
 		fakeapi.When("UNPLANT", bash("rm creds.txt")),
 		fakeapi.When("PLANT", bash("echo 'aws_access_key_id=AKIAZ7QWERTYUIOP2345' > creds.txt")),
-		fakeapi.When("FORKED", bash("echo gamma >> README.md")),
 		fakeapi.Text("Done with it."),
 	)
 	claudeHome := filepath.Join(dir, "claude")
@@ -111,7 +113,7 @@ func TestWorkspacesEndToEnd(t *testing.T) {
 			t.Errorf("an answer's footer lacks the change, branch and actions: %s", blocks)
 		}
 	}
-	clones, _ := filepath.Glob(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats", "*", "README.md"))
+	clones := chatClones(dir, "README.md")
 	if len(clones) != 2 {
 		t.Fatalf("clones %v", clones)
 	}
@@ -203,7 +205,7 @@ func TestWorkspacesEndToEnd(t *testing.T) {
 	s.mention("EvF1", fake.PostUserMessage("C1", forkRoot, "FORKED"), forkRoot, "FORKED add gamma")
 	s.approve(forkRoot, "echo gamma")
 	s.answer(forkRoot, 1)
-	forked, _ := filepath.Glob(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats", "*", "README.md"))
+	forked := chatClones(dir, "README.md")
 	found := false
 	for _, c := range forked {
 		if b, _ := os.ReadFile(c); strings.HasSuffix(string(b), "alpha\ngamma\n") {
@@ -215,16 +217,30 @@ func TestWorkspacesEndToEnd(t *testing.T) {
 	}
 
 	// A restart keeps the clones and the threads.
-	pathsBefore, _ := filepath.Glob(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats", "*"))
+	pathsBefore := chatClones(dir, "")
 	s.stop()
 	s = startServe(t, fake, cfgPath)
 	s.mention("EvA11", fake.PostUserMessage("C1", rootA, "EDIT-A"), rootA, "EDIT-A again")
 	s.approve(rootA, "echo alpha")
 	s.answer(rootA, 4)
-	pathsAfter, _ := filepath.Glob(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats", "*"))
+	pathsAfter := chatClones(dir, "")
 	if strings.Join(pathsBefore, ",") != strings.Join(pathsAfter, ",") {
 		t.Errorf("the clones changed across the restart: %v -> %v", pathsBefore, pathsAfter)
 	}
+}
+
+// chatClones are the chats' clones of project web (not its spares), or
+// their file name.
+func chatClones(dir, name string) []string {
+	all, _ := filepath.Glob(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats", "*", name))
+	var out []string
+	for _, p := range all {
+		rel, _ := filepath.Rel(filepath.Join(dir, "data", "threadline", "workspaces", "web", "chats"), p)
+		if !strings.HasPrefix(rel, ".") {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // bash is a scripted Bash tool call.
