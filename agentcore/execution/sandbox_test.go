@@ -77,7 +77,7 @@ func newSandboxFixture(t *testing.T) *sandboxFixture {
 	write(filepath.Join(f.shared, ".fake", "token"), "shared-login", 0o600)
 	write(filepath.Join(f.shared, ".fake", "config.json"), `{"model":"m"}`, 0o600)
 	f.sb = &Sandboxing{
-		Helper:    []string{sharedTestBinary(t), "sandbox"},
+		Helper:    []string{procruntest.SharedExecutable(t, "threadline"), "sandbox"},
 		StateRoot: f.stateRoot,
 		Forbidden: []string{f.bot},
 		Agents: map[agent.ProviderID]AgentState{"fake": {
@@ -86,24 +86,6 @@ func newSandboxFixture(t *testing.T) *sandboxFixture {
 		}},
 	}
 	return f
-}
-
-// sharedTestBinary is a copy of this test binary the agent user may run.
-func sharedTestBinary(t *testing.T) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(traversableTempDir(t), "threadline")
-	if err := os.WriteFile(p, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // run runs script with sh as chat key's sandboxed agent in cwd and returns

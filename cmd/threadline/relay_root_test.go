@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +36,8 @@ func TestRelayGivesNoRoot(t *testing.T) {
 	if err := os.Chmod(base, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	plain := copyTestBinary(t, base, "threadline")
-	capped := copyTestBinary(t, base, "threadline-capped")
+	plain := procruntest.SharedExecutable(t, "threadline")
+	capped := procruntest.SharedExecutable(t, "threadline-capped")
 	if out, err := exec.Command("setcap", "cap_setuid,cap_setgid,cap_chown,cap_kill=ep", capped).CombinedOutput(); err != nil {
 		t.Fatalf("setcap (libcap2-bin): %v: %s", err, out)
 	}
@@ -88,29 +87,3 @@ func TestRelayGivesNoRoot(t *testing.T) {
 	}
 }
 
-// copyTestBinary copies this test binary (which runs `relay` like the
-// threadline binary, see TestMain) to dir/name, mode 0755.
-func copyTestBinary(t *testing.T, dir, name string) string {
-	t.Helper()
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src, err := os.Open(exe)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst := filepath.Join(dir, name)
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}

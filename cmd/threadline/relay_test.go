@@ -27,6 +27,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -36,37 +37,6 @@ const testRoleEnv = "TL_TEST_ROLE"
 // testHelperEnv names the copy of the test binary that sandboxed runs use
 // as their helper (see TestMain).
 const testHelperEnv = "TL_TEST_SANDBOX_HELPER"
-
-// sharedTestBinary copies this test binary into a new directory every user
-// may pass through, mode 0755, and returns both.
-func sharedTestBinary() (string, string, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return "", "", err
-	}
-	dir, err := os.MkdirTemp("", "tlhelper")
-	if err != nil {
-		return "", "", err
-	}
-	if err := os.Chmod(dir, 0o711); err != nil {
-		return "", "", err
-	}
-	src, err := os.Open(exe)
-	if err != nil {
-		return "", "", err
-	}
-	defer src.Close()
-	dst := filepath.Join(dir, "threadline")
-	f, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := io.Copy(f, src); err != nil {
-		f.Close()
-		return "", "", err
-	}
-	return dir, dst, f.Close()
-}
 
 func TestMain(m *testing.M) {
 	if len(os.Args) > 1 && os.Args[1] == "sandbox" { // procrun starts `<helper> sandbox POLICY -- BIN ARGS`
@@ -89,7 +59,7 @@ func TestMain(m *testing.M) {
 	// may run it (go test's build directory is root's), once per test run:
 	// children find it in the environment.
 	if sandboxHelper == "" && os.Geteuid() == 0 {
-		dir, h, err := sharedTestBinary()
+		dir, h, err := procruntest.ShareExecutable("threadline")
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sandbox helper:", err)
 			os.Exit(1)

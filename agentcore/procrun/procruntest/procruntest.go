@@ -3,9 +3,11 @@
 package procruntest
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"os/user"
+	"path/filepath"
 	"testing"
 )
 
@@ -35,4 +37,48 @@ func NeedAgentUser(t testing.TB) *user.User {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// SharedExecutable copies this test binary into a new directory every user
+// may pass through (0711), as name (mode 0755), and returns the copy's
+// path: the agent user cannot run go test's own, under a build directory
+// of root's. The directory goes when the test ends.
+func SharedExecutable(t testing.TB, name string) string {
+	t.Helper()
+	dir, path, err := ShareExecutable(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return path
+}
+
+// ShareExecutable is SharedExecutable outside a test (a TestMain): it
+// returns the directory to remove as well.
+func ShareExecutable(name string) (dir, path string, err error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", "", err
+	}
+	if dir, err = os.MkdirTemp("", "tlexe"); err != nil {
+		return "", "", err
+	}
+	if err := os.Chmod(dir, 0o711); err != nil {
+		return dir, "", err
+	}
+	src, err := os.Open(exe)
+	if err != nil {
+		return dir, "", err
+	}
+	defer src.Close()
+	path = filepath.Join(dir, name)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o755)
+	if err != nil {
+		return dir, "", err
+	}
+	if _, err := io.Copy(f, src); err != nil {
+		f.Close()
+		return dir, "", err
+	}
+	return dir, path, f.Close()
 }
