@@ -86,4 +86,3 @@ func TestRelayGivesNoRoot(t *testing.T) {
 		})
 	}
 }
-

@@ -24,10 +24,10 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
-	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
 )
