@@ -81,7 +81,7 @@ func newSandboxFixture(t *testing.T) *sandboxFixture {
 		StateRoot: f.stateRoot,
 		Forbidden: []string{f.bot},
 		Agents: map[agent.ProviderID]AgentState{"fake": {
-			Spec: registry.StateSpec{Env: map[string]string{"FAKE_HOME": ".fake"}, Shared: []string{"${FAKE_HOME}/config.json"}},
+			Spec: registry.StateSpec{Env: map[string]string{"FAKE_HOME": ".fake"}, Shared: []string{"${FAKE_HOME}/config.json", "${FAKE_HOME}/settings.json"}},
 			Auth: []string{"~/.fake/token"},
 		}},
 	}
@@ -159,6 +159,13 @@ func TestSandboxStateIsPerChat(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(f.botSecret); string(b) != "bot-database" {
 		t.Errorf("the bot's file was written through a planted link: %q", b)
+	}
+	// A shared file the operator has not set up: what the agent writes there
+	// does not outlive its run (the chat's settings mirror the operator's).
+	f.run(t, "chat-a", f.workA, `echo '{"hooks":"evil"}' > "$FAKE_HOME/settings.json"`)
+	out = f.run(t, "chat-a", f.workA, `cat "$FAKE_HOME/settings.json" 2>/dev/null || echo absent`)
+	if out != "absent\n" {
+		t.Errorf("an agent-written settings file persisted: %q", out)
 	}
 	out = f.run(t, "chat-b", f.workB, `cat "$HOME/session" 2>&1 || echo none; ls `+filepath.Join(f.stateRoot, "chat-a")+` 2>&1 >/dev/null || echo denied`)
 	if !strings.Contains(out, "none") || !strings.Contains(out, "denied") {

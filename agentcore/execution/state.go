@@ -160,9 +160,6 @@ func PrepareState(root, key string, spec registry.StateSpec, auth []string, env 
 			continue
 		}
 		seen[src] = true
-		if _, err := os.Stat(src); err != nil {
-			continue // not set up: the CLI says so at its start
-		}
 		var rel string
 		for _, m := range maps {
 			if r, err := filepath.Rel(m.shared, src); err == nil && r != ".." && !strings.HasPrefix(r, "../") && r != "." {
@@ -171,6 +168,17 @@ func PrepareState(root, key string, spec registry.StateSpec, auth []string, env 
 				}
 				break
 			}
+		}
+		if _, err := os.Stat(src); err != nil {
+			// Not set up (the CLI says so at its start): a file the chat's
+			// agent left there earlier goes too, so a chat's settings always
+			// mirror the operator's and nothing an agent wrote persists.
+			if rel != "" {
+				if err := removeFileAt(home, rel); err != nil {
+					return ChatState{}, fmt.Errorf("agent state: reset %s: %w", rel, err)
+				}
+			}
+			continue
 		}
 		if rel == "" {
 			st.Outside = append(st.Outside, src)
@@ -282,6 +290,24 @@ func mkdirsAt(home *os.File, rel string, iso *procrun.Isolation) error {
 		}
 	}
 	return nil
+}
+
+// removeFileAt removes the file (or link) at rel below home, never through
+// a link; a missing file or a directory there is left alone.
+func removeFileAt(home *os.File, rel string) error {
+	parent, err := openBeneath(home, filepath.Dir(rel), unix.O_RDONLY|unix.O_DIRECTORY)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer unix.Close(parent)
+	err = unix.Unlinkat(parent, filepath.Base(rel), 0)
+	if err == nil || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EISDIR) {
+		return nil
+	}
+	return err
 }
 
 // openBeneath opens rel below home ("." is home itself).
