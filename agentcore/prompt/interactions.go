@@ -103,11 +103,21 @@ func (s *Service) respondLocal(ctx context.Context, chatID agent.ChatID, runID a
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
 	}
-	resp, err := r.claim(resp)
+	claimed, err := r.claimOrAwait(ctx, resp)
 	if err != nil {
 		return err
 	}
-	return r.send(ctx, resp)
+	return r.send(ctx, claimed)
+}
+
+// claimOrAwait claims resp; an answer clicked right after a restart, to a
+// request the reattached run has not re-emitted yet, waits for it first.
+func (r *Run) claimOrAwait(ctx context.Context, resp agent.InteractionResponse) (agent.InteractionResponse, error) {
+	claimed, err := r.claim(resp)
+	if errors.Is(err, ErrUnknownInteraction) && r.awaitRequest(ctx, resp.InteractionID) {
+		claimed, err = r.claim(resp)
+	}
+	return claimed, err
 }
 
 // claim marks the interaction answered, refusing unknown and answered ones,

@@ -34,6 +34,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
@@ -74,6 +75,56 @@ type replayState struct {
 	// recorded and ledgerResolved are the ids whose request, and outcome,
 	// the ledger already has (LedgerReader): not recorded again.
 	recorded, ledgerResolved map[string]bool
+	// caughtUp is closed once every persisted event was re-emitted: an
+	// answer to a request still open arriving before then waits for it
+	// (awaitRequest) instead of being refused as unknown.
+	caughtUp     chan struct{}
+	caughtUpOnce sync.Once
+}
+
+// awaitTimeout bounds how long an answer waits for a reattached run to
+// re-emit the request it answers.
+const awaitTimeout = 30 * time.Second
+
+// awaitHook, set by tests, is called when an answer starts waiting.
+var awaitHook func()
+
+// awaitsRequest reports whether id is a request the run persisted and left
+// open before the restart (read-only maps after loadReplay).
+func (rp *replayState) awaitsRequest(id string) bool {
+	if rp == nil || rp.requests[id] == nil || rp.ledgerResolved[id] {
+		return false
+	}
+	_, resolved := rp.resolutions[id]
+	return !resolved
+}
+
+// markCaughtUp closes caughtUp once.
+func (rp *replayState) markCaughtUp() {
+	rp.caughtUpOnce.Do(func() { close(rp.caughtUp) })
+}
+
+// awaitRequest waits until the reattached run r has re-emitted what it had
+// persisted (so that an open request is registered again), r ends, ctx is
+// done or awaitTimeout passes. It reports whether it waited at all.
+func (r *Run) awaitRequest(ctx context.Context, id string) bool {
+	rp := r.replay
+	if !rp.awaitsRequest(id) {
+		return false
+	}
+	t := time.NewTimer(awaitTimeout)
+	defer t.Stop()
+	if awaitHook != nil {
+		awaitHook()
+	}
+	select {
+	case <-rp.caughtUp:
+	case <-r.ending:
+	case <-r.done:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	return true
 }
 
 // newRelayRun returns the relay claim of a new run, or nil without a relay.
@@ -256,7 +307,7 @@ const replayReadPage = 1000
 // its last persisted seq down to the run's prompt (its first event), so that
 // its cost follows the run, not the whole chat before it.
 func (s *Service) loadReplay(ctx context.Context, chatID agent.ChatID, runID agent.RunID) (*replayState, error) {
-	rp := &replayState{left: map[string]int{}, requests: map[string]*agent.Interaction{}, resolutions: map[string]agent.Resolution{}}
+	rp := &replayState{left: map[string]int{}, requests: map[string]*agent.Interaction{}, resolutions: map[string]agent.Resolution{}, caughtUp: make(chan struct{})}
 	var (
 		run    []runhub.Event // the run's events, newest first
 		before int64          // 0: from the end
@@ -312,6 +363,9 @@ read:
 	}
 	if err := s.loadLedger(ctx, rp, chatID, runID); err != nil {
 		return nil, err
+	}
+	if rp.n == 0 {
+		rp.markCaughtUp()
 	}
 	return rp, nil
 }
@@ -403,6 +457,7 @@ func (s *Service) replayed(ctx context.Context, run *Run, ev agent.Event, a *att
 	}
 	if rp.n == 0 {
 		s.log.InfoContext(ctx, "reattached run caught up", logkey.ChatID, run.ChatID, logkey.RunID, run.ID)
+		rp.markCaughtUp()
 	}
 	return true
 }

@@ -38,3 +38,37 @@ func TestReattachedQuestionKeepsItsOptions(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswerRightAfterReattach: an approval clicked right after a restart,
+// before the reattached run has re-emitted the request it answers, waits
+// for it and is taken (before, it was refused as an unknown interaction and
+// the user told the request was no longer waiting). An answer to an id the
+// run never persisted is still refused at once.
+func TestAnswerRightAfterReattach(t *testing.T) {
+	q := &agent.Interaction{ID: "p1", Kind: agent.KindCommandApproval}
+	_, s, run := reattachedRun(t, storetest.Dialects[0], slog.New(slog.DiscardHandler), q, func(storeLedger) {})
+	ctx := t.Context()
+	if _, err := run.claimOrAwait(ctx, agent.InteractionResponse{InteractionID: "nosuch", Decision: agent.DecisionApprove}); !errors.Is(err, ErrUnknownInteraction) {
+		t.Fatalf("an unknown id: %v, want ErrUnknownInteraction", err)
+	}
+	waiting := make(chan struct{})
+	awaitHook = func() { close(waiting) }
+	t.Cleanup(func() { awaitHook = nil })
+	type result struct {
+		resp agent.InteractionResponse
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		r, err := run.claimOrAwait(ctx, agent.InteractionResponse{InteractionID: "p1", Decision: agent.DecisionApprove, By: "slack:U1"})
+		got <- result{r, err}
+	}()
+	<-waiting
+	if !s.replayed(ctx, run, agent.Event{Type: agent.EventInteractionRequested, Interaction: q}, &attempt{}) {
+		t.Fatal("p1's persisted request not matched")
+	}
+	r := <-got
+	if r.err != nil || r.resp.Decision != agent.DecisionApprove {
+		t.Fatalf("the early answer: %+v, %v", r.resp, r.err)
+	}
+}
