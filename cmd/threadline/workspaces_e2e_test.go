@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -216,17 +217,82 @@ func TestWorkspacesEndToEnd(t *testing.T) {
 		t.Errorf("no clone holds the parent's alpha then gamma: %v", forked)
 	}
 
-	// A restart keeps the clones and the threads.
+	// kill -9 of serve in the middle of thread A's turn (its approval card
+	// open), then a restart: the clones are kept, the run is reattached in
+	// A's clone and its edit lands there.
 	pathsBefore := chatClones(dir, "")
+	var candidates []string
+	for _, c := range chatClones(dir, "README.md") {
+		if b, _ := os.ReadFile(c); strings.Contains(string(b), "alpha") && !strings.Contains(string(b), "gamma") && !strings.Contains(string(b), "beta") {
+			candidates = append(candidates, c)
+		}
+	}
+	if len(candidates) != 1 {
+		t.Fatalf("thread A's clone is not the one clone with alpha alone: %v", candidates)
+	}
+	cloneA := candidates[0]
+	readmeA, _ := os.ReadFile(cloneA)
 	s.stop()
-	s = startServe(t, fake, cfgPath)
+	clicked := s.approved
+	s = startServeProcess(t, fake, cfgPath)
+	s.approved = clicked
 	s.mention("EvA11", fake.PostUserMessage("C1", rootA, "EDIT-A"), rootA, "EDIT-A again")
-	s.approve(rootA, "echo alpha")
+	cardTS := s.card(rootA, "echo alpha")
+	s.kill9()
+	s = startServe(t, fake, cfgPath)
+	s.approveCard(rootA, cardTS)
 	s.answer(rootA, 4)
 	pathsAfter := chatClones(dir, "")
 	if strings.Join(pathsBefore, ",") != strings.Join(pathsAfter, ",") {
 		t.Errorf("the clones changed across the restart: %v -> %v", pathsBefore, pathsAfter)
 	}
+	if after, _ := os.ReadFile(cloneA); string(after) != string(readmeA)+"alpha\n" {
+		t.Errorf("the reattached run's edit is not in thread A's clone %s:\n%q\nwas\n%q", cloneA, after, readmeA)
+	}
+}
+
+// startServeProcess runs `threadline serve` as a process of its own (this
+// test binary as threadline), for kill9.
+func startServeProcess(t *testing.T, fake *slacktest.Server, cfgPath string) *served {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &served{t: t, fake: fake, done: make(chan error, 1), logs: &lockedBuffer{}, approved: map[string]bool{}}
+	cmd := exec.Command(exe, "serve", "--config", cfgPath)
+	cmd.Env = append(os.Environ(), testRoleEnv+"=cli")
+	cmd.Stdout, cmd.Stderr = io.Discard, s.logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s.proc = cmd
+	go func() { s.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		if s.proc != nil {
+			_ = s.proc.Process.Kill()
+			<-s.done
+		}
+		if t.Failed() {
+			t.Logf("serve process's log:\n%s", s.logs.String())
+		}
+	})
+	if err := fake.WaitConnected(60 * time.Second); err != nil {
+		t.Fatalf("%v\n%s", err, s.logs.String())
+	}
+	return s
+}
+
+// kill9 kills the serve process with SIGKILL (its relays and agents go on)
+// and waits until Slack has seen its connection drop.
+func (s *served) kill9() {
+	s.t.Helper()
+	if err := s.proc.Process.Signal(syscall.SIGKILL); err != nil {
+		s.t.Fatal(err)
+	}
+	<-s.done
+	s.proc = nil
+	chatopstest.WaitFor(s.t, "the killed serve's socket to close", func() bool { return s.fake.Connected() == 0 })
 }
 
 // chatClones are the chats' clones of project web (not its spares), or
@@ -253,6 +319,7 @@ type served struct {
 	t      *testing.T
 	fake   *slacktest.Server
 	cancel context.CancelFunc
+	proc   *exec.Cmd // a serve process of its own (startServeProcess)
 	done   chan error
 	logs   *lockedBuffer
 	// approved are the approval cards already clicked.
@@ -314,22 +381,45 @@ func (s *served) mention(id, ts, thread, text string) {
 // marker.
 func (s *served) approve(root, marker string) {
 	s.t.Helper()
-	var card slacktest.Message
+	s.approveCard(root, s.card(root, marker))
+}
+
+// card waits for the thread's open approval card asking for a command with
+// marker that was not clicked yet and returns its ts.
+func (s *served) card(root, marker string) string {
+	s.t.Helper()
+	var ts string
 	chatopstest.WaitFor(s.t, "the approval card for "+marker, func() bool {
 		for _, x := range s.fake.Thread("C1", root) {
 			if strings.Contains(string(x.Blocks), `"action_id":"tl_approve"`) && strings.Contains(string(x.Blocks), marker) && !s.approved[x.TS] {
-				card = x
+				ts = x.TS
 				return true
 			}
 		}
 		return false
 	})
-	s.approved[card.TS] = true
-	value := strings.Split(strings.Split(string(card.Blocks), `"action_id":"tl_approve","value":"`)[1], `"`)[0]
+	s.approved[ts] = true
+	return ts
+}
+
+// approveCard clicks Approve on the thread's card at ts as it reads now.
+func (s *served) approveCard(root, ts string) {
+	s.t.Helper()
+	var blocks string
+	for _, x := range s.fake.Thread("C1", root) {
+		if x.TS == ts {
+			blocks = string(x.Blocks)
+		}
+	}
+	parts := strings.Split(blocks, `"action_id":"tl_approve","value":"`)
+	if len(parts) < 2 {
+		s.t.Fatalf("card %s has no Approve button: %s", ts, blocks)
+	}
+	value := strings.Split(parts[1], `"`)[0]
 	s.send("interactive", map[string]any{
 		"type": "block_actions", "team": map[string]any{"id": slacktest.TeamID}, "user": map[string]any{"id": "UDEV"},
 		"trigger_id": s.fake.NewTrigger(),
-		"container":  map[string]any{"type": "message", "message_ts": card.TS, "channel_id": "C1", "thread_ts": root},
+		"container":  map[string]any{"type": "message", "message_ts": ts, "channel_id": "C1", "thread_ts": root},
 		"channel":    map[string]any{"id": "C1"},
 		"actions":    []map[string]any{{"action_id": "tl_approve", "block_id": "tl_actions", "value": value, "type": "button"}},
 	})
