@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -121,7 +122,7 @@ func TestDoctorChecksLXDOnlyForProjects(t *testing.T) {
 	}
 	st.Close()
 	code, out, _, _ = run(t, "", "doctor", "--config", cfg)
-	if code != 1 || !strings.Contains(out, "FAIL  lxd") || !strings.Contains(out, "needed (1 project(s))") {
+	if code != 1 || !strings.Contains(out, "FAIL  lxd") || !strings.Contains(out, "needed (1 project(s) with a container)") {
 		t.Errorf("a project, LXD down: exit %d\n%s", code, out)
 	}
 	// So does a channel bound to a project, with no project stored yet.
@@ -189,5 +190,53 @@ func TestDoctorMatrixUnreachableOrRejected(t *testing.T) {
 				t.Errorf("doctor printed the token:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestDoctorChecksProjectRepositories: a project that owns a repository and
+// has no container runs on this host (no LXD needed); doctor checks its
+// clone again as project add did: the base branch checked out in the main
+// clone (merge could not land) and a missing clone each fail with the fix.
+func TestDoctorChecksProjectRepositories(t *testing.T) {
+	claudeBin := fakeapi.FindClaude(t)
+	dir := isolate(t)
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-doctor-test-key")
+	src := filepath.Join(dir, "src")
+	gitIn := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=T", "-c", "user.email=t@example.com"}, args...)...)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(src, "init", "-q", "-b", "trunk")
+	if err := os.WriteFile(filepath.Join(src, "README.md"), []byte("hello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(src, "add", ".")
+	gitIn(src, "commit", "-q", "-m", "first")
+	cfg := doctorConfig(t, claudeBin, dir, "")
+	if code, out, errOut, err := run(t, "", "project", "add", "web", "--repo", src, "--config", cfg); code != 0 || err != nil {
+		t.Fatalf("project add: %d %v\n%s%s", code, err, out, errOut)
+	}
+	code, out, _, err := run(t, "", "doctor", "--config", cfg)
+	if code != 0 || err != nil || !strings.Contains(out, "ok    project web") || !strings.Contains(out, "base trunk") || !strings.Contains(out, "not needed") {
+		t.Fatalf("a host project with its clone: exit %d %v\n%s", code, err, out)
+	}
+	clone := filepath.Join(dir, "data", "threadline", "workspaces", "web", "main")
+	gitIn(clone, "checkout", "-q", "trunk")
+	code, out, _, _ = run(t, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "FAIL  project web") || !strings.Contains(out, "checked out") || !strings.Contains(out, "git switch --detach") {
+		t.Errorf("the base checked out in the clone: exit %d\n%s", code, out)
+	}
+	if err := os.RemoveAll(clone); err != nil {
+		t.Fatal(err)
+	}
+	code, out, _, _ = run(t, "", "doctor", "--config", cfg)
+	if code != 1 || !strings.Contains(out, "FAIL  project web") || !strings.Contains(out, clone) {
+		t.Errorf("the clone removed: exit %d\n%s", code, out)
 	}
 }

@@ -25,6 +25,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
+	"github.com/threadline-bot/threadline/agentcore/workspace"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/configs"
@@ -61,7 +62,7 @@ func Run(ctx context.Context, cfg *configs.Config, agents Agents, w io.Writer) i
 		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
 	}
 	findings := []finding{{name: "config", ok: true, detail: where}}
-	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkSlack, checkMatrix} {
+	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkProjects, checkSlack, checkMatrix} {
 		findings = append(findings, c(ctx, cfg, agents)...)
 	}
 	return report(w, redact.New(cfg.Secrets()...), findings)
@@ -178,8 +179,9 @@ func checkAgents(ctx context.Context, cfg *configs.Config, set Agents) []finding
 	return out
 }
 
-// checkLXD checks LXD when something needs it: lxd set in the config, a
-// channel or room bound to a project, or a project in the database.
+// checkLXD checks LXD when something needs it: lxd set in the config or a
+// project with a container in the database (without the database: a
+// channel or room bound to a project).
 func checkLXD(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
 	why := lxdNeeded(ctx, cfg)
 	if why == "" {
@@ -198,6 +200,47 @@ func checkLXD(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
 	}
 	n := len(strings.Fields(string(out)))
 	return []finding{{name: "lxd", ok: true, detail: fmt.Sprintf("%s reachable, %d instance(s) (needed: %s)", target, n, why)}}
+}
+
+// checkProjects checks again what project add checked of each project that
+// owns a repository: its main clone is on this host, is a git repository,
+// has the base branch and leaves it checked out nowhere (merge lands there).
+func checkProjects(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	st, err := store.Open(ctx, cfg.Database.URL, slog.New(slog.DiscardHandler))
+	if err != nil {
+		return nil // the database check reports it
+	}
+	defer st.Close()
+	ps, err := st.ListProjects(ctx)
+	if err != nil {
+		return []finding{{name: "projects", detail: "cannot list them: " + err.Error(), fix: "Run threadline migrate."}}
+	}
+	git := workspace.New(workspace.Options{Timeout: 20 * time.Second})
+	var out []finding
+	for _, p := range ps {
+		if p.Repo == "" {
+			continue
+		}
+		f := finding{name: "project " + p.Name, ok: true, detail: fmt.Sprintf("%s cloned in %s, base %s", p.Repo, p.CloneDir, p.Base)}
+		switch err := git.Check(ctx, p.CloneDir, p.Base); {
+		case p.CloneDir == "":
+			f.ok, f.detail = false, p.Repo+" is not cloned on this host"
+			f.fix = fmt.Sprintf("Remove the project and add it again here (threadline project remove %s; threadline project add %s --repo ...).", p.Name, p.Name)
+		case errors.Is(err, workspace.ErrBaseMissing):
+			f.ok, f.detail = false, fmt.Sprintf("the base branch %s is not in the clone %s", p.Base, p.CloneDir)
+			f.fix = "Push the branch to " + p.Repo + " (the clone fetches it) or add the project again with --base naming an existing branch."
+		case errors.Is(err, workspace.ErrBaseCheckedOut):
+			f.ok, f.detail = false, fmt.Sprintf("the base branch %s is checked out in a working tree of %s, so merge cannot land on it", p.Base, p.CloneDir)
+			f.fix = "In that working tree, check out another branch (git switch --detach)."
+		case err != nil:
+			f.ok, f.detail = false, fmt.Sprintf("the clone %s: %v", p.CloneDir, err)
+			f.fix = "Restore the directory, or remove the project and add it again."
+		}
+		out = append(out, f)
+	}
+	return out
 }
 
 // checkSlack calls auth.test with the bot token.
@@ -308,6 +351,25 @@ func lxdNeeded(ctx context.Context, cfg *configs.Config) string {
 	if cfg.LXD.Remote != "" || cfg.LXD.Image != "" {
 		return "lxd is configured"
 	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if st, err := store.Open(ctx, cfg.Database.URL, slog.New(slog.DiscardHandler)); err == nil {
+		// The projects say: only those with a container need LXD (a
+		// project without one runs its chats on this host).
+		defer st.Close()
+		if ps, err := st.ListProjects(ctx); err == nil && len(ps) > 0 {
+			n := 0
+			for _, p := range ps {
+				if p.Container != "" {
+					n++
+				}
+			}
+			if n > 0 {
+				return fmt.Sprintf("%d project(s) with a container", n)
+			}
+			return ""
+		}
+	}
 	var bound []configs.ChannelConfig
 	if cfg.Slack != nil {
 		bound = append(bound, cfg.Slack.Workspace)
@@ -320,23 +382,14 @@ func lxdNeeded(ctx context.Context, cfg *configs.Config) string {
 			bound = append(bound, ch)
 		}
 	}
+	// No project added yet, or the database cannot say (its check reports
+	// why): a channel bound to a project may need it.
 	for _, ch := range bound {
 		if ch.Project != "" {
 			return "a channel is bound to project " + ch.Project
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	st, err := store.Open(ctx, cfg.Database.URL, slog.New(slog.DiscardHandler))
-	if err != nil {
-		return "" // the database check reports it
-	}
-	defer st.Close()
-	ps, err := st.ListProjects(ctx)
-	if err != nil || len(ps) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%d project(s)", len(ps))
+	return ""
 }
 
 // SlackRejected reports whether err is Slack's answer refusing the call (an
