@@ -25,8 +25,8 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/agentcore/redact"
-	"github.com/threadline-bot/threadline/agentcore/workspace"
 	"github.com/threadline-bot/threadline/agentcore/registry"
+	"github.com/threadline-bot/threadline/agentcore/workspace"
 	slackbot "github.com/threadline-bot/threadline/bot/slack"
 	"github.com/threadline-bot/threadline/configs"
 	"github.com/threadline-bot/threadline/store"
