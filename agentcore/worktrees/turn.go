@@ -47,7 +47,10 @@ func (p *provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 			emit(agent.Event{Type: agent.EventRunFailed, Text: "Workspace: " + err.Error()})
 			return fmt.Errorf("%w: %w", agent.ErrRunFailed, err)
 		}
-		unlock := p.m.lockDir(ctx, req, emit)
+		unlock, err := p.m.lockDir(ctx, req, emit)
+		if err != nil {
+			return err
+		}
 		defer unlock()
 		return p.Provider.Run(ctx, req, emit)
 	}
@@ -112,16 +115,23 @@ func (m *Manager) forkCopy(ctx context.Context, req agent.RunRequest) error {
 }
 
 // lockDir lets one run at a time work in a directory that chats share (a
-// channel's workdir with worktrees off): a second waits, and says so.
-func (m *Manager) lockDir(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) func() {
+// channel's workdir with worktrees off): a second waits, and says so, until
+// the first ends or its own ctx does (an interrupted queued run gives up).
+func (m *Manager) lockDir(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) (func(), error) {
 	if req.Cwd == "" || filepath.Base(req.Cwd) == req.ChatID {
-		return func() {}
+		return func() {}, nil
 	}
-	v, _ := m.dirs.LoadOrStore(filepath.Clean(req.Cwd), &sync.Mutex{})
-	mu := v.(*sync.Mutex)
-	if !mu.TryLock() {
+	v, _ := m.dirs.LoadOrStore(filepath.Clean(req.Cwd), make(chan struct{}, 1))
+	slot := v.(chan struct{})
+	select {
+	case slot <- struct{}{}:
+	default:
 		emit(agent.Event{Type: agent.EventSystem, Subtype: "workspace_wait", Text: "Waiting: another chat's turn is working in " + req.Cwd + "."})
-		mu.Lock()
+		select {
+		case slot <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
-	return mu.Unlock
+	return func() { <-slot }, nil
 }

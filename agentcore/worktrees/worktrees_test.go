@@ -368,3 +368,86 @@ func TestLooseChatsShareNothing(t *testing.T) {
 		t.Errorf("the parent's file %q", got)
 	}
 }
+
+// gated is an agent whose run says it started and waits for release.
+type gated struct {
+	started chan string
+	release chan struct{}
+}
+
+func (g gated) ID() agent.ProviderID { return "gated" }
+func (g gated) Run(ctx context.Context, req agent.RunRequest, emit func(agent.Event)) error {
+	g.started <- req.ChatID
+	select {
+	case <-g.release:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	emit(agent.Event{Type: agent.EventRunCompleted})
+	return nil
+}
+
+// TestSharedDirTakesTurns: chats sharing one directory that is no
+// repository (a channel's workdir, worktrees off) run one at a time: the
+// second says it waits, an interrupted waiting run gives up without
+// running, and the next runs once the first ended.
+func TestSharedDirTakesTurns(t *testing.T) {
+	x := newFixture(t)
+	g := gated{started: make(chan string, 3), release: make(chan struct{})}
+	prov := x.m.Wrap([]agent.Provider{g})[0]
+	shared := t.TempDir()
+	type outcome struct {
+		err    error
+		waited bool
+	}
+	start := func(ctx context.Context, id string) chan outcome {
+		done := make(chan outcome, 1)
+		waiting := make(chan struct{})
+		var once sync.Once
+		go func() {
+			var waited bool
+			err := prov.Run(ctx, agent.RunRequest{ChatID: id, Cwd: shared}, func(ev agent.Event) {
+				if ev.Subtype == "workspace_wait" {
+					waited = true
+					once.Do(func() { close(waiting) })
+				}
+			})
+			once.Do(func() { close(waiting) })
+			done <- outcome{err, waited}
+		}()
+		<-waiting
+		return done
+	}
+	a := make(chan outcome, 1)
+	go func() {
+		err := prov.Run(t.Context(), agent.RunRequest{ChatID: chatA, Cwd: shared}, func(agent.Event) {})
+		a <- outcome{err: err}
+	}()
+	if got := <-g.started; got != chatA {
+		t.Fatalf("started %s", got)
+	}
+	ctxB, cancelB := context.WithCancel(t.Context())
+	b := start(ctxB, chatB) // returns once B says it waits
+	const chatC = "9c9c9c9c-0000-4000-8000-000000000003"
+	c := start(t.Context(), chatC)
+	cancelB()
+	if r := <-b; !r.waited || !errors.Is(r.err, context.Canceled) {
+		t.Errorf("the interrupted waiting run: waited %v, %v", r.waited, r.err)
+	}
+	select {
+	case id := <-g.started:
+		t.Fatalf("%s ran while chat A held the directory", id)
+	default:
+	}
+	g.release <- struct{}{}
+	if r := <-a; r.err != nil {
+		t.Fatal(r.err)
+	}
+	if got := <-g.started; got != chatC {
+		t.Fatalf("after A, %s ran; want C", got)
+	}
+	g.release <- struct{}{}
+	if r := <-c; r.err != nil || !r.waited {
+		t.Errorf("C: waited %v, %v", r.waited, r.err)
+	}
+}

@@ -76,7 +76,7 @@ func TestProjectCommands(t *testing.T) {
 			{"", []string{"project", "add", "new", "--container", "web-c"}, 1, "exists already"},
 			{"", []string{"project", "add", "bad name", "--container", "c"}, 2, "invalid name"},
 			{"", []string{"project", "add", "p", "--container", "9c"}, 2, "invalid LXD instance name"},
-			{"", []string{"project", "add", "p"}, 2, "invalid LXD instance name"},
+			{"", []string{"project", "add", "p"}, 2, "give --container"},
 			{"", []string{"project", "add", "p", "--container", "c", "--image", "-bad"}, 2, "invalid image reference"},
 			{"", []string{"project", "add", "p", "--container", "c", "--image", "--profile=x"}, 2, "invalid image reference"},
 			{"", []string{"project", "add", "p", "--container", "c", "--image", "deb ian"}, 2, "invalid image reference"},
