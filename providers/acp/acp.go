@@ -76,9 +76,10 @@ func (d Definition) LaunchArgs(req agent.RunRequest) []string {
 }
 
 // LaunchEnv is the definition's part of the child's environment:
-// Definition.Env, Definition.RootEnv when running as root, then the policy
-// environment (later wins). A run's process spec (procrun.Launch.Spec) puts
-// the provider's Options.Env and RunRequest.Env above it.
+// Definition.Env, Definition.RootEnv when running as root, TempEnv set to
+// RunRequest.Env's TMPDIR, then the policy environment (later wins). A
+// run's process spec (procrun.Launch.Spec) puts the provider's Options.Env
+// and RunRequest.Env above it.
 func (d Definition) LaunchEnv(req agent.RunRequest) map[string]string {
 	out := maps.Clone(d.Env)
 	if out == nil {
@@ -86,6 +87,9 @@ func (d Definition) LaunchEnv(req agent.RunRequest) map[string]string {
 	}
 	if os.Geteuid() == 0 {
 		maps.Copy(out, d.RootEnv)
+	}
+	if tmp := req.Env["TMPDIR"]; d.TempEnv != "" && tmp != "" {
+		out[d.TempEnv] = tmp
 	}
 	if d.PolicyEnv != nil {
 		maps.Copy(out, d.PolicyEnv(effectivePolicy(req)))

@@ -65,6 +65,11 @@ type Definition struct {
 	// tools unasked, or runs them unasked under accept). Nil adds nothing.
 	PolicyArgs func(p agent.ApprovalPolicy) []string
 	PolicyEnv  func(p agent.ApprovalPolicy) map[string]string
+	// TempEnv names the variable the CLI takes its temporary directory from
+	// instead of TMPDIR (claude-agent-acp: CLAUDE_CODE_TMPDIR, else /tmp):
+	// set to the run's TMPDIR when the run's environment has one (a
+	// sandboxed run may not write /tmp); empty: none.
+	TempEnv string
 	// PortFlag is the flag that sets the port of the CLI's own local server
 	// (kilo: --port), bound to RunRequest.LocalPort when the run has one (a
 	// sandboxed run may reach no other local port); empty: none.
@@ -269,6 +274,9 @@ func ClaudeAgentACP() Definition {
 		// As root, session/new fails: "--dangerously-skip-permissions cannot
 		// be used with root/sudo privileges".
 		RootEnv: map[string]string{"IS_SANDBOX": "1"},
+		// Its Bash tool keeps its files in $CLAUDE_CODE_TMPDIR, else /tmp
+		// (not TMPDIR).
+		TempEnv: "CLAUDE_CODE_TMPDIR",
 		// It stays after stdin's end until signalled.
 		ExitTimeout: time.Second,
 		Wiring: "ANTHROPIC_BASE_URL and ANTHROPIC_API_KEY (Anthropic Messages API), CLAUDE_CONFIG_DIR; " +

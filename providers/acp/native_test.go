@@ -152,3 +152,20 @@ func TestRootEnv(t *testing.T) {
 		t.Errorf("env %v", env)
 	}
 }
+
+// TestTempEnv: claude-agent-acp's Bash tool writes under
+// $CLAUDE_CODE_TMPDIR, else /tmp: a run whose environment sets TMPDIR (a
+// sandboxed one, which may not write /tmp) gets it there too; the others
+// are left to the CLI's default, and no other definition gets it.
+func TestTempEnv(t *testing.T) {
+	sandboxed := agent.RunRequest{Env: map[string]string{"TMPDIR": "/state/chat/tmp"}}
+	if got := ClaudeAgentACP().LaunchEnv(sandboxed)["CLAUDE_CODE_TMPDIR"]; got != "/state/chat/tmp" {
+		t.Errorf("sandboxed: CLAUDE_CODE_TMPDIR=%q", got)
+	}
+	if env := ClaudeAgentACP().LaunchEnv(agent.RunRequest{}); env["CLAUDE_CODE_TMPDIR"] != "" {
+		t.Errorf("without TMPDIR: %v", env)
+	}
+	if env := Opencode().LaunchEnv(sandboxed); env["CLAUDE_CODE_TMPDIR"] != "" {
+		t.Errorf("opencode: %v", env)
+	}
+}
