@@ -53,6 +53,28 @@ enabled = false
 	return b.String()
 }
 
+// Overrides is the same configuration as codex -c overrides (they go
+// before the subcommand, see Options.Args), for a CODEX_HOME that does not
+// hold it: a sandboxed run's, in its chat's own agent state. The default
+// model is left out: a run names its model over the protocol (thread/start,
+// turn/start).
+func (c ProviderConfig) Overrides() []string {
+	provider := fmt.Sprintf(`{name = %s, base_url = %s, env_key = %s, wire_api = "responses"`,
+		tomlString(c.Name), tomlString(c.BaseURL), tomlString(c.EnvKey))
+	if c.NoRetries {
+		provider += ", request_max_retries = 0, stream_max_retries = 0"
+	}
+	var out []string
+	for _, kv := range []string{
+		"model_provider=" + tomlString(c.ID), "check_for_update_on_startup=false",
+		"model_providers." + c.ID + "=" + provider + "}",
+		"features.plugins=false", "features.remote_plugin=false", "features.apps=false", "analytics.enabled=false",
+	} {
+		out = append(out, "-c", kv)
+	}
+	return out
+}
+
 // tomlString quotes s as a TOML basic string (JSON escapes are valid TOML).
 func tomlString(s string) string {
 	b, _ := json.Marshal(s)

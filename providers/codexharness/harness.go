@@ -48,7 +48,9 @@ type Options struct {
 	procrun.Launch
 	// Args come before "app-server" (e.g. -c overrides); RunRequest.Args after it.
 	Args []string
-	// CodexHome, when set, is the child's CODEX_HOME (it wins over Env).
+	// CodexHome, when set, is the child's CODEX_HOME: it wins over Env, but
+	// not over a run's own (RunRequest.Env's, which a sandboxed run gets in
+	// its chat's agent state, the only one it may write).
 	CodexHome string
 	// ModelProvider is thread/start's modelProvider; empty leaves the config's.
 	ModelProvider string
@@ -126,7 +128,7 @@ func (h *Harness) extraEnv(runEnv map[string]string) map[string]string {
 		extra = map[string]string{}
 	}
 	maps.Copy(extra, runEnv)
-	if h.opts.CodexHome != "" {
+	if h.opts.CodexHome != "" && runEnv["CODEX_HOME"] == "" {
 		extra["CODEX_HOME"] = h.opts.CodexHome
 	}
 	return extra

@@ -294,6 +294,37 @@ func TestRunText(t *testing.T) {
 	}
 }
 
+// TestRunOwnCodexHome: a run's own CODEX_HOME (RunRequest.Env: a sandboxed
+// run's, in its chat's agent state) wins over Options.CodexHome.
+func TestRunOwnCodexHome(t *testing.T) {
+	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "Say hello [text]", Cwd: t.TempDir()}, fakeOpts{
+		env:  map[string]string{"CODEX_HOME": "/state/chat/home/.codex"},
+		opts: func(o *Options) { o.CodexHome = "/srv/codex-home" },
+	})
+	if f.Err != nil {
+		t.Fatal(f.Err)
+	}
+	if !slices.Contains(f.env, "CODEX_HOME=/state/chat/home/.codex") || slices.Contains(f.env, "CODEX_HOME=/srv/codex-home") {
+		t.Errorf("child env %q", f.env)
+	}
+}
+
+// TestOverrides: the -c overrides say what config.toml says.
+func TestOverrides(t *testing.T) {
+	c := ProviderConfig{Model: "m", ID: "fake", Name: `Fake "F"`, BaseURL: "http://127.0.0.1:9/v1", EnvKey: "K", NoRetries: true}
+	want := []string{"-c", `model_provider="fake"`, "-c", "check_for_update_on_startup=false",
+		"-c", `model_providers.fake={name = "Fake \"F\"", base_url = "http://127.0.0.1:9/v1", env_key = "K", wire_api = "responses", request_max_retries = 0, stream_max_retries = 0}`,
+		"-c", "features.plugins=false", "-c", "features.remote_plugin=false", "-c", "features.apps=false", "-c", "analytics.enabled=false"}
+	if got := c.Overrides(); !slices.Equal(got, want) {
+		t.Errorf("overrides\n%q\nwant\n%q", got, want)
+	}
+	for _, line := range []string{`model = "m"`, `model_provider = "fake"`, `name = "Fake \"F\""`, "request_max_retries = 0", "plugins = false", "enabled = false"} {
+		if !strings.Contains(c.TOML(), line) {
+			t.Errorf("config.toml lacks %s:\n%s", line, c.TOML())
+		}
+	}
+}
+
 func TestRunApprovals(t *testing.T) {
 	tests := []struct {
 		transcript string

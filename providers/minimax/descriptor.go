@@ -20,6 +20,10 @@ func Descriptor() registry.Definition {
 	d.Models = registry.Models{Fallback: append([]string(nil), DefaultModels...), FreeForm: true}
 	d.PassEnv = nil
 	d.Auth = registry.AuthCheck{Env: []string{KeyEnv}}
+	// A sandboxed run's CODEX_HOME, in its chat's agent state: MiniMax's
+	// own, as outside the sandbox, not Codex's; nothing shared is copied
+	// into it (the configuration is on the command line).
+	d.State = registry.StateSpec{Env: map[string]string{"CODEX_HOME": ".minimax/codex-home"}}
 	d.InstallHint = installHint
 	d.Docs = "https://platform.minimax.io/docs"
 	return d

@@ -3,7 +3,9 @@
 // with MiniMax's own identity. This package owns the provider id
 // ("minimax"), its label, the endpoint, the key variable (MINIMAX_API_KEY),
 // the model catalog and an isolated CODEX_HOME whose config.toml (written
-// before every run) points Codex's model provider at MiniMax.
+// before every run) points Codex's model provider at MiniMax. The same
+// configuration goes on the command line (-c overrides), for a sandboxed
+// run, whose CODEX_HOME is its chat's own agent state.
 //
 // codex-cli 0.169.0 only speaks the Responses wire API (wire_api "chat" is
 // rejected), so BaseURL must serve POST <BaseURL>/responses.
@@ -81,7 +83,10 @@ func New(logger *slog.Logger, opts Options) *Provider {
 		opts.CodexHome = defaultCodexHome()
 	}
 	h := codexharness.New(logger, codexharness.Options{
-		Launch:        opts.Launch,
+		Launch: opts.Launch,
+		// The config as -c overrides too: a sandboxed run's CODEX_HOME is
+		// its chat's own (RunRequest.Env wins over CodexHome), without it.
+		Args:          config(opts).Overrides(),
 		Provider:      ProviderID,
 		Label:         "MiniMax",
 		CodexHome:     opts.CodexHome,
@@ -113,11 +118,14 @@ func (p *Provider) CodexHome() string { return p.opts.CodexHome }
 // ConfigTOML is the config.toml of the provider's CODEX_HOME: MiniMax as the
 // model provider (Responses wire API, key from MINIMAX_API_KEY) and plugins,
 // remote plugins, apps, analytics and update checks off.
-func (p *Provider) ConfigTOML() string {
+func (p *Provider) ConfigTOML() string { return config(p.opts).TOML() }
+
+// config is the provider configuration of opts.
+func config(opts Options) codexharness.ProviderConfig {
 	return codexharness.ProviderConfig{
 		Comment: "Written by Threadline for the minimax provider; rewritten before every run.",
-		Model:   p.opts.Model, ID: modelProvider, Name: "MiniMax", BaseURL: p.opts.BaseURL, EnvKey: KeyEnv,
-	}.TOML()
+		Model:   opts.Model, ID: modelProvider, Name: "MiniMax", BaseURL: opts.BaseURL, EnvKey: KeyEnv,
+	}
 }
 
 // WriteConfig creates CODEX_HOME and writes config.toml when it differs.

@@ -100,7 +100,7 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 		t.Errorf("config.toml %q, %v", cfg, err)
 	}
 	head := providertest.ReadRecord(t, fake.Record)
-	if !slices.Equal(head.Argv, []string{"app-server"}) {
+	if !slices.Equal(head.Argv, append(config(p.opts).Overrides(), "app-server")) {
 		t.Errorf("argv %q", head.Argv)
 	}
 	for _, want := range []string{"CODEX_HOME=" + home, KeyEnv + "=mm-configured", "HOME=/home/x"} {
@@ -128,6 +128,33 @@ func TestRunConfigEnvAndRequests(t *testing.T) {
 	}
 	if !strings.Contains(turn, `"model":"MiniMax-M2.1"`) {
 		t.Errorf("turn/start %s", turn)
+	}
+}
+
+// TestRunOwnCodexHome: a run whose env sets CODEX_HOME (a sandboxed one:
+// its chat's agent state, where the provider writes nothing) runs Codex
+// there, configured by the -c overrides (the same settings as config.toml).
+func TestRunOwnCodexHome(t *testing.T) {
+	home, own := t.TempDir(), filepath.Join(t.TempDir(), "codex-home")
+	fake := providertest.SelfFake(t, envFake, map[string]string{KeyEnv: "mm-configured"})
+	p := New(nil, Options{CodexHome: home, BaseURL: "https://example.test/v1", Launch: procrun.Launch{Bin: fake.Bin, Env: fake.Env,
+		HostEnv: func() []string { return []string{"PATH=/usr/bin:/bin"} }}})
+	providertest.CheckRunCompleted(t, p, agent.RunRequest{Prompt: "x", Env: map[string]string{"CODEX_HOME": own}})
+	head := providertest.ReadRecord(t, fake.Record)
+	if !slices.Contains(head.Env, "CODEX_HOME="+own) {
+		t.Errorf("child env %q, want CODEX_HOME=%s", head.Env, own)
+	}
+	if _, err := os.Stat(own); err == nil {
+		t.Errorf("the provider wrote the run's CODEX_HOME %s", own)
+	}
+	want := []string{"-c", `model_provider="minimax"`, "-c", "check_for_update_on_startup=false",
+		"-c", `model_providers.minimax={name = "MiniMax", base_url = "https://example.test/v1", env_key = "MINIMAX_API_KEY", wire_api = "responses"}`,
+		"-c", "features.plugins=false", "-c", "features.remote_plugin=false", "-c", "features.apps=false", "-c", "analytics.enabled=false", "app-server"}
+	if !slices.Equal(head.Argv, want) {
+		t.Errorf("argv %q\nwant %q", head.Argv, want)
+	}
+	if st := Descriptor().State; st.Env["CODEX_HOME"] != ".minimax/codex-home" || len(st.Shared) != 0 {
+		t.Errorf("sandboxed state %+v: want MiniMax's own CODEX_HOME, nothing shared", st)
 	}
 }
 
