@@ -1,6 +1,6 @@
 // Package forge opens and updates the pull request of a chat's branch on the
 // project's forge: Gitea (and Forgejo), GitHub (and GitHub Enterprise) or
-// GitLab (a merge request there), through each forge's maintained Go client.
+// GitLab (a merge request there), over each forge's REST API (see rest.go).
 //
 // One call does it: EnsurePR finds the open pull request whose head is the
 // branch (or takes the one numbered in the request), updates its title, body

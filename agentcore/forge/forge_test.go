@@ -38,8 +38,8 @@ func TestNewRefuses(t *testing.T) {
 	}
 }
 
-// TestNewKeepsHTTPClient: the caller's client is not changed (go-github
-// wraps a client's transport to add the token).
+// TestNewKeepsHTTPClient: the caller's client is not changed (the token is
+// added to each request, not to the client's transport).
 func TestNewKeepsHTTPClient(t *testing.T) {
 	hc := &http.Client{Timeout: 7 * time.Second}
 	for _, kind := range []string{forge.KindGitea, forge.KindGitHub, forge.KindGitLab} {

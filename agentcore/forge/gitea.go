@@ -3,25 +3,25 @@ package forge
 import (
 	"context"
 	"net/http"
-	"strings"
-
-	"code.gitea.io/sdk/gitea"
+	"net/url"
+	"strconv"
 )
 
-// giteaForge drives Gitea's API (/api/v1) with code.gitea.io/sdk/gitea.
+// giteaForge drives Gitea's API (/api/v1; Forgejo's is the same): the
+// endpoints of https://gitea.com/api/swagger under "repository".
 type giteaForge struct {
-	base  string
-	token string
-	hc    *http.Client
-	s     scrubber
+	api   rest
 	locks branchLocks
 }
 
 func newGitea(baseURL, token string, hc *http.Client, s scrubber) (Forge, error) {
 	if baseURL == "" {
-		return nil, errorf(ErrInvalid, "a Gitea forge needs its base URL")
+		return nil, errorf(ErrInvalid, "a Gitea forge %s", errNoBase)
 	}
-	return &giteaForge{base: strings.TrimSuffix(baseURL, "/"), token: token, hc: hc, s: s}, nil
+	h := http.Header{}
+	h.Set("Authorization", "token "+token)
+	h.Set("Accept", "application/json")
+	return &giteaForge{api: rest{base: apiBase(baseURL, "/api/v1"), headers: h, hc: hc, s: s, message: jsonMessage}}, nil
 }
 
 // EnsurePR implements Forge.
@@ -29,29 +29,30 @@ func (g *giteaForge) EnsurePR(ctx context.Context, pr PR) (PRInfo, error) {
 	return ensure(ctx, &g.locks, g, pr)
 }
 
-// client returns a client bound to ctx. The SDK takes its context per
-// client, so each call gets its own; SetGiteaVersion("") skips the version
-// probe NewClient would otherwise make.
-func (g *giteaForge) client(ctx context.Context) (*gitea.Client, error) {
-	return gitea.NewClient(g.base, gitea.SetToken(g.token), gitea.SetHTTPClient(g.hc),
-		gitea.SetContext(ctx), gitea.SetGiteaVersion(""))
+// giteaPull is the part of Gitea's PullRequest the driver reads.
+type giteaPull struct {
+	Number  int    `json:"number"`
+	HTMLURL string `json:"html_url"`
+	State   string `json:"state"` // open, closed
+	Merged  bool   `json:"merged"`
+	Title   string `json:"title"`
+	Body    string `json:"body"`
+	Head    *struct {
+		Ref    string `json:"ref"`
+		RepoID int64  `json:"repo_id"`
+	} `json:"head"`
+	Base *struct {
+		Ref    string `json:"ref"`
+		RepoID int64  `json:"repo_id"`
+	} `json:"base"`
 }
 
-// err converts the SDK's error of op.
-func (g *giteaForge) err(ctx context.Context, op string, pr PR, resp *gitea.Response, err error) error {
-	status := 0
-	if resp != nil && resp.Response != nil {
-		status = resp.StatusCode
-	}
-	return g.s.fail(ctx, op, pr.repoName(), status, err.Error())
-}
-
-func giteaCurrent(p *gitea.PullRequest) current {
-	c := current{Number: int(p.Index), URL: p.HTMLURL, State: StateOpen, Title: p.Title, Body: p.Body}
+func (p *giteaPull) current() current {
+	c := current{Number: p.Number, URL: p.HTMLURL, State: StateOpen, Title: p.Title, Body: p.Body}
 	switch {
-	case p.HasMerged:
+	case p.Merged:
 		c.State = StateMerged
-	case p.State == gitea.StateClosed:
+	case p.State == "closed":
 		c.State = StateClosed
 	}
 	if p.Base != nil {
@@ -60,79 +61,71 @@ func giteaCurrent(p *gitea.PullRequest) current {
 	return c
 }
 
+// pulls is the path of pr's repository's pull requests.
+func (pr PR) pulls() string {
+	return "/repos/" + pathEscape(pr.Owner) + "/" + pathEscape(pr.Repo) + "/pulls"
+}
+
 func (g *giteaForge) get(ctx context.Context, pr PR, number int) (current, error) {
-	c, err := g.client(ctx)
-	if err != nil {
-		return current{}, g.err(ctx, "read pull request", pr, nil, err)
+	var p giteaPull
+	if _, err := g.api.call(ctx, "read pull request", pr, http.MethodGet, pr.pulls()+numberPath(number), nil, nil, &p); err != nil {
+		return current{}, err
 	}
-	p, resp, err := c.GetPullRequest(pr.Owner, pr.Repo, int64(number))
-	if err != nil {
-		return current{}, g.err(ctx, "read pull request", pr, resp, err)
-	}
-	return giteaCurrent(p), nil
+	return p.current(), nil
 }
 
 // giteaPageSize is the page size of the listing (Gitea's default maximum).
 const giteaPageSize = 50
 
 func (g *giteaForge) findOpen(ctx context.Context, pr PR) (*current, error) {
-	c, err := g.client(ctx)
-	if err != nil {
-		return nil, g.err(ctx, "list pull requests", pr, nil, err)
-	}
 	// The API has no head filter for open pull requests: list them all,
 	// oldest first, so that the first match is the one opened first.
-	for page := 1; ; page++ {
-		ps, resp, err := c.ListRepoPullRequests(pr.Owner, pr.Repo, gitea.ListPullRequestsOptions{
-			ListOptions: gitea.ListOptions{Page: page, PageSize: giteaPageSize},
-			State:       gitea.StateOpen,
-			Sort:        "oldest",
-		})
+	for page := 1; ; {
+		q := url.Values{"state": {"open"}, "sort": {"oldest"}, "page": {strconv.Itoa(page)}, "limit": {strconv.Itoa(giteaPageSize)}}
+		var ps []giteaPull
+		h, err := g.api.call(ctx, "list pull requests", pr, http.MethodGet, pr.pulls(), q, nil, &ps)
 		if err != nil {
-			return nil, g.err(ctx, "list pull requests", pr, resp, err)
+			return nil, err
 		}
 		for _, p := range ps {
+			// A pull request from a fork's branch of the same name is not ours.
 			if p.Head == nil || p.Base == nil || p.Head.Ref != pr.Head || p.Head.RepoID != p.Base.RepoID {
 				continue
 			}
-			cur := giteaCurrent(p)
+			cur := p.current()
 			return &cur, nil
 		}
-		if len(ps) == 0 || resp == nil || resp.NextPage == 0 {
+		next := nextPage(h)
+		if len(ps) == 0 || next <= page {
 			return nil, nil
 		}
+		page = next
 	}
 }
 
 func (g *giteaForge) create(ctx context.Context, pr PR) (current, error) {
-	c, err := g.client(ctx)
-	if err != nil {
-		return current{}, g.err(ctx, "open pull request", pr, nil, err)
+	in := struct {
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Title string `json:"title"`
+		Body  string `json:"body"`
+	}{pr.Head, pr.Base, pr.Title, pr.Body}
+	var p giteaPull
+	if _, err := g.api.call(ctx, "open pull request", pr, http.MethodPost, pr.pulls(), nil, in, &p); err != nil {
+		return current{}, err
 	}
-	p, resp, err := c.CreatePullRequest(pr.Owner, pr.Repo, gitea.CreatePullRequestOption{
-		Head: pr.Head, Base: pr.Base, Title: pr.Title, Body: pr.Body,
-	})
-	if err != nil {
-		return current{}, g.err(ctx, "open pull request", pr, resp, err)
-	}
-	return giteaCurrent(p), nil
+	return p.current(), nil
 }
 
 func (g *giteaForge) update(ctx context.Context, pr PR, number int, ch change) (current, error) {
-	c, err := g.client(ctx)
-	if err != nil {
-		return current{}, g.err(ctx, "update pull request", pr, nil, err)
+	in := struct {
+		Title *string `json:"title,omitempty"`
+		Body  *string `json:"body,omitempty"`
+		Base  *string `json:"base,omitempty"`
+	}{ch.Title, ch.Body, ch.Base}
+	var p giteaPull
+	if _, err := g.api.call(ctx, "update pull request", pr, http.MethodPatch, pr.pulls()+numberPath(number), nil, in, &p); err != nil {
+		return current{}, err
 	}
-	opt := gitea.EditPullRequestOption{Body: ch.Body}
-	if ch.Title != nil {
-		opt.Title = *ch.Title
-	}
-	if ch.Base != nil {
-		opt.Base = *ch.Base
-	}
-	p, resp, err := c.EditPullRequest(pr.Owner, pr.Repo, int64(number), opt)
-	if err != nil {
-		return current{}, g.err(ctx, "update pull request", pr, resp, err)
-	}
-	return giteaCurrent(p), nil
+	return p.current(), nil
 }

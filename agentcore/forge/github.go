@@ -2,40 +2,35 @@ package forge
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
-
-	"github.com/google/go-github/v89/github"
 )
 
-// githubForge drives GitHub's REST API with go-github.
+// githubForge drives GitHub's REST API ("REST API endpoints for pull
+// requests", API version 2022-11-28).
 type githubForge struct {
-	c *github.Client
-	s scrubber
-
+	api   rest
 	locks branchLocks
 }
 
 // newGitHub returns the GitHub forge: github.com for "", https://github.com
 // or https://api.github.com, else GitHub Enterprise Server at baseURL (whose
-// API is under /api/v3/, which go-github adds).
+// API is under /api/v3/).
 func newGitHub(baseURL, token string, hc *http.Client, s scrubber) (Forge, error) {
-	// WithHTTPClient copies hc; go-github then wraps the copy's transport
-	// to add the token.
-	opts := []github.ClientOptionsFunc{github.WithHTTPClient(hc), github.WithAuthToken(token)}
+	base := "https://api.github.com"
 	if baseURL != "" {
 		u, _ := url.Parse(baseURL) // checked by New
 		if h := strings.ToLower(u.Hostname()); h != "github.com" && h != "api.github.com" {
-			opts = append(opts, github.WithEnterpriseURLs(baseURL, baseURL))
+			base = apiBase(baseURL, "/api/v3")
 		}
 	}
-	c, err := github.NewClient(opts...)
-	if err != nil {
-		return nil, errorf(ErrInvalid, "%s", scrub(err.Error(), token))
-	}
-	return &githubForge{c: c, s: s}, nil
+	h := http.Header{}
+	h.Set("Authorization", "Bearer "+token)
+	h.Set("Accept", "application/vnd.github+json")
+	h.Set("X-GitHub-Api-Version", "2022-11-28")
+	return &githubForge{api: rest{base: base, headers: h, hc: hc, s: s, message: jsonMessage}}, nil
 }
 
 // EnsurePR implements Forge.
@@ -43,92 +38,96 @@ func (g *githubForge) EnsurePR(ctx context.Context, pr PR) (PRInfo, error) {
 	return ensure(ctx, &g.locks, g, pr)
 }
 
-// err converts go-github's error of op.
-func (g *githubForge) err(ctx context.Context, op string, pr PR, err error) error {
-	var (
-		rate  *github.RateLimitError
-		abuse *github.AbuseRateLimitError
-		resp  *github.ErrorResponse
-	)
-	switch {
-	case errors.As(err, &rate):
-		return g.s.fail(ctx, op, pr.repoName(), http.StatusTooManyRequests, rate.Message)
-	case errors.As(err, &abuse):
-		return g.s.fail(ctx, op, pr.repoName(), http.StatusTooManyRequests, abuse.Message)
-	case errors.As(err, &resp) && resp.Response != nil:
-		msg := resp.Message
-		for _, e := range resp.Errors {
-			detail := e.Message
-			if detail == "" {
-				detail = strings.TrimSpace(e.Field + " " + e.Code)
-			}
-			msg += "; " + detail
-		}
-		return g.s.fail(ctx, op, pr.repoName(), resp.Response.StatusCode, msg)
-	}
-	return g.s.fail(ctx, op, pr.repoName(), 0, err.Error())
+// githubPull is the part of GitHub's pull request the driver reads.
+type githubPull struct {
+	Number   int     `json:"number"`
+	HTMLURL  string  `json:"html_url"`
+	State    string  `json:"state"` // open, closed
+	Merged   bool    `json:"merged"`
+	MergedAt *string `json:"merged_at"`
+	Title    string  `json:"title"`
+	Body     *string `json:"body"`
+	Head     struct {
+		Ref string `json:"ref"`
+	} `json:"head"`
+	Base struct {
+		Ref string `json:"ref"`
+	} `json:"base"`
 }
 
-func githubCurrent(p *github.PullRequest) current {
-	c := current{Number: p.GetNumber(), URL: p.GetHTMLURL(), State: StateOpen, Title: p.GetTitle(), Body: p.GetBody(), Base: p.GetBase().GetRef()}
+func (p *githubPull) current() current {
+	c := current{Number: p.Number, URL: p.HTMLURL, State: StateOpen, Title: p.Title, Base: p.Base.Ref}
+	if p.Body != nil {
+		c.Body = *p.Body
+	}
 	switch {
-	case p.GetMerged() || p.MergedAt != nil:
+	case p.Merged || p.MergedAt != nil:
 		c.State = StateMerged
-	case p.GetState() == "closed":
+	case p.State == "closed":
 		c.State = StateClosed
 	}
 	return c
 }
 
 func (g *githubForge) get(ctx context.Context, pr PR, number int) (current, error) {
-	p, _, err := g.c.PullRequests.Get(ctx, pr.Owner, pr.Repo, number)
-	if err != nil {
-		return current{}, g.err(ctx, "read pull request", pr, err)
+	var p githubPull
+	if _, err := g.api.call(ctx, "read pull request", pr, http.MethodGet, pr.pulls()+numberPath(number), nil, nil, &p); err != nil {
+		return current{}, err
 	}
-	return githubCurrent(p), nil
+	return p.current(), nil
 }
 
 func (g *githubForge) findOpen(ctx context.Context, pr PR) (*current, error) {
 	// head=owner:branch names a branch of the repository itself; the list is
 	// newest first, so the last match is the one opened first.
-	opts := &github.PullRequestListOptions{State: "open", Head: pr.Owner + ":" + pr.Head, ListOptions: github.ListOptions{PerPage: 100}}
 	var found *current
-	for {
-		ps, resp, err := g.c.PullRequests.List(ctx, pr.Owner, pr.Repo, opts)
+	for page := 1; ; {
+		q := url.Values{"state": {"open"}, "head": {pr.Owner + ":" + pr.Head}, "per_page": {"100"}}
+		if page > 1 {
+			q.Set("page", strconv.Itoa(page))
+		}
+		var ps []githubPull
+		h, err := g.api.call(ctx, "list pull requests", pr, http.MethodGet, pr.pulls(), q, nil, &ps)
 		if err != nil {
-			return nil, g.err(ctx, "list pull requests", pr, err)
+			return nil, err
 		}
 		for _, p := range ps {
-			if p.GetHead().GetRef() == pr.Head && p.GetState() == "open" {
-				cur := githubCurrent(p)
+			if p.Head.Ref == pr.Head && p.State == "open" {
+				cur := p.current()
 				found = &cur
 			}
 		}
-		if resp == nil || resp.NextPage == 0 {
+		next := nextPage(h)
+		if next <= page {
 			return found, nil
 		}
-		opts.Page = resp.NextPage
+		page = next
 	}
 }
 
 func (g *githubForge) create(ctx context.Context, pr PR) (current, error) {
-	p, _, err := g.c.PullRequests.Create(ctx, pr.Owner, pr.Repo, &github.NewPullRequest{
-		Title: &pr.Title, Head: &pr.Head, Base: &pr.Base, Body: &pr.Body,
-	})
-	if err != nil {
-		return current{}, g.err(ctx, "open pull request", pr, err)
+	in := struct {
+		Title string `json:"title"`
+		Head  string `json:"head"`
+		Base  string `json:"base"`
+		Body  string `json:"body"`
+	}{pr.Title, pr.Head, pr.Base, pr.Body}
+	var p githubPull
+	if _, err := g.api.call(ctx, "open pull request", pr, http.MethodPost, pr.pulls(), nil, in, &p); err != nil {
+		return current{}, err
 	}
-	return githubCurrent(p), nil
+	return p.current(), nil
 }
 
 func (g *githubForge) update(ctx context.Context, pr PR, number int, ch change) (current, error) {
-	edit := &github.PullRequest{Title: ch.Title, Body: ch.Body}
-	if ch.Base != nil {
-		edit.Base = &github.PullRequestBranch{Ref: ch.Base}
+	in := struct {
+		Title *string `json:"title,omitempty"`
+		Body  *string `json:"body,omitempty"`
+		Base  *string `json:"base,omitempty"`
+	}{ch.Title, ch.Body, ch.Base}
+	var p githubPull
+	if _, err := g.api.call(ctx, "update pull request", pr, http.MethodPatch, pr.pulls()+numberPath(number), nil, in, &p); err != nil {
+		return current{}, err
 	}
-	p, _, err := g.c.PullRequests.Edit(ctx, pr.Owner, pr.Repo, number, edit)
-	if err != nil {
-		return current{}, g.err(ctx, "update pull request", pr, err)
-	}
-	return githubCurrent(p), nil
+	return p.current(), nil
 }

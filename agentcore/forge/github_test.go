@@ -32,8 +32,8 @@ import (
 // Under GitHub Enterprise Server the same paths sit below /api/v3
 // (https://docs.github.com/en/enterprise-server@latest/rest/quickstart).
 // The headers are those the docs ask for: Accept
-// application/vnd.github+json (go-github sends the equivalent
-// application/vnd.github.v3+json), X-GitHub-Api-Version 2022-11-28 and
+// application/vnd.github+json (the older application/vnd.github.v3+json is
+// accepted too), X-GitHub-Api-Version 2022-11-28 and
 // Authorization: Bearer <token>.
 //
 // Response bodies: the fields of the docs' example "pull-request"
