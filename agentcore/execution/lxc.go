@@ -255,12 +255,15 @@ func (c *LXC) Start(ctx context.Context, in Instance) error {
 // imageRef is an image reference as ValidImage accepts it: an optional
 // remote name and a colon, then an alias (letters, digits, '.', '_', '-',
 // '/') or a fingerprint (hex), starting with a letter or digit.
-var imageRef = regexp.MustCompile(`^(?:[A-Za-z0-9][A-Za-z0-9._-]{0,62}:)?[A-Za-z0-9][A-Za-z0-9._/-]{0,254}$`)
+var imageRef = regexp.MustCompile(`^(?:([A-Za-z0-9][A-Za-z0-9._-]*):)?([A-Za-z0-9][A-Za-z0-9._/-]*)$`)
 
 // ValidImage reports whether ref is an image reference the lxc client cannot
 // read as anything else: "REMOTE:ALIAS", "ALIAS" or a fingerprint, with no
 // leading '-', no whitespace or control character and at most one colon.
-func ValidImage(ref string) bool { return imageRef.MatchString(ref) }
+func ValidImage(ref string) bool {
+	m := imageRef.FindStringSubmatch(ref)
+	return m != nil && len(m[1]) <= 63 && len(m[2]) <= 255
+}
 
 // Create implements LXD with `lxc init [--profile P]... -- IMAGE REF`: after
 // "--" neither can be taken for a flag. An image without a remote prefix is

@@ -203,7 +203,7 @@ func (s *Sandboxing) confine(ctx context.Context, provider agent.ProviderID, req
 	if err != nil {
 		return ctx, req, err
 	}
-	if req.ForkOf != "" && stateKey.MatchString(req.ForkOf) {
+	if req.ForkOf != "" && validStateKey(req.ForkOf) {
 		if err := s.forkState(ctx, req.ForkOf, key, iso); err != nil {
 			return ctx, req, fmt.Errorf("the fork's agent state: %w", err)
 		}

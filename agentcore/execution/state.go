@@ -33,7 +33,11 @@ const maxSharedBytes = 64 << 20
 // stateKey is the name of a chat's state directory: the chat id, which
 // is a uuid (letters, digits, hyphens); anything else (probes: no chat)
 // is refused.
-var stateKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var stateKey = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// validStateKey reports whether key names a chat's state directory: at
+// most 128 bytes of stateKey.
+func validStateKey(key string) bool { return len(key) <= 128 && stateKey.MatchString(key) }
 
 // xdgDirs are the XDG base directories relative to a home.
 var xdgDirs = map[string]string{
@@ -64,7 +68,7 @@ type ChatState struct {
 // that never follow a symbolic link: the directory belongs to the agent,
 // which may have planted links in it.
 func PrepareState(root, key string, spec registry.StateSpec, auth []string, env map[string]string, sharedHome string, iso *procrun.Isolation) (ChatState, error) {
-	if !stateKey.MatchString(key) {
+	if !validStateKey(key) {
 		return ChatState{}, fmt.Errorf("agent state: bad chat key %q", key)
 	}
 	if err := ownDir(root, 0o711, nil); err != nil {

@@ -61,9 +61,9 @@ const (
 
 var (
 	// lxdInstanceName is LXD's rule for instance names.
-	lxdInstanceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
+	lxdInstanceName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`) // at most 63 bytes
 	// lxcRemoteName is what an lxc remote name may be here.
-	lxcRemoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+	lxcRemoteName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`) // at most 63 bytes
 )
 
 // ContainerCmd is the host command that runs a Spec inside its container,
@@ -113,10 +113,10 @@ func ContainerCommand(spec Spec) (ContainerCmd, error) {
 	if t == nil {
 		return ContainerCmd{}, errors.New("procrun: no container target")
 	}
-	if !lxdInstanceName.MatchString(t.Instance) || strings.HasSuffix(t.Instance, "-") {
+	if len(t.Instance) > 63 || !lxdInstanceName.MatchString(t.Instance) || strings.HasSuffix(t.Instance, "-") {
 		return ContainerCmd{}, fmt.Errorf("procrun: invalid container instance %q", t.Instance)
 	}
-	if t.Remote != "" && !lxcRemoteName.MatchString(t.Remote) {
+	if t.Remote != "" && (len(t.Remote) > 63 || !lxcRemoteName.MatchString(t.Remote)) {
 		return ContainerCmd{}, fmt.Errorf("procrun: invalid lxc remote %q", t.Remote)
 	}
 	if spec.Bin == "" {

@@ -23,7 +23,7 @@ type Skill struct {
 	Path string
 }
 
-var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
+var skillName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]*$`) // at most 128 bytes
 
 // ApplySkills returns prompt with the selected skills applied per strategy:
 //
@@ -48,7 +48,7 @@ func ApplySkills(prompt string, strategy SkillStrategy, skills []Skill) (string,
 	seen := map[string]bool{}
 	var sel []Skill
 	for _, s := range skills {
-		if !skillName.MatchString(s.Name) {
+		if len(s.Name) > 128 || !skillName.MatchString(s.Name) {
 			return "", fmt.Errorf("%w: name %q", ErrInvalidSkill, s.Name)
 		}
 		if strategy == SkillsInstructions && (s.Path == "" || !filepath.IsAbs(s.Path) || strings.ContainsAny(s.Path, "\r\n")) {

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"html"
 	"strings"
+	"sync"
 
 	"github.com/yuin/goldmark"
 	"github.com/yuin/goldmark/extension"
@@ -20,16 +21,20 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 )
 
-var markdown = goldmark.New(
-	goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify, extension.TaskList),
-	goldmark.WithRendererOptions(gmhtml.WithHardWraps()),
-)
+// markdown is the renderer, made on first use: a Slack-only bot never
+// holds its half megabyte of parser tables.
+var markdown = sync.OnceValue(func() goldmark.Markdown {
+	return goldmark.New(
+		goldmark.WithExtensions(extension.Strikethrough, extension.Table, extension.Linkify, extension.TaskList),
+		goldmark.WithRendererOptions(gmhtml.WithHardWraps()),
+	)
+})
 
 // renderMarkdown returns md as HTML. Raw HTML in md is omitted by goldmark's
 // safe default.
 func renderMarkdown(md string) string {
 	var buf bytes.Buffer
-	if err := markdown.Convert([]byte(md), &buf); err != nil {
+	if err := markdown().Convert([]byte(md), &buf); err != nil {
 		return "<pre>" + html.EscapeString(md) + "</pre>"
 	}
 	return strings.TrimSpace(buf.String())

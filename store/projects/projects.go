@@ -30,14 +30,17 @@ import (
 var ErrUsage = errors.New("usage")
 
 var (
-	// projectName is what chats and commands call a project.
-	projectName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
-	// containerName follows LXD's instance names.
-	containerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]{0,62}$`)
+	// projectName is what chats and commands call a project (at most 63
+	// bytes; the lengths are checked apart: a counted repetition compiles
+	// into a program of that many steps, kept for the life of the process).
+	projectName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	// containerName follows LXD's instance names (at most 63 bytes).
+	containerName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9-]*$`)
 	// secretKey is an environment variable name.
 	secretKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-	// branchName is a plain branch name (a subset of git's ref names).
-	branchName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/-]{0,199}$`)
+	// branchName is a plain branch name (a subset of git's ref names; at most
+	// 200 bytes).
+	branchName = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._/-]*$`)
 )
 
 // forges are the kinds of forge a project may name ("" for none).
@@ -92,13 +95,13 @@ func (a Admin) ref(container string) string {
 // Check refuses a project whose name, container or image is malformed
 // (ErrUsage), before the store is opened.
 func (p Project) Check() error {
-	if !projectName.MatchString(p.Name) {
+	if len(p.Name) > 63 || !projectName.MatchString(p.Name) {
 		return fmt.Errorf("%w: project add: invalid name %q (letters, digits, '.', '_', '-'; at most 63)", ErrUsage, p.Name)
 	}
 	if p.Container == "" && p.Repo == "" {
 		return fmt.Errorf("%w: project add: give --container (its chats run in that LXD container) or --repo (they run on this host, each in its own clone), or both", ErrUsage)
 	}
-	if p.Container != "" && (!containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-")) {
+	if p.Container != "" && (len(p.Container) > 63 || !containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-")) {
 		return fmt.Errorf("%w: project add: --container: invalid LXD instance name %q (a letter, then letters, digits and '-'; at most 63)", ErrUsage, p.Container)
 	}
 	if p.Image != "" && !execution.ValidImage(p.Image) {
@@ -112,7 +115,7 @@ func (p Project) checkRepo() error {
 	if p.Repo != "" && (strings.HasPrefix(p.Repo, "-") || strings.ContainsFunc(p.Repo, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) })) {
 		return fmt.Errorf("%w: project add: --repo: invalid repository %q (a git URL or a host path, without spaces, not starting with '-')", ErrUsage, p.Repo)
 	}
-	if p.Base != "" && (!branchName.MatchString(p.Base) || strings.Contains(p.Base, "..") || strings.Contains(p.Base, "//") ||
+	if p.Base != "" && (len(p.Base) > 200 || !branchName.MatchString(p.Base) || strings.Contains(p.Base, "..") || strings.Contains(p.Base, "//") ||
 		strings.HasSuffix(p.Base, "/") || strings.HasSuffix(p.Base, ".") || strings.HasSuffix(p.Base, ".lock")) {
 		return fmt.Errorf("%w: project add: --base: invalid branch name %q", ErrUsage, p.Base)
 	}

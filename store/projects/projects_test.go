@@ -17,10 +17,20 @@ func TestChecksAreUsageErrors(t *testing.T) {
 		"image":          Project{Name: "p", Container: "c", Image: "-bad"}.Check(),
 		"secret key":     ValidSecretKey("1X"),
 		"bot secret key": ValidSecretKey("SLACK_BOT_TOKEN"),
+		"long name":      Project{Name: strings.Repeat("p", 64), Container: "c"}.Check(),
+		"long container": Project{Name: "p", Container: strings.Repeat("c", 64)}.Check(),
+		"long image":     Project{Name: "p", Container: "c", Image: "r:" + strings.Repeat("i", 256)}.Check(),
+		"long base":      Project{Name: "p", Container: "c", Repo: "/srv/r.git", Base: strings.Repeat("b", 201)}.Check(),
 	} {
 		if !errors.Is(err, ErrUsage) {
 			t.Errorf("%s: %v, want ErrUsage", name, err)
 		}
+	}
+	if err := (Project{Name: strings.Repeat("p", 63), Container: strings.Repeat("c", 63), Image: strings.Repeat("r", 63) + ":" + strings.Repeat("i", 255)}).Check(); err != nil {
+		t.Errorf("a project with the longest names: %v", err)
+	}
+	if err := (Project{Name: "p", Container: "c", Repo: "/srv/r.git", Base: strings.Repeat("b", 200)}).Check(); err != nil {
+		t.Errorf("the longest base: %v", err)
 	}
 	if err := (Project{Name: "web.app", Container: "web-1", Image: "ubuntu:24.04"}).Check(); err != nil {
 		t.Errorf("a valid project: %v", err)
