@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
-	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
@@ -205,8 +204,7 @@ func newHarness(t *testing.T, c familyCLI, start func(t *testing.T) modelServer)
 		// Anything that is not loopback fails at once: there is no route, and
 		// proxy-aware clients get a dead local proxy.
 		providertest.DeadProxy(env)
-		h.Marker = providertest.MarkEnv(env)
-		return acp.New(c.def, providertest.Logger(t), acp.Options{Launch: procrun.Launch{Bin: h.Bin, Env: env, StopGrace: 5 * time.Second}})
+		return acp.New(c.def, providertest.Logger(t), acp.Options{Launch: h.Launch(env, 5*time.Second)})
 	})
 }
 

@@ -30,10 +30,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if os.Getenv(envFake) == "1" {
 		os.Exit(providertest.ServeFake("fake-acp 9.9.9", os.Getenv(envRecord), fakeAgent))
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 type fakeConn struct {

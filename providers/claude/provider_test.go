@@ -35,13 +35,14 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if path := os.Getenv(envStream); path != "" {
 		os.Exit(fakeStream(path))
 	}
 	if os.Getenv(envTranscript) != "" || slices.Contains(os.Args[1:], "--version") && os.Getenv("CLAUDE_FAKE") != "" {
 		os.Exit(providertest.ServeFake("2.1.328 (Claude Code)", os.Getenv(envRecord), fakeClaude))
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 // fakeStream writes the file at path to stdout in large writes, as fast as

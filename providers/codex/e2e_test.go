@@ -31,6 +31,7 @@ type harness = providertest.Harness[*fakeresponses.Server, *codex.Provider]
 const envFakeMCP = "THREADLINE_FAKE_MCP"
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if os.Getenv(envFakeMCP) == "1" {
 		if err := fakeresponses.ServeMCP(os.Stdin, os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "fake MCP server:", err)
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 // setupE2E sets a test up (nil in the outer test process, see
@@ -233,11 +234,12 @@ func TestE2EDetection(t *testing.T) {
 	}
 	d := codex.Descriptor()
 	d.Bin = h.Bin
-	r := registry.Probe(context.Background(), []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: time.Minute})[0]
+	r := registry.Probe(context.Background(), []registry.Definition{d}, registry.ProbeOptions{VersionTimeout: time.Minute, Confine: providertest.ProbeConfine(t)})[0]
 	if r.Status == registry.StatusMissing || r.Version != "0.169.0" || r.VersionWarning != "" || r.Path != h.Bin {
 		t.Errorf("probe %+v", r)
 	}
-	cat, err := h.Prov.Catalog(context.Background(), "")
+	ctx, _ := providertest.Confine(t, context.Background(), agent.RunRequest{Cwd: h.Cwd})
+	cat, err := h.Prov.Catalog(ctx, "")
 	if err != nil || cat.Source != codexharness.SourceAppServer || len(cat.Modes) != 2 {
 		t.Errorf("catalog source %q, %d modes, err %v", cat.Source, len(cat.Modes), err)
 	}
@@ -294,7 +296,7 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 	if h == nil {
 		return
 	}
-	providertest.AppendFile(t, h.Home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", os.Args[0], nil, map[string]string{envFakeMCP: "1"}))
+	providertest.AppendFile(t, h.Home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", providertest.SelfExe(t), nil, map[string]string{envFakeMCP: "1"}))
 	var asked []*agent.Interaction
 	r := answered(h, agent.RunRequest{Prompt: "e2e-mcp: deploy web"}, func(in *agent.Interaction) agent.InteractionResponse {
 		asked = append(asked, in)
@@ -329,3 +331,4 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 		t.Errorf("the MCP server got %+v", done)
 	}
 }
+

@@ -39,10 +39,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if os.Getenv(envFake) == "1" {
 		os.Exit(providertest.ServeFake("", os.Getenv(envRecord), fakeAppServer))
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 // fakeAppServer serves `app-server` (or `debug models`) on stdin/stdout

@@ -14,7 +14,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-func TestMain(m *testing.M) { providertest.RelayMain(m) }
+func TestMain(m *testing.M) { providertest.Main(m) }
 
 // TestRelayedRunDetachKeepsItRunning: a relayed opencode run is detached
 // while it works; Run returns, and the CLI goes on to finish on its own.

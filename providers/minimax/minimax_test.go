@@ -23,10 +23,11 @@ import (
 const envFake = "MINIMAX_TEST_FAKE" // path of the record file: act as the app-server
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if rec := os.Getenv(envFake); rec != "" {
 		os.Exit(providertest.ServeFake("", rec, fakeAppServer))
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 // fakeAppServer answers the handshake, the thread and the turn, then
@@ -187,8 +188,24 @@ func TestE2EMiniMaxConfig(t *testing.T) {
 	fake := fakeresponses.New(t, fakeresponses.When("e2e-minimax", fakeresponses.Text("Hello ", "from ", "MiniMax.")))
 	dir := t.TempDir()
 	env := map[string]string{KeyEnv: "mm-dummy", "HOME": filepath.Join(dir, "home"), "NO_PROXY": "127.0.0.1"}
+	providertest.Sandboxed(t, env)
+	providertest.SandboxConnects(t, fake.URL())
 	p := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
-	r := providertest.CheckRunCompleted(t, p, agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()})
+	req := agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()}
+	if providertest.IsSandboxed(t) {
+		// As a sandboxed chat's run starts (agentcore/execution): the state
+		// switches point into the chat's agent state, made beforehand.
+		state := t.TempDir()
+		providertest.Sandboxed(t, nil, state)
+		req.Env = map[string]string{}
+		for k, rel := range Descriptor().State.Env {
+			req.Env[k] = filepath.Join(state, rel)
+			if err := os.MkdirAll(req.Env[k], 0o700); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	r := providertest.CheckRunCompleted(t, p, req)
 	if r.Text() != "Hello from MiniMax." {
 		t.Errorf("text %q", r.Text())
 	}

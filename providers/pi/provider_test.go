@@ -30,10 +30,11 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	providertest.RunSandboxIfAsked() // before the fakes: the helper passes their variables on
 	if os.Getenv(envFake) == "1" {
 		os.Exit(providertest.ServeFake("0.73.1", os.Getenv(envRecord), fakePi))
 	}
-	os.Exit(m.Run())
+	providertest.Main(m)
 }
 
 func assistant(text, stop, errMsg string) map[string]any {

@@ -20,7 +20,7 @@ import (
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
-func TestMain(m *testing.M) { providertest.RelayMain(m) }
+func TestMain(m *testing.M) { providertest.Main(m) }
 
 // recorder collects a run's events.
 type recorder = providertest.Events

@@ -246,7 +246,7 @@ func CheckInterrupted(t testing.TB, r *Result) {
 func CheckVersion(t testing.TB, d registry.Definition, bin string) {
 	t.Helper()
 	d.Bin = bin
-	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{})[0]
+	r := registry.Probe(t.Context(), []registry.Definition{d}, registry.ProbeOptions{Confine: ProbeConfine(t)})[0]
 	if r.Status != registry.StatusReady || !slices.Contains(d.VerifiedVersions, r.Version) || r.VersionWarning != "" {
 		t.Fatalf("%s: report %+v, verified %q", d.ID, r, d.VerifiedVersions)
 	}

@@ -255,6 +255,9 @@ func TestCheckFlagValues(t *testing.T) {
 }
 
 func TestCheckVersion(t *testing.T) {
+	// The fake CLI lies in a directory of root's, which the agent user
+	// cannot reach: the sandboxed probe is TestProbeConfine's.
+	t.Setenv(SandboxEnv, "off")
 	bin, _ := FakeCLI(t, "fake", `echo "fake 1.2.3"`)
 	d := testDefinition()
 	checkCases(t, map[string]func(testing.TB){

@@ -1,7 +1,8 @@
 // Package providertest holds what the end-to-end tests of the providers share:
 // running a test inside a loopback-only network namespace (InNetns), finding the
-// pinned agent CLIs (FindCLI), and the THREADLINE_E2E switch that turns "cannot run
-// here" skips into failures.
+// pinned agent CLIs (FindCLI), the THREADLINE_E2E switch that turns "cannot run
+// here" skips into failures, and the sandbox every real-CLI run starts in, as
+// the agent user (sandbox.go; THREADLINE_TEST_SANDBOX=off runs it as before).
 package providertest
 
 import (

@@ -104,9 +104,10 @@ func WaitFile(path string, stop <-chan struct{}) bool {
 	}
 }
 
-// RunCancelledOnFile runs one turn of p and cancels it once path exists (a
-// scripted tool call is under way): for CLIs that print nothing before the
-// end of their turn, whose cancel cannot wait on an event. The turn is not
+// RunCancelledOnFile runs one turn of p (sandboxed as Run's) and cancels it
+// once path exists (a scripted tool call is under way): for CLIs that print
+// nothing before the end of their turn, whose cancel cannot wait on an
+// event. The turn is not
 // cancelled if path never appears within Scale(RunIdle). It also returns how
 // long Run took to return after the cancel (0 when it was not cancelled).
 func RunCancelledOnFile(t testing.TB, p Runner, req agent.RunRequest, path string) (*Result, time.Duration) {
@@ -114,6 +115,7 @@ func RunCancelledOnFile(t testing.TB, p Runner, req agent.RunRequest, path strin
 	req = withIDs(t, req)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	ctx, req = Confine(t, ctx, req)
 	cancelled := make(chan time.Time, 1)
 	go func() {
 		if WaitFile(path, ctx.Done()) {

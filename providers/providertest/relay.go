@@ -13,16 +13,8 @@ import (
 )
 
 // RelayEnv set to "1" makes a test binary whose TestMain calls
-// RunRelayIfAsked act as a relay.
+// RunRelayIfAsked (Main does) act as a relay.
 const RelayEnv = "THREADLINE_PROVIDERTEST_RELAY"
-
-// RelayMain is the TestMain of a package whose tests relay runs through the
-// test binary: it runs the relay when asked (RunRelayIfAsked), else the
-// tests.
-func RelayMain(m *testing.M) {
-	RunRelayIfAsked()
-	os.Exit(m.Run())
-}
 
 // RunRelayIfAsked, called first in TestMain, runs the relay and exits when
 // the test binary was started as one (by a Relay's run); otherwise it
@@ -39,7 +31,7 @@ func RunRelayIfAsked() {
 }
 
 // Relay returns a relay run by this test binary (its TestMain calls
-// RunRelayIfAsked), in a short directory: the socket path must fit in 108
+// RunRelayIfAsked, as Main does), in a short directory: the socket path must fit in 108
 // bytes.
 func Relay(t testing.TB) procrun.Relay {
 	t.Helper()

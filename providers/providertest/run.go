@@ -89,7 +89,8 @@ type Result struct {
 
 // Run executes one turn of p (ChatID "chat-e2e" and RunID "run-<test name>"
 // unless req sets them), collecting its events; onEvent (optional) sees each
-// one. The turn is cancelled when no event arrived for Scale(RunIdle) or
+// one. A turn of a sandboxed test (Setup, Sandboxed) starts as production
+// starts it, as the agent user in the sandbox (Confine). The turn is cancelled when no event arrived for Scale(RunIdle) or
 // after Scale(RunCap), and t then fails at once. Run logs the outcome and
 // reports a terminal event that is not the last and more than one terminal
 // event. Run's emit closes when p's Run returns: an event emitted after that
@@ -117,6 +118,7 @@ func run(t testing.TB, p Runner, req agent.RunRequest, onEvent OnEvent, idle, li
 	req = withIDs(t, req)
 	ctx, cancelCause := context.WithCancelCause(context.Background())
 	defer cancelCause(nil)
+	ctx, req = Confine(t, ctx, req)
 	cancel := func() { cancelCause(context.Canceled) } // onEvent's cancel
 	progress, stop := make(chan struct{}, 1), make(chan struct{})
 	watched := make(chan struct{})

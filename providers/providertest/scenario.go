@@ -54,16 +54,24 @@ type Harness[F any, P Runner] struct {
 
 // Setup finds cli and runs t again inside a loopback-only netns (InNetns).
 // In the outer process it returns nil: the test ran, or was skipped, in the
-// child, and the caller returns. Inside it starts the model server (start),
-// makes the working directory and builds the provider (build, which may set
-// h.Marker).
+// child, and the caller returns. Inside it makes t's sandbox (unless
+// THREADLINE_TEST_SANDBOX=off: every run of t then starts as the agent user
+// through the sandbox helper, see Confine), starts the model server (start;
+// the runs may connect to its port), makes the working directory and builds
+// the provider (build, which may set h.Marker and declares the CLI's
+// directories with Launch or Sandboxed).
 func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, build func(h *Harness[F, P]) P) *Harness[F, P] {
 	t.Helper()
 	bin := FindCLI(t, cli.Name, cli.EnvVar)
+	prepareSandbox(t)
 	if !InNetns(t) {
 		return nil
 	}
+	sandboxFor(t)
 	h := &Harness[F, P]{T: t, Bin: bin, Fake: start(t), Cwd: t.TempDir()}
+	if u, ok := any(h.Fake).(interface{ URL() string }); ok {
+		SandboxConnects(t, u.URL())
+	}
 	h.Prov = build(h)
 	return h
 }
@@ -80,11 +88,13 @@ func NewSetup[S, F any, P Runner](cli CLI, newFake func(log fakehttp.Logger, scr
 	}
 }
 
-// Launch marks env for the turns' left-behind check (MarkEnv, h.Marker)
-// and returns the launch of the CLI with env, a cancelled run killed after
+// Launch marks env for the turns' left-behind check (MarkEnv, h.Marker),
+// declares its directories and endpoints to the sandbox (Sandboxed) and
+// returns the launch of the CLI with env, a cancelled run killed after
 // grace: the procrun.Launch of a provider under test.
 func (h *Harness[F, P]) Launch(env map[string]string, grace time.Duration) procrun.Launch {
 	h.Marker = MarkEnv(env)
+	Sandboxed(h.T, env)
 	return procrun.Launch{Bin: h.Bin, Env: env, StopGrace: grace}
 }
 
@@ -270,7 +280,7 @@ func SlowScript[S any](when func(substr string, s S) S, slow func(n int, every t
 
 // SharedCache points env's XDG_CACHE_HOME at <repo>/.cache/agents-xdg, the
 // cache scripts/install-agents.sh and the e2e tests share (copilot unpacks
-// 235 MB there on its first start).
+// 235 MB there on its first start); t's sandboxed runs may read it.
 func SharedCache(t testing.TB, env map[string]string) {
 	t.Helper()
 	root, err := RepoRoot()
@@ -278,6 +288,7 @@ func SharedCache(t testing.TB, env map[string]string) {
 		t.Fatal(err)
 	}
 	env["XDG_CACHE_HOME"] = filepath.Join(root, ".cache", "agents-xdg")
+	SandboxReads(t, env["XDG_CACHE_HOME"])
 }
 
 // Turn runs one turn of an e2e harness in its working directory (a

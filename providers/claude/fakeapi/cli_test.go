@@ -1,47 +1,58 @@
 package fakeapi_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/procrun"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
+func TestMain(m *testing.M) { providertest.Main(m) }
+
 // runCLI runs the real Claude Code in print mode against s and returns its
-// stdout lines (stream-json) decoded.
+// stdout lines (stream-json) decoded. It starts as an e2e run does: in the
+// sandbox, as the agent user (providertest.Confine), unless
+// THREADLINE_TEST_SANDBOX=off.
 func runCLI(t *testing.T, s *fakeapi.Server, cwd string, args ...string) []map[string]any {
 	t.Helper()
 	bin := fakeapi.FindClaude(t)
+	env := s.ClaudeEnv(t.TempDir())
+	providertest.Sandboxed(t, env)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--output-format", "stream-json", "--verbose"}, args...)...)
-	cmd.Dir = cwd
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
-	for k, v := range s.ClaudeEnv(t.TempDir()) {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	ctx, req := providertest.Confine(t, ctx, agent.RunRequest{Cwd: cwd, Env: env})
+	kv := []string{"PATH=" + os.Getenv("PATH"), "LANG=C.UTF-8"}
+	for k, v := range req.Env {
+		kv = append(kv, k+"="+v)
 	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	start := time.Now()
-	err := cmd.Run()
-	t.Logf("claude %v: %v in %s; stderr: %s", args, err, time.Since(start).Round(time.Millisecond), stderr.String())
+	p, err := procrun.Start(ctx, nil, procrun.Spec{Bin: bin, Args: append([]string{"--output-format", "stream-json", "--verbose"}, args...), Dir: cwd, Env: kv})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []map[string]any
-	sc := bufio.NewScanner(&stdout)
-	sc.Buffer(make([]byte, 4<<20), 4<<20)
-	for sc.Scan() {
+	err = p.Each(func(line []byte) error {
 		var m map[string]any
-		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
-			t.Fatalf("non-JSON stdout line %q", sc.Text())
+		if err := json.Unmarshal(line, &m); err != nil {
+			return fmt.Errorf("non-JSON stdout line %q", line)
 		}
 		out = append(out, m)
+		return nil
+	})
+	if werr := p.Wait(); err == nil {
+		err = werr
+	}
+	t.Logf("claude %v: %v in %s; stderr: %s", args, err, time.Since(start).Round(time.Millisecond), p.Stderr())
+	if err != nil && strings.HasPrefix(err.Error(), "non-JSON") {
+		t.Fatal(err)
 	}
 	return out
 }
