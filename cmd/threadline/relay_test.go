@@ -133,7 +133,9 @@ func slicesContains(s []string, v string) bool {
 	return false
 }
 
-// relayTestConfig is the config of the bot and of its restart.
+// relayTestConfig is the config of the bot and of its restart. The app
+// these tests open is not isolated (no withIsolation: the fake CLI is this
+// test binary, in root's build directory), so neither is detection.
 func relayTestConfig(db string) (*configs.Config, error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -141,6 +143,7 @@ func relayTestConfig(db string) (*configs.Config, error) {
 	}
 	return &configs.Config{
 		Database: configs.DatabaseConfig{URL: db},
+		Host:     configs.HostConfig{Isolation: configs.IsolationOff},
 		Agents:   map[string]configs.AgentConfig{"claude": {Bin: exe, Env: map[string]string{testRoleEnv: "fakeclaude"}}},
 	}, nil
 }
@@ -164,7 +167,8 @@ func testBot() int {
 	n, _ := strconv.Atoi(os.Getenv("TL_N"))
 	for i := range n {
 		id := fmt.Sprintf("c%02d", i)
-		if err := a.store.CreateChat(ctx, &store.Chat{ID: id, Agent: "claude", Cwd: os.Getenv("TL_CWD")}); err != nil {
+		cwd := chatDir(os.Getenv("TL_CWD"), id) // as serve's loose chats: a directory each
+		if err := a.store.CreateChat(ctx, &store.Chat{ID: id, Agent: "claude", Cwd: cwd}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
@@ -499,6 +503,25 @@ func killRelays(dir string) {
 	}
 }
 
+// chatDir is chat's own directory below root, created (chats sharing one
+// directory would take turns: worktrees.Manager.lockDir).
+func chatDir(root, chat string) string {
+	d := filepath.Join(root, chat)
+	_ = os.MkdirAll(d, 0o755)
+	return d
+}
+
+// logRelays logs each relay's own log and exit file in dir.
+func logRelays(t *testing.T, dir string) {
+	for _, name := range []string{"relay.log", "exit.json"} {
+		files, _ := filepath.Glob(filepath.Join(dir, "*", name))
+		for _, f := range files {
+			b, _ := os.ReadFile(f)
+			t.Logf("%s:\n%s", f, b)
+		}
+	}
+}
+
 type lockedLog struct {
 	mu  sync.Mutex
 	buf strings.Builder
@@ -534,6 +557,12 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 	ctx := context.Background()
 	var logs lockedLog
 	log := slog.New(slog.NewTextHandler(&logs, nil))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the bot's log:\n%s", logs.String())
+			logRelays(t, relays)
+		}
+	})
 	a, err := openApp(ctx, cfg, log, agent.ApprovalAsk, withRelays(relays))
 	if err != nil {
 		t.Fatal(err)
@@ -541,7 +570,7 @@ func TestServeShutdownDetachesRelayedRuns(t *testing.T) {
 	runs := map[string]string{}
 	for i, text := range []string{"stream ASK", "stream"} {
 		chat := fmt.Sprintf("s%d", i)
-		if err := a.store.CreateChat(ctx, &store.Chat{ID: chat, Agent: "claude", Cwd: dir}); err != nil {
+		if err := a.store.CreateChat(ctx, &store.Chat{ID: chat, Agent: "claude", Cwd: chatDir(dir, chat)}); err != nil {
 			t.Fatal(err)
 		}
 		r, err := a.prompt.Start(ctx, prompt.StartRequest{ChatID: agent.ChatID(chat), Prompt: text, By: "test", Interactive: i == 0})
