@@ -77,7 +77,9 @@ func TestInteractionLedger(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, st *store.Store) {
 		t.Run("answer is routed once and recorded with who", func(t *testing.T) {
 			f := setupLedger(t, st)
-			got := make(chan agent.InteractionResponse, 1)
+			// Unbuffered: the run holds until the test reads the answer, so
+			// the second answer below meets a run that is still active.
+			got := make(chan agent.InteractionResponse)
 			f.prov.turns = append(f.prov.turns, asking(agent.KindCommandApproval, got, true))
 			r, err := f.svc.Start(t.Context(), prompt.StartRequest{ChatID: f.chat, Prompt: "x", Interactive: true})
 			if err != nil {

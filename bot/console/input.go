@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/chzyer/readline"
 
@@ -61,6 +62,8 @@ type editor struct {
 	closed bool
 
 	masked atomic.Bool // the line is drawn as * (maskPainter)
+	// inReadline is set while lines is in rl.Readline (see settle).
+	inReadline atomic.Bool
 	// handled is sent when the last input was handled (done).
 	handled chan struct{}
 }
@@ -152,7 +155,9 @@ func (e *editor) lines(ctx context.Context) <-chan input {
 					return
 				}
 			}
+			e.inReadline.Store(true)
 			line, err := e.rl.Readline()
+			e.inReadline.Store(false)
 			in := input{text: line}
 			switch {
 			case errors.Is(err, readline.ErrInterrupt):
@@ -189,6 +194,7 @@ func (e *editor) remember(line string) {
 // setPrompt changes the prompt and redraws the line being edited; mask
 // shows what is typed as * (the answer to a secret question).
 func (e *editor) setPrompt(p string, mask bool) {
+	e.settle()
 	e.masked.Store(mask)
 	e.rl.SetPrompt(p)
 	e.rl.Refresh()
@@ -210,8 +216,31 @@ func (m maskPainter) Paint(line []rune, _ int) []rune {
 	return out
 }
 
+// settleWait bounds settle: the window it waits out is readline's own few
+// instructions between drawing the prompt and reading.
+const settleWait = 200 * time.Millisecond
+
+// settle waits while Readline has drawn its prompt but does not read yet:
+// readline redraws the prompt under a write or after SetPrompt only while
+// it reads (Terminal.IsReading), so a turn's last line written in that
+// window was left after a stale prompt, and the new prompt was never drawn.
+func (e *editor) settle() {
+	for deadline := time.Now().Add(settleWait); e.inReadline.Load() && !e.rl.Terminal.IsReading() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // writer writes above the line being edited.
-func (e *editor) writer() io.Writer { return e.rl.Stdout() }
+func (e *editor) writer() io.Writer { return settledWriter{e} }
+
+// settledWriter writes through readline's Stdout once the editor settled.
+type settledWriter struct{ e *editor }
+
+// Write implements io.Writer.
+func (w settledWriter) Write(b []byte) (int, error) {
+	w.e.settle()
+	return w.e.rl.Stdout().Write(b)
+}
 
 // close restores the terminal, for good.
 func (e *editor) close() {
