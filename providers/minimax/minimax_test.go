@@ -190,6 +190,7 @@ func TestE2EMiniMaxConfig(t *testing.T) {
 	env := map[string]string{KeyEnv: "mm-dummy", "HOME": filepath.Join(dir, "home"), "NO_PROXY": "127.0.0.1"}
 	providertest.Sandboxed(t, env)
 	providertest.SandboxConnects(t, fake.URL())
+	providertest.CheckPeers(t, fake.PeerUIDs)
 	p := New(nil, Options{Launch: procrun.Launch{Bin: bin, Env: env}, CodexHome: filepath.Join(dir, "codex-home"), BaseURL: fake.BaseURL()})
 	req := agent.RunRequest{Prompt: "e2e-minimax: hi", Cwd: t.TempDir()}
 	if providertest.IsSandboxed(t) {

@@ -305,6 +305,29 @@ func SandboxConnects(t testing.TB, urls ...string) {
 	}
 }
 
+// CheckPeers fails t at its end when a process of another user than its
+// runs' reached its model server (peers, the server's PeerUIDs): a CLI
+// started outside the uid switch, or one whose user was not found. With
+// the sandbox off it does nothing. Setup calls it for its fake.
+func CheckPeers(t testing.TB, peers func() []int) {
+	t.Helper()
+	b := boxOf(t)
+	if b == nil {
+		return
+	}
+	want := os.Getuid()
+	if b.iso != nil {
+		want = int(b.iso.UID)
+	}
+	t.Cleanup(func() {
+		for _, uid := range peers() {
+			if uid != want {
+				t.Errorf("a process of uid %d reached the model server, want only the runs' %s", uid, b.user())
+			}
+		}
+	})
+}
+
 // Confine readies one run of t for its sandbox (as agentcore/execution
 // does for a sandboxed chat): ctx carries the uid switch and the sandbox,
 // req a fresh TMPDIR in its environment and a loopback port of its own

@@ -57,9 +57,9 @@ type Harness[F any, P Runner] struct {
 // child, and the caller returns. Inside it makes t's sandbox (unless
 // THREADLINE_TEST_SANDBOX=off: every run of t then starts as the agent user
 // through the sandbox helper, see Confine), starts the model server (start;
-// the runs may connect to its port), makes the working directory and builds
-// the provider (build, which may set h.Marker and declares the CLI's
-// directories with Launch or Sandboxed).
+// the runs may connect to its port, and only they: CheckPeers), makes the
+// working directory and builds the provider (build, which may set h.Marker
+// and declares the CLI's directories with Launch or Sandboxed).
 func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, build func(h *Harness[F, P]) P) *Harness[F, P] {
 	t.Helper()
 	bin := FindCLI(t, cli.Name, cli.EnvVar)
@@ -71,6 +71,9 @@ func Setup[F any, P Runner](t *testing.T, cli CLI, start func(t *testing.T) F, b
 	h := &Harness[F, P]{T: t, Bin: bin, Fake: start(t), Cwd: t.TempDir()}
 	if u, ok := any(h.Fake).(interface{ URL() string }); ok {
 		SandboxConnects(t, u.URL())
+	}
+	if p, ok := any(h.Fake).(interface{ PeerUIDs() []int }); ok {
+		CheckPeers(t, p.PeerUIDs)
 	}
 	h.Prov = build(h)
 	return h

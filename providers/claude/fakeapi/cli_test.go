@@ -26,6 +26,7 @@ func runCLI(t *testing.T, s *fakeapi.Server, cwd string, args ...string) []map[s
 	bin := fakeapi.FindClaude(t)
 	env := s.ClaudeEnv(t.TempDir())
 	providertest.Sandboxed(t, env)
+	providertest.CheckPeers(t, s.PeerUIDs)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	ctx, req := providertest.Confine(t, ctx, agent.RunRequest{Cwd: cwd, Env: env})

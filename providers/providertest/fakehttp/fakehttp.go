@@ -36,6 +36,7 @@ type Server[R any] struct {
 
 	mu     sync.Mutex
 	reqs   []R
+	peers  []int // PeerUIDs
 	closed bool
 
 	closeOnce sync.Once
@@ -50,7 +51,11 @@ func Listen[R any](name string, log Logger) *Server[R] {
 		panic(fmt.Sprintf("%s: listen: %v", name, err))
 	}
 	s := &Server[R]{name: name, log: log, ln: ln, url: "http://" + ln.Addr().String()}
-	s.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	s.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, ConnState: func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			s.notePeer(c)
+		}
+	}}
 	if c, ok := log.(interface{ Cleanup(func()) }); ok {
 		c.Cleanup(s.Close)
 	}
