@@ -355,3 +355,10 @@ func TestE2EModelBoundToFlag(t *testing.T) {
 		t.Fatalf("no API request used --model=%s (%d requests)", model, len(reqs))
 	}
 }
+
+// TestE2EAsOrdinaryUser: the real Claude Code streams text and runs a tool
+// sandboxed as an ordinary user (no uid switch: the runs start as that
+// user itself), as root's tests above run it as the agent user.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^(TestE2EStreamedText|TestE2EBashToolRoundTrip)$")
+}

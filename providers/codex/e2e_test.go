@@ -332,3 +332,9 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 	}
 }
 
+// TestE2EAsOrdinaryUser: the real Codex streams text and runs an approved
+// command sandboxed as an ordinary user (no uid switch: the runs start as
+// that user itself), as root's tests above run it as the agent user.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^(TestE2EStreamedText|TestE2EApprove)$")
+}

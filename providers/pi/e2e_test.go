@@ -138,3 +138,10 @@ func TestE2EBogusSession(t *testing.T) {
 			func() int { return len(h.Fake.ChatRequests()) })
 	}
 }
+
+// TestE2EAsOrdinaryUser: the real pi runs a tool sandboxed as an ordinary
+// user (no uid switch: the runs start as that user itself), as root's
+// tests above run it as the agent user.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^TestE2ETool$")
+}

@@ -177,6 +177,14 @@ func TestSandboxedRun(t *testing.T) {
 	}
 }
 
+// TestSandboxedRunAsOrdinaryUser: TestSandboxedRun as an ordinary user,
+// whose runs start as that user itself in the sandbox: its probe reads no
+// file of the test's outside its directories either, though they are that
+// user's own.
+func TestSandboxedRunAsOrdinaryUser(t *testing.T) {
+	AsOrdinaryUser(t, "^TestSandboxedRun$")
+}
+
 // TestProbeConfine: a probe readied by ProbeConfine (version, model
 // listing) starts as a run does, as the agent user in the sandbox, in a
 // working directory, HOME and TMPDIR it may write.
