@@ -79,6 +79,10 @@ type Rules struct {
 	// RequesterOnly lets only a run's requester (and admins) answer its
 	// requests, instead of every approver.
 	RequesterOnly bool
+	// ThreadContext "off" keeps a thread's messages from the agent (the
+	// earlier ones a chat starts with, those said meanwhile); "on" or ""
+	// (the default) gives them. The most specific scope that sets it wins.
+	ThreadContext string
 }
 
 // Policy is the access configuration of every platform.
@@ -185,6 +189,9 @@ func (p *Policy) Channel(pl Place) Rules {
 		}
 		eff.Skills = append(eff.Skills, r.Skills...)
 		eff.ReplyWithoutMention = r.ReplyWithoutMention
+		if r.ThreadContext != "" {
+			eff.ThreadContext = r.ThreadContext
+		}
 		if len(r.Agents) > 0 {
 			eff.Agents = r.Agents
 		}

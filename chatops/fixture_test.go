@@ -42,10 +42,41 @@ type surface struct {
 	limitNext  int
 	retryAfter time.Duration
 	changed    chan struct{}
+	// threadMsgs are the messages people and the bot wrote in each thread
+	// (ThreadHistory's answer); historyErr fails ThreadHistory; queries
+	// records its calls.
+	threadMsgs map[chatops.Place][]chatops.ThreadMessage
+	historyErr error
+	queries    []chatops.HistoryQuery
+}
+
+// ThreadHistory answers as a platform does: the thread's messages oldest
+// first, those after q.Since (Slack's oldest), whatever else was asked.
+func (s *surface) ThreadHistory(_ context.Context, p chatops.Place, q chatops.HistoryQuery) ([]chatops.ThreadMessage, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queries = append(s.queries, q)
+	if s.historyErr != nil {
+		return nil, s.historyErr
+	}
+	var out []chatops.ThreadMessage
+	for _, m := range s.threadMsgs[p] {
+		if q.Since.IsZero() || m.Time.After(q.Since) {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+// say adds a message to a thread as its platform holds it.
+func (s *surface) say(p chatops.Place, m chatops.ThreadMessage) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.threadMsgs[p] = append(s.threadMsgs[p], m)
 }
 
 func newSurface() *surface {
-	return &surface{msgs: map[string]*message{}, changed: make(chan struct{}, 1)}
+	return &surface{msgs: map[string]*message{}, changed: make(chan struct{}, 1), threadMsgs: map[chatops.Place][]chatops.ThreadMessage{}}
 }
 
 func (s *surface) note(call string) {

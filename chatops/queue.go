@@ -38,8 +38,9 @@ const busyRetry = 2 * time.Second
 const previewRunes = 80
 
 // send starts the prompt, or queues it behind the running turn (in the
-// thread's actor).
-func (t *Desk) send(ctx context.Context, th *thread, b Binding, m Message, text string, images []agent.Image, files []string) error {
+// thread's actor). A prompt that starts now carries the thread's context
+// (threadcontext.go); a queued one gets it when it starts.
+func (t *Desk) send(ctx context.Context, th *thread, b Binding, o promptOrigin, m Message, text string, images []agent.Image, files []string) error {
 	if err := t.ensureFollower(ctx, th, b.ChatID); err != nil {
 		return t.fail(ctx, b.Place, "I could not follow this chat", err)
 	}
@@ -52,8 +53,12 @@ func (t *Desk) send(ctx context.Context, th *thread, b Binding, m Message, text 
 	)
 	if !busy {
 		rules := t.policy.Channel(b.Place)
-		run, err = t.bot.Send(ctx, Prompt{ChatID: b.ChatID, Text: text, Images: images, By: m.User.Qualified(), Interactive: true,
+		full := t.withThreadContext(ctx, b.Place, b.ChatID, o, text)
+		run, err = t.bot.Send(ctx, Prompt{ChatID: b.ChatID, Text: full, Images: images, By: m.User.Qualified(), Interactive: true,
 			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
+		if err == nil {
+			t.prompted(b.Place, o.sent)
+		}
 	}
 	if busy || errors.Is(err, ErrBusy) {
 		return t.enqueuePrompt(ctx, th, b, m, text, images, files)
@@ -183,8 +188,12 @@ func (t *Desk) drain(ctx context.Context, th *thread, chatID agent.ChatID) {
 			t.log.WarnContext(ctx, "follow a chat for its queued prompt", logkey.ChatID, next.ChatID, "err", err)
 		}
 		rules := t.policy.Channel(next.Place)
-		run, err := t.bot.Send(ctx, Prompt{ChatID: next.ChatID, Text: next.Text, Images: next.Images, By: next.Sender, Interactive: true,
+		full := t.withThreadContext(ctx, next.Place, next.ChatID, promptOrigin{id: next.MessageID, sent: next.Sent}, next.Text)
+		run, err := t.bot.Send(ctx, Prompt{ChatID: next.ChatID, Text: full, Images: next.Images, By: next.Sender, Interactive: true,
 			InteractionTimeout: rules.InteractionTimeout, Skills: rules.Skills})
+		if err == nil {
+			t.prompted(next.Place, next.Sent)
+		}
 		if errors.Is(err, ErrBusy) {
 			if r, ok := t.bot.Active(chatID); ok {
 				t.watch(th, chatID, r) // someone else started a run here: wait for it

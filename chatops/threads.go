@@ -54,6 +54,10 @@ type DeskOptions struct {
 	// to a project (`project P`, a channel's default project) only where the
 	// project allows it, and only to a project that exists.
 	Projects Projects
+	// ContextBytes bounds the thread context a prompt carries (the earlier
+	// messages of the thread, or those said meanwhile); default
+	// DefaultContextBytes.
+	ContextBytes int
 	// RunRequester returns who started a run (platform-qualified), for
 	// channels with requester_only; nil (or an error) lets only admins
 	// answer there.
@@ -80,6 +84,10 @@ type Desk struct {
 	partLimits map[string]int
 	outboxes   map[string]*outbox.Outbox
 	threads    map[Place]*thread
+	// readers are the attached platforms' ThreadReaders; marks the time of
+	// the bot's last prompt in each thread (threadcontext.go).
+	readers map[string]ThreadReader
+	marks   map[Place]time.Time
 }
 
 // NewDesk returns Desk over the bot. Call Close to stop its goroutines.
@@ -102,6 +110,7 @@ func NewDesk(bot *Chats, st Store, policy *Policy, opts DeskOptions, logger *slo
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
 		surfaces: map[string]Surface{}, partLimits: map[string]int{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
+		readers: map[string]ThreadReader{}, marks: map[Place]time.Time{},
 	}
 }
 
@@ -131,12 +140,16 @@ func (t *Desk) Attach(platform string, s Surface) {
 	if pl, ok := s.(PartLimiter); ok {
 		limit = pl.PartLimit()
 	}
+	r, reads := s.(ThreadReader)
 	if t.opts.Redact != nil {
 		s = redactSurface(s, t.opts.Redact)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.surfaces[platform] = s
+	if reads {
+		t.readers[platform] = r
+	}
 	if limit > 0 {
 		t.partLimits[platform] = limit
 	}
@@ -315,7 +328,7 @@ func (t *Desk) handleMessage(ctx context.Context, th *thread, m Message) error {
 	if prompt == "" && len(images) == 0 {
 		return nil
 	}
-	return t.send(ctx, th, b, m, prompt, images, saved)
+	return t.send(ctx, th, b, promptOrigin{id: m.ID, sent: m.Sent, fresh: !bound}, m, prompt, images, saved)
 }
 
 // bind returns the thread's chat, creating it with the channel's defaults.
@@ -716,7 +729,7 @@ func (t *Desk) handleSlash(ctx context.Context, sc SlashCommand) (string, error)
 		if text == "" {
 			return nil
 		}
-		return t.send(ctx, th, b, Message{Place: p, User: sc.User, Text: text}, text, nil, nil)
+		return t.send(ctx, th, b, promptOrigin{}, Message{Place: p, User: sc.User, Text: text}, text, nil, nil)
 	})
 	if !bound.Load() {
 		return "I could not start a chat.", err

@@ -156,7 +156,7 @@ func runShip(ctx context.Context, c *call) (Result, error) {
 		// The conflict goes back to the agent as the thread's next turn.
 		msg := "Merging conflicts in " + strings.Join(conflict.Files, ", ") + ": nothing was merged. I am asking the agent to rebase and resolve them."
 		if c.where == inThread {
-			if serr := c.t.send(ctx, c.th, c.b, c.m, conflict.Prompt(), nil, nil); serr != nil {
+			if serr := c.t.send(ctx, c.th, c.b, promptOrigin{id: c.m.ID, sent: c.m.Sent}, c.m, conflict.Prompt(), nil, nil); serr != nil {
 				return Result{}, serr
 			}
 			return Result{Text: msg}, nil

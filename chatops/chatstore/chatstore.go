@@ -340,3 +340,15 @@ func (c Capabilities) SaveCache(ctx context.Context, r registry.CacheRecord) err
 	return c.St.SaveCapability(ctx, store.Capability{AgentID: r.Key.ID, Path: r.Key.Path, ModTime: r.Key.ModTime,
 		Version: r.Key.Version, Entry: b, ProbedAt: r.At})
 }
+
+var _ chatops.LastPrompts = Store{}
+
+// LastRunStart returns when the chat's latest run started
+// (chatops.LastPrompts).
+func (s Store) LastRunStart(ctx context.Context, chatID agent.ChatID) (time.Time, bool, error) {
+	runs, err := s.St.ListRuns(ctx, string(chatID))
+	if err != nil || len(runs) == 0 {
+		return time.Time{}, false, err
+	}
+	return runs[len(runs)-1].StartedAt, true, nil
+}
