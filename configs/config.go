@@ -43,6 +43,8 @@ type Config struct {
 	Host     HostConfig             `yaml:"host"`
 	// Workspaces are the chats' own branches and clones.
 	Workspaces WorkspacesConfig `yaml:"workspaces"`
+	// Context is the thread context prompts carry.
+	Context ContextConfig `yaml:"context"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -183,6 +185,28 @@ type ChannelConfig struct {
 	// that is a git repository (one run at a time edits it); on (the
 	// default) gives each chat its own clone and branch.
 	Worktrees string `yaml:"worktrees"`
+	// ThreadContext off keeps the thread's messages from the agent (the
+	// earlier ones a chat starts with, and those said meanwhile); on (the
+	// default) gives them.
+	ThreadContext string `yaml:"thread_context"`
+}
+
+// ContextConfig is the context section: what of a thread a prompt carries.
+type ContextConfig struct {
+	// MaxBytes bounds the thread's messages one prompt carries (the newest
+	// are kept); default DefaultContextBytes.
+	MaxBytes int `yaml:"max_bytes"`
+}
+
+// DefaultContextBytes is context.max_bytes when the file does not set it.
+const DefaultContextBytes = 16384
+
+// ContextBytes is context.max_bytes, else DefaultContextBytes.
+func (c *Config) ContextBytes() int {
+	if c.Context.MaxBytes > 0 {
+		return c.Context.MaxBytes
+	}
+	return DefaultContextBytes
 }
 
 // WorkspacesConfig is the workspaces section.
@@ -628,6 +652,11 @@ func (c *Config) validate() error {
 		default:
 			return fmt.Errorf("%s.worktrees: %q must be on or off", where, ch.Worktrees)
 		}
+		switch ch.ThreadContext {
+		case "", "on", "off":
+		default:
+			return fmt.Errorf("%s.thread_context: %q must be on or off", where, ch.ThreadContext)
+		}
 		for _, p := range ch.Skills {
 			if _, err := skillOf(p); err != nil {
 				return fmt.Errorf("%s.skills: %w", where, err)
@@ -642,6 +671,9 @@ func (c *Config) validate() error {
 				return fmt.Errorf("%s.model: %w", where, err)
 			}
 		}
+	}
+	if c.Context.MaxBytes < 0 {
+		return fmt.Errorf("context.max_bytes: %d must not be negative (0 or unset: %d)", c.Context.MaxBytes, DefaultContextBytes)
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {

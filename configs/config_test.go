@@ -104,6 +104,9 @@ func TestConfigValidation(t *testing.T) {
 		{"room model space", "matrix: {homeserver: 'https://m.org', user_id: '@a:b', password: p, rooms: {'!r:m.org': {model: 'gpt 5'}}}\n", "matrix.rooms.!r:m.org.model: invalid value"},
 		{"workspace model", "slack: {bot_token: b, app_token: a, workspace: {model: '-m'}}\n", "slack.workspace.model: invalid value"},
 		{"agent model", "agents: {opencode: {model: '--yolo'}}\n", "agents.opencode.model: invalid value"},
+		{"thread context", "slack: {bot_token: b, app_token: a, channels: {C1: {thread_context: 'no'}}}\n", `slack.channels.C1.thread_context: "no" must be on or off`},
+		{"room thread context", "matrix: {homeserver: 'https://m.org', user_id: '@a:b', password: p, rooms: {'!r:m.org': {thread_context: maybe}}}\n", "matrix.rooms.!r:m.org.thread_context"},
+		{"context bytes", "context: {max_bytes: -1}\n", "context.max_bytes: -1 must not be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load(writeConfig(t, tc.body))
@@ -124,6 +127,20 @@ func TestConfigValidation(t *testing.T) {
 			t.Errorf("secrets() = %q", s)
 		}
 	})
+}
+
+// TestContextBytes: context.max_bytes, 16384 unless set.
+func TestContextBytes(t *testing.T) {
+	cfg, err := Load(writeConfig(t, "defaults: {agent: claude}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.ContextBytes() != 16384 {
+		t.Errorf("default context.max_bytes %d", cfg.ContextBytes())
+	}
+	if cfg, err = Load(writeConfig(t, "context: {max_bytes: 4096}\n")); err != nil || cfg.ContextBytes() != 4096 {
+		t.Errorf("context.max_bytes 4096: %v %v", cfg.ContextBytes(), err)
+	}
 }
 
 func TestDefaultSkills(t *testing.T) {

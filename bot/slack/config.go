@@ -71,6 +71,9 @@ type ChannelConfig struct {
 	InteractionTimeout time.Duration `yaml:"-"`
 	// Skills are applied to the channel's prompts.
 	Skills []registry.Skill `yaml:"-"`
+	// ThreadContext "off" keeps the thread's messages from the agent; "on"
+	// or "" gives them (chatops.Rules.ThreadContext).
+	ThreadContext string `yaml:"thread_context"`
 }
 
 // DefaultAPIURL is Slack's Web API.
@@ -139,6 +142,7 @@ func (cc ChannelConfig) rules() chatops.Rules {
 		Approvers: cc.Approvers,
 		// A workspace-wide setting applies unless the channel says otherwise.
 		ReplyWithoutMention: cc.ReplyWithoutMention,
+		ThreadContext:       cc.ThreadContext,
 	}
 }
 

@@ -33,7 +33,7 @@ func (a *app) desk() *chatops.Desk {
 	a.deskOnce.Do(func() {
 		agentID, _ := a.defaultAgent() // "" when none can run: chats say so
 		a.threads = chatops.NewDesk(a.bot, chatstore.Store{St: a.store}, a.policy(), chatops.DeskOptions{
-			DefaultAgent: agentID, Workdir: a.cfg.WorkRoot(), Stream: true, Redact: a.redactor,
+			DefaultAgent: agentID, Workdir: a.cfg.WorkRoot(), Stream: true, Redact: a.redactor, ContextBytes: a.cfg.ContextBytes(),
 			Projects: chatstore.Store{St: a.store}, Limiter: a.sharedBudget(),
 			RunRequester: func(ctx context.Context, runID agent.RunID) (string, error) {
 				r, err := a.store.GetRun(ctx, string(runID))

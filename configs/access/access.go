@@ -42,6 +42,7 @@ func Policy(cfg *configs.Config, defaultAgent string) *chatops.Policy {
 				Approvers:           c.Approvers,
 				ReplyWithoutMention: c.ReplyWithoutMention,
 				Agents:              c.Agents, Projects: c.Projects, RequesterOnly: c.RequesterOnly,
+				ThreadContext: c.ThreadContext,
 			})
 		}
 	}
@@ -63,6 +64,7 @@ func Slack(c *configs.SlackConfig) slackbot.Config {
 			Agent: cc.Agent, Model: cc.Model, Project: cc.Project, Workdir: cc.Workdir,
 			Allow: cc.Allow, Approvers: cc.Approvers, ReplyWithoutMention: cc.ReplyWithoutMention,
 			InteractionTimeout: cc.InteractionTimeout.Duration, Skills: configs.SkillsOf(cc.Skills),
+			ThreadContext: cc.ThreadContext,
 		}
 	}
 	out := slackbot.Config{

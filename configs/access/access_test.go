@@ -62,3 +62,39 @@ func writeConfig(t *testing.T, body string) string {
 	}
 	return p
 }
+
+// TestThreadContextConfig: thread_context off in a channel, the workspace
+// or a room reaches the policy; the most specific setting wins.
+func TestThreadContextConfig(t *testing.T) {
+	cfg, err := configs.Load(writeConfig(t, `slack:
+  bot_token: xoxb-1
+  app_token: xapp-1-abc
+  workspace: {thread_context: off}
+  channels:
+    C1: {thread_context: on}
+    C2: {allow: [U1]}
+matrix:
+  homeserver: http://127.0.0.1:8008
+  user_id: "@bot:example.org"
+  access_token: t
+  rooms:
+    "!off:example.org": {thread_context: off}
+    "!on:example.org": {allow: ["@a:example.org"]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Policy(cfg, cfg.Defaults.Agent)
+	for place, want := range map[chatops.Place]string{
+		{Platform: "slack", Workspace: "T1", Channel: "C1"}:    "on",
+		{Platform: "slack", Workspace: "T1", Channel: "C2"}:    "off",
+		{Platform: "slack", Workspace: "T1", Channel: "C3"}:    "off",
+		{Platform: "matrix", Channel: "!off:example.org"}:      "off",
+		{Platform: "matrix", Channel: "!on:example.org"}:       "",
+		{Platform: "matrix", Channel: "!unlisted:example.org"}: "",
+	} {
+		if got := p.Channel(place).ThreadContext; got != want {
+			t.Errorf("%s: thread_context %q, want %q", place, got, want)
+		}
+	}
+}
