@@ -52,6 +52,7 @@ type Bot struct {
 	mu      sync.Mutex
 	ready   chan struct{}
 	botUser string
+	botID   string
 	team    string
 	panics  atomic.Int64
 	wg      sync.WaitGroup
@@ -80,7 +81,8 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 		ready: make(chan struct{}), base: ctx, cancel: cancel,
 	}
 	b.home = newHome(api, threads, b.log, cfg.AppHome, &b.wg, ctx)
-	b.surface = &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home}
+	b.surface = &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home,
+		logger: b.log, self: b.self}
 	return b, nil
 }
 
@@ -97,7 +99,7 @@ func (b *Bot) Run(ctx context.Context) error {
 		return fmt.Errorf("slack: auth.test: %w", err)
 	}
 	b.mu.Lock()
-	b.botUser, b.team = auth.UserID, auth.TeamID
+	b.botUser, b.botID, b.team = auth.UserID, auth.BotID, auth.TeamID
 	b.mu.Unlock()
 	b.home.mu.Lock()
 	b.home.url = auth.URL
@@ -140,6 +142,13 @@ func (b *Bot) pruneSeen(ctx context.Context) {
 
 // Ready is closed once Run has connected.
 func (b *Bot) Ready() <-chan struct{} { return b.ready }
+
+// self returns the bot's user id and bot id (auth.test).
+func (b *Bot) self() (botUser, botID string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.botUser, b.botID
+}
 
 func (b *Bot) identity() (botUser, team string) {
 	b.mu.Lock()

@@ -58,6 +58,8 @@ type options struct {
 	appHome   bool
 	// redact is the desk's redactor (chatops.DeskOptions.Redact).
 	redact chatops.Redactor
+	// contextBytes is context.max_bytes (chatops.DeskOptions.ContextBytes).
+	contextBytes int
 }
 
 func testLog() *slog.Logger {
@@ -97,6 +99,7 @@ func start(t testing.TB, st *store.Store, o options) *harness {
 	work := t.TempDir()
 	threads := chatops.NewDesk(stack.Bot, chatstore.Store{St: st}, policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: work, Budget: o.budget, Render: o.render, IdleFollow: time.Second, Stream: o.streaming != "off", Redact: o.redact,
+		ContextBytes: o.contextBytes,
 	}, log)
 	bot, err := slackbot.New(cfg, threads, log)
 	if err != nil {

@@ -41,7 +41,7 @@ func TestManifest(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write", "files:read", "files:write", "reactions:write", "commands", "assistant:write", "reactions:read"} {
+	for _, s := range []string{"app_mentions:read", "channels:history", "groups:history", "im:history", "chat:write", "files:read", "files:write", "reactions:write", "commands", "assistant:write", "reactions:read", "users:read", "mpim:history"} {
 		if !slices.Contains(m.OAuth.Scopes.Bot, s) {
 			t.Errorf("scope %s missing", s)
 		}

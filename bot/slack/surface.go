@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strings"
@@ -35,6 +36,19 @@ type surface struct {
 	// sent maps the bot's messages (channel + "/" + ts) to their threads,
 	// so that a ⏹ reaction on one stops its thread's run.
 	sent map[string]chatops.Place
+
+	// names caches display names (history.go); logger logs what reading a
+	// thread skipped; self returns the bot's user and bot ids (auth.test).
+	names  names
+	logger *slog.Logger
+	self   func() (user, bot string)
+}
+
+func (s *surface) log() *slog.Logger {
+	if s.logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return s.logger
 }
 
 // posted remembers the thread of a message the bot posted.

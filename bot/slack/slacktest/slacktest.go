@@ -9,6 +9,7 @@
 package slacktest
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -66,7 +67,10 @@ type Call struct {
 // Message is a message as the fake holds it.
 type Message struct {
 	Channel, TS, ThreadTS string
-	Text                  string
+	// User is the author's user id (BotUserID for the bot's own messages);
+	// BotID is set on messages a bot posted (the bot's own: BotID).
+	User, BotID string
+	Text        string
 	// Metadata is the message metadata posted with it (JSON), if any.
 	Metadata json.RawMessage
 	// Blocks is the JSON of the last blocks sent.
@@ -126,6 +130,8 @@ type Server struct {
 	titles     map[string]string
 	prompts    map[string]SuggestedPrompts
 	homes      map[string][]json.RawMessage // by user
+	users      map[string]User
+	bots       map[string]string // other apps' bot ids: their names
 	listeners  []chan Call
 	wsConns    []*wsConn
 	acks       map[string]json.RawMessage
@@ -162,6 +168,8 @@ func New(t testing.TB) *Server {
 		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, delays: map[string]time.Duration{},
 		acks: map[string]json.RawMessage{}, ackWaiters: map[string]chan json.RawMessage{},
 		statuses: map[string][]StatusChange{}, titles: map[string]string{}, prompts: map[string]SuggestedPrompts{}, homes: map[string][]json.RawMessage{},
+		bots:         map[string]string{},
+		users:        map[string]User{BotUserID: {ID: BotUserID, Name: "threadline", RealName: "Threadline", IsBot: true}},
 		PingInterval: 5 * time.Second,
 	}
 	mux := http.NewServeMux()
@@ -367,11 +375,41 @@ func (s *Server) Views() []json.RawMessage {
 // PostUserMessage adds a message by a user (not through the API), returning
 // its ts, so that the bot's replies can thread under it.
 func (s *Server) PostUserMessage(channel, threadTS, text string) string {
+	return s.Say(Said{Channel: channel, ThreadTS: threadTS, Text: text})
+}
+
+// Said is a message a person writes (Say).
+type Said struct {
+	User, Channel, ThreadTS, Text string
+	// Files are ids of files the message shares (AddFile).
+	Files []string
+	// BotID makes it a message another bot (app) posted, shown as BotName.
+	BotID, BotName string
+}
+
+// Say adds a message (not through the API) and returns its ts.
+func (s *Server) Say(m Said) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ts := s.nextTS()
-	s.store(&Message{Channel: channel, TS: ts, ThreadTS: threadTS, Text: text})
+	s.store(&Message{Channel: m.Channel, TS: ts, ThreadTS: m.ThreadTS, User: m.User, BotID: m.BotID, Text: m.Text, Files: m.Files})
+	if m.BotID != "" {
+		s.bots[m.BotID] = m.BotName
+	}
 	return ts
+}
+
+// User is a member of the fake workspace, as users.info shows it.
+type User struct {
+	ID, Name, RealName, DisplayName string
+	IsBot                           bool
+}
+
+// AddUser makes users.info know u.
+func (s *Server) AddUser(u User) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.users[u.ID] = u
 }
 
 // nextTS returns a new message ts. Like Slack's, it is the time the message
@@ -540,7 +578,7 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 			return fail(e)
 		}
 		ts := s.nextTS()
-		m := &Message{Channel: f.Get("channel"), TS: ts, ThreadTS: f.Get("thread_ts"), Text: f.Get("text"), Blocks: json.RawMessage(f.Get("blocks"))}
+		m := &Message{Channel: f.Get("channel"), TS: ts, ThreadTS: f.Get("thread_ts"), User: BotUserID, BotID: BotID, Text: f.Get("text"), Blocks: json.RawMessage(f.Get("blocks"))}
 		if md := f.Get("metadata"); md != "" {
 			if !json.Valid([]byte(md)) {
 				return fail("invalid_metadata_format")
@@ -552,24 +590,14 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		s.replied(m.Channel, m.ThreadTS)
 		return http.StatusOK, response{"ok": true, "channel": m.Channel, "ts": ts, "message": response{"text": m.Text, "ts": ts}}
 	case "conversations.replies":
-		root, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
+		return s.replies(f)
+	case "users.info":
+		u, ok := s.users[f.Get("user")]
 		if !ok {
-			return fail("thread_not_found")
+			return fail("user_not_found")
 		}
-		withMeta := f.Get("include_all_metadata") == "true" || f.Get("include_all_metadata") == "1"
-		var msgs []response
-		for _, k := range s.order {
-			m := s.messages[k]
-			if m.Channel != root.Channel || (m.TS != root.TS && m.ThreadTS != root.TS) || m.Ephemeral != "" {
-				continue
-			}
-			r := response{"type": "message", "ts": m.TS, "thread_ts": root.TS, "text": m.Text}
-			if withMeta && len(m.Metadata) > 0 {
-				r["metadata"] = m.Metadata
-			}
-			msgs = append(msgs, r)
-		}
-		return http.StatusOK, response{"ok": true, "messages": msgs, "has_more": false, "response_metadata": response{"next_cursor": ""}}
+		return http.StatusOK, response{"ok": true, "user": response{"id": u.ID, "team_id": TeamID, "name": u.Name, "real_name": u.RealName, "is_bot": u.IsBot,
+			"profile": response{"real_name": u.RealName, "display_name": u.DisplayName, "real_name_normalized": u.RealName, "display_name_normalized": u.DisplayName}}}
 	case "chat.update":
 		m, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
 		if !ok || m.Ephemeral != "" {
@@ -627,7 +655,7 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		if mode != "" && mode != "timeline" && mode != "plan" {
 			return fail("invalid_arguments")
 		}
-		m := &Message{Channel: ch, ThreadTS: f.Get("thread_ts"), Streaming: true, DisplayMode: cmpOr(mode, "timeline")}
+		m := &Message{Channel: ch, ThreadTS: f.Get("thread_ts"), User: BotUserID, BotID: BotID, Streaming: true, DisplayMode: cmpOr(mode, "timeline")}
 		if e := applyChunks(m, f); e != "" {
 			return fail(e)
 		}
@@ -703,7 +731,7 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 			}
 			file.Title, file.Channel, file.ThreadTS = x.Title, f.Get("channel_id"), f.Get("thread_ts")
 			ts := s.nextTS()
-			s.store(&Message{Channel: file.Channel, TS: ts, ThreadTS: file.ThreadTS, Text: f.Get("initial_comment"), Files: []string{file.ID}})
+			s.store(&Message{Channel: file.Channel, TS: ts, ThreadTS: file.ThreadTS, User: BotUserID, BotID: BotID, Text: f.Get("initial_comment"), Files: []string{file.ID}})
 			s.replied(file.Channel, file.ThreadTS)
 			out = append(out, response{"id": file.ID, "title": file.Title})
 		}
@@ -734,6 +762,130 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		return http.StatusOK, response{"ok": true, "view": response{"id": fmt.Sprintf("V%08d", s.seq), "hash": fmt.Sprintf("%d.fakehash", s.seq)}}
 	}
 	return http.StatusNotFound, response{"ok": false, "error": "unknown_method"}
+}
+
+// replies answers conversations.replies as Slack does: the thread's parent
+// and replies, oldest first, within oldest/latest (exclusive unless
+// inclusive), limit per page (default and most 1000) and an opaque cursor
+// ("next_ts:<ts>", base64) in response_metadata.next_cursor while has_more.
+// Each message has its user, its bot_id and bot_profile when a bot posted it,
+// and its files.
+func (s *Server) replies(f url.Values) (int, response) {
+	root, ok := s.messages[f.Get("channel")+"/"+f.Get("ts")]
+	if !ok {
+		return fail("thread_not_found")
+	}
+	if root.ThreadTS != "" && root.ThreadTS != root.TS {
+		if root, ok = s.messages[root.Channel+"/"+root.ThreadTS]; !ok {
+			return fail("thread_not_found")
+		}
+	}
+	limit := 1000
+	if l := f.Get("limit"); l != "" {
+		n, err := strconv.Atoi(l)
+		if err != nil || n < 1 {
+			return fail("invalid_limit")
+		}
+		limit = min(n, 1000)
+	}
+	after := ""
+	if c := f.Get("cursor"); c != "" {
+		raw, err := base64.StdEncoding.DecodeString(c)
+		ts, ok := strings.CutPrefix(string(raw), "next_ts:")
+		if err != nil || !ok {
+			return fail("invalid_cursor")
+		}
+		after = ts
+	}
+	inclusive := f.Get("inclusive") == "true" || f.Get("inclusive") == "1"
+	oldest, latest := f.Get("oldest"), f.Get("latest")
+	withMeta := f.Get("include_all_metadata") == "true" || f.Get("include_all_metadata") == "1"
+	var (
+		msgs []response
+		next string
+	)
+	for _, k := range s.order {
+		m := s.messages[k]
+		if m.Channel != root.Channel || (m.TS != root.TS && m.ThreadTS != root.TS) || m.Ephemeral != "" {
+			continue
+		}
+		if (after != "" && tsLess(m.TS, after)) ||
+			(oldest != "" && (tsLess(m.TS, oldest) || (!inclusive && m.TS == oldest))) ||
+			(latest != "" && (tsLess(latest, m.TS) || (!inclusive && m.TS == latest))) {
+			continue
+		}
+		if len(msgs) == limit {
+			next = m.TS
+			break
+		}
+		r := response{"type": "message", "ts": m.TS, "thread_ts": root.TS, "text": m.Text}
+		if m.User != "" {
+			r["user"] = m.User
+		}
+		if m.BotID != "" {
+			name := s.bots[m.BotID]
+			if m.BotID == BotID {
+				name = "Threadline"
+			}
+			r["bot_id"] = m.BotID
+			r["app_id"] = AppID
+			r["bot_profile"] = response{"id": m.BotID, "name": name, "app_id": AppID, "team_id": TeamID}
+			if m.User == "" {
+				r["subtype"] = "bot_message"
+				r["username"] = name
+			}
+		}
+		if m.TS == root.TS {
+			r["reply_count"] = s.replyCount(root)
+		} else {
+			r["parent_user_id"] = root.User
+		}
+		if len(m.Files) > 0 {
+			var files []response
+			for _, id := range m.Files {
+				if file, ok := s.files[id]; ok {
+					files = append(files, response{"id": file.ID, "name": file.Name, "title": cmpOr(file.Title, file.Name), "mimetype": file.MimeType,
+						"size": len(file.Content), "url_private": s.base + "files/" + file.ID + "/" + url.PathEscape(file.Name)})
+				}
+			}
+			r["files"] = files
+		}
+		if withMeta && len(m.Metadata) > 0 {
+			r["metadata"] = m.Metadata
+		}
+		msgs = append(msgs, r)
+	}
+	resp := response{"ok": true, "messages": msgs, "has_more": next != ""}
+	cursor := ""
+	if next != "" {
+		cursor = base64.StdEncoding.EncodeToString([]byte("next_ts:" + next))
+	}
+	resp["response_metadata"] = response{"next_cursor": cursor}
+	return http.StatusOK, resp
+}
+
+// replyCount counts a thread's replies (s.mu held).
+func (s *Server) replyCount(root *Message) int {
+	n := 0
+	for _, k := range s.order {
+		if m := s.messages[k]; m.Channel == root.Channel && m.ThreadTS == root.TS && m.TS != root.TS && m.Ephemeral == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// tsLess orders two message timestamps ("1700000000.000123").
+func tsLess(a, b string) bool {
+	as, af, _ := strings.Cut(a, ".")
+	bs, bf, _ := strings.Cut(b, ".")
+	if len(as) != len(bs) {
+		return len(as) < len(bs)
+	}
+	if as != bs {
+		return as < bs
+	}
+	return af < bf
 }
 
 // checkSize applies Slack's message limits: text up to 40,000 characters,
