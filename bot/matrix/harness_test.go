@@ -204,6 +204,8 @@ type world struct {
 	// budget, when set, is the desk's budget instead of the tests' quick
 	// one (MinInterval minInterval, default rates).
 	budget *chatops.Budget
+	// redact is the desk's redactor (chatops.DeskOptions.Redact).
+	redact chatops.Redactor
 
 	botUser    dendritetest.User
 	alice, bob dendritetest.User
@@ -253,7 +255,7 @@ func (w *world) startBot(encryption bool) {
 	}
 	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
 		DefaultAgent: "fake", Workdir: t.TempDir(),
-		Budget: budget,
+		Budget: budget, Redact: w.redact,
 		// No PartLimit: the desk takes the bot's own (chatops.PartLimiter),
 		// as in production.
 	}, w.log)
