@@ -114,7 +114,7 @@ func (b *Bot) threadEvents(ctx context.Context, room id.RoomID, root id.EventID,
 	req := &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: relationsPage}
 	for page := 0; ; page++ {
 		if page == relationsPages {
-			b.log.WarnContext(ctx, "thread longer than the context read; the rest is left out", logkey.RoomID, room, "thread", root, "messages", len(out))
+			b.log.WarnContext(ctx, "thread longer than the context read; the rest is left out", logkey.RoomID, room, logkey.ThreadID, root, logkey.Count, len(out))
 			break
 		}
 		resp, err := b.cli.GetRelations(ctx, room, root, req)

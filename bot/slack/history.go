@@ -17,6 +17,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -64,7 +65,7 @@ func (s *surface) ThreadHistory(ctx context.Context, p chatops.Place, q chatops.
 	var raw []slack.Message
 	for page := 0; ; page++ {
 		if page == historyPages {
-			s.log().WarnContext(ctx, "thread longer than the context read; the rest is left out", "channel", p.Channel, "thread", p.Thread, "messages", len(raw))
+			s.log().WarnContext(ctx, "thread longer than the context read; the rest is left out", logkey.Channel, p.Channel, logkey.ThreadID, p.Thread, logkey.Count, len(raw))
 			break
 		}
 		msgs, more, next, err := s.replies(ctx, params)
