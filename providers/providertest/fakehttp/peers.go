@@ -14,21 +14,30 @@ import (
 // notePeer records the uid of the process that opened c, a connection just
 // accepted, unless it is this process: the owner of the client's end in
 // /proc/net/tcp{,6} (the client is on loopback, in this network
-// namespace). A peer it cannot find is recorded as -1.
+// namespace). A client that let go of its end before the accept (a run
+// killed meanwhile: its end is gone, or an orphan of no process, inode 0,
+// shown as uid 0) sent nothing the server answers, and is not recorded.
 func (s *Server[R]) notePeer(c net.Conn) {
 	remote, ok := c.RemoteAddr().(*net.TCPAddr)
 	if !ok {
 		return
 	}
 	local := s.ln.Addr().(*net.TCPAddr).Port
-	uid, inode := -1, ""
+	var (
+		uid   int
+		inode string
+	)
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		if u, i, ok := socketOwner(f, remote.Port, local); ok {
 			uid, inode = u, i
 			break
 		}
 	}
-	if inode != "" && ownSocket(inode) {
+	if inode == "" || inode == "0" {
+		s.Logf("a client on port %d let go of its connection before the accept", remote.Port)
+		return
+	}
+	if ownSocket(inode) {
 		return
 	}
 	s.mu.Lock()
@@ -39,7 +48,7 @@ func (s *Server[R]) notePeer(c net.Conn) {
 }
 
 // PeerUIDs are the uids of the processes that connected to the server,
-// this process aside, each once (-1: one whose socket was not found).
+// this process aside, each once.
 func (s *Server[R]) PeerUIDs() []int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
