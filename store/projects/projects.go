@@ -99,7 +99,12 @@ func (p Project) Check() error {
 		return fmt.Errorf("%w: project add: invalid name %q (letters, digits, '.', '_', '-'; at most 63)", ErrUsage, p.Name)
 	}
 	if p.Container == "" && p.Repo == "" {
-		return fmt.Errorf("%w: project add: give --container (its chats run in that LXD container) or --repo (they run on this host, each in its own clone), or both", ErrUsage)
+		return fmt.Errorf("%w: project add: give --container (its chats run in that LXD container) or --repo (they run on this host, each in its own clone)", ErrUsage)
+	}
+	if p.Container != "" && p.Repo != "" {
+		// A container's chats share its /workspace: a repository would be
+		// cloned and never used, and the ship commands would find no branch.
+		return fmt.Errorf("%w: project add: --repo with --container is not supported yet (a clone per chat inside the container comes later): use --repo alone (its chats run on this host, sandboxed, each in its own clone) or --container with --workspace", ErrUsage)
 	}
 	if p.Container != "" && (len(p.Container) > 63 || !containerName.MatchString(p.Container) || strings.HasSuffix(p.Container, "-")) {
 		return fmt.Errorf("%w: project add: --container: invalid LXD instance name %q (a letter, then letters, digits and '-'; at most 63)", ErrUsage, p.Container)

@@ -12,15 +12,16 @@ import (
 
 func TestChecksAreUsageErrors(t *testing.T) {
 	for name, err := range map[string]error{
-		"project name":   Project{Name: "-x", Container: "c"}.Check(),
-		"container name": Project{Name: "p", Container: "c-"}.Check(),
-		"image":          Project{Name: "p", Container: "c", Image: "-bad"}.Check(),
-		"secret key":     ValidSecretKey("1X"),
-		"bot secret key": ValidSecretKey("SLACK_BOT_TOKEN"),
-		"long name":      Project{Name: strings.Repeat("p", 64), Container: "c"}.Check(),
-		"long container": Project{Name: "p", Container: strings.Repeat("c", 64)}.Check(),
-		"long image":     Project{Name: "p", Container: "c", Image: "r:" + strings.Repeat("i", 256)}.Check(),
-		"long base":      Project{Name: "p", Container: "c", Repo: "/srv/r.git", Base: strings.Repeat("b", 201)}.Check(),
+		"project name":        Project{Name: "-x", Container: "c"}.Check(),
+		"container name":      Project{Name: "p", Container: "c-"}.Check(),
+		"image":               Project{Name: "p", Container: "c", Image: "-bad"}.Check(),
+		"secret key":          ValidSecretKey("1X"),
+		"bot secret key":      ValidSecretKey("SLACK_BOT_TOKEN"),
+		"long name":           Project{Name: strings.Repeat("p", 64), Container: "c"}.Check(),
+		"long container":      Project{Name: "p", Container: strings.Repeat("c", 64)}.Check(),
+		"long image":          Project{Name: "p", Container: "c", Image: "r:" + strings.Repeat("i", 256)}.Check(),
+		"long base":           Project{Name: "p", Repo: "/srv/r.git", Base: strings.Repeat("b", 201)}.Check(),
+		"repo in a container": Project{Name: "p", Container: "c", Repo: "/srv/r.git"}.Check(),
 	} {
 		if !errors.Is(err, ErrUsage) {
 			t.Errorf("%s: %v, want ErrUsage", name, err)
@@ -29,7 +30,7 @@ func TestChecksAreUsageErrors(t *testing.T) {
 	if err := (Project{Name: strings.Repeat("p", 63), Container: strings.Repeat("c", 63), Image: strings.Repeat("r", 63) + ":" + strings.Repeat("i", 255)}).Check(); err != nil {
 		t.Errorf("a project with the longest names: %v", err)
 	}
-	if err := (Project{Name: "p", Container: "c", Repo: "/srv/r.git", Base: strings.Repeat("b", 200)}).Check(); err != nil {
+	if err := (Project{Name: "p", Repo: "/srv/r.git", Base: strings.Repeat("b", 200)}).Check(); err != nil {
 		t.Errorf("the longest base: %v", err)
 	}
 	if err := (Project{Name: "web.app", Container: "web-1", Image: "ubuntu:24.04"}).Check(); err != nil {
@@ -41,7 +42,7 @@ func TestChecksAreUsageErrors(t *testing.T) {
 }
 
 func TestRepoChecks(t *testing.T) {
-	ok := Project{Name: "p", Container: "c", Repo: "git@git.example.org:team/web.git", Base: "release/2.x",
+	ok := Project{Name: "p", Repo: "git@git.example.org:team/web.git", Base: "release/2.x",
 		Setup: "npm ci && make", Forge: "gitea", ForgeURL: "https://git.example.org"}
 	if err := ok.Check(); err != nil {
 		t.Errorf("a valid project with a repository: %v", err)
@@ -73,11 +74,11 @@ func TestAddStoresRepo(t *testing.T) {
 		t.Chdir(t.TempDir())
 		var out, errs strings.Builder
 		a := Admin{St: st, Image: "ubuntu", Out: &out, Err: &errs}
-		if err := a.Add(t.Context(), Project{Name: "web", Container: "web-c", Repo: "repos/web", Base: "main", Setup: "make",
+		if err := a.Add(t.Context(), Project{Name: "web", Repo: "repos/web", Base: "main", Setup: "make",
 			Forge: "github", ForgeURL: "https://github.example.com"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := a.Add(t.Context(), Project{Name: "api", Container: "api-c", Repo: "git@host:o/api.git"}); err != nil {
+		if err := a.Add(t.Context(), Project{Name: "api", Repo: "git@host:o/api.git"}); err != nil {
 			t.Fatal(err)
 		}
 		web, err := st.GetProject(t.Context(), "web")
