@@ -285,6 +285,10 @@ func shorten(s string, n int) string {
 	return out
 }
 
+// HumanSize formats a byte count as the gate's findings do: "5 MB",
+// "7.3 MB", "512 KB", "12 B" (MB = 2^20 bytes).
+func HumanSize(n int64) string { return human(n) }
+
 // human formats a byte count: "5 MB", "7.3 MB", "512 KB", "12 B" (MB =
 // 2^20 bytes).
 func human(n int64) string {
