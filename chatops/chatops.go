@@ -136,6 +136,9 @@ type Chats struct {
 	// Workspaces ships chats' branches (diff, push, pr, merge, close); nil:
 	// those commands say they are not set up.
 	Workspaces Workspaces
+	// Redact, when set, scrubs what the log command returns (the console
+	// prints it); a thread's upload is scrubbed by DeskOptions.Redact too.
+	Redact Redactor
 }
 
 // New returns the Chats over the store, the prompt runner, the event feed and

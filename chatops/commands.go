@@ -121,6 +121,7 @@ func init() {
 		{Name: "agents", Usage: "agents", Help: "list the agents and whether they are installed", need: chatNone,
 			run: func(ctx context.Context, c *call) (Result, error) { return Result{Text: c.bot.agentsTable(ctx)}, nil }},
 		{Name: "status", Usage: "status", Help: "show this chat's agent, model, session and run", need: chatExisting, run: runStatus},
+		{Name: "log", Usage: "log", Help: "this chat's whole log (prompts, answers, tool calls with their input and output), as a Markdown file", need: chatExisting, run: runLog},
 		{Name: "stop", Usage: "stop", Help: "stop the running turn (and drop the queued messages)", need: chatExisting, run: runStop},
 		{Name: "queue", Usage: "queue [clear]", Help: "list the messages waiting for the running turn, or drop them", OptArg: true, Values: []string{"clear"},
 			need: chatExisting, run: runQueue},
@@ -219,7 +220,7 @@ func ParseCommand(text string) (Command, bool) { return parseCommand(text, formP
 // ParseThreadCommand recognizes a command in a thread message (the bot's
 // mention already removed). "/name arg" and "!name arg" always are commands. A
 // bare word is one only in the exact form of a command, so that prose is a
-// prompt: "stop", "status", "new", "fork", "agents", "help" alone; "agent ID",
+// prompt: "stop", "status", "log", "new", "fork", "agents", "help" alone; "agent ID",
 // "model M", "effort L", "mode plan|default", "project P" with one argument;
 // "queue" or "queue clear", "now" or "now N".
 // "help me fix this" is a prompt.

@@ -116,6 +116,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration
 	a.bot.Workspaces = chatWorkspaces{m: ws}
+	a.bot.Redact = red
 	var reattach lifecycle.Reattacher
 	if o.relay.Dir != "" {
 		reattach = ps
