@@ -30,46 +30,42 @@ const (
 // runLog posts the chat's whole transcript as a Markdown file (the console
 // prints it).
 func runLog(ctx context.Context, c *call) (Result, error) {
-	events, err := c.bot.chatEvents(ctx, c.chatID)
-	if err != nil {
-		return Result{}, err
-	}
-	if len(events) == 0 {
-		return Result{Text: "This chat has no runs yet: there is no log to show."}, nil
-	}
 	r := c.bot.Redact
 	if r == nil && c.t != nil {
 		r = c.t.opts.Redact
 	}
 	w := logWriter{max: LogMaxBytes, part: LogMaxPart, redact: r}
-	doc, runs := w.render(c.chatID, events)
-	name := strings.NewReplacer("/", "-", " ", "-").Replace(cmp.Or(w.branch, string(c.chatID))) + "-log.md"
-	if r != nil {
-		name = r.String(name)
+	w.begin(c.chatID)
+	n, err := c.bot.eachEvent(ctx, c.chatID, w.add)
+	if err != nil {
+		return Result{}, err
 	}
+	if n == 0 {
+		return Result{Text: "This chat has no runs yet: there is no log to show."}, nil
+	}
+	doc, runs := w.finish()
+	name := w.scrub(strings.NewReplacer("/", "-", " ", "-").Replace(cmp.Or(w.branch, string(c.chatID))) + "-log.md")
 	return Result{Text: fmt.Sprintf("The log of this chat: %s.", plural(runs, "run")), File: &PostFile{Name: name, Content: doc}}, nil
 }
 
-// chatEvents reads the chat's persisted events, oldest first (those after
-// the read started are left out).
-func (b *Chats) chatEvents(ctx context.Context, chatID agent.ChatID) ([]Event, error) {
+// eachEvent hands the chat's persisted events to f, oldest first, until f
+// returns false (those appended after the read started are left out), and
+// returns how many it handed.
+func (b *Chats) eachEvent(ctx context.Context, chatID agent.ChatID, f func(Event) bool) (int, error) {
 	last, err := b.feed.LastSeq(ctx, chatID)
 	if err != nil || last == 0 {
-		return nil, err
+		return 0, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var out []Event
+	n := 0
 	for ev := range b.feed.Subscribe(ctx, chatID, 0) {
-		out = append(out, ev)
-		if ev.Seq >= last {
-			return out, nil
+		n++
+		if !f(ev) || ev.Seq >= last {
+			return n, nil
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return n, ctx.Err()
 }
 
 // logWriter renders a chat's events as Markdown.
@@ -81,6 +77,7 @@ type logWriter struct {
 	// section is what is being written for the current run part.
 	section strings.Builder
 	cut     bool
+	runs    int
 	// branch is the chat's branch, from the workspace notes.
 	branch string
 
@@ -96,10 +93,21 @@ type logWriter struct {
 	toolOrder        []string
 }
 
+// toolCall is a tool call of the run: its output so far, kept up to a
+// little over the part bound, and how many bytes more it had.
 type toolCall struct {
-	name, summary, input string
-	out                  strings.Builder
-	done                 bool
+	name  string
+	out   strings.Builder
+	extra int
+	done  bool
+}
+
+// write appends a chunk of the call's output, keeping what the part bound
+// (and the redactor, at the cut) can use.
+func (t *toolCall) write(s string, part int) {
+	keep := max(0, min(len(s), part+4096-t.out.Len()))
+	t.out.WriteString(s[:keep])
+	t.extra += len(s) - keep
 }
 
 func (w *logWriter) scrub(s string) string {
@@ -109,28 +117,34 @@ func (w *logWriter) scrub(s string) string {
 	return w.redact.String(s)
 }
 
-// render writes the events and returns the document and how many runs it
-// holds.
-func (w *logWriter) render(chatID agent.ChatID, events []Event) (string, int) {
-	fmt.Fprintf(&w.sb, "# Log of chat %s\n\n", w.scrub(string(chatID)))
-	runs := 0
-	for _, ev := range events {
-		if w.cut {
-			break
-		}
-		if ev.RunID != w.run {
-			w.endRun()
-			w.beginRun(ev)
-			runs++
-		}
-		w.event(ev)
-		w.flush()
+// begin writes the document's title.
+func (w *logWriter) begin(chatID agent.ChatID) {
+	fmt.Fprintf(&w.sb, "# Log of chat %s\n", w.scrub(string(chatID)))
+}
+
+// add writes the next event; it reports false once the document is cut.
+func (w *logWriter) add(ev Event) bool {
+	if w.cut {
+		return false
 	}
+	if ev.RunID != w.run || w.runs == 0 {
+		w.endRun()
+		w.beginRun(ev)
+		w.runs++
+	}
+	w.event(ev)
+	w.flush()
+	return !w.cut
+}
+
+// finish closes the last run and returns the document and how many runs
+// it holds.
+func (w *logWriter) finish() (string, int) {
 	if !w.cut {
 		w.endRun()
 		w.flush()
 	}
-	return w.sb.String(), runs
+	return w.sb.String(), w.runs
 }
 
 // flush moves the pending section into the document, unless it would pass
@@ -178,7 +192,7 @@ func (w *logWriter) event(ev Event) {
 		return
 	case agent.EventToolOutput:
 		if t := w.toolOf(a.Tool); t != nil {
-			t.out.WriteString(a.Text)
+			t.write(a.Text, w.part)
 		}
 		return
 	case agent.EventUsageUpdated:
@@ -240,24 +254,24 @@ func (w *logWriter) toolStarted(t *agent.Tool) {
 	if t == nil {
 		return
 	}
-	call := &toolCall{name: t.Name, summary: t.Summary, input: string(t.Input)}
+	input := string(t.Input)
 	if len(t.Input) > 0 {
 		var v any
 		if json.Unmarshal(t.Input, &v) == nil {
 			if b, err := json.MarshalIndent(v, "", "  "); err == nil {
-				call.input = string(b)
+				input = string(b)
 			}
 		}
 	}
-	w.tools[t.ID] = call
+	w.tools[t.ID] = &toolCall{name: t.Name}
 	w.toolOrder = append(w.toolOrder, t.ID)
 	fmt.Fprintf(&w.section, "### Tool call: %s\n\n", w.scrub(cmp.Or(t.Name, "(unnamed)")))
 	if t.Summary != "" {
 		fmt.Fprintf(&w.section, "%s\n\n", w.scrub(oneLine(t.Summary)))
 	}
-	if call.input != "" {
+	if input != "" {
 		w.section.WriteString("Input:\n\n")
-		w.fence("json", w.bounded(call.input))
+		w.fence("json", w.bounded(input, 0))
 	}
 }
 
@@ -271,9 +285,9 @@ func (w *logWriter) toolCompleted(t *agent.Tool) {
 		w.tools[t.ID] = call
 	}
 	call.done = true
-	out := call.out.String()
+	out, extra := call.out.String(), call.extra
 	if t.Output != "" {
-		out = t.Output
+		out, extra = t.Output, 0
 	}
 	label := "Output"
 	if t.IsError {
@@ -284,7 +298,7 @@ func (w *logWriter) toolCompleted(t *agent.Tool) {
 		w.section.WriteString("*(none)*\n\n")
 		return
 	}
-	w.fence("", w.bounded(out))
+	w.fence("", w.bounded(out, extra))
 }
 
 func (w *logWriter) interaction(in *agent.Interaction) {
@@ -304,10 +318,10 @@ func (w *logWriter) interaction(in *agent.Interaction) {
 	}
 	w.section.WriteString(w.scrub(b.String()))
 	if in.Command != "" {
-		w.fence("sh", w.bounded(in.Command))
+		w.fence("sh", w.bounded(in.Command, 0))
 	}
 	if in.Diff != "" {
-		w.fence("diff", w.bounded(in.Diff))
+		w.fence("diff", w.bounded(in.Diff, 0))
 	}
 	for _, q := range in.Questions {
 		fmt.Fprintf(&w.section, "- %s", w.scrub(oneLine(cmp.Or(q.Text, q.Header))))
@@ -414,17 +428,18 @@ func (w *logWriter) quote(s string) {
 	w.section.WriteString("\n")
 }
 
-// bounded scrubs s and cuts it to the part bound, saying the cut.
-func (w *logWriter) bounded(s string) string {
+// bounded scrubs s and cuts it to the part bound, saying the cut; extra is
+// how many bytes s lost already.
+func (w *logWriter) bounded(s string, extra int) string {
 	s = w.scrub(s)
-	if len(s) <= w.part {
+	if len(s) <= w.part && extra == 0 {
 		return s
 	}
-	n := w.part
-	for n > 0 && !utf8.RuneStart(s[n]) {
+	n := min(w.part, len(s))
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
 		n--
 	}
-	return s[:n] + fmt.Sprintf("\n[cut: %d bytes, the first %d shown]", len(s), n)
+	return s[:n] + fmt.Sprintf("\n[cut: %d bytes, the first %d shown]", len(s)+extra, n)
 }
 
 // fence writes s in a code fence longer than any run of backticks in it, so

@@ -98,6 +98,29 @@ func TestLogRendering(t *testing.T) {
 			t.Errorf("more than the bound shown:\n%s", doc)
 		}
 	})
+	t.Run("a streamed tool output over the part bound keeps only what it shows", func(t *testing.T) {
+		t.Parallel()
+		w := logWriter{max: LogMaxBytes, part: 100}
+		w.begin("c1")
+		evs := logEvents(t, "")
+		for _, ev := range evs[:5] {
+			w.add(ev)
+		}
+		chunk, _ := json.Marshal(agent.Event{Type: agent.EventToolOutput, Tool: &agent.Tool{ID: "t1"}, Text: strings.Repeat("x", 10_000)})
+		for range 100 {
+			w.add(Event{RunID: "r1", Type: string(agent.EventToolOutput), Payload: chunk})
+		}
+		if n := w.tools["t1"].out.Len(); n > 100+4096 {
+			t.Errorf("%d bytes of output kept", n)
+		}
+		for _, ev := range evs[6:] {
+			w.add(ev)
+		}
+		doc, _ := w.finish()
+		if !strings.Contains(doc, "[cut: 1000000 bytes, the first 100 shown]") {
+			t.Errorf("no cut said:\n%s", doc)
+		}
+	})
 	t.Run("the whole file is bounded, the cut said", func(t *testing.T) {
 		t.Parallel()
 		w := logWriter{max: 600, part: LogMaxPart}
@@ -118,6 +141,18 @@ func TestLogRendering(t *testing.T) {
 			t.Errorf("no open end said:\n%s", doc)
 		}
 	})
+}
+
+// render writes the events and returns the document and how many runs it
+// holds.
+func (w *logWriter) render(chatID agent.ChatID, events []Event) (string, int) {
+	w.begin(chatID)
+	for _, ev := range events {
+		if !w.add(ev) {
+			break
+		}
+	}
+	return w.finish()
 }
 
 // fenced reports whether every line of doc that starts with s lies inside a

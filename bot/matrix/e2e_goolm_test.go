@@ -126,3 +126,9 @@ func TestUndecryptableNotice(t *testing.T) {
 func TestEncryptedOnSQLite(t *testing.T) {
 	encryptedHello(newWorld(t, "sqlite"), "Hello from **SQLite**.")
 }
+
+// TestEncryptedLogCommand: in an encrypted room the log is an encrypted
+// m.file.
+func TestEncryptedLogCommand(t *testing.T) {
+	logFlow(t, true)
+}
