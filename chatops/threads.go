@@ -80,6 +80,9 @@ type Desk struct {
 
 	mu       sync.Mutex
 	surfaces map[string]Surface
+	// raw are the surfaces as attached, without redaction: files the
+	// thread tools checked go up byte for byte (toolthread.go).
+	raw map[string]Surface
 	// partLimits are the attached platforms' own PartLimit (PartLimiter).
 	partLimits map[string]int
 	outboxes   map[string]*outbox.Outbox
@@ -109,7 +112,7 @@ func NewDesk(bot *Chats, st Store, policy *Policy, opts DeskOptions, logger *slo
 	return &Desk{
 		bot: bot, store: st, policy: policy, opts: opts, log: logger,
 		base: ctx, cancel: cancel,
-		surfaces: map[string]Surface{}, partLimits: map[string]int{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
+		surfaces: map[string]Surface{}, raw: map[string]Surface{}, partLimits: map[string]int{}, outboxes: map[string]*outbox.Outbox{}, threads: map[Place]*thread{},
 		readers: map[string]ThreadReader{}, marks: map[Place]time.Time{},
 	}
 }
@@ -141,12 +144,14 @@ func (t *Desk) Attach(platform string, s Surface) {
 		limit = pl.PartLimit()
 	}
 	r, reads := s.(ThreadReader)
+	raw := s
 	if t.opts.Redact != nil {
 		s = redactSurface(s, t.opts.Redact)
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.surfaces[platform] = s
+	t.raw[platform] = raw
 	if reads {
 		t.readers[platform] = r
 	}

@@ -23,6 +23,13 @@ func TestAudit(t *testing.T) {
 		s.ResolveInteraction(ctx, "r1", "i1", store.InteractionApproved, "approve", "slack:U2")
 		s.FinishRun(ctx, "r1", runhub.StatusFailed, nil, "boom")
 		s.StartRun(ctx, store.RunRecord{ID: "r2", ChatID: "c2", Agent: "codex", StartedBy: "matrix:@b:x"})
+		if err := s.AppendEvents(ctx, []store.Event{
+			{ChatID: "c1", Seq: 1, RunID: "r1", Type: "system", Payload: []byte(`{"type":"system","subtype":"file_sent","text":"Sent chart.png to the thread (2 KB, sha256 ab12)"}`)},
+			{ChatID: "c1", Seq: 2, RunID: "r1", Type: "system", Payload: []byte(`{"type":"system","subtype":"file_refused","text":"Not sent: .env (holds a configured secret)"}`)},
+			{ChatID: "c1", Seq: 3, RunID: "r1", Type: "system", Payload: []byte(`{"type":"system","subtype":"api_retry","text":"retrying"}`)},
+		}); err != nil {
+			t.Fatal(err)
+		}
 
 		all, err := s.Audit(ctx, "", t0)
 		if err != nil {
@@ -30,15 +37,16 @@ func TestAudit(t *testing.T) {
 		}
 		var lines []string
 		for _, e := range all {
-			lines = append(lines, e.ChatID+" "+e.Action+" "+e.By)
+			lines = append(lines, e.ChatID+" "+e.Action+" "+e.By+" "+e.Detail)
 		}
 		got := strings.Join(lines, "\n")
-		for _, w := range []string{"c1 run.started slack:U1", "c1 interaction.approved slack:U2", "c1 run.failed ", "c2 run.started matrix:@b:x"} {
+		for _, w := range []string{"c1 run.started slack:U1", "c1 interaction.approved slack:U2", "c1 run.failed ", "c2 run.started matrix:@b:x",
+			"c1 file.sent agent Sent chart.png to the thread (2 KB, sha256 ab12)", "c1 file.refused agent Not sent: .env (holds a configured secret)"} {
 			if !strings.Contains(got, w) {
 				t.Errorf("audit lacks %q:\n%s", w, got)
 			}
 		}
-		if strings.Contains(got, "slack:U0") {
+		if strings.Contains(got, "slack:U0") || strings.Contains(got, "retrying") {
 			t.Errorf("an action before --since is listed:\n%s", got)
 		}
 		one, _ := s.Audit(ctx, "c2", t0)

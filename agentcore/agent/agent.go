@@ -107,6 +107,10 @@ type RunRequest struct {
 	// above 1023 but its endpoints'), for a CLI that serves itself locally
 	// and talks to that server (kilo's --port).
 	LocalPort int
+	// MCPServers are MCP servers (stdio) the run's CLI is given besides its
+	// own: Threadline's thread tools. A provider whose CLI takes none
+	// ignores them.
+	MCPServers []MCPServer
 }
 
 // Sentinel errors shared by providers and the core.

@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/redact"
 	"github.com/threadline-bot/threadline/agentcore/registry"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
+	"github.com/threadline-bot/threadline/agentcore/threadtools"
 	"github.com/threadline-bot/threadline/agentcore/worktrees"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/chatstore"
@@ -108,10 +109,16 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		_ = st.Close()
 		return nil, err
 	}
-	providers := ws.Wrap(execution.HostIsolated(agents.Providers, o.isolation, o.sandboxing, o.workRoot))
+	// The thread tools sit inside the isolation: they see the run's own
+	// TMPDIR, where its socket goes.
+	threads := &toolThreads{}
+	mcp, _ := threadToolsBinary()
+	tooled := threadtools.Wrap(agents.Providers, threadtools.Tools{Binary: mcp, Thread: threads.thread, Iso: o.isolation, Secrets: red, Logger: log})
+	providers := ws.Wrap(execution.HostIsolated(tooled, o.isolation, o.sandboxing, o.workRoot))
 	ps := prompt.New(hub, chats, st, providers, log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life, workspaces: ws}
 	versions.Table = a.agentTable
+	threads.app.Store(a)
 	a.files = execution.WorkFiles{Iso: o.isolation, Root: o.workRoot}
 	a.bot = chatops.New(chats, ps, chatstore.Feed{Hub: hub, St: st}, a, log)
 	a.bot.InteractionTimeout = cfg.Defaults.InteractionTimeout.Duration

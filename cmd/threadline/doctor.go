@@ -27,7 +27,8 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log := slog.New(slog.DiscardHandler)
 	set, err := loadAgents(cfg, log)
-	if problems := doctor.Run(ctx, cfg, doctor.SetAgents{Cfg: cfg, Set: set, Err: err, Log: log}, stdout); problems > 0 {
+	tools, want := threadToolsBinary()
+	if problems := doctor.Run(ctx, cfg, doctor.SetAgents{Cfg: cfg, Set: set, Err: err, Log: log}, tools, want, stdout); problems > 0 {
 		return &exitError{1, fmt.Errorf("%d problem(s) found", problems)}
 	}
 	return nil

@@ -47,7 +47,10 @@ type finding struct {
 	name string
 	ok   bool
 	// warn marks a problem that does not stop Threadline from running.
-	warn   bool
+	warn bool
+	// note marks what is missing but wanted by nobody's config: said,
+	// not counted as a problem.
+	note   bool
 	detail string
 	fix    string
 }
@@ -56,7 +59,10 @@ type finding struct {
 // defaults) and prints the findings to w with secrets redacted. It returns
 // the problems found: failures and warnings alike, so that a caller's exit
 // status is non-zero whenever doctor reports one.
-func Run(ctx context.Context, cfg *configs.Config, agents Agents, w io.Writer) int {
+//
+// tools is the thread tools' MCP server (threadline-mcp): its path, or ""
+// when it is not installed, want saying where it was looked for.
+func Run(ctx context.Context, cfg *configs.Config, agents Agents, tools, want string, w io.Writer) int {
 	where := cfg.Path()
 	if where == "" {
 		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
@@ -65,6 +71,7 @@ func Run(ctx context.Context, cfg *configs.Config, agents Agents, w io.Writer) i
 	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkProjects, checkSlack, checkMatrix} {
 		findings = append(findings, c(ctx, cfg, agents)...)
 	}
+	findings = append(findings, threadTools(tools, want))
 	return report(w, redact.New(cfg.Secrets()...), findings)
 }
 
@@ -81,6 +88,8 @@ func report(w io.Writer, r *redact.Redactor, fs []finding) int {
 	for _, f := range fs {
 		mark := "ok  "
 		switch {
+		case f.note:
+			mark = "note"
 		case !f.ok && f.warn:
 			mark, problems = "warn", problems+1
 		case !f.ok:
@@ -92,6 +101,15 @@ func report(w io.Writer, r *redact.Redactor, fs []finding) int {
 		}
 	}
 	return problems
+}
+
+// threadTools says whether runs get the thread tools (send_file): without
+// threadline-mcp they go on without them.
+func threadTools(path, want string) finding {
+	if path == "" {
+		return finding{name: "thread tools", note: true, detail: "threadline-mcp is not installed (" + want + "): runs go on without send_file"}
+	}
+	return finding{name: "thread tools", ok: true, detail: path}
 }
 
 // checkIsolation says how host agents run: the sandbox, the uid switch

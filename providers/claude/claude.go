@@ -62,6 +62,7 @@ func (p *Provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 	if err := agent.CheckRunArgs(req); err != nil {
 		return fmt.Errorf("claude: %w", err)
 	}
+	req = req.WithMCPEnv()
 	prompt, err := PromptLine(req)
 	if err != nil {
 		return fmt.Errorf("claude prompt: %w", err)

@@ -64,7 +64,46 @@ func Args(req agent.RunRequest) []string {
 		args = append(args, "--permission-mode", "plan")
 	}
 	args = append(args, "--permission-prompt-tool", "stdio", "--setting-sources=")
+	if cfg := mcpConfig(req.MCPServers); cfg != "" {
+		args = append(args, "--mcp-config="+cfg)
+	}
 	return append(args, req.Args...)
+}
+
+// mcpServer is one entry of an --mcp-config object.
+type mcpServer struct {
+	Type    string            `json:"type"`
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// mcpConfig is the --mcp-config object of servers ("" when none). An env
+// value is written as a reference to a variable ("${MCP_THREADLINE_KEY}",
+// which the CLI expands from its own environment, where Run puts the value:
+// agent.RunRequest.WithMCPEnv), so no value (a run's token)
+// appears on the command line. One argument (--mcp-config=JSON): the option
+// takes several values, and a value cannot then be read as a flag.
+func mcpConfig(servers []agent.MCPServer) string {
+	if len(servers) == 0 {
+		return ""
+	}
+	m := make(map[string]mcpServer, len(servers))
+	for _, s := range servers {
+		e := mcpServer{Type: "stdio", Command: s.Command, Args: s.Args}
+		if e.Args == nil {
+			e.Args = []string{}
+		}
+		if len(s.Env) > 0 {
+			e.Env = make(map[string]string, len(s.Env))
+			for _, v := range s.Env {
+				e.Env[v.Key] = "${" + s.EnvAlias(v.Key) + "}"
+			}
+		}
+		m[s.Name] = e
+	}
+	b, _ := json.Marshal(map[string]any{"mcpServers": m}) // strings and maps only
+	return string(b)
 }
 
 // asks reports whether permission prompts are routed to the chat.
