@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,14 +55,7 @@ func TestThreadContextEndToEnd(t *testing.T) {
 	dir := isolate(t)
 	const secret = "sk-ctx-8Hq2Wm5Zr7Tn3Lp9"
 	api := fakeapi.New(t, fakeapi.Text("On it."))
-	env := api.ClaudeEnv(filepath.Join(dir, "claude-home"))
-	env["SERVICE_API_KEY"] = secret
-	fake := slacktest.New(t)
-	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
-		"agents": map[string]any{"claude": map[string]any{"bin": bin, "env": env}},
-		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
-			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}}}},
-	})
+	fake, cfgPath := claudeSlackConfig(t, bin, api, dir, secret, map[string]any{"agent": "claude", "allow": []string{"UDEV"}})
 	for _, u := range []slacktest.User{
 		{ID: "UALICE", Name: "alice", DisplayName: "Alice"},
 		{ID: "UBOB", Name: "bob", DisplayName: "Bob"},
@@ -75,13 +67,6 @@ func TestThreadContextEndToEnd(t *testing.T) {
 
 	s := startServe(t, fake, cfgPath)
 	defer s.stop()
-	t.Cleanup(func() {
-		if t.Failed() {
-			for i, r := range api.MessageRequests() {
-				t.Logf("model request %d:\n%s", i, r.Transcript())
-			}
-		}
-	})
 
 	// The thread before the bot is asked: three people and the bot itself.
 	root := fake.Say(slacktest.Said{User: "UALICE", Channel: "C1", Text: "The login page returns 500 since this morning, <@UBOB> saw it too."})

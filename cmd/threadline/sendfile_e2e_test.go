@@ -1,0 +1,181 @@
+package main
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest"
+)
+
+// buildThreadlineMCP builds cmd/threadline-mcp for the test and makes runs
+// use it (as an installed one beside the executable would be).
+func buildThreadlineMCP(t *testing.T) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "threadline-mcp")
+	if out, err := exec.Command("go", "build", "-o", bin, "../threadline-mcp").CombinedOutput(); err != nil {
+		t.Fatalf("go build threadline-mcp: %v\n%s", err, out)
+	}
+	old := mcpBinary
+	mcpBinary = bin
+	t.Cleanup(func() { mcpBinary = old })
+}
+
+// claudeSlackConfig is the config of serve with the Slack fake and the
+// Claude CLI bin against api (its home under dir), secret a configured one
+// (agents.claude.env SERVICE_API_KEY), and channel C1 as c1 says; a failed
+// test logs the requests the model got.
+func claudeSlackConfig(t *testing.T, bin string, api *fakeapi.Server, dir, secret string, c1 map[string]any) (*slacktest.Server, string) {
+	t.Helper()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, r := range api.MessageRequests() {
+				t.Logf("model request %d:\n%s", i, r.Transcript())
+			}
+		}
+	})
+	env := api.ClaudeEnv(filepath.Join(dir, "claude-home"))
+	env["SERVICE_API_KEY"] = secret
+	fake := slacktest.New(t)
+	return fake, slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"agents": map[string]any{"claude": map[string]any{"bin": bin, "env": env}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": c1}},
+	})
+}
+
+// testPNG is a small PNG image.
+func testPNG(t *testing.T) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for i := range 8 {
+		img.Set(i, i, color.RGBA{R: 200, A: 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// sendFileScript is the model of the test: it writes the files with Bash,
+// then calls send_file for the PNG, the file holding the secret and the
+// link out of the workspace, one call per request (counted by the tool
+// results the conversation holds so far), then ends the turn.
+func sendFileScript(pngB64 string) fakeapi.Script {
+	calls := []fakeapi.ReplyBlock{
+		{Type: "tool_use", Name: "Bash", Input: map[string]any{"description": "Write the files",
+			"command": "echo " + pngB64 + " | base64 -d > chart.png && printf 'key=%s\\n' \"$SERVICE_API_KEY\" > notes.txt && ln -s /etc/passwd link.png && echo wrote-files"}},
+		{Type: "tool_use", Name: "mcp__threadline__send_file", Input: map[string]any{"path": "chart.png", "title": "The chart"}},
+		{Type: "tool_use", Name: "mcp__threadline__send_file", Input: map[string]any{"path": "notes.txt"}},
+		{Type: "tool_use", Name: "mcp__threadline__send_file", Input: map[string]any{"path": "link.png"}},
+	}
+	return func(req *fakeapi.Request) *fakeapi.Reply {
+		n := 0
+		for _, m := range req.Body.Messages {
+			n += len(m.ToolResults())
+		}
+		if n >= len(calls) {
+			return fakeapi.TextReply("Sent what I could.")
+		}
+		call := calls[n]
+		call.ID = fmt.Sprintf("toolu_send%02d", n)
+		return &fakeapi.Reply{Blocks: []fakeapi.ReplyBlock{{Type: "text", Chunks: []string{"Step ", fmt.Sprint(n), "."}}, call}}
+	}
+}
+
+// TestSendFileEndToEnd: `threadline serve` with the Slack fake and the real
+// Claude CLI (against the scripted API fake, in a loopback-only network
+// namespace), given Threadline's MCP server (threadline-mcp, built for the
+// test). The model writes a PNG, a file holding a configured secret and a
+// link to /etc/passwd with Bash (approved on its card), then calls
+// mcp__threadline__send_file for each (each approved on its card): the PNG
+// is uploaded in the thread byte for byte; the other two come back to the
+// model as tool errors, each is said in one line in the thread, and
+// nothing else is uploaded.
+func TestSendFileEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := fakeapi.FindClaude(t)
+	buildThreadlineMCP(t)
+	dir := isolate(t)
+	const secret = "sk-send-4Rt8Yp2Qw6Zx1Lm3"
+	pngBytes := testPNG(t)
+	api := fakeapi.New(t, fakeapi.When("SEND", sendFileScript(base64.StdEncoding.EncodeToString(pngBytes))))
+	fake, cfgPath := claudeSlackConfig(t, bin, api, dir, secret, map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}})
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+
+	root := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> SEND me the chart"})
+	s.mention("EvS1", root, "", "SEND me the chart")
+	s.approve(root, "wrote-files")
+	s.approve(root, "chart.png")
+	chatopstest.WaitFor(t, "the chart's upload", func() bool { return len(fake.Files()) > 0 })
+	s.approve(root, "notes.txt")
+	s.notice(root, "Not sent: notes.txt")
+	s.approve(root, "link.png")
+	s.notice(root, "Not sent: link.png")
+	s.answer(root, 1)
+
+	files := fake.Files()
+	if len(files) != 1 {
+		t.Fatalf("uploads: %+v, want the chart alone", files)
+	}
+	f := files[0]
+	if f.Name != "chart.png" || f.Channel != "C1" || f.ThreadTS != root || !bytes.Equal(f.Content, pngBytes) {
+		t.Errorf("upload %s in %s/%s (%d bytes), want chart.png in C1/%s, %d bytes the same", f.Name, f.Channel, f.ThreadTS, len(f.Content), root, len(pngBytes))
+	}
+	// The model got the sent file's facts, then two tool errors saying why.
+	var results []string
+	for _, r := range api.MessageRequests() {
+		for _, b := range r.ToolResults() {
+			label := "ok: "
+			if b.IsError {
+				label = "error: "
+			}
+			results = append(results, label+b.ResultText())
+		}
+	}
+	got := strings.Join(results, "\n")
+	if len(results) != 4 || !strings.HasPrefix(results[1], "ok: ") || !strings.Contains(results[1], "chart.png") ||
+		!strings.HasPrefix(results[2], "error: ") || !strings.Contains(results[2], "refused") ||
+		!strings.HasPrefix(results[3], "error: ") || !strings.Contains(results[3], "refused") {
+		t.Errorf("tool results the model got:\n%s", got)
+	}
+	for i, r := range api.Requests() {
+		if strings.Contains(string(r.Raw), secret) {
+			t.Errorf("model request %d (%s) holds the secret", i, r.Path)
+		}
+	}
+	for _, m := range fake.Thread("C1", root) {
+		if strings.Contains(string(m.Blocks)+m.Text+m.Markdown, secret) {
+			t.Errorf("the thread shows the secret: %+v", m)
+		}
+	}
+
+	// The chat log holds each post and refusal, and the audit lists them.
+	s.stop()
+	code, out, errOut, err := run(t, "", "audit", "--config", cfgPath)
+	if code != 0 || err != nil {
+		t.Fatalf("audit: exit %d, %v\n%s", code, err, errOut)
+	}
+	sum := sha256.Sum256(pngBytes)
+	for _, want := range []string{"file.sent", "Sent chart.png to the thread", hex.EncodeToString(sum[:]), "file.refused", "Not sent: notes.txt", "Not sent: link.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the audit lacks %q:\n%s", want, out)
+		}
+	}
+}
