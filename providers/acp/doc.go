@@ -41,8 +41,8 @@
 //
 //	→ initialize {protocolVersion: 1, clientCapabilities: {fs: false, terminal: false}}
 //	   (an answer with a protocolVersion outside KnownProtocolVersions fails the run)
-//	→ session/new {cwd, mcpServers: []}             or, with RunRequest.ResumeID,
-//	→ session/load {sessionId, cwd, mcpServers: []}  (history replayed as
+//	→ session/new {cwd, mcpServers}             or, with RunRequest.ResumeID,
+//	→ session/load {sessionId, cwd, mcpServers}  (history replayed as
 //	   session/update is not emitted again; see Definition.LoadQuiet)
 //	→ session/set_config_option | session/set_model   when RunRequest.Model is set
 //	→ session/set_config_option | session/set_mode    "plan" for ModePlan

@@ -677,3 +677,27 @@ func TestRunNotInstalled(t *testing.T) {
 		t.Fatalf("Run = %v", err)
 	}
 }
+
+// TestRunMCPServers: the run's MCP servers reach session/new and
+// session/load once each, as stdio entries with their env as name/value
+// pairs; the prompt stays out of them.
+func TestRunMCPServers(t *testing.T) {
+	srv := agent.MCPServer{Name: "threadline", Command: "/opt/threadline/threadline-mcp",
+		Env: []agent.EnvVar{{Key: "THREADLINE_TOOLS_SOCKET", Value: "/tmp/t/s"}, {Key: "THREADLINE_TOOLS_TOKEN", Value: "tok-1"}}}
+	const want = `"mcpServers":[{"name":"threadline","command":"/opt/threadline/threadline-mcp","args":[],` +
+		`"env":[{"name":"THREADLINE_TOOLS_SOCKET","value":"/tmp/t/s"},{"name":"THREADLINE_TOOLS_TOKEN","value":"tok-1"}]}]}`
+	h := newHarness(t, nil)
+	if r := h.run(agent.RunRequest{Prompt: "text --mcp", MCPServers: []agent.MCPServer{srv}}, nil); r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
+	}
+	if sent := h.sent("session/new"); len(sent) != 1 || string(sent[0].Params) != `{"cwd":"`+h.cwd+`",`+want {
+		t.Errorf("session/new %+v", sent)
+	}
+	h = newHarness(t, nil)
+	if r := h.run(agent.RunRequest{Prompt: "hello", ResumeID: knownSession, MCPServers: []agent.MCPServer{srv}}, nil); r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
+	}
+	if sent := h.sent("session/load"); len(sent) != 1 || string(sent[0].Params) != `{"sessionId":"`+knownSession+`","cwd":"`+h.cwd+`",`+want {
+		t.Errorf("session/load %+v", sent)
+	}
+}

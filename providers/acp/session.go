@@ -139,7 +139,7 @@ func (w *wire) onReply(rep *Reply, c *procrun.Conn) {
 		}
 		w.phase = phaseSession
 		if w.req.ResumeID == "" {
-			c.Write(w.parser.Request("session/new", sessionParams{Cwd: w.cwd, McpServers: []any{}}))
+			c.Write(w.parser.Request("session/new", sessionParams{Cwd: w.cwd, McpServers: mcpServers(w.req.MCPServers)}))
 			return
 		}
 		if !w.parser.LoadSession() {
@@ -149,7 +149,7 @@ func (w *wire) onReply(rep *Reply, c *procrun.Conn) {
 			w.done(c)
 			return
 		}
-		c.Write(w.parser.Request("session/load", sessionParams{SessionID: w.req.ResumeID, Cwd: w.cwd, McpServers: []any{}}))
+		c.Write(w.parser.Request("session/load", sessionParams{SessionID: w.req.ResumeID, Cwd: w.cwd, McpServers: mcpServers(w.req.MCPServers)}))
 	case "session/new":
 		if rep.Err == nil {
 			w.startSetup(c)

@@ -6,6 +6,7 @@ package acp
 import (
 	"encoding/json"
 
+	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/providers/jsonrpc"
 )
 
@@ -107,9 +108,42 @@ type initializeResult struct {
 
 // sessionParams are the params of session/new and session/load.
 type sessionParams struct {
-	SessionID  string `json:"sessionId,omitempty"`
-	Cwd        string `json:"cwd"`
-	McpServers []any  `json:"mcpServers"`
+	SessionID  string      `json:"sessionId,omitempty"`
+	Cwd        string      `json:"cwd"`
+	McpServers []mcpServer `json:"mcpServers"`
+}
+
+// mcpServer is a stdio MCP server of session/new and session/load (the
+// protocol's McpServerStdio: every agent takes it).
+type mcpServer struct {
+	Name    string    `json:"name"`
+	Command string    `json:"command"`
+	Args    []string  `json:"args"`
+	Env     []envPair `json:"env"`
+}
+
+// envPair is an environment variable of an mcpServer.
+type envPair struct {
+	Name  string `json:"name"`
+	Value string `json:"value"`
+}
+
+// mcpServers are the run's MCP servers (agent.RunRequest.MCPServers) as
+// the session's: never nil (the field is required). The values travel on
+// the agent's stdin, never on a command line.
+func mcpServers(servers []agent.MCPServer) []mcpServer {
+	out := make([]mcpServer, 0, len(servers))
+	for _, s := range servers {
+		m := mcpServer{Name: s.Name, Command: s.Command, Args: s.Args, Env: make([]envPair, 0, len(s.Env))}
+		if m.Args == nil {
+			m.Args = []string{}
+		}
+		for _, e := range s.Env {
+			m.Env = append(m.Env, envPair{Name: e.Key, Value: e.Value})
+		}
+		out = append(out, m)
+	}
+	return out
 }
 
 // sessionResult is the part of a session/new or session/load answer read:
