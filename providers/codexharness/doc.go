@@ -14,7 +14,9 @@
 //	→ initialize {clientInfo, capabilities:{experimentalApi:true}}   (id 1)
 //	→ initialized
 //	→ thread/start | thread/resume {threadId, excludeTurns} | thread/fork   (id 2)
-//	   (cwd, approvalPolicy "untrusted", sandbox "workspace-write" by default)
+//	   (cwd, approvalPolicy "untrusted", sandbox "workspace-write" by default;
+//	   config: Options.Config and each RunRequest.MCPServers entry as
+//	   mcp_servers.<name>.command/args/env, which codex starts for the thread)
 //	→ turn/start {threadId, input, model, effort, collaborationMode}   (id 3)
 //	   collaborationMode is "plan" for agent.ModePlan, else "default" (it is
 //	   sticky on the thread, so it is always sent)

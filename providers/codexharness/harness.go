@@ -476,7 +476,7 @@ func (r *run) startThread() {
 		Cwd:            r.req.Cwd,
 		ApprovalPolicy: r.h.opts.ApprovalPolicy,
 		Sandbox:        r.req.Sandbox,
-		Config:         r.h.opts.Config,
+		Config:         threadConfig(r.h.opts.Config, r.req.MCPServers),
 	}
 	if p.Sandbox == "" {
 		p.Sandbox = r.h.opts.Sandbox
@@ -489,6 +489,28 @@ func (r *run) startThread() {
 		}
 	}
 	r.call(method, p)
+}
+
+// threadConfig is thread/start's config overrides: the options' with each
+// of the run's MCP servers added under its own dotted keys
+// (mcp_servers.<name>.command, .args, .env), so that the servers of the
+// operator's config.toml stay. The values (a run's token) travel on the
+// app-server's stdin, never on a command line.
+func threadConfig(base map[string]any, servers []agent.MCPServer) map[string]any {
+	if len(servers) == 0 {
+		return base
+	}
+	out := make(map[string]any, len(base)+3*len(servers))
+	maps.Copy(out, base)
+	for _, s := range servers {
+		key := "mcp_servers." + s.Name + "."
+		args := s.Args
+		if args == nil {
+			args = []string{}
+		}
+		out[key+"command"], out[key+"args"], out[key+"env"] = s.Command, args, s.EnvMap()
+	}
+	return out
 }
 
 type userInput struct {

@@ -688,3 +688,26 @@ func TestRunTurnFailed(t *testing.T) {
 		t.Errorf("last %+v", l)
 	}
 }
+
+// TestRunMCPServers: the run's MCP servers reach thread/start once, under
+// their own dotted config keys beside the options' config, with their env;
+// nothing of them is on the command line.
+func TestRunMCPServers(t *testing.T) {
+	srv := agent.MCPServer{Name: "threadline", Command: "/opt/threadline/threadline-mcp",
+		Env: []agent.EnvVar{{Key: "THREADLINE_TOOLS_SOCKET", Value: "/tmp/t/s"}, {Key: "THREADLINE_TOOLS_TOKEN", Value: "tok-1"}}}
+	f := runFake(t, "text.jsonl", agent.RunRequest{Prompt: "Say hello [text]", Cwd: t.TempDir(), MCPServers: []agent.MCPServer{srv}}, fakeOpts{
+		opts: func(o *Options) { o.Config = map[string]any{"x": 1} },
+	})
+	if f.Err != nil {
+		t.Fatal(f.Err)
+	}
+	ts := f.sent("thread/start")
+	want := `"config":{"mcp_servers.threadline.args":[],"mcp_servers.threadline.command":"/opt/threadline/threadline-mcp",` +
+		`"mcp_servers.threadline.env":{"THREADLINE_TOOLS_SOCKET":"/tmp/t/s","THREADLINE_TOOLS_TOKEN":"tok-1"},"x":1}`
+	if len(ts) != 1 || bytes.Count(ts[0], []byte("mcp_servers.threadline.command")) != 1 || !bytes.Contains(ts[0], []byte(want)) {
+		t.Errorf("thread/start %s", ts)
+	}
+	if strings.Contains(strings.Join(f.argv, " "), "tok-1") || strings.Contains(strings.Join(f.argv, " "), "mcp") {
+		t.Errorf("argv %q", f.argv)
+	}
+}
