@@ -17,6 +17,7 @@ import (
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
 	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
@@ -177,5 +178,81 @@ func TestSendFileEndToEnd(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the audit lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestSendFileCodexEndToEnd: the same through the real codex app-server
+// (against the scripted Responses fake): the model writes the files with a
+// command (approved on its card), then, one turn each, calls the threadline
+// server's send_file (its MCP tool-call approval answered on its card) for
+// the PNG, which is uploaded in the thread byte for byte, and for the file
+// holding a secret and the link out, which are refused with one line each
+// in the thread and nothing uploaded.
+func TestSendFileCodexEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	dir := isolate(t)
+	const secret = "sk-codex-9Tb3Hn6Rw2Kx5Qv8"
+	pngBytes := testPNG(t)
+	api := fakeresponses.New(t,
+		fakeresponses.WhenLast("WRITE", fakeresponses.Shell("echo "+base64.StdEncoding.EncodeToString(pngBytes)+
+			" | base64 -d > chart.png && printf 'key=%s\\n' \"$SERVICE_API_KEY\" > notes.txt && ln -s /etc/passwd link.png && echo wrote-files")),
+		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
+		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
+		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
+	home, env, err := api.CodexHome(dir, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CODEX_HOME"] = home
+	env["SERVICE_API_KEY"] = secret
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"agents": map[string]any{"codex": map[string]any{"bin": bin, "env": env}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "codex", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
+	})
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+	var root string
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range fake.Thread("C1", root) {
+				t.Logf("thread message %s: %s %s", m.TS, m.Text, m.Blocks)
+			}
+			for i, r := range api.Requests() {
+				t.Logf("model request %d: %s", i, r.Transcript())
+			}
+		}
+	})
+
+	root = fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> WRITE the files"})
+	s.mention("EvX1", root, "", "WRITE the files")
+	s.approve(root, "wrote-files")
+	s.answer(root, 1)
+	for i, step := range []string{"PNG", "NOTES", "LINK"} {
+		ts := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", ThreadTS: root, Text: "<@" + slacktest.BotUserID + "> " + step})
+		s.mention("EvX"+step, ts, root, step)
+		s.approve(root, "send_file")
+		s.answer(root, i+2)
+	}
+	s.notice(root, "Not sent: notes.txt")
+	s.notice(root, "Not sent: link.png")
+	files := fake.Files()
+	if len(files) != 1 || files[0].Name != "chart.png" || files[0].ThreadTS != root || !bytes.Equal(files[0].Content, pngBytes) {
+		t.Errorf("uploads %+v, want chart.png in the thread, byte for byte", files)
+	}
+	var outputs []string
+	for _, r := range api.Requests() {
+		for _, o := range r.FunctionOutputs() {
+			outputs = append(outputs, o.OutputText())
+		}
+	}
+	got := strings.Join(outputs, "\n")
+	if strings.Count(got, "refused") != 2 || !strings.Contains(got, "chart.png") {
+		t.Errorf("what the model got back:\n%s", got)
 	}
 }
