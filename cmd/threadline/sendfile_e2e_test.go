@@ -16,9 +16,11 @@ import (
 
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/providers/acp"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
 	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
 	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/providers/providertest/fakeopenai"
 )
 
 // buildThreadlineMCP builds cmd/threadline-mcp for the test and makes runs
@@ -181,39 +183,28 @@ func TestSendFileEndToEnd(t *testing.T) {
 	}
 }
 
-// TestSendFileCodexEndToEnd: the same through the real codex app-server
-// (against the scripted Responses fake): the model writes the files with a
-// command (approved on its card), then, one turn each, calls the threadline
-// server's send_file (its MCP tool-call approval answered on its card) for
-// the PNG, which is uploaded in the thread byte for byte, and for the file
-// holding a secret and the link out, which are refused with one line each
-// in the thread and nothing uploaded.
-func TestSendFileCodexEndToEnd(t *testing.T) {
-	if !providertest.InNetns(t) {
-		return
-	}
-	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
-	buildThreadlineMCP(t)
-	dir := isolate(t)
-	const secret = "sk-codex-9Tb3Hn6Rw2Kx5Qv8"
-	pngBytes := testPNG(t)
-	api := fakeresponses.New(t,
-		fakeresponses.WhenLast("WRITE", fakeresponses.Shell("echo "+base64.StdEncoding.EncodeToString(pngBytes)+
-			" | base64 -d > chart.png && printf 'key=%s\\n' \"$SERVICE_API_KEY\" > notes.txt && ln -s /etc/passwd link.png && echo wrote-files")),
-		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
-		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
-		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
-	home, env, err := api.CodexHome(dir, "fake-model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env["CODEX_HOME"] = home
-	env["SERVICE_API_KEY"] = secret
+// writeFilesCommand is the command that writes the PNG, a file holding
+// $SERVICE_API_KEY and a link to /etc/passwd, and says wrote-files.
+func writeFilesCommand(png []byte) string {
+	return "echo " + base64.StdEncoding.EncodeToString(png) +
+		" | base64 -d > chart.png && printf 'key=%s\\n' \"$SERVICE_API_KEY\" > notes.txt && ln -s /etc/passwd link.png && echo wrote-files"
+}
+
+// sendFileTurns runs serve (in dir, isolate's) with the Slack fake and agent id configured as
+// cfg (its env given SERVICE_API_KEY=secret), and drives the turns whose
+// prompts the model's script answers: WRITE (writeFilesCommand, approved on
+// its card), then PNG, NOTES and LINK (a send_file each; askSend: its
+// approval answered on its card). The PNG must arrive in the thread byte
+// for byte, the other two must be said refused, nothing else uploaded.
+// transcripts are the model's requests, logged when the test failed.
+func sendFileTurns(t *testing.T, dir, id string, cfg map[string]any, secret string, png []byte, askSend bool, transcripts func() []string) {
+	t.Helper()
+	cfg["env"].(map[string]string)["SERVICE_API_KEY"] = secret
 	fake := slacktest.New(t)
 	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
-		"agents": map[string]any{"codex": map[string]any{"bin": bin, "env": env}},
+		"agents": map[string]any{id: cfg},
 		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
-			"channels": map[string]any{"C1": map[string]any{"agent": "codex", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
+			"channels": map[string]any{"C1": map[string]any{"agent": id, "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
 	})
 	s := startServe(t, fake, cfgPath)
 	defer s.stop()
@@ -223,36 +214,92 @@ func TestSendFileCodexEndToEnd(t *testing.T) {
 			for _, m := range fake.Thread("C1", root) {
 				t.Logf("thread message %s: %s %s", m.TS, m.Text, m.Blocks)
 			}
-			for i, r := range api.Requests() {
-				t.Logf("model request %d: %s", i, r.Transcript())
+			for i, tr := range transcripts() {
+				t.Logf("model request %d: %s", i, tr)
 			}
 		}
 	})
-
 	root = fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> WRITE the files"})
-	s.mention("EvX1", root, "", "WRITE the files")
+	s.mention("EvW", root, "", "WRITE the files")
 	s.approve(root, "wrote-files")
 	s.answer(root, 1)
 	for i, step := range []string{"PNG", "NOTES", "LINK"} {
 		ts := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", ThreadTS: root, Text: "<@" + slacktest.BotUserID + "> " + step})
-		s.mention("EvX"+step, ts, root, step)
-		s.approve(root, "send_file")
+		s.mention("Ev"+step, ts, root, step)
+		if askSend {
+			s.approve(root, "send_file")
+		}
 		s.answer(root, i+2)
 	}
 	s.notice(root, "Not sent: notes.txt")
 	s.notice(root, "Not sent: link.png")
 	files := fake.Files()
-	if len(files) != 1 || files[0].Name != "chart.png" || files[0].ThreadTS != root || !bytes.Equal(files[0].Content, pngBytes) {
+	if len(files) != 1 || files[0].Name != "chart.png" || files[0].ThreadTS != root || !bytes.Equal(files[0].Content, png) {
 		t.Errorf("uploads %+v, want chart.png in the thread, byte for byte", files)
 	}
+}
+
+// TestSendFileCodexEndToEnd: the same through the real codex app-server
+// (against the scripted Responses fake), the server given in thread/start's
+// config: the model writes the files with a command (approved on its card),
+// then, one turn each, calls the threadline server's send_file (its MCP
+// tool-call approval answered on its card) for the PNG, which is uploaded
+// in the thread byte for byte, and for the file holding a secret and the
+// link out, which are refused back to the model, one line each in the
+// thread, nothing uploaded.
+func TestSendFileCodexEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	d := isolate(t)
+	png := testPNG(t)
+	api := fakeresponses.New(t,
+		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
+		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
+		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
+		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
+	home, env, err := api.CodexHome(d, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CODEX_HOME"] = home
+	sendFileTurns(t, d, "codex", map[string]any{"bin": bin, "env": env}, "sk-codex-9Tb3Hn6Rw2Kx5Qv8", png, true,
+		func() []string { return providertest.Transcripts(api.Requests()) })
 	var outputs []string
 	for _, r := range api.Requests() {
 		for _, o := range r.FunctionOutputs() {
 			outputs = append(outputs, o.OutputText())
 		}
 	}
-	got := strings.Join(outputs, "\n")
-	if strings.Count(got, "refused") != 2 || !strings.Contains(got, "chart.png") {
+	if got := strings.Join(outputs, "\n"); strings.Count(got, "refused") != 2 || !strings.Contains(got, "chart.png") {
 		t.Errorf("what the model got back:\n%s", got)
 	}
+}
+
+// TestSendFileOpencodeEndToEnd: the same through the real opencode over ACP
+// (against the scripted OpenAI-compatible fake), the server given in
+// session/new's mcpServers; opencode runs an MCP tool without asking, so
+// only the bash command is approved on its card.
+func TestSendFileOpencodeEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	def := acp.Opencode()
+	bin := providertest.FindCLI(t, def.Bin, "THREADLINE_OPENCODE_BIN")
+	buildThreadlineMCP(t)
+	d := isolate(t)
+	png := testPNG(t)
+	send := func(path string) fakeopenai.Script {
+		return fakeopenai.Call([]string{"threadline_send_file"}, func(fakeopenai.Tool) map[string]any { return map[string]any{"path": path} })
+	}
+	api := fakeopenai.New(t, fakeopenai.When("WRITE", fakeopenai.Shell(writeFilesCommand(png))),
+		fakeopenai.When("PNG", send("chart.png")), fakeopenai.When("NOTES", send("notes.txt")), fakeopenai.When("LINK", send("link.png")))
+	env, err := def.Configure(filepath.Join(d, "opencode"), acp.Endpoint{OpenAIBaseURL: api.URL() + "/v1", APIKey: "sk-fake", Model: fakeopenai.DefaultModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sendFileTurns(t, d, "opencode", map[string]any{"bin": bin, "env": env}, "sk-open-3Vd7Jq1Xp5Mw8Zr2", png, false,
+		func() []string { return providertest.Transcripts(api.ChatRequests()) })
 }
