@@ -134,13 +134,18 @@ func (p *toolsProvider) Run(ctx context.Context, req agent.RunRequest, emit func
 
 // listen starts the run's server on dir/s, dir a new directory of the bot
 // (mode 0711: the agent passes through, cannot list or change it) under
-// the run's TMPDIR, else the system's.
+// the run's TMPDIR, else (too long a path, or not the bot's to write) the
+// system's.
 func (p *toolsProvider) listen(req agent.RunRequest, th ChatThread, log *slog.Logger, emit func(agent.Event)) (*Server, string, error) {
 	base := req.Env["TMPDIR"]
 	if base == "" || len(base)+len("/threadline-tools-1234567890/s") > maxSocketPath {
 		base = os.TempDir()
 	}
 	dir, err := os.MkdirTemp(base, "threadline-tools-")
+	if err != nil && base != os.TempDir() {
+		// A bot that is not root may not write in the agent's own TMPDIR.
+		dir, err = os.MkdirTemp("", "threadline-tools-")
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -135,3 +135,23 @@ func TestWrapLeavesOthersAlone(t *testing.T) {
 		}
 	}
 }
+
+// TestWrapFallsBackToTheSystemTemp: a TMPDIR the bot cannot write in (here:
+// one that does not exist) puts the socket under the system's.
+func TestWrapFallsBackToTheSystemTemp(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "chart.txt"), []byte("a chart\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	th := &sayingThread{fakeThread: fakeThread{attachments: map[string][]byte{}}}
+	inner := &toolCaller{}
+	p := Wrap([]agent.Provider{inner}, Tools{Binary: "/x/threadline-mcp",
+		Thread: func(context.Context, agent.ChatID) (ChatThread, bool) { return th, true }})[0]
+	req := agent.RunRequest{ChatID: "c1", Cwd: ws, Env: map[string]string{"TMPDIR": filepath.Join(t.TempDir(), "gone")}}
+	if err := p.Run(context.Background(), req, func(agent.Event) {}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(inner.socket, filepath.Join(os.TempDir(), "threadline-tools-")) || inner.results[0] != nil {
+		t.Errorf("socket %s, send: %v", inner.socket, inner.results[0])
+	}
+}
