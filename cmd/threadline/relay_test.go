@@ -29,6 +29,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/store"
 )
 
@@ -273,7 +274,15 @@ func TestKill9DuringConcurrentRunsReattaches(t *testing.T) {
 	// cannot be reattached. c02 has its approval pending.
 	dead := "c02"
 	var meta relayMeta
-	b, _ := os.ReadFile(filepath.Join(relays, runs[dead], "meta.json"))
+	// Its relay writes meta.json once the agent started; on a loaded machine
+	// that can come after the others are done streaming: wait for it.
+	var b []byte
+	for deadline := time.Now().Add(providertest.Scale(time.Minute)); ; time.Sleep(20 * time.Millisecond) {
+		b, _ = os.ReadFile(filepath.Join(relays, runs[dead], "meta.json"))
+		if err := json.Unmarshal(b, &meta); err == nil && meta.RelayPid != 0 || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err := json.Unmarshal(b, &meta); err != nil || meta.RelayPid == 0 {
 		t.Fatalf("meta of %s: %s %v", dead, b, err)
 	}
