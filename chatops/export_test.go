@@ -11,3 +11,10 @@ func Commands() []CommandSpec {
 	}
 	return out
 }
+
+// TakesRest reports whether the command named takes the rest of a thread
+// message as its argument (pr's title), prose of any length.
+func TakesRest(name string) bool {
+	s, ok := lookupCommand(name)
+	return ok && s.rest
+}
