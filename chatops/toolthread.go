@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/logkey"
@@ -54,13 +55,7 @@ func (th *toolThread) SendFile(ctx context.Context, f threadtools.File) (threadt
 // Files lists the files attached to the thread's messages, by name, where
 // the platform reads its threads (ThreadReader).
 func (th *toolThread) Files(ctx context.Context) ([]threadtools.ThreadFile, error) {
-	th.desk.mu.Lock()
-	r := th.desk.readers[th.place.Platform]
-	th.desk.mu.Unlock()
-	if r == nil {
-		return nil, errors.New("this platform's threads cannot be read")
-	}
-	msgs, err := r.ThreadHistory(ctx, th.place, HistoryQuery{})
+	msgs, err := th.history(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -73,13 +68,77 @@ func (th *toolThread) Files(ctx context.Context) ([]threadtools.ThreadFile, erro
 	return out, nil
 }
 
-// errNoFetch: no front-end downloads a thread's attachment for the tools
-// yet (issue 27 item 2).
-var errNoFetch = errors.New("fetching a thread's file is not available from this chat platform yet")
+// ThreadFileOpener is an optional Surface capability: the content of the
+// file called name attached to the message msgID of the thread at p (an id
+// ThreadHistory gave for that thread), with its size and type when the
+// platform says them (0 and "" when not).
+type ThreadFileOpener interface {
+	OpenThreadFile(ctx context.Context, p Place, msgID, name string) (io.ReadCloser, FileInfo, error)
+}
 
-// Fetch is not available yet: it says so to the agent.
-func (th *toolThread) Fetch(context.Context, string) (io.ReadCloser, threadtools.ThreadFile, error) {
-	return nil, threadtools.ThreadFile{}, errNoFetch
+// FileInfo is what a platform says of an attachment it opens.
+type FileInfo struct {
+	Size     int64
+	MIMEType string
+}
+
+// Fetch opens the thread's attachment called name: of the thread's files
+// (Files) with that name, the newest; the agent is told when there were
+// several. An unknown name is an error listing the names there are.
+func (th *toolThread) Fetch(ctx context.Context, name string) (io.ReadCloser, threadtools.ThreadFile, error) {
+	o, ok := th.raw.(ThreadFileOpener)
+	if !ok {
+		return nil, threadtools.ThreadFile{}, errors.New("fetching a thread's file is not available from this chat platform")
+	}
+	msgs, err := th.history(ctx)
+	if err != nil {
+		return nil, threadtools.ThreadFile{}, err
+	}
+	var (
+		at    ThreadMessage
+		same  int
+		names []string
+	)
+	for _, m := range msgs {
+		for _, n := range m.Files {
+			if n == name {
+				at, same = m, same+1
+			}
+			if !slices.Contains(names, n) {
+				names = append(names, n)
+			}
+		}
+	}
+	if same == 0 {
+		if len(names) == 0 {
+			return nil, threadtools.ThreadFile{}, fmt.Errorf("no file called %q in this thread: it has no files", name)
+		}
+		return nil, threadtools.ThreadFile{}, fmt.Errorf("no file called %q in this thread; its files: %s", name, strings.Join(names, ", "))
+	}
+	rc, info, err := o.OpenThreadFile(ctx, th.place, at.ID, name)
+	if err != nil {
+		return nil, threadtools.ThreadFile{}, err
+	}
+	tf := threadtools.ThreadFile{Name: name, Size: info.Size, MIMEType: info.MIMEType, From: at.Author, PostedAt: at.Time}
+	if same > 1 {
+		tf.Note = fmt.Sprintf("%d files in this thread are called %s; this is the newest", same, name)
+		if !at.Time.IsZero() {
+			tf.Note += ", posted " + at.Time.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		if at.Author != "" {
+			tf.Note += " by " + at.Author
+		}
+	}
+	return rc, tf, nil
+}
+
+// history is the thread's messages, oldest first.
+func (th *toolThread) history(ctx context.Context) ([]ThreadMessage, error) {
+	r, ok := th.desk.reader(th.place.Platform)
+	if !ok {
+		return nil, errors.New("this platform's threads cannot be read")
+	}
+	return r.ThreadHistory(ctx, th.place, HistoryQuery{})
 }
 
 // Say posts text in the thread (scrubbed, as everything the desk posts).

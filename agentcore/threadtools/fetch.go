@@ -58,7 +58,7 @@ func (s *Server) fetchFile(ctx context.Context, name string) (Fetched, error) {
 		return Fetched{}, fmt.Errorf("cannot fetch %s: %w", name, err)
 	}
 	out := Fetched{Path: filepath.Join(s.cfg.AgentWorkspace, written), Name: written, Size: n,
-		SHA256: hex.EncodeToString(h.Sum(nil))}
+		SHA256: hex.EncodeToString(h.Sum(nil)), Note: tf.Note}
 	s.log.Info("thread tools: file fetched", logkey.File, written, logkey.Size, n)
 	return out, nil
 }

@@ -57,6 +57,9 @@ type ThreadFile struct {
 	MIMEType string    `json:"mime_type,omitempty"`
 	From     string    `json:"from,omitempty"`     // who posted it (a display name)
 	PostedAt time.Time `json:"posted_at,omitzero"` // when
+	// Note is what the agent should know of the file fetched (there were
+	// several with its name and this is the newest); empty: nothing.
+	Note string `json:"note,omitempty"`
 }
 
 // Sent is what send_file did: the File's facts without its content, and
@@ -77,4 +80,6 @@ type Fetched struct {
 	Name   string `json:"name"`
 	Size   int64  `json:"size"`
 	SHA256 string `json:"sha256"`
+	// Note is the Thread's note on the file (ThreadFile.Note).
+	Note string `json:"note,omitempty"`
 }

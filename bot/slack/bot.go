@@ -81,7 +81,7 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 		ready: make(chan struct{}), base: ctx, cancel: cancel,
 	}
 	b.home = newHome(api, threads, b.log, cfg.AppHome, &b.wg, ctx)
-	b.surface = &surface{api: api, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home,
+	b.surface = &surface{api: api, token: cfg.BotToken, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home,
 		logger: b.log, self: b.self}
 	return b, nil
 }

@@ -24,7 +24,9 @@ import (
 
 // surface implements chatops.Surface and chatops.Streamer over the Web API.
 type surface struct {
-	api    *slack.Client
+	api *slack.Client
+	// token is the bot token, sent with a file's download (files.go).
+	token  string
 	stream bool
 
 	// requester remembers who last asked in a thread: chat.startStream in

@@ -121,7 +121,11 @@ func newServer(t Tools) *mcp.Server {
 				return nil, fetchOut{}, err
 			}
 			out := fetchOut{Path: f.Path, Name: f.Name, Size: f.Size, SHA256: f.SHA256}
-			return text(fmt.Sprintf("Wrote %s (%s).", f.Path, shipgate.HumanSize(f.Size))), out, nil
+			msg := fmt.Sprintf("Wrote %s (%s).", f.Path, shipgate.HumanSize(f.Size))
+			if f.Note != "" {
+				msg += " Note: " + f.Note + "."
+			}
+			return text(msg), out, nil
 		})
 	return s
 }

@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"sync"
@@ -706,6 +707,12 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		}
 		m.Reactions = append(m.Reactions, f.Get("name"))
 		return http.StatusOK, response{"ok": true}
+	case "files.info":
+		file, ok := s.files[f.Get("file")]
+		if !ok || file.Content == nil {
+			return fail("file_not_found")
+		}
+		return http.StatusOK, response{"ok": true, "file": s.fileShape(file)}
 	case "files.getUploadURLExternal":
 		n, _ := strconv.Atoi(f.Get("length"))
 		if f.Get("filename") == "" || n <= 0 {
@@ -844,8 +851,7 @@ func (s *Server) replies(f url.Values) (int, response) {
 			var files []response
 			for _, id := range m.Files {
 				if file, ok := s.files[id]; ok {
-					files = append(files, response{"id": file.ID, "name": file.Name, "title": cmpOr(file.Title, file.Name), "mimetype": file.MimeType,
-						"size": len(file.Content), "url_private": s.base + "files/" + file.ID + "/" + url.PathEscape(file.Name)})
+					files = append(files, s.fileShape(file))
 				}
 			}
 			r["files"] = files
@@ -862,6 +868,31 @@ func (s *Server) replies(f url.Values) (int, response) {
 	}
 	resp["response_metadata"] = response{"next_cursor": cursor}
 	return http.StatusOK, resp
+}
+
+// fileShape is a file as messages and files.info show it (s.mu held): its
+// url_private and url_private_download serve its bytes to the bot token.
+func (s *Server) fileShape(f *File) response {
+	return response{"id": f.ID, "name": f.Name, "title": cmpOr(f.Title, f.Name), "mimetype": f.MimeType,
+		"filetype": fileType(f.Name), "size": len(f.Content), "mode": "hosted", "is_external": false,
+		"url_private":          s.base + "files/" + f.ID + "/" + url.PathEscape(f.Name),
+		"url_private_download": s.base + "files/" + f.ID + "/download/" + url.PathEscape(f.Name)}
+}
+
+// fileType is Slack's filetype for a name ("png", "text"…).
+func fileType(name string) string {
+	ext := strings.ToLower(strings.TrimPrefix(path.Ext(name), "."))
+	switch ext {
+	case "":
+		return "binary"
+	case "txt", "log":
+		return "text"
+	case "jpeg":
+		return "jpg"
+	case "md":
+		return "markdown"
+	}
+	return ext
 }
 
 // replyCount counts a thread's replies (s.mu held).
