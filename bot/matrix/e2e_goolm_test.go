@@ -132,3 +132,9 @@ func TestEncryptedOnSQLite(t *testing.T) {
 func TestEncryptedLogCommand(t *testing.T) {
 	logFlow(t, true)
 }
+
+// TestEncryptedFetchThreadFile: in an encrypted room the thread's encrypted
+// attachment is fetched and decrypted.
+func TestEncryptedFetchThreadFile(t *testing.T) {
+	threadToolsFlow(t, true)
+}
