@@ -36,6 +36,22 @@ func (t *Desk) ToolThread(ctx context.Context, chatID agent.ChatID) (threadtools
 	return nil, false
 }
 
+// FileUploader is an optional Surface capability: posts a file with its
+// content type and title (an image as the platform shows images), where
+// Upload posts a text document.
+type FileUploader interface {
+	UploadFile(ctx context.Context, p Place, f OutFile) (string, error)
+}
+
+// OutFile is a file the bot posts.
+type OutFile struct {
+	// Name is the file's name; Title, when set, is shown with it.
+	Name, Title string
+	// MIMEType is the content's type ("image/png"); empty: unknown.
+	MIMEType string
+	Content  []byte
+}
+
 // toolThread is a chat's thread for its run's tools.
 type toolThread struct {
 	desk  *Desk
@@ -46,7 +62,13 @@ type toolThread struct {
 // SendFile uploads f into the thread as it is: the thread tools refused
 // it already if it held a configured secret.
 func (th *toolThread) SendFile(ctx context.Context, f threadtools.File) (threadtools.Posted, error) {
-	if _, err := th.raw.Upload(ctx, th.place, f.Name, string(f.Content)); err != nil {
+	var err error
+	if u, ok := th.raw.(FileUploader); ok {
+		_, err = u.UploadFile(ctx, th.place, OutFile{Name: f.Name, Title: f.Title, MIMEType: f.MIMEType, Content: f.Content})
+	} else {
+		_, err = th.raw.Upload(ctx, th.place, f.Name, string(f.Content))
+	}
+	if err != nil {
 		return threadtools.Posted{}, fmt.Errorf("upload to the thread: %w", err)
 	}
 	return threadtools.Posted{Where: "the thread (" + th.place.Platform + ")"}, nil

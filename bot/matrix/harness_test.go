@@ -529,3 +529,15 @@ func postWith(evs []*event.Event, bot id.UserID, room id.RoomID, thread id.Event
 	}
 	return nil
 }
+
+// askDone mentions the bot with text in a new thread of room and waits for
+// its answer holding answer to be done; it returns the thread's root.
+func (w *world) askDone(h *human, room id.RoomID, text, answer string) id.EventID {
+	h.t.Helper()
+	root := h.say(room, "", text, w.botUser.ID)
+	h.wait("the answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, w.botUser.ID, room, root, answer)
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	return root
+}

@@ -38,11 +38,7 @@ func logFlow(t *testing.T, encrypted bool) {
 		emit(agent.Event{Type: agent.EventRunCompleted})
 		return nil
 	})
-	root := alice.say(room, "", "check the env", w.botUser.ID)
-	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
-		p := postWith(evs, w.botUser.ID, room, root, "The key is set.")
-		return p != nil && strings.Contains(current(evs, p).Body, "Done")
-	})
+	root := w.askDone(alice, room, "check the env", "The key is set.")
 	alice.say(room, root, "!threadline log")
 	var file *event.MessageEventContent
 	alice.wait("the log file", waitLong, func(evs []*event.Event) bool {

@@ -1,15 +1,22 @@
 // surface.go: chatops.Surface on Matrix. A run's answer is one m.notice in the
 // thread (m.thread), edited in place with m.replace relative to that original
-// event; cards are notices whose reactions the bot seeds; uploads are m.file
-// (encrypted attachments in encrypted rooms); "ephemeral" replies are notices
+// event; cards are notices whose reactions the bot seeds; uploads are m.file or
+// m.image (encrypted attachments in encrypted rooms); "ephemeral" replies are notices
 // that mention the user, since Matrix has no private messages in a room.
 
 package matrix
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"image"
+	_ "image/gif"  // image.DecodeConfig: an m.image's size
+	_ "image/jpeg" // ditto
+	_ "image/png"  // ditto
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -159,25 +166,43 @@ func (b *Bot) track(ctx context.Context, room id.RoomID, evt id.EventID, p chato
 
 // Upload posts content as a file in the thread.
 func (b *Bot) Upload(ctx context.Context, p chatops.Place, filename, content string) (string, error) {
+	return b.UploadFile(ctx, p, chatops.OutFile{Name: filename, MIMEType: "text/markdown", Content: []byte(content)})
+}
+
+// UploadFile posts f in the thread (chatops.FileUploader): an image as an
+// m.image with its type, size and, when its header gives them, its width
+// and height; anything else as an m.file. In an encrypted room the content
+// is an encrypted attachment.
+func (b *Bot) UploadFile(ctx context.Context, p chatops.Place, f chatops.OutFile) (string, error) {
 	room, err := b.room(p)
 	if err != nil {
 		return "", err
 	}
-	data := []byte(content)
+	data := slices.Clone(f.Content)
+	mimeType := cmp.Or(f.MIMEType, "application/octet-stream")
 	msg := &event.MessageEventContent{
-		MsgType: event.MsgFile, Body: filename, FileName: filename,
-		Info: &event.FileInfo{MimeType: "text/markdown", Size: len(data)},
+		MsgType: event.MsgFile, Body: f.Name, FileName: f.Name,
+		Info: &event.FileInfo{MimeType: mimeType, Size: len(data)},
+	}
+	if f.Title != "" && f.Title != f.Name {
+		msg.Body = f.Title
+	}
+	if strings.HasPrefix(mimeType, "image/") {
+		msg.MsgType = event.MsgImage
+		if c, _, err := image.DecodeConfig(bytes.NewReader(data)); err == nil {
+			msg.Info.Width, msg.Info.Height = c.Width, c.Height
+		}
 	}
 	if b.encrypted(ctx, room) {
-		f := attachment.NewEncryptedFile()
-		f.EncryptInPlace(data)
+		ef := attachment.NewEncryptedFile()
+		ef.EncryptInPlace(data)
 		up, err := b.cli.UploadBytes(ctx, data, "application/octet-stream")
 		if err != nil {
 			return "", asRateLimit(fmt.Errorf("matrix: upload in %s: %w", room, err), "upload")
 		}
-		msg.File = &event.EncryptedFileInfo{EncryptedFile: *f, URL: up.ContentURI.CUString()}
+		msg.File = &event.EncryptedFileInfo{EncryptedFile: *ef, URL: up.ContentURI.CUString()}
 	} else {
-		up, err := b.cli.UploadBytesWithName(ctx, data, "text/markdown", filename)
+		up, err := b.cli.UploadBytesWithName(ctx, data, mimeType, f.Name)
 		if err != nil {
 			return "", asRateLimit(fmt.Errorf("matrix: upload in %s: %w", room, err), "upload")
 		}
@@ -189,6 +214,8 @@ func (b *Bot) Upload(ctx context.Context, p chatops.Place, filename, content str
 	evt, err := b.send(ctx, room, "file", msg)
 	return string(evt), err
 }
+
+var _ chatops.FileUploader = (*Bot)(nil)
 
 // reactionNames maps the Slack-style names chatops uses to emoji.
 var reactionNames = map[string]string{

@@ -1,7 +1,10 @@
 package matrix_test
 
 import (
+	"bytes"
 	"context"
+	"image"
+	"image/png"
 	"io"
 	"strings"
 	"testing"
@@ -11,12 +14,14 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/threadtools"
 )
 
 // TestFetchThreadFileOnDendrite: a file a person posts in the chat's
 // thread is fetched through the chat's thread tools with the same bytes
 // (the homeserver's authenticated media API); a file of another thread is
-// not reached.
+// not reached. An image sent through the Thread arrives as an m.image with
+// its mimetype, size, width and height (encrypted in an encrypted room).
 func TestFetchThreadFileOnDendrite(t *testing.T) {
 	threadToolsFlow(t, false)
 }
@@ -34,11 +39,7 @@ func threadToolsFlow(t *testing.T, encrypted bool) {
 		emit(agent.Event{Type: agent.EventRunCompleted})
 		return nil
 	})
-	root := alice.say(room, "", "look at the data", w.botUser.ID)
-	alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
-		p := postWith(evs, w.botUser.ID, room, root, "looking")
-		return p != nil && strings.Contains(current(evs, p).Body, "Done")
-	})
+	root := w.askDone(alice, room, "look at the data", "looking")
 	data := []byte("\x00\x01binary data\xff\xfe" + strings.Repeat("x", 3000))
 	postFile(t, alice, room, root, "data.bin", data, encrypted)
 	other := alice.say(room, "", "another topic")
@@ -62,6 +63,33 @@ func threadToolsFlow(t *testing.T, encrypted bool) {
 	}
 	if _, _, err := th.Fetch(t.Context(), "other.bin"); err == nil || !strings.Contains(err.Error(), "data.bin") {
 		t.Errorf("another thread's file: %v", err)
+	}
+
+	// An image sent with send_file is an m.image with its type and size.
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := th.SendFile(t.Context(), threadtools.File{Name: "chart.png", MIMEType: "image/png", Content: buf.Bytes(), Size: int64(buf.Len())}); err != nil {
+		t.Fatal(err)
+	}
+	var sent *event.MessageEventContent
+	alice.wait("the image", waitLong, func(evs []*event.Event) bool {
+		for _, p := range botPosts(evs, w.botUser.ID, room, root) {
+			if c := msgContent(p); c != nil && c.FileName == "chart.png" {
+				sent = c
+				return true
+			}
+		}
+		return false
+	})
+	if sent.MsgType != event.MsgImage || sent.Info == nil || sent.Info.MimeType != "image/png" || sent.Info.Size != buf.Len() ||
+		sent.Info.Width != 3 || sent.Info.Height != 2 {
+		t.Errorf("the image arrived as %s %+v", sent.MsgType, sent.Info)
+	}
+	if got := download(t, alice, sent, encrypted); got != buf.String() {
+		t.Errorf("the image's bytes differ (%d, want %d)", len(got), buf.Len())
 	}
 }
 

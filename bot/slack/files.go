@@ -18,8 +18,6 @@ import (
 	"github.com/threadline-bot/threadline/chatops"
 )
 
-var _ chatops.ThreadFileOpener = (*surface)(nil)
-
 // OpenThreadFile opens the file called name of the message msgID in the
 // thread at p (chatops.ThreadFileOpener). The message is looked up within
 // the thread, so a file of another thread or channel is never reached.
@@ -88,3 +86,5 @@ func (s *surface) download(ctx context.Context, f slack.File) (io.ReadCloser, ch
 	}
 	return resp.Body, chatops.FileInfo{Size: size, MIMEType: f.Mimetype}, nil
 }
+
+var _ chatops.ThreadFileOpener = (*surface)(nil)

@@ -5,13 +5,17 @@
 package slack
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"sync"
 
@@ -221,6 +225,41 @@ func (s *surface) Upload(ctx context.Context, p chatops.Place, filename, content
 	}
 	return f.ID, nil
 }
+
+// UploadFile posts f in the thread (chatops.FileUploader) under its title:
+// Slack takes a file's type from its name, so a name without an extension
+// gets its content type's ("chart" of image/png is posted as chart.png).
+func (s *surface) UploadFile(ctx context.Context, p chatops.Place, f chatops.OutFile) (string, error) {
+	name := f.Name
+	if path.Ext(name) == "" && f.MIMEType != "" {
+		if exts, _ := mime.ExtensionsByType(f.MIMEType); len(exts) > 0 {
+			name += preferredExt(f.MIMEType, exts)
+		}
+	}
+	up, err := s.api.UploadFileContext(ctx, slack.UploadFileParameters{
+		Filename: name, Title: cmp.Or(f.Title, name), Reader: bytes.NewReader(f.Content), FileSize: len(f.Content),
+		Channel: p.Channel, ThreadTimestamp: p.Thread,
+	})
+	if err != nil {
+		return "", translate("files.upload", err)
+	}
+	return up.ID, nil
+}
+
+// preferredExt is the usual extension of a type among exts (mime's order
+// is alphabetical: ".jpe" before ".jpg").
+func preferredExt(mimeType string, exts []string) string {
+	base, _, _ := strings.Cut(mimeType, ";")
+	switch strings.TrimSpace(base) {
+	case "image/jpeg":
+		return ".jpg"
+	case "text/plain":
+		return ".txt"
+	}
+	return exts[0]
+}
+
+var _ chatops.FileUploader = (*surface)(nil)
 
 func (s *surface) React(ctx context.Context, p chatops.Place, id, name string) error {
 	err := s.api.AddReactionContext(ctx, name, slack.ItemRef{Channel: p.Channel, Timestamp: id})

@@ -737,6 +737,9 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 				return fail("file_not_found")
 			}
 			file.Title, file.Channel, file.ThreadTS = x.Title, f.Get("channel_id"), f.Get("thread_ts")
+			if file.MimeType == "" {
+				file.MimeType = cmpOr(mime.TypeByExtension(path.Ext(file.Name)), "application/octet-stream")
+			}
 			ts := s.nextTS()
 			s.store(&Message{Channel: file.Channel, TS: ts, ThreadTS: file.ThreadTS, User: BotUserID, BotID: BotID, Text: f.Get("initial_comment"), Files: []string{file.ID}})
 			s.replied(file.Channel, file.ThreadTS)
