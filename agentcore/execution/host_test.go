@@ -26,7 +26,7 @@ func TestPrepareWorkdir(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := traversableTempDir(t)
+	base := procruntest.TraversableDir(t, "tlexec")
 	root := filepath.Join(base, "work")
 	chat := filepath.Join(root, "chat-1")
 	elsewhere := filepath.Join(base, "mine")
@@ -70,21 +70,6 @@ func TestPrepareWorkdir(t *testing.T) {
 	}
 }
 
-// traversableTempDir is a temporary directory others may pass through
-// (t.TempDir's parent is private).
-func traversableTempDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tlexec")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // TestPrepareWorkdirNeverOpensAbove: a workdir root below a directory the
 // agent user cannot pass (a home such as /root, 0700) is refused with a
 // message naming it, and that directory keeps its mode.
@@ -94,7 +79,7 @@ func TestPrepareWorkdirNeverOpensAbove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	home := filepath.Join(traversableTempDir(t), "root")
+	home := filepath.Join(procruntest.TraversableDir(t, "tlexec"), "root")
 	if err := os.Mkdir(home, 0o700); err != nil { // as root's home
 		t.Fatal(err)
 	}

@@ -44,7 +44,7 @@ func newSandboxFixture(t *testing.T) *sandboxFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := traversableTempDir(t)
+	base := procruntest.TraversableDir(t, "tlexec")
 	f := &sandboxFixture{iso: iso, bot: filepath.Join(base, "bot"), shared: filepath.Join(base, "shared"), stateRoot: filepath.Join(base, "agents")}
 	root := filepath.Join(base, "work")
 	f.workA, f.workB = filepath.Join(root, "chat-a"), filepath.Join(root, "chat-b")

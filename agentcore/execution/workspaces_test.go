@@ -12,6 +12,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/procrun"
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/agentcore/workspace"
 	"github.com/threadline-bot/threadline/agentcore/worktrees"
 )
@@ -101,7 +102,7 @@ func (a shellAgent) Run(ctx context.Context, req agent.RunRequest, emit func(age
 // branch and the merge, and Close empties the clone as the agent.
 func TestWorkspacesAsSandboxedAgent(t *testing.T) {
 	f := newSandboxFixture(t)
-	base := traversableTempDir(t)
+	base := procruntest.TraversableDir(t, "tlexec")
 	origin, seed := filepath.Join(base, "origin.git"), filepath.Join(base, "seed")
 	run := func(dir string, args ...string) string {
 		t.Helper()

@@ -29,6 +29,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/agentcore/redact"
 )
 
@@ -110,26 +111,11 @@ func (b *syncBuffer) String() string {
 
 const configuredSecret = "hunter2-Zq8vR4tYp1"
 
-// socketDir returns a new directory every user may pass through (for the
-// agent user to reach a socket in it).
-func socketDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tltools")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 func start(t *testing.T, mod func(*Config)) *harness {
 	t.Helper()
 	h := &harness{ws: t.TempDir(), thread: &fakeThread{attachments: map[string][]byte{}}, logs: &syncBuffer{}}
 	cfg := Config{
-		Socket:    filepath.Join(socketDir(t), "tools.sock"),
+		Socket:    filepath.Join(procruntest.TraversableDir(t, "tltools"), "tools.sock"),
 		UID:       -1,
 		GID:       -1,
 		Token:     NewToken(),

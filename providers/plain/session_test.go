@@ -150,20 +150,6 @@ func agentIsolation(t *testing.T) *procrun.Isolation {
 	return iso
 }
 
-// sharedDir is a directory every user may enter but only root may change.
-func sharedDir(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "tlpiso")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // TestIsolatedRunAsAgentUser runs AtomCode (prompt in a private file) under
 // the context's isolation, directly and relayed: the CLI reads its prompt
 // file and reports, from the kernel's /proc/self/status, the agent user's
@@ -172,7 +158,7 @@ func TestIsolatedRunAsAgentUser(t *testing.T) {
 	iso := agentIsolation(t)
 	for _, relayed := range []bool{false, true} {
 		t.Run("relayed="+strconv.FormatBool(relayed), func(t *testing.T) {
-			dir := sharedDir(t)
+			dir := procruntest.TraversableDir(t, "tlpiso")
 			bin := filepath.Join(dir, "atomcode")
 			script := "#!/bin/sh\ncat \"$2\"; echo\ngrep -E '^(Uid|Gid|CapPrm|CapEff|CapAmb):' /proc/self/status\nid -u\n"
 			if err := os.WriteFile(bin, []byte(script), 0o755); err != nil {
@@ -227,7 +213,7 @@ func TestIsolatedRunAsAgentUser(t *testing.T) {
 // change is refused before anything runs.
 func TestIsolatedRunRefusesWritableCLI(t *testing.T) {
 	iso := agentIsolation(t)
-	dir := sharedDir(t)
+	dir := procruntest.TraversableDir(t, "tlpiso")
 	bin := filepath.Join(dir, "grok")
 	if err := os.WriteFile(bin, []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
 		t.Fatal(err)

@@ -82,3 +82,20 @@ func ShareExecutable(name string) (dir, path string, err error) {
 	}
 	return dir, path, f.Close()
 }
+
+// TraversableDir returns a new temporary directory every user may pass
+// through but only root may change (mode 0711; t.TempDir's parent is
+// private), removed with t: where the agent user reaches a socket or a
+// file the test puts there.
+func TraversableDir(t testing.TB, prefix string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o711); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
