@@ -70,9 +70,8 @@ type toolsProvider struct {
 // Threadline's MCP server in RunRequest.MCPServers, with the socket and a
 // fresh token in its environment. The server closes when the run ends. Wrap
 // it inside the sandboxing (execution.HostIsolated) so that it sees the
-// run's final environment: the socket goes under the run's TMPDIR (its own
-// state, which its sandbox grants) when the path fits a socket's, else
-// under the system's temporary directory. Project runs in containers get no
+// run's final environment. The socket goes in a private directory of the
+// bot under the system's temporary directory (see listen). Project runs in containers get no
 // tools yet. Without a Binary, providers are returned unchanged.
 func Wrap(providers []agent.Provider, t Tools) []agent.Provider {
 	if t.Binary == "" || t.Thread == nil {
@@ -87,10 +86,6 @@ func Wrap(providers []agent.Provider, t Tools) []agent.Provider {
 	}
 	return out
 }
-
-// maxSocketPath leaves room under the kernel's 108 bytes for the private
-// directory listen binds in first.
-const maxSocketPath = 80
 
 // sayTimeout bounds telling the thread of a refusal.
 const sayTimeout = 10 * time.Second
@@ -133,19 +128,14 @@ func (p *toolsProvider) Run(ctx context.Context, req agent.RunRequest, emit func
 }
 
 // listen starts the run's server on dir/s, dir a new directory of the bot
-// (mode 0711: the agent passes through, cannot list or change it) under
-// the run's TMPDIR, else (too long a path, or not the bot's to write) the
-// system's.
+// (mode 0711: the agent passes through, cannot list or change it) in the
+// bot's own temporary directory. Never under the run's TMPDIR: that belongs
+// to the agent user, which could swap the new directory for a link between
+// its creation and the bot's chmod and chown there (a root chmod of any
+// file); in the system's sticky /tmp no other user can rename the bot's
+// entries.
 func (p *toolsProvider) listen(req agent.RunRequest, th ChatThread, log *slog.Logger, emit func(agent.Event)) (*Server, string, error) {
-	base := req.Env["TMPDIR"]
-	if base == "" || len(base)+len("/threadline-tools-1234567890/s") > maxSocketPath {
-		base = os.TempDir()
-	}
-	dir, err := os.MkdirTemp(base, "threadline-tools-")
-	if err != nil && base != os.TempDir() {
-		// A bot that is not root may not write in the agent's own TMPDIR.
-		dir, err = os.MkdirTemp("", "threadline-tools-")
-	}
+	dir, err := os.MkdirTemp("", "threadline-tools-")
 	if err != nil {
 		return nil, "", err
 	}

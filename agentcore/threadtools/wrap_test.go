@@ -84,8 +84,9 @@ func TestWrapGivesARunItsTools(t *testing.T) {
 	if m.Name != ServerName || m.Command != "/opt/threadline/threadline-mcp" || len(m.Env) != 2 {
 		t.Fatalf("MCP server %#v", m)
 	}
-	if !strings.HasPrefix(inner.socket, tmp+"/threadline-tools-") {
-		t.Errorf("socket %s is not under the run's TMPDIR %s", inner.socket, tmp)
+	// Not under the run's TMPDIR, which the agent user may change.
+	if !strings.HasPrefix(inner.socket, filepath.Join(os.TempDir(), "threadline-tools-")) || strings.HasPrefix(inner.socket, tmp) {
+		t.Errorf("socket %s: want it in the bot's temporary directory, not the run's TMPDIR %s", inner.socket, tmp)
 	}
 	if _, err := os.Stat(filepath.Dir(inner.socket)); !os.IsNotExist(err) {
 		t.Errorf("the socket's directory outlives the run: %v", err)
@@ -136,9 +137,9 @@ func TestWrapLeavesOthersAlone(t *testing.T) {
 	}
 }
 
-// TestWrapFallsBackToTheSystemTemp: a TMPDIR the bot cannot write in (here:
-// one that does not exist) puts the socket under the system's.
-func TestWrapFallsBackToTheSystemTemp(t *testing.T) {
+// TestWrapIgnoresTheRunsTMPDIR: whatever the run's TMPDIR (here one that
+// does not exist), the socket goes in the bot's temporary directory.
+func TestWrapIgnoresTheRunsTMPDIR(t *testing.T) {
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "chart.txt"), []byte("a chart\n"), 0o600); err != nil {
 		t.Fatal(err)
