@@ -222,11 +222,9 @@ func testFlagModel(t *testing.T, c familyCLI) {
 	}
 }
 
-// TestE2EAsOrdinaryUser: two real ACP CLIs (opencode over Chat
-// Completions, claude-agent-acp over Messages, which as root needs
-// IS_SANDBOX) run an approved shell tool sandboxed as an ordinary user (no
-// uid switch: the runs start as that user itself), as root's TestE2E runs
-// them as the agent user.
+// TestE2EAsOrdinaryUser: every real ACP CLI of TestE2E runs an approved
+// shell tool sandboxed as an ordinary user (no uid switch: the runs start
+// as that user itself), as root's TestE2E runs them as the agent user.
 func TestE2EAsOrdinaryUser(t *testing.T) {
-	providertest.AsOrdinaryUser(t, "^TestE2E$/^(opencode|claude-agent-acp)$/^allow$")
+	providertest.AsOrdinaryUser(t, "^TestE2E$/.+/^allow$")
 }

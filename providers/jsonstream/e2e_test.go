@@ -233,3 +233,9 @@ func TestGrokCLIVersionProbe(t *testing.T) {
 	d, _ := Descriptor(GrokCLI)
 	providertest.CheckVersion(t, d, providertest.FindCLI(t, grokCLI.Name, grokCLI.EnvVar))
 }
+
+// TestE2EAsOrdinaryUser: opencode run, grok, copilot's JSON mode and kilo
+// run pass their scenarios sandboxed as an ordinary user too.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^(TestOpenCodeE2E|TestGrokCLIE2E|TestCopilotJSONE2E|TestKiloRunE2E)$")
+}

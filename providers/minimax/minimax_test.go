@@ -215,3 +215,9 @@ func TestE2EMiniMaxConfig(t *testing.T) {
 		t.Fatalf("fake saw %d requests: %+v", len(reqs), reqs)
 	}
 }
+
+// TestE2EAsOrdinaryUser: the codex binary with MiniMax's configuration runs
+// sandboxed as an ordinary user too.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^TestE2EMiniMaxConfig$")
+}

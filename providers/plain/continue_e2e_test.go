@@ -82,3 +82,9 @@ func TestContinueVersionProbe(t *testing.T) {
 	d, _ := Descriptor(Continue)
 	providertest.CheckVersion(t, d, providertest.FindCLI(t, continueCLI.Name, continueCLI.EnvVar))
 }
+
+// TestE2EAsOrdinaryUser: cn passes its scenario sandboxed as an ordinary
+// user too.
+func TestE2EAsOrdinaryUser(t *testing.T) {
+	providertest.AsOrdinaryUser(t, "^TestContinueE2E$")
+}
