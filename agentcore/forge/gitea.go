@@ -63,7 +63,7 @@ func (p *giteaPull) current() current {
 
 // pulls is the path of pr's repository's pull requests.
 func (pr PR) pulls() string {
-	return "/repos/" + pathEscape(pr.Owner) + "/" + pathEscape(pr.Repo) + "/pulls"
+	return "/repos/" + url.PathEscape(pr.Owner) + "/" + url.PathEscape(pr.Repo) + "/pulls"
 }
 
 func (g *giteaForge) get(ctx context.Context, pr PR, number int) (current, error) {

@@ -34,7 +34,7 @@ func (g *gitlabForge) EnsurePR(ctx context.Context, pr PR) (PRInfo, error) {
 // mrs is the path of the merge requests of pr's project, named by its
 // URL-encoded path ("group%2Fsub%2Frepo").
 func (pr PR) mrs() string {
-	return "/projects/" + pathEscape(pr.Owner+"/"+pr.Repo) + "/merge_requests"
+	return "/projects/" + url.PathEscape(pr.Owner+"/"+pr.Repo) + "/merge_requests"
 }
 
 // gitlabMR is the part of GitLab's merge request the driver reads.

@@ -226,8 +226,5 @@ func apiBase(baseURL, root string) string {
 // errNoBase: a forge that has no public default needs its base URL.
 var errNoBase = errors.New("needs its base URL")
 
-// pathEscape escapes one path segment ("group/sub" → "group%2Fsub").
-func pathEscape(s string) string { return url.PathEscape(s) }
-
 // numberPath is "/<n>".
 func numberPath(n int) string { return fmt.Sprintf("/%d", n) }

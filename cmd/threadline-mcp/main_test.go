@@ -61,20 +61,6 @@ func (th *thread) Sent() []threadtools.File {
 
 const secret = "Vq3-configured-secret-9xT"
 
-// shared is a new directory every user may pass through.
-func shared(t *testing.T, prefix string) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o711); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
 // build builds the packages into dir and returns their binaries' paths.
 func build(t *testing.T, dir string, pkgs ...string) {
 	t.Helper()
@@ -95,8 +81,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, uid, gid int) *fixture {
 	t.Helper()
-	f := &fixture{ws: shared(t, "tlmcpws"), thread: &thread{}, token: threadtools.NewToken()}
-	f.socket = filepath.Join(shared(t, "tlmcpsock"), "tools.sock")
+	f := &fixture{ws: procruntest.TraversableDir(t, "tlmcpws"), thread: &thread{}, token: threadtools.NewToken()}
+	f.socket = filepath.Join(procruntest.TraversableDir(t, "tlmcpsock"), "tools.sock")
 	img := image.NewRGBA(image.Rect(0, 0, 32, 32))
 	for x := range 32 {
 		img.Set(x, x, color.RGBA{255, 0, 0, 255})
@@ -236,7 +222,7 @@ func TestMCPServerInSandbox(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	bin := shared(t, "tlmcpbin")
+	bin := procruntest.TraversableDir(t, "tlmcpbin")
 	build(t, bin, ".", "../threadline-sandbox")
 	f := newFixture(t, uid, gid)
 	p := sandbox.Policy{
