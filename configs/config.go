@@ -45,6 +45,8 @@ type Config struct {
 	Workspaces WorkspacesConfig `yaml:"workspaces"`
 	// Context is the thread context prompts carry.
 	Context ContextConfig `yaml:"context"`
+	// Files bounds the files runs send to and fetch from their threads.
+	Files FilesConfig `yaml:"files"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -207,6 +209,25 @@ func (c *Config) ContextBytes() int {
 		return c.Context.MaxBytes
 	}
 	return DefaultContextBytes
+}
+
+// FilesConfig is the files section: the files a run's thread tools move
+// between its workspace and its thread (send_file, fetch_thread_file, the
+// images the agent makes).
+type FilesConfig struct {
+	// MaxBytes bounds one file; default DefaultFileBytes.
+	MaxBytes int64 `yaml:"max_bytes"`
+}
+
+// DefaultFileBytes is files.max_bytes when the file does not set it (50 MB).
+const DefaultFileBytes = 50 << 20
+
+// FileBytes is files.max_bytes, else DefaultFileBytes.
+func (c *Config) FileBytes() int64 {
+	if c.Files.MaxBytes > 0 {
+		return c.Files.MaxBytes
+	}
+	return DefaultFileBytes
 }
 
 // WorkspacesConfig is the workspaces section.
@@ -674,6 +695,9 @@ func (c *Config) validate() error {
 	}
 	if c.Context.MaxBytes < 0 {
 		return fmt.Errorf("context.max_bytes: %d must not be negative (0 or unset: %d)", c.Context.MaxBytes, DefaultContextBytes)
+	}
+	if c.Files.MaxBytes < 0 {
+		return fmt.Errorf("files.max_bytes: %d must not be negative (0 or unset: %d)", c.Files.MaxBytes, DefaultFileBytes)
 	}
 	if c.HTTP.Listen != "" {
 		if _, _, err := net.SplitHostPort(c.HTTP.Listen); err != nil {

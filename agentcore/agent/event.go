@@ -3,8 +3,10 @@
 package agent
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"strings"
 )
 
 // EventType is the normalized type of an Event.
@@ -31,6 +33,10 @@ const (
 	EventRunFailed            EventType = "run.failed"
 	EventRunInterrupted       EventType = "run.interrupted"
 	EventProviderNative       EventType = "provider.native"
+	// EventImage carries an image the agent made through the CLI's own
+	// tools (a Codex image generation, an image block in an MCP tool's
+	// result): the core posts it to the chat's thread.
+	EventImage EventType = "image"
 )
 
 // Terminal reports whether t ends a run.
@@ -61,6 +67,8 @@ type Event struct {
 	// system event of subtype SubtypeWorkspace (emitted by the core before
 	// the turn's terminal event, never by a provider).
 	Change *Change `json:"change,omitempty"`
+	// Image is the image on an image event.
+	Image *MadeImage `json:"image,omitempty"`
 
 	// Native keeps the correlation ids and a bounded safe payload of the
 	// native record this event came from.
@@ -97,6 +105,55 @@ func (c Change) String() string {
 		return files
 	}
 	return files + " · " + c.Branch
+}
+
+// MadeImage is an image the agent made. Its bytes never reach the event's JSON
+// (the chat log and the database keep its type, size and tool only): the
+// core posts them while the run goes on.
+type MadeImage struct {
+	// ToolID is the tool call (or native item) that made it.
+	ToolID string `json:"tool_id,omitempty"`
+	// Name is a file name for it, when the CLI gives one ("" otherwise).
+	Name string `json:"name,omitempty"`
+	// MediaType is the type the CLI declared ("image/png"); the core
+	// checks it against the bytes.
+	MediaType string `json:"media_type,omitempty"`
+	Size      int    `json:"size"`
+	Data      []byte `json:"-"`
+}
+
+// MaxImageBytes bounds an image a provider decodes: the most an output
+// line of the CLI (16 MiB) can carry in base64.
+const MaxImageBytes = 12 << 20
+
+// DecodeImage makes the MadeImage of base64 data (standard or URL alphabet,
+// padded or not, or a data: URL) of type mimeType, at most max decoded
+// bytes; ok is false when data is not base64 or is larger.
+func DecodeImage(toolID, name, mimeType, data string, max int) (*MadeImage, bool) {
+	if rest, ok := strings.CutPrefix(data, "data:"); ok {
+		head, payload, found := strings.Cut(rest, ",")
+		if !found || !strings.HasSuffix(head, ";base64") {
+			return nil, false
+		}
+		if mimeType == "" {
+			mimeType = strings.TrimSuffix(head, ";base64")
+		}
+		data = payload
+	}
+	if base64.StdEncoding.DecodedLen(len(data)) > max+3 {
+		return nil, false
+	}
+	data = strings.TrimRight(data, "=")
+	raw, err := base64.RawStdEncoding.DecodeString(data)
+	if err != nil {
+		if raw, err = base64.RawURLEncoding.DecodeString(data); err != nil {
+			return nil, false
+		}
+	}
+	if len(raw) == 0 || len(raw) > max {
+		return nil, false
+	}
+	return &MadeImage{ToolID: toolID, Name: name, MediaType: mimeType, Size: len(raw), Data: raw}, true
 }
 
 // Tool describes a tool call on tool.started / tool.output / tool.completed.

@@ -51,6 +51,9 @@ type Sandboxing struct {
 	// agent's env sets HOME nor the run is isolated (then the agent user's
 	// home is): the bot user's own home.
 	SharedHome string
+	// Tools are executables of the bot's own every run may read and run
+	// (threadline-mcp, which its CLI starts), wherever they are installed.
+	Tools []string
 }
 
 // ProbeKey is the state key of detection's runs (version probes, model
@@ -174,7 +177,7 @@ func (s *Sandboxing) policy(cwd string, st ChatState, env map[string]string, con
 	if err != nil {
 		return p, err
 	}
-	p.ReadOnly = append(ro, st.Outside...)
+	p.ReadOnly = append(append(ro, st.Outside...), s.Tools...)
 	ports := sandbox.DefaultConnectTCP()
 	for _, c := range connect {
 		ports = append(ports, c...)

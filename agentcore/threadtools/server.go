@@ -62,9 +62,11 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	mu    sync.Mutex
-	conns map[net.Conn]struct{}
-	done  bool
+	mu     sync.Mutex
+	conns  map[net.Conn]struct{}
+	done   bool
+	images int             // images posted or refused (their names' numbers)
+	posted map[string]bool // the SHA-256 of the images posted
 
 	// afterStat, when set (tests), runs between a sent file's fstat and
 	// its read.

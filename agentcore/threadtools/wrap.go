@@ -87,8 +87,12 @@ func Wrap(providers []agent.Provider, t Tools) []agent.Provider {
 	return out
 }
 
-// sayTimeout bounds telling the thread of a refusal.
-const sayTimeout = 10 * time.Second
+// sayTimeout bounds telling the thread of a refusal; imageTimeout posting
+// an image the agent made.
+const (
+	sayTimeout   = 10 * time.Second
+	imageTimeout = time.Minute
+)
 
 // Run starts the run's server, adds the MCP server to req and runs the
 // turn; the server closes when the turn ends.
@@ -114,6 +118,17 @@ func (p *toolsProvider) Run(ctx context.Context, req agent.RunRequest, emit func
 		log.Warn("thread tools: the run goes on without them", logkey.Err, err)
 		return p.Provider.Run(ctx, req, emit)
 	}
+	// An image the agent made is posted where the provider reports it,
+	// before its next event: the chat log gets the image event (its type
+	// and size, never its bytes), then the file_sent or file_refused line.
+	fromProvider := func(e agent.Event) {
+		locked(e)
+		if e.Type == agent.EventImage && e.Image != nil {
+			pctx, cancel := context.WithTimeout(ctx, imageTimeout)
+			defer cancel()
+			_, _ = srv.PostImage(pctx, e.Image)
+		}
+	}
 	defer func() {
 		if err := srv.Close(); err != nil {
 			log.Warn("thread tools: close", logkey.Err, err)
@@ -124,7 +139,7 @@ func (p *toolsProvider) Run(ctx context.Context, req agent.RunRequest, emit func
 		Name: ServerName, Command: p.t.Binary,
 		Env: []agent.EnvVar{{Key: EnvSocket, Value: srv.Socket()}, {Key: EnvToken, Value: srv.cfg.Token}},
 	})
-	return p.Provider.Run(ctx, req, locked)
+	return p.Provider.Run(ctx, req, fromProvider)
 }
 
 // listen starts the run's server on dir/s, dir a new directory of the bot

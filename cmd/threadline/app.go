@@ -112,8 +112,11 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	// The thread tools sit inside the isolation: they see the run's own
 	// TMPDIR, where its socket goes.
 	threads := &toolThreads{}
-	mcp, _ := threadToolsBinary()
-	tooled := threadtools.Wrap(agents.Providers, threadtools.Tools{Binary: mcp, Thread: threads.thread, Iso: o.isolation, Secrets: red, Logger: log})
+	mcp, problem := runnableThreadTools(o.isolation)
+	if problem != "" {
+		log.Warn("runs go on without the thread tools (send_file, fetch_thread_file, the agent's images): " + problem)
+	}
+	tooled := threadtools.Wrap(agents.Providers, threadtools.Tools{Binary: mcp, Thread: threads.thread, Iso: o.isolation, Secrets: red, MaxBytes: cfg.FileBytes(), Logger: log})
 	providers := ws.Wrap(execution.HostIsolated(tooled, o.isolation, o.sandboxing, o.workRoot))
 	ps := prompt.New(hub, chats, st, providers, log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life, workspaces: ws}

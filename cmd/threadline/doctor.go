@@ -27,8 +27,9 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	}
 	log := slog.New(slog.DiscardHandler)
 	set, err := loadAgents(cfg, log)
-	tools, want := threadToolsBinary()
-	if problems := doctor.Run(ctx, cfg, doctor.SetAgents{Cfg: cfg, Set: set, Err: err, Log: log}, tools, want, stdout); problems > 0 {
+	host, _, _ := cfg.Host.Resolve() // doctor.Run reports a bad host section
+	tools, problem := runnableThreadTools(host.Iso)
+	if problems := doctor.Run(ctx, cfg, doctor.SetAgents{Cfg: cfg, Set: set, Err: err, Log: log}, tools, problem, stdout); problems > 0 {
 		return &exitError{1, fmt.Errorf("%d problem(s) found", problems)}
 	}
 	return nil

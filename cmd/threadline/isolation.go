@@ -85,6 +85,11 @@ func sandboxing(cfg *configs.Config, agents *agentset.Set, iso *procrun.Isolatio
 		Agents:     map[agent.ProviderID]execution.AgentState{},
 		SharedHome: home,
 	}
+	// The thread tools' MCP server runs inside the sandbox, from wherever
+	// it is installed (beside this executable: /usr/local/bin, ~/go/bin).
+	if mcp, _ := threadToolsBinary(); mcp != "" {
+		s.Tools = append(s.Tools, mcp)
+	}
 	for _, d := range agents.Defs {
 		if d.Base != "" {
 			continue

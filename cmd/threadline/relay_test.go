@@ -29,6 +29,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/configs"
+	"github.com/threadline-bot/threadline/providers/codex/fakeresponses"
 	"github.com/threadline-bot/threadline/providers/providertest"
 	"github.com/threadline-bot/threadline/store"
 )
@@ -55,6 +56,12 @@ func TestMain(m *testing.M) {
 		os.Exit(testBot())
 	case "cli": // the test binary as the threadline binary
 		main()
+	case "fakemcp": // an MCP server of an agent's own (an image tool)
+		if err := fakeresponses.ServeMCP(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "fakemcp:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
 	}
 	// The sandbox helper is this test binary, copied where the agent user
 	// may run it (go test's build directory is root's), once per test run:

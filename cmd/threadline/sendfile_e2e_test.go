@@ -6,14 +6,15 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
-	"image"
-	"image/color"
-	"image/png"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/threadline-bot/threadline/agentcore/procrun/procruntest"
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/acp"
@@ -24,10 +25,11 @@ import (
 )
 
 // buildThreadlineMCP builds cmd/threadline-mcp for the test and makes runs
-// use it (as an installed one beside the executable would be).
+// use it (as an installed one beside the executable would be), in a
+// directory the agent user may pass through.
 func buildThreadlineMCP(t *testing.T) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "threadline-mcp")
+	bin := filepath.Join(procruntest.TraversableDir(t, "tlmcp"), "threadline-mcp")
 	if out, err := exec.Command("go", "build", "-o", bin, "../threadline-mcp").CombinedOutput(); err != nil {
 		t.Fatalf("go build threadline-mcp: %v\n%s", err, out)
 	}
@@ -57,20 +59,6 @@ func claudeSlackConfig(t *testing.T, bin string, api *fakeapi.Server, dir, secre
 		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
 			"channels": map[string]any{"C1": c1}},
 	})
-}
-
-// testPNG is a small PNG image.
-func testPNG(t *testing.T) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
-	for i := range 8 {
-		img.Set(i, i, color.RGBA{R: 200, A: 255})
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
 }
 
 // sendFileScript is the model of the test: it writes the files with Bash,
@@ -116,7 +104,7 @@ func TestSendFileEndToEnd(t *testing.T) {
 	buildThreadlineMCP(t)
 	dir := isolate(t)
 	const secret = "sk-send-4Rt8Yp2Qw6Zx1Lm3"
-	pngBytes := testPNG(t)
+	pngBytes := providertest.PNG(t)
 	api := fakeapi.New(t, fakeapi.When("SEND", sendFileScript(base64.StdEncoding.EncodeToString(pngBytes))))
 	fake, cfgPath := claudeSlackConfig(t, bin, api, dir, secret, map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}})
 	s := startServe(t, fake, cfgPath)
@@ -191,21 +179,22 @@ func writeFilesCommand(png []byte) string {
 }
 
 // sendFileTurns runs serve (in dir, isolate's) with the Slack fake and agent id configured as
-// cfg (its env given SERVICE_API_KEY=secret), and drives the turns whose
+// cfg (its env given SERVICE_API_KEY=secret) and the rest of the config as
+// override says (slackConfigFile), and drives the turns whose
 // prompts the model's script answers: WRITE (writeFilesCommand, approved on
 // its card), then PNG, NOTES and LINK (a send_file each; askSend: its
 // approval answered on its card). The PNG must arrive in the thread byte
 // for byte, the other two must be said refused, nothing else uploaded.
 // transcripts are the model's requests, logged when the test failed.
-func sendFileTurns(t *testing.T, dir, id string, cfg map[string]any, secret string, png []byte, askSend bool, transcripts func() []string) {
+func sendFileTurns(t *testing.T, dir, id string, cfg map[string]any, secret string, png []byte, askSend bool, transcripts func() []string, override ...map[string]any) {
 	t.Helper()
 	cfg["env"].(map[string]string)["SERVICE_API_KEY"] = secret
 	fake := slacktest.New(t)
-	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, append([]map[string]any{{
 		"agents": map[string]any{id: cfg},
 		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
 			"channels": map[string]any{"C1": map[string]any{"agent": id, "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
-	})
+	}}, override...)...)
 	s := startServe(t, fake, cfgPath)
 	defer s.stop()
 	var root string
@@ -254,7 +243,7 @@ func TestSendFileCodexEndToEnd(t *testing.T) {
 	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
 	buildThreadlineMCP(t)
 	d := isolate(t)
-	png := testPNG(t)
+	png := providertest.PNG(t)
 	api := fakeresponses.New(t,
 		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
 		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
@@ -290,7 +279,7 @@ func TestSendFileOpencodeEndToEnd(t *testing.T) {
 	bin := providertest.FindCLI(t, def.Bin, "THREADLINE_OPENCODE_BIN")
 	buildThreadlineMCP(t)
 	d := isolate(t)
-	png := testPNG(t)
+	png := providertest.PNG(t)
 	send := func(path string) fakeopenai.Script {
 		return fakeopenai.Call([]string{"threadline_send_file"}, func(fakeopenai.Tool) map[string]any { return map[string]any{"path": path} })
 	}
@@ -302,4 +291,87 @@ func TestSendFileOpencodeEndToEnd(t *testing.T) {
 	}
 	sendFileTurns(t, d, "opencode", map[string]any{"bin": bin, "env": env}, "sk-open-3Vd7Jq1Xp5Mw8Zr2", png, false,
 		func() []string { return providertest.Transcripts(api.ChatRequests()) })
+}
+
+// TestSendFileSandboxedEndToEnd: the codex case of TestSendFileCodexEndToEnd
+// with serve's default isolation (as root: the agent user, in the Landlock
+// sandbox): the MCP server reaches the bot's socket from inside the
+// sandbox; the PNG is uploaded, the secret file and the link out are
+// refused. The files the agent wrote belong to the agent user.
+func TestSendFileSandboxedEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	agentU := agentUser(t)
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	d := isolate(t)
+	png := providertest.PNG(t)
+	api := fakeresponses.New(t,
+		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
+		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
+		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
+		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
+	home, env, err := api.CodexHome(d, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CODEX_HOME"] = home
+	port, _ := strconv.Atoi(api.URL()[strings.LastIndex(api.URL(), ":")+1:])
+	sendFileTurns(t, d, "codex", map[string]any{"bin": bin, "env": env, "sandbox": map[string]any{"connect": []int{port}}},
+		"sk-codex-2Wm7Qz4Lp9Xc1Vb6", png, true,
+		func() []string { return providertest.Transcripts(api.Requests()) },
+		map[string]any{"host": nil})
+	charts, _ := filepath.Glob(filepath.Join(d, "data", "threadline", "*", "*", "chart.png"))
+	if len(charts) != 1 {
+		t.Fatalf("the workspace's chart.png: %v", charts)
+	}
+	if fi, err := os.Stat(charts[0]); err != nil || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid {
+		t.Errorf("%s: %v, want it the agent user's (%s)", charts[0], err, agentU.Uid)
+	}
+}
+
+// TestMadeImageEndToEnd: through serve and the real codex, the model calls
+// an MCP tool of the agent's own configuration (the test binary as the
+// server, fakeresponses.ServeMCP) whose result is an image: the image is
+// posted in the thread without any send_file call, byte for byte, and the
+// audit lists it as sent.
+func TestMadeImageEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	d := isolate(t)
+	api := fakeresponses.New(t, fakeresponses.WhenLast("CHART", fakeresponses.MCPCall(fakeresponses.MCPImageTool, map[string]any{"title": "load"})))
+	home, env, err := api.CodexHome(d, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	providertest.AppendFile(t, home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", providertest.SelfExe(t), nil, map[string]string{testRoleEnv: "fakemcp"}))
+	env["CODEX_HOME"] = home
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, d, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"agents": map[string]any{"codex": map[string]any{"bin": bin, "env": env}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "codex", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
+	})
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+	root := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> CHART the load"})
+	s.mention("EvC", root, "", "CHART the load")
+	s.approve(root, fakeresponses.MCPImageTool)
+	s.answer(root, 1)
+	files := fake.Files()
+	if len(files) != 1 || files[0].Name != "image-1.png" || files[0].ThreadTS != root || !bytes.Equal(files[0].Content, fakeresponses.MCPImage) {
+		t.Fatalf("uploads %+v, want the tool's image as image-1.png in the thread", files)
+	}
+	s.stop()
+	code, out, errOut, err := run(t, "", "audit", "--config", cfgPath)
+	if code != 0 || err != nil {
+		t.Fatalf("audit: exit %d, %v\n%s", code, err, errOut)
+	}
+	if !strings.Contains(out, "file.sent") || !strings.Contains(out, "Sent image-1.png to the thread") {
+		t.Errorf("the audit lacks the image:\n%s", out)
+	}
 }

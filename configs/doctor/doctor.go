@@ -61,8 +61,9 @@ type finding struct {
 // status is non-zero whenever doctor reports one.
 //
 // tools is the thread tools' MCP server (threadline-mcp): its path, or ""
-// when it is not installed, want saying where it was looked for.
-func Run(ctx context.Context, cfg *configs.Config, agents Agents, tools, want string, w io.Writer) int {
+// when the agents cannot run it, problem saying why (not installed, and
+// where it was looked for; not runnable by the agent user).
+func Run(ctx context.Context, cfg *configs.Config, agents Agents, tools, problem string, w io.Writer) int {
 	where := cfg.Path()
 	if where == "" {
 		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
@@ -71,7 +72,7 @@ func Run(ctx context.Context, cfg *configs.Config, agents Agents, tools, want st
 	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkProjects, checkSlack, checkMatrix} {
 		findings = append(findings, c(ctx, cfg, agents)...)
 	}
-	findings = append(findings, threadTools(tools, want))
+	findings = append(findings, threadTools(tools, problem))
 	return report(w, redact.New(cfg.Secrets()...), findings)
 }
 
@@ -104,10 +105,10 @@ func report(w io.Writer, r *redact.Redactor, fs []finding) int {
 }
 
 // threadTools says whether runs get the thread tools (send_file): without
-// threadline-mcp they go on without them.
-func threadTools(path, want string) finding {
+// a threadline-mcp the agents may run, they go on without them.
+func threadTools(path, problem string) finding {
 	if path == "" {
-		return finding{name: "thread tools", note: true, detail: "threadline-mcp is not installed (" + want + "): runs go on without send_file"}
+		return finding{name: "thread tools", note: true, detail: problem + ": runs go on without send_file, fetch_thread_file and the agent's images"}
 	}
 	return finding{name: "thread tools", ok: true, detail: path}
 }

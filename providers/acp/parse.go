@@ -639,11 +639,20 @@ func (p *Parser) toolUpdate(u *sessionUpdate) []agent.Event {
 		if !hasContent {
 			text = rawOutputText(u.RawOutput)
 		}
-		return append(out, agent.Event{
+		out = append(out, agent.Event{
 			Type:   agent.EventToolCompleted,
 			Tool:   &agent.Tool{ID: t.id, Name: t.toolName(), Output: agent.Truncate(text, MaxToolOutput), IsError: status == "failed"},
 			Native: p.nat("session/update/tool_call_update", agent.JSONString(t.id), nil),
 		})
+		if status == "completed" && t.kind != "read" {
+			// A read shows the agent a file it has; other tools' images
+			// (a screenshot, a chart) are what it made.
+			for _, img := range contentImages(t.id, u.Content) {
+				out = append(out, agent.Event{Type: agent.EventImage, Image: img,
+					Native: p.nat("session/update/tool_call_update", agent.JSONString(t.id), nil)})
+			}
+		}
+		return out
 	}
 	if !t.started {
 		out = append(out, p.start(t))
@@ -683,6 +692,27 @@ func contentText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "\n"), true
+}
+
+// contentImages are the image blocks of a tool call's content list.
+func contentImages(toolID string, raw json.RawMessage) []*agent.MadeImage {
+	if !bytes.Contains(raw, []byte(`"image"`)) {
+		return nil
+	}
+	var items []toolCallContent
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	var out []*agent.MadeImage
+	for _, c := range items {
+		if c.Type != "content" || c.Content == nil || c.Content.Type != "image" || c.Content.Data == "" {
+			continue
+		}
+		if img, ok := agent.DecodeImage(toolID, "", c.Content.MimeType, c.Content.Data, agent.MaxImageBytes); ok {
+			out = append(out, img)
+		}
+	}
+	return out
 }
 
 // rawOutputText is a rawOutput string, or its "output" field.

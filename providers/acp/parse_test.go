@@ -3,6 +3,8 @@
 package acp
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -215,4 +217,31 @@ func FuzzParse(f *testing.F) {
 		p.Cancel()
 		p.EndTurn()
 	})
+}
+
+// TestParseMadeImages: a completed tool call whose content holds an image
+// block gives an image event with its bytes; a read tool's image (a file
+// the agent looked at) and a failed call's give none.
+func TestParseMadeImages(t *testing.T) {
+	img := []byte("\x89PNG\r\n\x1a\n chart bytes")
+	b64 := base64.StdEncoding.EncodeToString(img)
+	update := func(id, kind, status string) string {
+		return `{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"tool_call_update","toolCallId":"` + id +
+			`","title":"t","kind":"` + kind + `","status":"` + status + `","content":[{"type":"content","content":{"type":"text","text":"ok"}},{"type":"content","content":{"type":"image","data":"` + b64 + `","mimeType":"image/png"}}]}}}`
+	}
+	for _, c := range []struct {
+		id, kind, status string
+		want             int
+	}{{"t1", "other", "completed", 1}, {"t2", "read", "completed", 0}, {"t3", "other", "failed", 0}} {
+		p := NewParser(ParserOptions{Provider: "x"})
+		var got []*agent.MadeImage
+		for _, e := range mustParse(t, p, update(c.id, c.kind, c.status)).Events {
+			if e.Type == agent.EventImage {
+				got = append(got, e.Image)
+			}
+		}
+		if len(got) != c.want || (c.want == 1 && (!bytes.Equal(got[0].Data, img) || got[0].ToolID != c.id || got[0].MediaType != "image/png")) {
+			t.Errorf("%+v: images %+v", c, got)
+		}
+	}
 }

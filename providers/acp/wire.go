@@ -312,6 +312,9 @@ type toolCallContent struct {
 	Content *struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
+		// An image block's base64 data and type.
+		Data     string `json:"data"`
+		MimeType string `json:"mimeType"`
 	} `json:"content"`
 	Path    string  `json:"path"`
 	OldText *string `json:"oldText"`

@@ -229,6 +229,7 @@ func (p *Parser) user(r *record, line []byte) ([]agent.Event, error) {
 			Native: &agent.Native{Provider: ProviderID, Kind: "user/tool_result", ID: agent.JSONString(b.ToolUseID)},
 		})
 		out = append(out, p.plan.toolResult(b.ToolUseID, text, b.IsError)...)
+		out = append(out, madeImages(b, p.tools[b.ToolUseID])...)
 	}
 	if len(out) == 0 || isText {
 		// Plain user text: interrupt markers, replays. Kept, not dropped.
@@ -663,6 +664,24 @@ func decodeBlocks(raw json.RawMessage) ([]contentBlock, bool) {
 	var blocks []contentBlock
 	_ = json.Unmarshal(raw, &blocks)
 	return blocks, false
+}
+
+// madeImages are the image events of a tool_result of tool name: the
+// images an MCP tool made (a screenshot, a chart). The CLI's own Read of an
+// image file shows the agent a file it already has, not one it made: not
+// posted.
+func madeImages(b contentBlock, name string) []agent.Event {
+	if !strings.HasPrefix(name, "mcp__") || b.IsError {
+		return nil
+	}
+	var out []agent.Event
+	for _, src := range b.Images() {
+		if img, ok := agent.DecodeImage(b.ToolUseID, "", src.MediaType, src.Data, agent.MaxImageBytes); ok {
+			out = append(out, agent.Event{Type: agent.EventImage, Image: img,
+				Native: &agent.Native{Provider: ProviderID, Kind: "user/tool_result/image", ID: agent.JSONString(b.ToolUseID)}})
+		}
+	}
+	return out
 }
 
 // contentText flattens tool_result content (a string or text blocks).

@@ -3,6 +3,8 @@
 package claude
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -210,5 +212,28 @@ func TestPromptLineImages(t *testing.T) {
 	}
 	if _, err := PromptLine(agent.RunRequest{Images: []agent.Image{{Name: "x"}}}); err == nil {
 		t.Fatal("empty image accepted")
+	}
+}
+
+// TestParseMadeImages: an MCP tool's result holding an image block gives
+// an image event with its bytes; the same block in the result of the CLI's
+// own Read (a file the agent looked at) gives none.
+func TestParseMadeImages(t *testing.T) {
+	img := []byte("\x89PNG\r\n\x1a\n chart bytes")
+	b64 := base64.StdEncoding.EncodeToString(img)
+	p := NewParser("")
+	providertest.MustParse(t, p, `{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_m","name":"mcp__charts__draw","input":{}},{"type":"tool_use","id":"toolu_r","name":"Read","input":{"file_path":"a.png"}}]},"session_id":"s"}`)
+	result := func(id string) string {
+		return `{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"` + id + `","content":[{"type":"text","text":"drawn"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + b64 + `"}}]}]},"session_id":"s"}`
+	}
+	evs := providertest.MustParse(t, p, result("toolu_m"))
+	if len(evs) != 2 || evs[0].Type != agent.EventToolCompleted || evs[1].Type != agent.EventImage ||
+		!bytes.Equal(evs[1].Image.Data, img) || evs[1].Image.MediaType != "image/png" || evs[1].Image.ToolID != "toolu_m" {
+		t.Fatalf("MCP result: %+v", evs)
+	}
+	for _, e := range providertest.MustParse(t, p, result("toolu_r")) {
+		if e.Type == agent.EventImage {
+			t.Errorf("Read's image posted: %+v", e)
+		}
 	}
 }

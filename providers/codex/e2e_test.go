@@ -10,6 +10,7 @@
 package codex_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -337,4 +338,31 @@ func TestE2EMCPFormElicitation(t *testing.T) {
 // that user itself), as root's tests above run it as the agent user.
 func TestE2EAsOrdinaryUser(t *testing.T) {
 	providertest.AsOrdinaryUser(t, "^(TestE2EStreamedText|TestE2EApprove)$")
+}
+
+// TestE2EMCPImage: the model calls an MCP tool (the test binary as the
+// server, fakeresponses.ServeMCP) whose result is an image block: codex's
+// completed mcpToolCall item carries it, and it becomes an image event with
+// the PNG byte for byte, after the tool's completion.
+func TestE2EMCPImage(t *testing.T) {
+	h := setupE2E(t, fakeresponses.When("e2e-chart", fakeresponses.MCPCall(fakeresponses.MCPImageTool, map[string]any{"title": "load"})))
+	if h == nil {
+		return
+	}
+	providertest.AppendFile(t, h.Home, "config.toml", fakeresponses.MCPConfigTOML("fakemcp", providertest.SelfExe(t), nil, map[string]string{envFakeMCP: "1"}))
+	r := answered(h, agent.RunRequest{Prompt: "e2e-chart: draw the load"}, providertest.Always(agent.DecisionApprove, nil))
+	if r.Err != nil {
+		t.Fatalf("Run: %v", r.Err)
+	}
+	imgs := r.Of(agent.EventImage)
+	if len(imgs) != 1 || !bytes.Equal(imgs[0].Image.Data, fakeresponses.MCPImage) || imgs[0].Image.MediaType != "image/png" {
+		for _, e := range r.Of(agent.EventProviderNative) {
+			t.Logf("native %s %.400s", e.Native.Kind, e.Native.Payload)
+		}
+		t.Fatalf("image events %+v, want one with the tool's PNG", imgs)
+	}
+	done := r.Of(agent.EventToolCompleted)
+	if len(done) != 1 || done[0].Tool.ID != imgs[0].Image.ToolID || !strings.Contains(done[0].Tool.Output, "a chart") {
+		t.Errorf("tool completions %+v", done)
+	}
 }

@@ -304,6 +304,13 @@ func (p *Parser) itemCompleted(method string, v *itemParams, raw []byte) ([]agen
 		return p.completeText(it.ID, agent.EventAssistantDelta, it.Text), nil
 	case "reasoning":
 		return p.completeText(it.ID, agent.EventReasoningDelta, reasoningText(it)), nil
+	case "imageGeneration":
+		if it.Result != nil && it.Result.Inline != "" {
+			if img, ok := agent.DecodeImage(it.ID, "", "", it.Result.Inline, agent.MaxImageBytes); ok {
+				return []agent.Event{p.image(method, img)}, nil
+			}
+		}
+		return p.native(method+"/"+it.Type, raw), nil
 	}
 	if !isTool(it.Type) {
 		return p.native(method+"/"+it.Type, raw), nil
@@ -320,11 +327,52 @@ func (p *Parser) itemCompleted(method string, v *itemParams, raw []byte) ([]agen
 	}
 	t.done = true
 	output, isErr := toolResult(it)
-	return append(out, agent.Event{
+	out = append(out, agent.Event{
 		Type:   agent.EventToolCompleted,
 		Tool:   &agent.Tool{ID: it.ID, Name: t.name, Output: agent.Truncate(output, MaxToolOutput), IsError: isErr},
 		Native: &agent.Native{Provider: p.provider, Kind: method + "/" + it.Type, ID: agent.JSONString(it.ID)},
-	}), nil
+	})
+	for _, img := range resultImages(it) {
+		out = append(out, p.image(method+"/"+it.Type, img))
+	}
+	return out, nil
+}
+
+// image is the image event of img, made by a native item.
+func (p *Parser) image(kind string, img *agent.MadeImage) agent.Event {
+	return agent.Event{Type: agent.EventImage, Image: img,
+		Native: &agent.Native{Provider: p.provider, Kind: kind, ID: agent.JSONString(img.ToolID)}}
+}
+
+// resultImages are the images of a tool's result: an MCP tool's image
+// blocks, a dynamic tool's inline (data: URL) images.
+func resultImages(it *wireItem) []*agent.MadeImage {
+	var items []contentItem
+	switch it.Type {
+	case "mcpToolCall":
+		if it.Result != nil {
+			items = it.Result.Content
+		}
+	case "dynamicToolCall":
+		items = it.ContentItems
+	}
+	var out []*agent.MadeImage
+	for _, c := range items {
+		var (
+			img *agent.MadeImage
+			ok  bool
+		)
+		switch {
+		case c.Type == "image" && c.Data != "":
+			img, ok = agent.DecodeImage(it.ID, "", c.MimeType, c.Data, agent.MaxImageBytes)
+		case c.Type == "inputImage" && strings.HasPrefix(c.ImageURL, "data:"):
+			img, ok = agent.DecodeImage(it.ID, "", "", c.ImageURL, agent.MaxImageBytes)
+		}
+		if ok {
+			out = append(out, img)
+		}
+	}
+	return out
 }
 
 func isTool(typ string) bool {

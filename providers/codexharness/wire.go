@@ -187,14 +187,31 @@ type fileChange struct {
 	Diff string `json:"diff"`
 }
 
+// mcpResult is an item's result: an MCP tool call's content blocks, or
+// an image generation's inline image (a base64 string).
 type mcpResult struct {
 	Content []contentItem `json:"content"`
+	// Inline is a string result: imageGeneration's base64 image.
+	Inline string `json:"-"`
+}
+
+func (r *mcpResult) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		return json.Unmarshal(b, &r.Inline)
+	}
+	type plain mcpResult
+	return json.Unmarshal(b, (*plain)(r))
 }
 
 // contentItem is an MCP content block or a dynamic tool output item.
 type contentItem struct {
 	Type string `json:"type"`
 	Text string `json:"text"`
+	// An MCP image block's base64 data and type; a dynamic tool's
+	// inputImage URL (a data: URL when it is inline).
+	Data     string `json:"data"`
+	MimeType string `json:"mimeType"`
+	ImageURL string `json:"imageUrl"`
 }
 
 type collabAgentState struct {

@@ -4,11 +4,30 @@
 package providertest
 
 import (
+	"bytes"
 	"errors"
+	"image"
+	"image/color"
+	"image/png"
 	"os"
 	"path/filepath"
 	"testing"
 )
+
+// PNG is a small PNG image (8x8, a red diagonal): what a test's agent makes
+// or sends.
+func PNG(t testing.TB) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 8, 8))
+	for i := range 8 {
+		img.Set(i, i, color.RGBA{R: 200, A: 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
 
 // Exists reports whether name (slash-separated, relative to dir) exists.
 // An error other than its absence fails t at once: a file that cannot be

@@ -1,13 +1,18 @@
 // A minimal MCP stdio server for the e2e tests: one tool whose call asks
 // the client for a form (elicitation/create), so that codex forwards the
-// form as mcpServer/elicitation/request.
+// form as mcpServer/elicitation/request, and one whose result is an image.
 
 package fakeresponses
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/color"
+	"image/png"
 	"io"
 	"strings"
 
@@ -16,6 +21,23 @@ import (
 
 // MCPTool is the tool ServeMCP offers; its call sends MCPForm.
 const MCPTool = "deploy"
+
+// MCPImageTool is ServeMCP's other tool: its result is MCPImage, an image
+// content block (and a line of text).
+const MCPImageTool = "chart"
+
+// MCPImage is the PNG image MCPImageTool returns (4x4, a blue diagonal).
+var MCPImage = func() []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	for i := range 4 {
+		img.Set(i, i, color.RGBA{B: 200, A: 255})
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}()
 
 // MCPForm is the requestedSchema of the tool's elicitation: an integer, a
 // titled choice and a boolean, the first two required.
@@ -75,7 +97,15 @@ func ServeMCP(in io.Reader, out io.Writer) error {
 				err = send(m.ID, "result", map[string]any{"tools": []any{map[string]any{
 					"name": MCPTool, "description": "Deploy the service.",
 					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"service": map[string]string{"type": "string"}}},
+				}, map[string]any{
+					"name": MCPImageTool, "description": "Draw a chart.",
+					"inputSchema": map[string]any{"type": "object", "properties": map[string]any{"title": map[string]string{"type": "string"}}},
 				}}})
+			case m.Method == "tools/call" && toolName(m.Params) == MCPImageTool:
+				err = send(m.ID, "result", map[string]any{"content": []any{
+					map[string]string{"type": "image", "data": base64.StdEncoding.EncodeToString(MCPImage), "mimeType": "image/png"},
+					map[string]string{"type": "text", "text": "a chart"},
+				}, "isError": false})
 			case m.Method == "tools/call":
 				calls = append(calls, m.ID)
 				nextID++
@@ -105,6 +135,15 @@ func ServeMCP(in io.Reader, out io.Writer) error {
 			return rerr
 		}
 	}
+}
+
+// toolName is the name a tools/call's params call.
+func toolName(params json.RawMessage) string {
+	var p struct {
+		Name string `json:"name"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return p.Name
 }
 
 // MCPCall is ToolCall for a tool of an MCP server: codex offers those in a

@@ -11,8 +11,8 @@ import (
 )
 
 // Block is one content block of a message: text, thinking (with its
-// signature), tool_use (ID, Name, Input) or tool_result (ToolUseID, Content,
-// IsError).
+// signature), tool_use (ID, Name, Input), tool_result (ToolUseID, Content,
+// IsError) or image (Source).
 type Block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
@@ -25,6 +25,35 @@ type Block struct {
 	// Content is a tool_result's content: a JSON string or an array of blocks.
 	Content json.RawMessage `json:"content,omitempty"`
 	IsError bool            `json:"is_error,omitempty"`
+	// Source is an image block's image.
+	Source *ImageSource `json:"source,omitempty"`
+}
+
+// ImageSource is an image block's source: base64 Data of MediaType when
+// Type is "base64".
+type ImageSource struct {
+	Type      string `json:"type"`
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+}
+
+// Images are the image blocks of a tool_result's content that carry their
+// data (base64 sources).
+func (b Block) Images() []ImageSource {
+	if len(b.Content) == 0 || b.Content[0] != '[' {
+		return nil
+	}
+	var parts []Block
+	if json.Unmarshal(b.Content, &parts) != nil {
+		return nil
+	}
+	var out []ImageSource
+	for _, p := range parts {
+		if p.Type == "image" && p.Source != nil && p.Source.Type == "base64" && p.Source.Data != "" {
+			out = append(out, *p.Source)
+		}
+	}
+	return out
 }
 
 // ResultText flattens a tool_result's content to text: the string itself,
