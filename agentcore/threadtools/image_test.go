@@ -2,8 +2,10 @@ package threadtools
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 )
@@ -46,5 +48,30 @@ func TestPostImage(t *testing.T) {
 	defer h.mu.Unlock()
 	if len(h.refused) != 2 || len(h.sentCalls) != 2 {
 		t.Errorf("refused %q, sent %+v", h.refused, h.sentCalls)
+	}
+}
+
+// stuckThread is a Thread whose posts wait until their context ends.
+type stuckThread struct{ fakeThread }
+
+func (s *stuckThread) SendFile(ctx context.Context, _ File) (Posted, error) {
+	<-ctx.Done()
+	return Posted{}, ctx.Err()
+}
+
+// TestRequestTimeout: a post the platform never finishes ends at the
+// request's timeout with an error saying so; the server still answers.
+func TestRequestTimeout(t *testing.T) {
+	h := start(t, func(c *Config) {
+		c.Thread = &stuckThread{fakeThread{attachments: map[string][]byte{}}}
+		c.Timeout = 50 * time.Millisecond
+	})
+	h.write(t, "a.txt", []byte("hello\n"))
+	_, err := h.client.SendFile(t.Context(), "a.txt", "")
+	if err == nil || !strings.Contains(err.Error(), "gave up after 50ms") {
+		t.Fatalf("send_file to a stuck thread: %v", err)
+	}
+	if _, err := h.client.Files(t.Context()); err != nil {
+		t.Errorf("the server after a timeout: %v", err)
 	}
 }

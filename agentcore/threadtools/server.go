@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -43,6 +44,8 @@ type Config struct {
 	Secrets shipgate.Secrets
 	// MaxBytes bounds a file sent or fetched; 0: DefaultMaxBytes.
 	MaxBytes int64
+	// Timeout bounds one request; 0: RequestTimeout.
+	Timeout time.Duration
 	// Logger receives the server's lines; nil: slog.Default().
 	Logger *slog.Logger
 	// OnSent, when set, is told of every file posted.
@@ -256,16 +259,38 @@ func (s *Server) serve(c net.Conn) {
 	}
 }
 
+// RequestTimeout bounds one request: the post or download of a file of
+// MaxBytes to the chat platform, a slow platform included; past it the
+// agent gets an error saying so, and its run goes on.
+const RequestTimeout = 5 * time.Minute
+
 func (s *Server) handle(req request) response {
+	ctx, cancel := context.WithTimeout(s.ctx, s.timeout())
+	defer cancel()
+	resp := s.handleIn(ctx, req)
+	if resp.Error != "" && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		resp.Error = fmt.Sprintf("%s: gave up after %s", req.Op, s.timeout())
+	}
+	return resp
+}
+
+func (s *Server) timeout() time.Duration {
+	if s.cfg.Timeout > 0 {
+		return s.cfg.Timeout
+	}
+	return RequestTimeout
+}
+
+func (s *Server) handleIn(ctx context.Context, req request) response {
 	switch req.Op {
 	case opSendFile:
-		sent, err := s.sendFile(s.ctx, req.Path, req.Title)
+		sent, err := s.sendFile(ctx, req.Path, req.Title)
 		if err != nil {
 			return response{Error: err.Error()}
 		}
 		return response{Sent: &sent}
 	case opFiles:
-		files, err := s.cfg.Thread.Files(s.ctx)
+		files, err := s.cfg.Thread.Files(ctx)
 		if err != nil {
 			s.log.Warn("thread tools: thread_files", logkey.Err, err)
 			return response{Error: "cannot list the thread's files: " + err.Error()}
@@ -275,7 +300,7 @@ func (s *Server) handle(req request) response {
 		}
 		return response{Files: files}
 	case opFetchFile:
-		f, err := s.fetchFile(s.ctx, req.Name)
+		f, err := s.fetchFile(ctx, req.Name)
 		if err != nil {
 			return response{Error: err.Error()}
 		}
