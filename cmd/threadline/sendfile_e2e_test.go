@@ -375,3 +375,70 @@ func TestMadeImageEndToEnd(t *testing.T) {
 		t.Errorf("the audit lacks the image:\n%s", out)
 	}
 }
+
+// TestFetchThreadFileEndToEnd: through serve, sandboxed as the agent user,
+// with the real codex: a thread whose first message shares report.txt; the
+// model calls fetch_thread_file for it (its approval answered on its
+// card), then cats it with a command: the file is in the chat's
+// workspace, the agent user's, with the bytes Slack served.
+func TestFetchThreadFileEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	agentU := agentUser(t)
+	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	d := isolate(t)
+	const report = "the failing line is 42\n"
+	api := fakeresponses.New(t,
+		fakeresponses.WhenLast("FETCH", fakeresponses.MCPCall("fetch_thread_file", map[string]any{"name": "report.txt"})),
+		fakeresponses.WhenLast("CAT", fakeresponses.Shell("cat report.txt")))
+	home, env, err := api.CodexHome(d, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CODEX_HOME"] = home
+	port, _ := strconv.Atoi(api.URL()[strings.LastIndex(api.URL(), ":")+1:])
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, d, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"host":   nil, // serve's default: the agent user, sandboxed
+		"agents": map[string]any{"codex": map[string]any{"bin": bin, "env": env, "sandbox": map[string]any{"connect": []int{port}}}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "codex", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
+	})
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+	t.Cleanup(func() {
+		if t.Failed() {
+			for i, tr := range providertest.Transcripts(api.Requests()) {
+				t.Logf("model request %d: %s", i, tr)
+			}
+		}
+	})
+	fileID, _ := fake.AddFile("report.txt", "text/plain", []byte(report))
+	root := fake.Say(slacktest.Said{User: "UOPS", Channel: "C1", Text: "the nightly build fails, log attached", Files: []string{fileID}})
+	for i, step := range []string{"FETCH", "CAT"} {
+		ts := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", ThreadTS: root, Text: "<@" + slacktest.BotUserID + "> " + step + " the report"})
+		s.mention("Ev"+step, ts, root, step+" the report")
+		s.approve(root, map[string]string{"FETCH": "fetch_thread_file", "CAT": "cat report.txt"}[step])
+		s.answer(root, i+1)
+	}
+	var outputs []string
+	for _, r := range api.Requests() {
+		for _, o := range r.FunctionOutputs() {
+			outputs = append(outputs, o.OutputText())
+		}
+	}
+	if got := strings.Join(outputs, "\n"); !strings.Contains(got, "report.txt") || !strings.Contains(got, strings.TrimSpace(report)) {
+		t.Errorf("what the model got back:\n%s", got)
+	}
+	copies, _ := filepath.Glob(filepath.Join(d, "data", "threadline", "*", "*", "report.txt"))
+	if len(copies) != 1 {
+		t.Fatalf("the workspace's report.txt: %v", copies)
+	}
+	b, err := os.ReadFile(copies[0])
+	fi, serr := os.Stat(copies[0])
+	if err != nil || serr != nil || string(b) != report || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid {
+		t.Errorf("%s: %q %v %v, want the report, the agent user's", copies[0], b, err, serr)
+	}
+}
