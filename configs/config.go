@@ -47,6 +47,8 @@ type Config struct {
 	Context ContextConfig `yaml:"context"`
 	// Files bounds the files runs send to and fetch from their threads.
 	Files FilesConfig `yaml:"files"`
+	// Limits bounds what one run may produce.
+	Limits LimitsConfig `yaml:"limits"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -209,6 +211,14 @@ func (c *Config) ContextBytes() int {
 		return c.Context.MaxBytes
 	}
 	return DefaultContextBytes
+}
+
+// LimitsConfig is the limits section.
+type LimitsConfig struct {
+	// RunOutputBytes bounds the text one run produces (answer, reasoning,
+	// tool output): past it the run is stopped and ends failed, saying
+	// why. 0 or unset: 20 MB.
+	RunOutputBytes int64 `yaml:"run_output_bytes"`
 }
 
 // FilesConfig is the files section: the files a run's thread tools move
@@ -695,6 +705,9 @@ func (c *Config) validate() error {
 	}
 	if c.Context.MaxBytes < 0 {
 		return fmt.Errorf("context.max_bytes: %d must not be negative (0 or unset: %d)", c.Context.MaxBytes, DefaultContextBytes)
+	}
+	if c.Limits.RunOutputBytes < 0 {
+		return fmt.Errorf("limits.run_output_bytes: %d must not be negative (0 or unset: 20 MB)", c.Limits.RunOutputBytes)
 	}
 	if c.Files.MaxBytes < 0 {
 		return fmt.Errorf("files.max_bytes: %d must not be negative (0 or unset: %d)", c.Files.MaxBytes, DefaultFileBytes)

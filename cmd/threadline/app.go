@@ -11,6 +11,7 @@ import (
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
+	"github.com/threadline-bot/threadline/agentcore/outputcap"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
 	"github.com/threadline-bot/threadline/agentcore/metrics"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
@@ -117,7 +118,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 		log.Warn("runs go on without the thread tools (send_file, fetch_thread_file, the agent's images): " + problem)
 	}
 	tooled := threadtools.Wrap(agents.Providers, threadtools.Tools{Binary: mcp, Thread: threads.thread, Iso: o.isolation, Secrets: red, MaxBytes: cfg.FileBytes(), Logger: log})
-	providers := ws.Wrap(execution.HostIsolated(tooled, o.isolation, o.sandboxing, o.workRoot))
+	providers := outputcap.Wrap(ws.Wrap(execution.HostIsolated(tooled, o.isolation, o.sandboxing, o.workRoot)), cfg.Limits.RunOutputBytes, log)
 	ps := prompt.New(hub, chats, st, providers, log, popts)
 	a := &app{cfg: cfg, log: log, store: st, hub: hub, prompt: ps, owner: owner, metrics: m, agents: agents, redactor: red, live: live, router: router, life: life, workspaces: ws}
 	versions.Table = a.agentTable

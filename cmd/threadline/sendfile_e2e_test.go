@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"database/sql"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
@@ -440,5 +441,53 @@ func TestFetchThreadFileEndToEnd(t *testing.T) {
 	fi, serr := os.Stat(copies[0])
 	if err != nil || serr != nil || string(b) != report || strconv.Itoa(int(fi.Sys().(*syscall.Stat_t).Uid)) != agentU.Uid {
 		t.Errorf("%s: %q %v %v, want the report, the agent user's", copies[0], b, err, serr)
+	}
+}
+
+// TestOutputLimitEndToEnd: through serve, the Slack fake and the real
+// Claude CLI, a model that streams 2 MB of text against
+// limits.run_output_bytes of 256 KB: the run is stopped, its footer says
+// why, the database holds no more than the limit of its text, and the next
+// prompt in the thread is answered.
+func TestOutputLimitEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := fakeapi.FindClaude(t)
+	dir := isolate(t)
+	chunk := strings.Repeat("flood ", 170) + "\n" // about 1 KB
+	flood := make([]string, 2048)
+	for i := range flood {
+		flood[i] = chunk
+	}
+	api := fakeapi.New(t, fakeapi.When("FLOOD", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply(flood...) }),
+		fakeapi.When("CALM", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply("All ", "quiet.") }))
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"limits": map[string]any{"run_output_bytes": 256 << 10},
+		"agents": map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}}}},
+	})
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+	root := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> FLOOD the thread"})
+	s.mention("EvF", root, "", "FLOOD the thread")
+	s.notice(root, "The run failed", "limit of 256 KB (limits.run_output_bytes), so it was stopped")
+	ts := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", ThreadTS: root, Text: "<@" + slacktest.BotUserID + "> CALM now"})
+	s.mention("EvC", ts, root, "CALM now")
+	s.answer(root, 1)
+	s.stop()
+	db, err := sql.Open("sqlite", "file:"+filepath.Join(dir, "tl.db")+"?mode=ro")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var stored int
+	if err := db.QueryRow(`SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM chat_events WHERE type = 'assistant.delta'`).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored > 2*(256<<10) || stored < 100<<10 {
+		t.Errorf("the store holds %d bytes of answer deltas, want about the limit's 256 KB (JSON-framed)", stored)
 	}
 }
