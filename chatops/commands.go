@@ -385,11 +385,17 @@ func runStatus(ctx context.Context, c *call) (Result, error) {
 	return Result{Text: s}, nil
 }
 
+// runStop stops the running turn and drops the thread's queue; with
+// requester_only (no admin) only the turn's requester may stop it, and only
+// their own queued messages are dropped.
 func runStop(ctx context.Context, c *call) (Result, error) {
 	dropped := 0
 	if c.where == inThread {
+		if ok, why := c.t.mayStopTurn(ctx, c.m.User, c.m.Place, c.chatID); !ok {
+			return Result{}, told{c.t.refuse(ctx, c.m.Place, c.m.User, why)}
+		}
 		var err error
-		if dropped, err = c.t.dropQueue(ctx, c.th); err != nil {
+		if dropped, err = c.t.dropQueueFor(ctx, c.th, c.m); err != nil {
 			return Result{}, err
 		}
 	}
@@ -418,12 +424,20 @@ func runQueue(ctx context.Context, c *call) (Result, error) {
 	case "":
 		return Result{Text: c.t.queueText(c.th)}, nil
 	case "clear":
-		n, err := c.t.dropQueue(ctx, c.th)
+		own := c.t.requesterOnly(c.m.User, c.m.Place)
+		n, err := c.t.dropQueueFor(ctx, c.th, c.m)
 		if err != nil {
 			return Result{}, err
 		}
+		if n == 0 && own && c.th.othersQueued(c.m.User.Qualified()) {
+			return Result{}, told{c.t.refuse(ctx, c.m.Place, c.m.User,
+				"In this channel you may drop only your own queued messages, and you have none; an admin may drop everyone's.")}
+		}
 		if n == 0 {
 			return Result{Text: "Nothing is queued in this thread."}, nil
+		}
+		if own && c.th.othersQueued(c.m.User.Qualified()) {
+			return Result{Text: fmt.Sprintf("Dropped your %s; the others' stay queued (only an admin may drop them here). The running turn goes on.", plural(n, "queued message"))}, nil
 		}
 		return Result{Text: fmt.Sprintf("Dropped %s; the running turn goes on (`stop` stops it).", plural(n, "queued message"))}, nil
 	}
@@ -442,14 +456,17 @@ func runNowCommand(ctx context.Context, c *call) (Result, error) {
 		}
 		n, _ = strconv.Atoi(c.cmd.Arg)
 	}
-	id, ok := c.th.queuedAt(n, c.m.User.Qualified())
+	q, ok := c.th.queuedAt(n, c.m.User.Qualified())
 	if !ok {
 		if n > 0 {
 			return Result{Text: fmt.Sprintf("There is no queued message %d (`queue` lists them).", n)}, nil
 		}
 		return Result{Text: "Nothing is queued in this thread."}, nil
 	}
-	msg, err := c.t.runNow(ctx, c.th, c.chatID, id)
+	if ok, why := c.t.mayRunNow(ctx, c.m.User, c.m.Place, c.chatID, q); !ok {
+		return Result{}, told{c.t.refuse(ctx, c.m.Place, c.m.User, why)}
+	}
+	msg, err := c.t.runNow(ctx, c.th, c.chatID, q.ID)
 	return Result{Text: msg}, err
 }
 

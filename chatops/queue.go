@@ -237,6 +237,15 @@ func (t *Desk) dropQueue(ctx context.Context, th *thread) (int, error) {
 	return max(n, stored), nil
 }
 
+// dropQueueFor drops the thread's queue for m's sender: all of it, or with
+// requester_only (no admin) only the sender's own queued prompts.
+func (t *Desk) dropQueueFor(ctx context.Context, th *thread, m Message) (int, error) {
+	if t.requesterOnly(m.User, m.Place) {
+		return t.dropOwn(ctx, th, m.User.Qualified()), nil
+	}
+	return t.dropQueue(ctx, th)
+}
+
 // restoreQueues reloads the platform's persisted queues (after a restart):
 // each thread's prompts go back in its queue, in order, and drain when the
 // chat is free. It runs in each thread's actor.
@@ -398,24 +407,113 @@ func (t *Desk) runNow(ctx context.Context, th *thread, chatID agent.ChatID, id s
 	return "Nothing was running: the queued message " + preview(q.Text) + " is starting.", nil
 }
 
-// queuedAt returns the id of the n-th (1-based) prompt of the thread's
-// queue, or of the newest prompt of sender (the last one when they have
-// none queued) for n 0.
-func (th *thread) queuedAt(n int, sender string) (string, bool) {
+// queuedAt returns the n-th (1-based) prompt of the thread's queue, or for n
+// 0 the newest prompt of sender (the last one when they have none queued).
+func (th *thread) queuedAt(n int, sender string) (QueuedPrompt, bool) {
 	th.mu.Lock()
 	defer th.mu.Unlock()
 	if len(th.queue) == 0 || n < 0 || n > len(th.queue) {
-		return "", false
+		return QueuedPrompt{}, false
 	}
 	if n > 0 {
-		return th.queue[n-1].ID, true
+		return th.queue[n-1], true
 	}
 	for i := len(th.queue) - 1; i >= 0; i-- {
 		if th.queue[i].Sender == sender {
-			return th.queue[i].ID, true
+			return th.queue[i], true
 		}
 	}
-	return th.queue[len(th.queue)-1].ID, true
+	return th.queue[len(th.queue)-1], true
+}
+
+// queued returns the thread's queued prompt id.
+func (th *thread) queued(id string) (QueuedPrompt, bool) {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	i := slices.IndexFunc(th.queue, func(q QueuedPrompt) bool { return q.ID == id })
+	if i < 0 {
+		return QueuedPrompt{}, false
+	}
+	return th.queue[i], true
+}
+
+// dropOwn forgets sender's queued prompts in the thread, here and in the
+// store, and returns how many there were; the others' stay queued.
+func (t *Desk) dropOwn(ctx context.Context, th *thread, sender string) int {
+	th.mu.Lock()
+	var ids []string
+	for _, q := range th.queue {
+		if q.Sender == sender {
+			ids = append(ids, q.ID)
+		}
+	}
+	th.mu.Unlock()
+	for _, id := range ids {
+		t.unqueue(ctx, th, id)
+	}
+	return len(ids)
+}
+
+// othersQueued reports whether anyone but sender has a prompt queued in the thread.
+func (th *thread) othersQueued(sender string) bool {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	return slices.ContainsFunc(th.queue, func(q QueuedPrompt) bool { return q.Sender != sender })
+}
+
+// requesterOnly reports whether u is held to their own turns and queued
+// messages at p: the channel has requester_only and u is no admin.
+func (t *Desk) requesterOnly(u User, p Place) bool {
+	return t.policy.Channel(p).RequesterOnly && !t.policy.IsAdmin(u)
+}
+
+// mayStopTurn reports whether u may stop the chat's running turn at p: with
+// requester_only only the person who started it (or an admin) may; why is
+// the refusal, naming who may. With no turn running here anyone may.
+func (t *Desk) mayStopTurn(ctx context.Context, u User, p Place, chatID agent.ChatID) (ok bool, why string) {
+	if !t.requesterOnly(u, p) {
+		return true, ""
+	}
+	r, running := t.bot.Active(chatID)
+	if !running {
+		return true, ""
+	}
+	by := ""
+	if t.opts.RunRequester != nil {
+		var err error
+		if by, err = t.opts.RunRequester(ctx, r.ID); err != nil {
+			t.log.WarnContext(ctx, "read run requester", logkey.RunID, r.ID, "err", err)
+		}
+	}
+	if by != "" && by == u.Qualified() {
+		return true, ""
+	}
+	return false, "In this channel only " + t.personOr(p, by, "the person who started the running turn") + " or an admin may stop the running turn."
+}
+
+// mayRunNow reports whether u may run queued prompt q now at p (which stops
+// the running turn): with requester_only only its author, who must also be
+// the running turn's requester, or an admin; why is the refusal.
+func (t *Desk) mayRunNow(ctx context.Context, u User, p Place, chatID agent.ChatID, q QueuedPrompt) (ok bool, why string) {
+	if !t.requesterOnly(u, p) {
+		return true, ""
+	}
+	if q.Sender != u.Qualified() {
+		return false, "In this channel only " + t.personOr(p, q.Sender, "the person who queued that message") + " or an admin may run it now."
+	}
+	return t.mayStopTurn(ctx, u, p, chatID)
+}
+
+// personOr is the platform's mention of the qualified user id, or unknown
+// when there is none.
+func (t *Desk) personOr(p Place, qualified, unknown string) string {
+	if qualified == "" {
+		return unknown
+	}
+	if s, err := t.surface(p.Platform); err == nil {
+		return s.Mention(qualified)
+	}
+	return qualified
 }
 
 // clickRunNow handles the "run this now" button of a Queued notice.
@@ -423,7 +521,13 @@ func (t *Desk) clickRunNow(ctx context.Context, th *thread, c Click) error {
 	if !t.policy.Allowed(c.User, c.Place, ActRun) {
 		return t.refuse(ctx, c.Place, c.User, "You are not allowed to stop runs in this channel.")
 	}
-	msg, err := t.runNow(ctx, th, c.Ref.ChatID, strings.TrimPrefix(c.Button, ButtonRunNowPrefix))
+	id := strings.TrimPrefix(c.Button, ButtonRunNowPrefix)
+	if q, ok := th.queued(id); ok {
+		if ok, why := t.mayRunNow(ctx, c.User, c.Place, c.Ref.ChatID, q); !ok {
+			return t.refuse(ctx, c.Place, c.User, why)
+		}
+	}
+	msg, err := t.runNow(ctx, th, c.Ref.ChatID, id)
 	if err != nil {
 		return err
 	}
