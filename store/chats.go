@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -81,9 +83,11 @@ forked_from, fork_seq, fork_sessions`
 
 	queryInsertChat = `INSERT INTO chats (` + chatColumns + `)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
-	queryGetChat    = `SELECT ` + chatColumns + ` FROM chats WHERE id = $1`
-	queryListChats  = `SELECT ` + chatColumns + ` FROM chats ORDER BY updated_at DESC, id LIMIT $1`
-	queryUpdateChat = `UPDATE chats SET title = $2, agent = $3, model = $4, effort = $5, mode = $6,
+	queryGetChat   = `SELECT ` + chatColumns + ` FROM chats WHERE id = $1`
+	queryListChats = `SELECT ` + chatColumns + ` FROM chats ORDER BY updated_at DESC, id LIMIT $1`
+	// substr compares exactly in both dialects (SQLite's LIKE ignores case).
+	queryChatsByPrefix = `SELECT id FROM chats WHERE substr(id, 1, $1) = $2 ORDER BY id LIMIT $3`
+	queryUpdateChat    = `UPDATE chats SET title = $2, agent = $3, model = $4, effort = $5, mode = $6,
 project = $7, cwd = $8, fork_pending = $9, updated_at = $10 WHERE id = $1`
 	queryDeleteChatEvents = `DELETE FROM chat_events WHERE chat_id = $1`
 	queryDeleteChat       = `DELETE FROM chats WHERE id = $1`
@@ -157,6 +161,21 @@ func (s *Store) ListChats(ctx context.Context, limit int) ([]Chat, error) {
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// ChatsByPrefix returns the ids of up to limit chats whose id starts with
+// prefix (case-sensitive), sorted bytewise; none is an empty list, not an
+// error.
+func (s *Store) ChatsByPrefix(ctx context.Context, prefix string, limit int) ([]string, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	var ids []string
+	if err := s.db.SelectContext(ctx, &ids, queryChatsByPrefix, utf8.RuneCountInString(prefix), prefix, limit); err != nil {
+		return nil, fmt.Errorf("store: chats by prefix %q: %w", prefix, translate(err))
+	}
+	slices.Sort(ids) // the same order in both dialects, whatever Postgres's collation
+	return ids, nil
 }
 
 // UpdateChat writes the settings fields of c (title, agent, model, effort, mode,

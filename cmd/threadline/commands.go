@@ -25,7 +25,7 @@ type chatFlags struct {
 
 func (f *chatFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.config, "config", "", "config file")
-	fs.StringVar((*string)(&f.ID), "chat", "", "continue the chat with this id")
+	fs.StringVar((*string)(&f.ID), "chat", "", "continue the chat with this id (or a unique prefix of it, at least 4 characters)")
 	fs.StringVar(&f.Agent, "agent", "", "agent id (claude, ...)")
 	fs.StringVar(&f.Model, "model", "", "model")
 	fs.StringVar(&f.Cwd, "cwd", "", "working directory of a new chat (default: the current directory)")
@@ -59,6 +59,12 @@ func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, for
 		return ctx, t, nil, err
 	}
 	t, done = terminal{app: a, presses: presses}, func() { a.Close(); stop() }
+	id, err := resolveChat(ctx, a.store, string(f.ID))
+	if err != nil {
+		done()
+		return ctx, t, nil, err
+	}
+	f.ID = agent.ChatID(id)
 	if fork {
 		n, err := a.bot.Fork(ctx, f.ID)
 		if err != nil {

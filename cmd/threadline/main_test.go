@@ -109,7 +109,7 @@ func TestAgentNotInstalled(t *testing.T) {
 func TestChatUnknownID(t *testing.T) {
 	isolate(t)
 	code, _, _, err := run(t, "", "chat", "--chat", "no-such-chat")
-	if code != 1 || err == nil || !strings.Contains(err.Error(), "no chat no-such-chat") {
+	if code != 1 || err == nil || !strings.Contains(err.Error(), `no chat starts with "no-such-chat"`) {
 		t.Fatalf("exit %d err %v", code, err)
 	}
 }

@@ -213,7 +213,7 @@ func cmdWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	sub := args[0]
 	fs := newFlagSet("workspace "+sub, stdout, stderr, workspaceUsage)
 	config := fs.String("config", "", "config file")
-	chat := fs.String("chat", "", "the chat's id")
+	chat := fs.String("chat", "", "the chat's id, or a unique prefix of it (at least 4 characters)")
 	asJSON := fs.Bool("json", false, "JSON output")
 	title := fs.String("title", "", "the pull request's title (pr; default: the chat's prompt)")
 	discard := fs.Bool("discard", false, "remove even with unpushed work (remove)")
@@ -230,6 +230,9 @@ func cmdWorkspace(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return err
 	}
 	defer st.Close()
+	if *chat, err = resolveChat(ctx, st, *chat); err != nil {
+		return err
+	}
 	log := newLogger(stderr, slog.LevelWarn, cfg)
 	host, _, err := cfg.Host.Resolve()
 	if err != nil {
