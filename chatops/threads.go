@@ -618,6 +618,10 @@ func (t *Desk) handleAnswer(ctx context.Context, th *thread, a Answer) error {
 	return t.respond(ctx, a.Place, a.User, a.Ref, resp)
 }
 
+// notRecorded tells a user that an answer given while the database was
+// away did nothing.
+const notRecorded = "Your answer could not be recorded (the database is unreachable), so nothing was sent to the agent. The request is still waiting: answer again in a moment."
+
 // needsDecision tells a user that an approval takes an explicit decision.
 const needsDecision = "This request needs a decision: press Approve, Approve for session or Decline on the card, or reply to it with `approve`, `approve for session` or `deny`."
 
@@ -627,6 +631,8 @@ func (t *Desk) respond(ctx context.Context, p Place, u User, ref Ref, resp agent
 		msg := "That request is no longer waiting for an answer."
 		if detail, ok := prompt.NotAnOptionDetail(err); ok {
 			msg = notAnOption(detail)
+		} else if errors.Is(err, prompt.ErrNotRecorded) {
+			msg = notRecorded
 		} else if errors.Is(err, prompt.ErrAnswerKind) {
 			msg = needsDecision
 			if resp.Decision != agent.DecisionAnswer {

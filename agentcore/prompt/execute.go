@@ -199,17 +199,28 @@ func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 	}
 	if ev.Type.Terminal() || ev.Type == agent.EventInteractionRequested || ev.Type == agent.EventInteractionResolved {
 		if _, err := s.hub.Append(ctx, run.ChatID, run.ID, string(ev.Type), b); err != nil {
-			s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
+			s.lost(ctx, run, ev.Type, err)
 		}
 		return
 	}
 	err = s.hub.Enqueue(ctx, run.ChatID, run.ID, string(ev.Type), b, func(_ runhub.Event, err error) {
 		if err != nil {
-			s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
+			s.lost(ctx, run, ev.Type, err)
 		}
 	})
 	if err != nil {
 		s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", ev.Type, "err", err)
+	}
+}
+
+// lost handles an event the hub could not store: logged as an error; when
+// the database stayed away past the hub's outage limit the run is stopped,
+// since what it does next could not be recorded either (the hub already
+// held its events that long).
+func (s *Service) lost(ctx context.Context, run *Run, typ agent.EventType, err error) {
+	s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", typ, "err", err)
+	if errors.Is(err, runhub.ErrStoreUnavailable) && run.cancel != nil {
+		run.cancel()
 	}
 }
 

@@ -68,7 +68,15 @@ var (
 	// the question and its options, never the answer. The request stays
 	// pending; the user answers it again.
 	ErrNotAnOption = errors.New("answer is not one of the question's options")
+	// ErrNotRecorded is returned for an answer given while the database
+	// does not answer: a decision is recorded before it reaches the agent,
+	// so nothing was sent and the request stays pending.
+	ErrNotRecorded = errors.New("your answer could not be recorded (the database is unreachable), so nothing was sent to the agent; answer again in a moment")
 )
+
+// recordCheckTimeout bounds asking the database whether it answers before
+// an answer is delivered.
+const recordCheckTimeout = 3 * time.Second
 
 // maxInteractionPayload bounds the request copy kept in the ledger.
 const maxInteractionPayload = 16 << 10
@@ -102,6 +110,16 @@ func (s *Service) respondLocal(ctx context.Context, chatID agent.ChatID, runID a
 	r, ok := s.current(chatID)
 	if !ok || r.ID != runID {
 		return fmt.Errorf("%w: run %s of chat %s has ended", ErrRunNotActive, runID, chatID)
+	}
+	// The answer's resolution is recorded before the agent gets it; with
+	// the database away it could not be (it would wait), so the person is
+	// told now and the request stays pending.
+	cctx, cancel := context.WithTimeout(ctx, recordCheckTimeout)
+	err := s.hub.Reachable(cctx, chatID)
+	cancel()
+	if err != nil {
+		s.log.WarnContext(ctx, "answer refused: the database is unreachable", logkey.ChatID, chatID, logkey.RunID, runID, "err", err)
+		return fmt.Errorf("%w: %w", ErrNotRecorded, err)
 	}
 	claimed, err := r.claimOrAwait(ctx, resp)
 	if err != nil {

@@ -35,6 +35,7 @@
 package runhub
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +52,11 @@ import (
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("runhub: hub closed")
 
+// ErrStoreUnavailable is the error of the appends of a batch the store
+// could not take for Options.OutageLimit: their events are not stored and
+// were never broadcast.
+var ErrStoreUnavailable = errors.New("runhub: the database was unreachable")
+
 // Defaults for Options.
 const (
 	DefaultMaxBatch = 256
@@ -61,6 +67,16 @@ const (
 
 	commitTimeout = 30 * time.Second
 	replayPage    = 500
+
+	// DefaultOutageLimit is how long a commit is retried while the store
+	// does not answer: a database restart or failover takes seconds.
+	DefaultOutageLimit = 2 * time.Minute
+	// retryFirst and retryMax bound the wait between two attempts.
+	retryFirst = 100 * time.Millisecond
+	retryMax   = 2 * time.Second
+	// conflictAttempts is how many times a commit the store refuses while
+	// it answers (a conflict, a constraint) is tried before it fails.
+	conflictAttempts = 3
 )
 
 // Options tune a Hub. Zero values pick the defaults.
@@ -79,6 +95,14 @@ type Options struct {
 	Owner string
 	// Persisted, when set, is told of every committed batch (for metrics).
 	Persisted func(events int, took time.Duration)
+	// OutageLimit is how long a batch the store cannot take is retried,
+	// with backoff, before its appends fail with ErrStoreUnavailable
+	// (default 2 min). Meanwhile the events wait, in order, unbroadcast;
+	// appenders block once the writer's queue is full.
+	OutageLimit time.Duration
+	// Sleep waits between attempts (tests); nil: time.Sleep. Close waits
+	// for a batch being retried.
+	Sleep func(time.Duration)
 }
 
 // Hub owns the run locks and the event stream of all chats of one replica.
@@ -99,6 +123,8 @@ type Hub struct {
 
 	subMu sync.RWMutex
 	subs  map[agent.ChatID]map[*subscriber]struct{}
+
+	outage atomic.Bool // a batch is being retried: the store did not answer
 
 	baseCtx    context.Context // cancelled by Close; ends subscriptions
 	baseCancel context.CancelFunc
@@ -139,6 +165,12 @@ func New(st Store, logger *slog.Logger, opts Options) *Hub {
 	}
 	if opts.SubscriberBuffer <= 0 {
 		opts.SubscriberBuffer = DefaultSubscriberBuffer
+	}
+	if opts.OutageLimit <= 0 {
+		opts.OutageLimit = DefaultOutageLimit
+	}
+	if opts.Sleep == nil {
+		opts.Sleep = time.Sleep
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &Hub{
@@ -429,8 +461,8 @@ func (h *Hub) commit(batch []*appendReq) {
 		return
 	}
 	start := time.Now()
-	if err := h.st.AppendEvents(ctx, events); err != nil {
-		h.logger.Warn("runhub commit failed", "events", len(events), "err", err)
+	if err := h.store(events); err != nil {
+		h.logger.Error("runhub commit failed: events lost", "events", len(events), "err", err)
 		for _, e := range events {
 			delete(h.seqs, e.ChatID) // reload from the store on the next append
 		}
@@ -446,6 +478,80 @@ func (h *Hub) commit(batch []*appendReq) {
 	for _, r := range ready {
 		r.finish(nil)
 	}
+}
+
+// store commits events, retrying while the store does not answer: a
+// failed attempt is followed by a read of what the store holds, since a
+// commit whose answer was lost may have landed (then it is done). While the
+// store answers, a refusal is tried conflictAttempts times; while it does
+// not, attempts go on with backoff for OutageLimit.
+func (h *Hub) store(events []Event) error {
+	start := time.Now()
+	wait := retryFirst
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), commitTimeout)
+		err := h.st.AppendEvents(ctx, events)
+		if err == nil {
+			cancel()
+			if attempt > 1 {
+				h.logger.Info("runhub: the database answers again; held events stored", "events", len(events), "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+			}
+			return nil
+		}
+		landed, rerr := h.landed(ctx, events)
+		cancel()
+		switch {
+		case rerr == nil && landed:
+			h.logger.Info("runhub: a commit whose answer was lost had landed", "events", len(events), "err", err)
+			return nil
+		case rerr == nil && attempt >= conflictAttempts:
+			return err // the store answers and refuses these events
+		case rerr != nil && time.Since(start) >= h.opts.OutageLimit:
+			return fmt.Errorf("%w for %s: %w", ErrStoreUnavailable, h.opts.OutageLimit, err)
+		}
+		if attempt == 1 {
+			h.logger.Warn("runhub commit failed; holding the events and retrying", "events", len(events), "err", err)
+		}
+		if rerr != nil {
+			h.outage.Store(true)
+			defer h.outage.Store(false)
+		}
+		h.opts.Sleep(wait)
+		wait = min(2*wait, retryMax)
+	}
+}
+
+// Reachable returns nil when the store answers now (a read of the last
+// seq of chat): a caller about to act on something that must be recorded
+// first (a person's decision) asks before acting. While the hub holds a
+// batch the store did not take, it is ErrStoreUnavailable without asking.
+func (h *Hub) Reachable(ctx context.Context, chat agent.ChatID) error {
+	if h.outage.Load() {
+		return fmt.Errorf("%w: events are waiting for it", ErrStoreUnavailable)
+	}
+	if _, err := h.st.LastSeq(ctx, chat); err != nil {
+		return fmt.Errorf("%w: %w", ErrStoreUnavailable, err)
+	}
+	return nil
+}
+
+// landed reports whether events are stored as they are: each chat's last
+// event of the batch is in the store with its run, type and payload.
+func (h *Hub) landed(ctx context.Context, events []Event) (bool, error) {
+	last := map[agent.ChatID]Event{}
+	for _, e := range events {
+		last[e.ChatID] = e
+	}
+	for c, e := range last {
+		got, err := h.st.EventsAfter(ctx, c, e.Seq-1, 1)
+		if err != nil {
+			return false, err
+		}
+		if len(got) != 1 || got[0].Seq != e.Seq || got[0].RunID != e.RunID || got[0].Type != e.Type || !bytes.Equal(got[0].Payload, e.Payload) {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // loadSeqs reads the last seqs of the batch's chats that have none cached in

@@ -453,3 +453,127 @@ func TestCloseFlushes(t *testing.T) {
 		}
 	})
 }
+
+// downStore is a store that does not answer while down is set: appends
+// and reads fail as a connection refused would. lostAck stores the next
+// append and then fails it, as a commit whose answer was lost.
+type downStore struct {
+	runhub.Store
+	down    atomic.Bool
+	lostAck atomic.Bool
+}
+
+var errDown = errors.New("dial tcp 127.0.0.1:5432: connect: connection refused")
+
+func (d *downStore) AppendEvents(ctx context.Context, events []runhub.Event) error {
+	if d.down.Load() {
+		return errDown
+	}
+	if d.lostAck.CompareAndSwap(true, false) {
+		if err := d.Store.AppendEvents(ctx, events); err != nil {
+			return err
+		}
+		return errDown
+	}
+	return d.Store.AppendEvents(ctx, events)
+}
+
+func (d *downStore) EventsAfter(ctx context.Context, c agent.ChatID, after int64, limit int) ([]runhub.Event, error) {
+	if d.down.Load() {
+		return nil, errDown
+	}
+	return d.Store.EventsAfter(ctx, c, after, limit)
+}
+
+// TestOutageHeld: while the database does not answer, the events of a run
+// are held, in order, and not broadcast; when it answers again they are
+// stored and broadcast, none lost and none twice.
+func TestOutageHeld(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		createChats(t, s, "c1")
+		ds := &downStore{Store: s}
+		var attempts atomic.Int32
+		h := newHub(t, ds, runhub.Options{Sleep: func(time.Duration) {
+			if attempts.Add(1) == 5 { // the database is back after 5 waits
+				ds.down.Store(false)
+			}
+		}})
+		ctx := t.Context()
+		ch := h.Subscribe(ctx, "c1", 0)
+		ds.down.Store(true)
+		var done []error
+		var mu sync.Mutex
+		for i := range 10 {
+			if err := h.Enqueue(ctx, "c1", "r", "text", payload(i), func(_ runhub.Event, err error) {
+				mu.Lock()
+				done = append(done, err)
+				mu.Unlock()
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := recv(t, ch, 10)
+		for i, e := range got {
+			if e.Seq != int64(i+1) || string(e.Payload) != fmt.Sprintf(`{"i":%d}`, i) {
+				t.Fatalf("event %d after the outage: %+v", i, e)
+			}
+		}
+		if err := h.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for _, err := range done {
+			if err != nil {
+				t.Fatalf("an append failed: %v", err)
+			}
+		}
+		if attempts.Load() < 5 {
+			t.Errorf("%d waits, want the outage ridden out", attempts.Load())
+		}
+		if last, _ := s.LastSeq(ctx, "c1"); last != 10 {
+			t.Fatalf("LastSeq = %d, want 10", last)
+		}
+	})
+}
+
+// TestLostAnswerLanded: a commit that landed although its answer was lost
+// is not stored twice and its events are broadcast once.
+func TestLostAnswerLanded(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		createChats(t, s, "c1")
+		ds := &downStore{Store: s}
+		h := newHub(t, ds, runhub.Options{Sleep: func(time.Duration) {}})
+		ctx := t.Context()
+		ch := h.Subscribe(ctx, "c1", 0)
+		ds.lostAck.Store(true)
+		ev, err := h.Append(ctx, "c1", "r", "text", payload(1))
+		if err != nil || ev.Seq != 1 {
+			t.Fatalf("Append = %+v, %v", ev, err)
+		}
+		if ev2, err := h.Append(ctx, "c1", "r", "text", payload(2)); err != nil || ev2.Seq != 2 {
+			t.Fatalf("next Append = %+v, %v", ev2, err)
+		}
+		if got := recv(t, ch, 2); got[0].Seq != 1 || got[1].Seq != 2 {
+			t.Fatalf("broadcast %+v", got)
+		}
+		expectNothing(t, ch, 50*time.Millisecond)
+	})
+}
+
+// TestOutageLimit: a database that stays away past OutageLimit fails the
+// appends with ErrStoreUnavailable, and nothing is broadcast.
+func TestOutageLimit(t *testing.T) {
+	storetest.Each(t, func(t *testing.T, s *store.Store) {
+		createChats(t, s, "c1")
+		ds := &downStore{Store: s}
+		ds.down.Store(true)
+		h := newHub(t, ds, runhub.Options{OutageLimit: time.Millisecond, Sleep: func(time.Duration) { time.Sleep(time.Millisecond) }})
+		ctx := t.Context()
+		ch := h.Subscribe(ctx, "c1", 0)
+		if _, err := h.Append(ctx, "c1", "r", "text", payload(1)); !errors.Is(err, runhub.ErrStoreUnavailable) || !errors.Is(err, errDown) {
+			t.Fatalf("Append = %v", err)
+		}
+		expectNothing(t, ch, 50*time.Millisecond)
+	})
+}

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/bot/slack/slacktest"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
+	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
+	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/store"
+	"github.com/threadline-bot/threadline/store/storetest"
+)
+
+// TestPostgresRestartEndToEnd: serve on a PostgreSQL of the test's own,
+// the Slack fake and the real Claude CLI. The database goes away for a few
+// seconds in the middle of a streamed 40-word answer: no word is lost, in
+// the database or in Slack, and the answer ends with its footer. Then a
+// click on an approval card while the database is away is refused to the
+// clicker and runs nothing; the same click once it is back runs the tool.
+func TestPostgresRestartEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	pg := storetest.StartPG(t)
+	bin := fakeapi.FindClaude(t)
+	dir := isolate(t)
+	words := fakehttp.Words(40)
+	api := fakeapi.New(t,
+		fakeapi.When("WORDS", fakeapi.Slow(len(words), 150*time.Millisecond)),
+		fakeapi.When("TOUCH", fakeapi.ToolUse("Bash", map[string]any{"command": "touch touched && echo touched-it", "description": "Touch a file"})))
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"database": map[string]any{"url": pg.URL()},
+		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(dir + "/claude-home")}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}}},
+	})
+	code, _, errOut, err := run(t, "", "migrate", "--config", cfgPath)
+	if code != 0 || err != nil {
+		t.Fatalf("migrate: %d %v\n%s", code, err, errOut)
+	}
+	s := startServe(t, fake, cfgPath)
+	defer s.stop()
+	shown := func(root string) string {
+		var b strings.Builder
+		for _, m := range fake.Thread("C1", root) {
+			b.WriteString(m.Text + m.Markdown + string(m.Blocks))
+		}
+		return b.String()
+	}
+
+	// 1. The database restarts in the middle of the answer.
+	root := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> WORDS please"})
+	s.mention("EvW", root, "", "WORDS please")
+	chatopstest.WaitFor(t, "the answer's fifth word", func() bool { return strings.Contains(shown(root), "word04") })
+	pg.Stop()
+	chatopstest.WaitFor(t, "serve to notice the outage", func() bool {
+		return strings.Contains(s.logs.String(), "holding the events and retrying")
+	})
+	time.Sleep(3 * time.Second) // the outage: the model streams on meanwhile
+	pg.Start()
+	msg := s.answer(root, 1)
+	text := msg.Text + msg.Markdown + string(msg.Blocks)
+	for _, w := range words {
+		if !strings.Contains(text, strings.TrimSpace(w)) {
+			t.Errorf("Slack's answer lacks %s:\n%s", w, text)
+		}
+	}
+	st, err := store.Open(context.Background(), pg.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	chats, err := st.ListChats(context.Background(), 10)
+	if err != nil || len(chats) != 1 {
+		t.Fatalf("chats %v, %v", chats, err)
+	}
+	evs, err := st.EventsAfter(context.Background(), agent.ChatID(chats[0].ID), 0, 10000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stored strings.Builder
+	for _, e := range evs {
+		if e.Type == string(agent.EventAssistantDelta) {
+			stored.Write(e.Payload)
+		}
+	}
+	for _, w := range words {
+		if !strings.Contains(stored.String(), strings.TrimSpace(w)) {
+			t.Errorf("the database lacks %s", w)
+		}
+	}
+
+	// 2. A click while the database is away is refused and runs nothing.
+	ts := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", ThreadTS: root, Text: "<@" + slacktest.BotUserID + "> TOUCH it"})
+	s.mention("EvT", ts, root, "TOUCH it")
+	card := s.card(root, "touch touched")
+	pg.Stop()
+	s.approveCard(root, card)
+	chatopstest.WaitFor(t, "the clicker told the answer was not recorded", func() bool {
+		for _, m := range fake.Messages() {
+			if m.Ephemeral == "UDEV" && strings.Contains(m.Text+string(m.Blocks), "could not be recorded") {
+				return true
+			}
+		}
+		return false
+	})
+	pg.Start()
+	if touched, _ := filepath.Glob(filepath.Join(dir, "*", "*", "*", "touched")); len(touched) > 0 {
+		t.Fatalf("the tool ran although the decision was not recorded: %v", touched)
+	}
+	s.approveCard(root, card)
+	s.answer(root, 2)
+	if !strings.Contains(shown(root), "touched-it") {
+		t.Errorf("the second answer:\n%s", shown(root))
+	}
+	// The outage was ridden out, not missed: events were held, then stored.
+	for _, want := range []string{"holding the events and retrying", "held events stored", "answer refused: the database is unreachable"} {
+		if !strings.Contains(s.logs.String(), want) {
+			t.Errorf("serve's log lacks %q", want)
+		}
+	}
+}
