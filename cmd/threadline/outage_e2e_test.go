@@ -11,8 +11,8 @@ import (
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
-	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 	"github.com/threadline-bot/threadline/providers/providertest"
+	"github.com/threadline-bot/threadline/providers/providertest/fakehttp"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
 )
