@@ -87,7 +87,7 @@ func (p *provider) Run(ctx context.Context, req agent.RunRequest, emit func(agen
 		if total += Size(e); total > p.max {
 			stopped = true
 			p.log.Warn("run stopped: too much output", logkey.ChatID, req.ChatID, logkey.RunID, req.RunID,
-				logkey.Size, total, "limit", p.max)
+				logkey.Size, total, logkey.Max, p.max)
 			cancel()
 			if e.Type.Terminal() {
 				terminal = true

@@ -462,7 +462,7 @@ func (h *Hub) commit(batch []*appendReq) {
 	}
 	start := time.Now()
 	if err := h.store(events); err != nil {
-		h.logger.Error("runhub commit failed: events lost", "events", len(events), "err", err)
+		h.logger.Error("runhub commit failed: events lost", logkey.Events, len(events), logkey.Err, err)
 		for _, e := range events {
 			delete(h.seqs, e.ChatID) // reload from the store on the next append
 		}
@@ -494,7 +494,7 @@ func (h *Hub) store(events []Event) error {
 		if err == nil {
 			cancel()
 			if attempt > 1 {
-				h.logger.Info("runhub: the database answers again; held events stored", "events", len(events), "attempts", attempt, "after", time.Since(start).Round(time.Millisecond))
+				h.logger.Info("runhub: the database answers again; held events stored", logkey.Events, len(events), logkey.Attempt, attempt, logkey.Took, time.Since(start).Round(time.Millisecond))
 			}
 			return nil
 		}
@@ -502,7 +502,7 @@ func (h *Hub) store(events []Event) error {
 		cancel()
 		switch {
 		case rerr == nil && landed:
-			h.logger.Info("runhub: a commit whose answer was lost had landed", "events", len(events), "err", err)
+			h.logger.Info("runhub: a commit whose answer was lost had landed", logkey.Events, len(events), logkey.Err, err)
 			return nil
 		case rerr == nil && attempt >= conflictAttempts:
 			return err // the store answers and refuses these events
@@ -510,7 +510,7 @@ func (h *Hub) store(events []Event) error {
 			return fmt.Errorf("%w for %s: %w", ErrStoreUnavailable, h.opts.OutageLimit, err)
 		}
 		if attempt == 1 {
-			h.logger.Warn("runhub commit failed; holding the events and retrying", "events", len(events), "err", err)
+			h.logger.Warn("runhub commit failed; holding the events and retrying", logkey.Events, len(events), logkey.Err, err)
 		}
 		if rerr != nil {
 			h.outage.Store(true)
