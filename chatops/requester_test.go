@@ -74,6 +74,19 @@ func TestRequesterOnlyTurnControl(t *testing.T) {
 			if !errors.Is(err, chatops.ErrForbidden) || len(f.surf.ephemerals) != n+1 || !strings.Contains(f.surf.ephemerals[n], "only <@UAPPROVER2> or an admin may run it now") {
 				t.Fatalf("another's Run-now press = %v, ephemerals %q", err, f.surf.ephemerals[n:])
 			}
+			stop := f.find(thread, func(m *message) bool { return len(m.view.Buttons) == 1 && m.view.Buttons[0].ID == chatops.ButtonStop })
+			if stop == nil {
+				t.Fatal("no Stop button")
+			}
+			ref, err := chatops.DecodeRef(stop.view.Buttons[0].Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n = len(f.surf.ephemerals)
+			if err := f.threads.HandleClick(t.Context(), chatops.Click{Place: thread, User: user("UAPPROVER"), Button: chatops.ButtonStop, Ref: ref}); !errors.Is(err, chatops.ErrForbidden) ||
+				len(f.surf.ephemerals) != n+1 || !strings.Contains(f.surf.ephemerals[n], "only <@UALLOWED> or an admin may stop the running turn") {
+				t.Fatalf("another's Stop press = %v, ephemerals %q", err, f.surf.ephemerals[n:])
+			}
 			if _, ok := f.bot.Active(chatID); !ok || f.threads.Queued(chatID) != 3 {
 				t.Fatalf("a refusal changed the turn or the queue (%d queued)", f.threads.Queued(chatID))
 			}

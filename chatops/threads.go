@@ -563,6 +563,9 @@ func (t *Desk) handleClick(ctx context.Context, th *thread, c Click) error {
 		if !t.policy.Allowed(c.User, c.Place, ActRun) && !t.policy.Allowed(c.User, c.Place, ActApprove) {
 			return t.refuse(ctx, c.Place, c.User, "You are not allowed to stop runs in this channel.")
 		}
+		if ok, why := t.mayStopTurn(ctx, c.User, c.Place, c.Ref.ChatID); !ok {
+			return t.refuse(ctx, c.Place, c.User, why)
+		}
 		if t.bot.Stop(c.Ref.ChatID) {
 			return nil
 		}
