@@ -622,7 +622,7 @@ func expandEnv(n *yaml.Node) error {
 		var missing []string
 		n.Value = envRef.ReplaceAllStringFunc(n.Value, func(m string) string {
 			name := envRef.FindStringSubmatch(m)[1]
-			v, ok := os.LookupEnv(name)
+			v, ok := lookupEnv(name)
 			if !ok {
 				missing = append(missing, name)
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/threadline-bot/threadline/agentcore/procrun"
 )
@@ -22,11 +23,32 @@ func envRefsOf(raw []byte) []string {
 	return out
 }
 
+// kept holds the values UnsetSecretEnv took out of the environment: a
+// reload (SIGHUP) expands the same ${VAR} to the value of the start, which
+// no child process can inherit from the environment any more.
+var kept struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// lookupEnv is os.LookupEnv, then the values UnsetSecretEnv kept.
+func lookupEnv(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
+	}
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	v, ok := kept.m[name]
+	return v, ok
+}
+
 // UnsetSecretEnv removes from this process's environment every variable the
 // config took a secret from (its value holds a configured secret), so that
-// the bot does not keep them once the config is loaded. The initial
-// environment block of /proc/<pid>/environ still shows them: the process
-// being non-dumpable is what keeps other processes from reading it.
+// the bot does not keep them in its environment once the config is loaded
+// (no child inherits them); their values are kept in memory for a reload
+// of the same file. The initial environment block of /proc/<pid>/environ
+// still shows them: the process being non-dumpable is what keeps other
+// processes from reading it.
 func (c *Config) UnsetSecretEnv() {
 	secrets := c.Secrets()
 	for _, name := range c.envRefs {
@@ -36,6 +58,12 @@ func (c *Config) UnsetSecretEnv() {
 		}
 		for _, s := range secrets {
 			if len(s) >= 4 && strings.Contains(v, s) {
+				kept.mu.Lock()
+				if kept.m == nil {
+					kept.m = map[string]string{}
+				}
+				kept.m[name] = v
+				kept.mu.Unlock()
 				_ = os.Unsetenv(name)
 				break
 			}

@@ -49,6 +49,14 @@ func TestUnsetSecretEnv(t *testing.T) {
 	if os.Getenv("TL_T_PLAIN") == "" {
 		t.Error("a variable holding no secret was removed")
 	}
+	// A reload (SIGHUP) of the same file expands them to the start's values.
+	again, err := Load(cfg.Path())
+	if err != nil {
+		t.Fatalf("reload after the secrets left the environment: %v", err)
+	}
+	if again.Database.URL != "postgres://u:pw-from-env-123@127.0.0.1:1/x" || again.Slack.BotToken != "xoxb-from-env-456" {
+		t.Errorf("reloaded %q, %q", again.Database.URL, again.Slack.BotToken)
+	}
 }
 
 // writeYAMLIn writes a config file into dir.

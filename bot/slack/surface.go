@@ -466,7 +466,15 @@ var streamUnavailable = map[string]bool{
 	"missing_scope": true, "invalid_arguments": true, "team_not_allowed": true,
 }
 
-// translate maps slack-go errors to chatops errors.
+// unavailableErrors are Slack's errors ({"ok":false,"error":...}) that mean
+// "try again later": the call is retried like a 5xx.
+var unavailableErrors = map[string]bool{
+	"internal_error": true, "fatal_error": true, "service_unavailable": true, "request_timeout": true,
+}
+
+// translate maps slack-go errors to chatops errors: a 429 to a
+// RateLimitError, a 5xx (or 408, or an error that says Slack failed for
+// now) to an outbox.UnavailableError, which the outbox retries.
 func translate(method string, err error) error {
 	if err == nil {
 		return nil
@@ -479,9 +487,15 @@ func translate(method string, err error) error {
 	if errors.As(err, &sc) && sc.Code == http.StatusTooManyRequests {
 		return &chatops.RateLimitError{Method: method}
 	}
+	if errors.As(err, &sc) && (sc.Code >= 500 || sc.Code == http.StatusRequestTimeout) {
+		// slack-go keeps no header of a 5xx: a Retry-After is not known.
+		return &outbox.UnavailableError{Method: method, Status: sc.Code, Err: err}
+	}
 	var se slack.SlackErrorResponse
 	if errors.As(err, &se) {
 		switch {
+		case unavailableErrors[se.Err]:
+			return &outbox.UnavailableError{Method: method, Err: err}
 		case se.Err == "message_not_found" && (method == "chat.update" || method == "chat.appendStream" || method == "chat.stopStream" || method == "chat.delete"):
 			return fmt.Errorf("%s: %w: %w", method, chatops.ErrMessageGone, err)
 		case se.Err == "message_not_in_streaming_state":

@@ -17,12 +17,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/url"
 	"sync"
 	"syscall"
 	"time"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops/render"
 )
 
@@ -57,9 +59,21 @@ type Budget struct {
 	// into several messages costs no more calls than a short one. Final
 	// content and cards do not wait for it.
 	MinInterval time.Duration
-	// MaxAttempts bounds the tries of one update that fails for another reason
-	// than a rate limit (default 3).
+	// MaxAttempts bounds the tries of one update that the platform refused
+	// (an error that is neither a rate limit, a network failure nor a 5xx;
+	// default 3).
 	MaxAttempts int
+	// RetryMin and RetryMax bound the backoff between the tries of an
+	// update that failed on the network, with a 5xx or a timeout: the first
+	// waits RetryMin (default 250 ms), each next one twice as long, up to
+	// RetryMax (default 10 s); a Retry-After the platform sent is waited
+	// instead.
+	RetryMin, RetryMax time.Duration
+	// RetryFor is how long such an update is retried, from its first
+	// failure, before it is given up and logged as an error (default 30
+	// min): long enough to ride out a platform's outage, so that an answer
+	// never ends short of its last text, its footer or its stream's stop.
+	RetryFor time.Duration
 }
 
 // WithDefaults returns b with every unset field at its default.
@@ -83,6 +97,16 @@ func (b Budget) WithDefaults() Budget {
 	}
 	if b.MaxAttempts <= 0 {
 		b.MaxAttempts = 3
+	}
+	if b.RetryMin <= 0 {
+		b.RetryMin = 250 * time.Millisecond
+	}
+	if b.RetryMax <= 0 {
+		b.RetryMax = 10 * time.Second
+	}
+	b.RetryMax = max(b.RetryMax, b.RetryMin)
+	if b.RetryFor <= 0 {
+		b.RetryFor = 30 * time.Minute
 	}
 	return b
 }
@@ -188,14 +212,18 @@ type Stats struct {
 
 // oslot is one message of a run as the outbox knows it.
 type oslot struct {
-	rm        Message
-	want      *render.SlotView
-	wantSeq   int64
-	gen       int
-	since     time.Time // when want became pending
-	lastSent  time.Time
-	attempts  int
-	retryAt   time.Time
+	rm       Message
+	want     *render.SlotView
+	wantSeq  int64
+	gen      int
+	since    time.Time // when want became pending
+	lastSent time.Time
+	attempts int
+	retryAt  time.Time
+	// failing is when the calls of this slot began to fail (zero while
+	// they succeed): a retryable failure is retried until Budget.RetryFor
+	// after it.
+	failing   time.Time
 	kind      slotKind
 	streaming bool
 	streamed  streamed
@@ -746,15 +774,19 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			// Not an append (cannot happen for a frozen part): end the stream
 			// with the whole view and edit from now on.
 			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, nil, j.sv.View)
-			if err == nil {
+			if err == nil || errors.Is(err, ErrNotStreaming) {
+				streaming = false
 				err = o.surface.Update(ctx, rm.Place, id, j.sv.View)
 			}
-			streaming = false
 			break
 		}
 		if j.op == opStop {
+			// A failed stop leaves the message streaming: it is stopped
+			// again, never edited (an edit cannot end a stream).
 			err = o.surface.(Streamer).StopStream(ctx, rm.Place, id, chunks, j.sv.View)
-			streaming = false
+			if err == nil {
+				streaming = false
+			}
 		} else if len(chunks) > 0 {
 			err = o.surface.(Streamer).AppendStream(ctx, rm.Place, id, chunks)
 		}
@@ -777,7 +809,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if j.op == opAppend && j.sv.Final {
 			// Only the text went: the stop is still to come.
 			s.streaming, s.streamed = streaming, next
-			s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
+			s.lastSent, s.attempts, s.retryAt, s.failing = now, 0, time.Time{}, time.Time{}
 			o.mu.Unlock()
 			return
 		}
@@ -787,7 +819,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			s.rm.Final = true
 		}
 		s.streaming, s.streamed = streaming, next
-		s.lastSent, s.attempts, s.retryAt = now, 0, time.Time{}
+		s.lastSent, s.attempts, s.retryAt, s.failing = now, 0, time.Time{}, time.Time{}
 		s.placeholder = j.sv.View.Working
 		if s.gen == j.gen {
 			s.want = nil
@@ -841,27 +873,14 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	default:
 		o.stats.Failures++
 		s.attempts++
+		if s.failing.IsZero() {
+			s.failing = now
+		}
 		if id != "" && s.rm.MessageID == "" {
 			s.rm.MessageID = id
 		}
 		s.streaming = streaming
-		if transient(err) {
-			// The platform may not even have seen the call (a dropped
-			// connection, a timeout): never give up on what the user must
-			// see; retry with a capped backoff until the outbox closes.
-			wait := min(time.Duration(1<<min(s.attempts, 8))*250*time.Millisecond, 10*time.Second)
-			o.log.InfoContext(ctx, "message update failed on the network, retrying", "run_id", rm.RunID, "slot", rm.Slot, "retry_in", wait, "err", err)
-			s.retryAt = now.Add(wait)
-		} else if s.attempts >= o.budget.MaxAttempts {
-			o.log.WarnContext(ctx, "giving up on a message update", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
-			if s.gen == j.gen {
-				s.want = nil
-			}
-			s.attempts = 0
-		} else {
-			o.log.InfoContext(ctx, "message update failed, retrying", "run_id", rm.RunID, "slot", rm.Slot, "err", err)
-			s.retryAt = now.Add(time.Duration(s.attempts) * time.Second)
-		}
+		o.failed(ctx, s, j, err, now)
 	}
 	o.log.Debug("outbox call", "run_id", rm.RunID, "slot", rm.Slot, "message_id", id, "err", err)
 	// A status indicator is not a message: there is nothing to find again.
@@ -885,6 +904,103 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 	for _, w := range done {
 		close(w)
 	}
+}
+
+// failed decides what comes of a call that failed for another reason than a
+// rate limit or a gone message: a retry after a backoff, or, past the
+// budget's limits, giving the content up. Giving up the end of a run's
+// answer (its last text, footer, stream stop) is an error. o.mu is held.
+func (o *Outbox) failed(ctx context.Context, s *oslot, j *job, err error, now time.Time) {
+	rm := s.rm
+	giveUp := func(why string) {
+		level := slog.LevelWarn
+		if j.sv.Final && s.kind == kindMessage {
+			level = slog.LevelError
+		}
+		o.log.Log(ctx, level, "giving up on a message update: "+why, logkey.RunID, rm.RunID, logkey.Slot, rm.Slot,
+			logkey.Attempt, s.attempts, logkey.Err, err)
+		if s.gen == j.gen {
+			s.want = nil
+		}
+		s.attempts, s.failing = 0, time.Time{}
+	}
+	retry, after := retryable(ctx, err)
+	switch {
+	case retry && now.Sub(s.failing) >= o.budget.RetryFor:
+		giveUp(fmt.Sprintf("the platform failed for %s", o.budget.RetryFor))
+	case retry:
+		// The platform may not even have seen the call (a dropped
+		// connection, a timeout) or failed to answer it (a 5xx): never
+		// give up on what the user must see; retry with a capped backoff.
+		wait := after
+		if wait <= 0 {
+			wait = o.backoff(s.attempts)
+		}
+		o.log.InfoContext(ctx, "message update failed, retrying", logkey.RunID, rm.RunID, logkey.Slot, rm.Slot,
+			logkey.Attempt, s.attempts, logkey.RetryIn, wait, logkey.Err, err)
+		s.retryAt = now.Add(wait)
+	case s.attempts >= o.budget.MaxAttempts:
+		giveUp("the platform refused it")
+	default:
+		o.log.InfoContext(ctx, "message update refused, retrying", logkey.RunID, rm.RunID, logkey.Slot, rm.Slot,
+			logkey.Attempt, s.attempts, logkey.Err, err)
+		s.retryAt = now.Add(time.Duration(s.attempts) * time.Second)
+	}
+}
+
+// backoff is the wait before the try after attempt failed ones: RetryMin
+// doubled at each, at most RetryMax.
+func (o *Outbox) backoff(attempt int) time.Duration {
+	wait := o.budget.RetryMin
+	for i := 1; i < attempt && wait < o.budget.RetryMax; i++ {
+		wait *= 2
+	}
+	return min(wait, o.budget.RetryMax)
+}
+
+// statusCoder is a platform library's HTTP status error (slack-go's
+// StatusCodeError).
+type statusCoder interface{ HTTPStatusCode() int }
+
+// statusTester is a platform library's HTTP error that answers whether it
+// had a status (mautrix's HTTPError).
+type statusTester interface{ IsStatus(code int) bool }
+
+// retryable reports whether err says the call failed for now and may be
+// sent again as is: a failure of the transport, a timeout of the call (not
+// of ctx), an HTTP 5xx or 408 (an UnavailableError, or a platform library's
+// status error); after is the wait the platform asked for (0: none).
+func retryable(ctx context.Context, err error) (ok bool, after time.Duration) {
+	var ue *UnavailableError
+	if errors.As(err, &ue) {
+		return true, ue.RetryAfter
+	}
+	if errors.Is(err, ErrUnavailable) || transient(err) {
+		return true, 0
+	}
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		return true, 0
+	}
+	var sc statusCoder
+	if errors.As(err, &sc) && unavailableStatus(sc.HTTPStatusCode()) {
+		return true, 0
+	}
+	var st statusTester
+	if errors.As(err, &st) {
+		for code := http.StatusInternalServerError; code < 600; code++ {
+			if st.IsStatus(code) {
+				return true, 0
+			}
+		}
+		return st.IsStatus(http.StatusRequestTimeout), 0
+	}
+	return false, 0
+}
+
+// unavailableStatus reports an HTTP status that says "not now" rather
+// than "no": a 5xx, a request timeout.
+func unavailableStatus(code int) bool {
+	return code >= 500 && code < 600 || code == http.StatusRequestTimeout
 }
 
 // transient reports a failure of the transport rather than an answer of the

@@ -119,6 +119,10 @@ var (
 	// ErrUnsupported is returned by an optional method the platform cannot
 	// do here (a status indicator where it has none).
 	ErrUnsupported = errors.New("chatops: not supported here")
+	// ErrUnavailable is wrapped by errors that say the platform failed to
+	// answer for now (an HTTP 5xx, a gateway timeout): the call is retried
+	// with backoff, like a network failure.
+	ErrUnavailable = errors.New("chatops: platform unavailable")
 )
 
 // RateLimitError is a platform's "slow down" with the wait it asked for.
@@ -133,3 +137,32 @@ func (e *RateLimitError) Error() string {
 
 // Is makes errors.Is(err, ErrRateLimited) true.
 func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// UnavailableError is a platform's failure to answer a call for now: an
+// HTTP 5xx (or 408), with the wait it asked for when it sent Retry-After.
+type UnavailableError struct {
+	Method string
+	// Status is the HTTP status (0 when not known).
+	Status int
+	// RetryAfter is the platform's Retry-After (0 when it sent none).
+	RetryAfter time.Duration
+	// Err is the platform library's error.
+	Err error
+}
+
+func (e *UnavailableError) Error() string {
+	msg := fmt.Sprintf("%s: platform unavailable (HTTP %d)", e.Method, e.Status)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", retry after %s", e.RetryAfter)
+	}
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns the platform library's error.
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrUnavailable) true.
+func (e *UnavailableError) Is(target error) bool { return target == ErrUnavailable }

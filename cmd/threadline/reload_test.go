@@ -233,7 +233,10 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	path := filepath.Join(dir, "threadline.yaml")
 	conf := func(allow []string, extra func(slack, c1 map[string]any)) map[string]any {
 		c1 := map[string]any{"agent": "claude", "allow": allow, "approvers": []string{"ULEAD"}}
-		slack := map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+		// The bot token comes from the environment, as the unit advises:
+		// serve takes it out of its environment after loading, and a
+		// reload expands it to the start's value.
+		slack := map[string]any{"app_token": slacktest.AppToken, "bot_token": "${TL_RELOAD_BOT_TOKEN}", "api_url": fake.APIURL(),
 			"channels": map[string]any{"C1": c1}}
 		env := map[string]string{testRoleEnv: "fakeclaude"}
 		if extra != nil {
@@ -252,7 +255,7 @@ func TestServeReloadsOnSIGHUP(t *testing.T) {
 	writeConfigMap(t, path, conf([]string{"UDEV"}, nil))
 
 	bot := exec.Command(exe, "serve", "--config", path)
-	bot.Env = append(os.Environ(), testRoleEnv+"=cli", "THREADLINE_RELAY_DIR="+relays)
+	bot.Env = append(os.Environ(), testRoleEnv+"=cli", "THREADLINE_RELAY_DIR="+relays, "TL_RELOAD_BOT_TOKEN="+slacktest.BotToken)
 	var logs lockedLog
 	bot.Stderr = &logs
 	if err := bot.Start(); err != nil {

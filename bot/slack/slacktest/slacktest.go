@@ -245,6 +245,18 @@ func (s *Server) FailNext(method string, n int, err string) {
 	}
 }
 
+// FailNextStatus answers the next n calls of method ("" for any method)
+// with HTTP status (e.g. 500, 503) and an HTML page, as Slack does when it
+// fails (no JSON, no Retry-After); the calls take no effect. A method's own
+// faults go before those of any method.
+func (s *Server) FailNextStatus(method string, n, status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for range n {
+		s.faults[method] = append(s.faults[method], fault{status: status})
+	}
+}
+
 // DisableStreaming makes chat.startStream fail with err (e.g. "not_allowed"),
 // as in a workspace or surface where streaming is not available.
 func (s *Server) DisableStreaming(err string) {
@@ -518,6 +530,12 @@ func (s *Server) api(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		return
 	}
+	if status >= http.StatusInternalServerError {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(status)
+		_, _ = io.WriteString(w, "<html><body><h1>"+http.StatusText(status)+"</h1></body></html>\n")
+		return
+	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(resp)
@@ -540,9 +558,13 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 	case method != "apps.connections.open" && token != BotToken:
 		return fail("invalid_auth")
 	}
-	if q := s.faults[method]; len(q) > 0 {
+	key := method
+	if len(s.faults[key]) == 0 {
+		key = "" // a fault of any method
+	}
+	if q := s.faults[key]; len(q) > 0 {
 		f := q[0]
-		s.faults[method] = q[1:]
+		s.faults[key] = q[1:]
 		switch {
 		case f.reset:
 			c.Reset = true
@@ -551,6 +573,8 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 			c.Reset = true // answered below, then dropped by api
 		case f.status == http.StatusTooManyRequests:
 			return f.status, response{"retry_after": strconv.Itoa(f.retryAfter)}
+		case f.status != 0:
+			return f.status, nil
 		default:
 			return fail(f.err)
 		}
