@@ -58,6 +58,9 @@ type Bot struct {
 	wg      sync.WaitGroup
 	base    context.Context
 	cancel  context.CancelFunc
+
+	// socketUp says the Socket Mode connection is open (Healthy).
+	socketUp atomic.Bool
 }
 
 // New checks the config and returns a Bot over threads. Call Run to connect.
@@ -89,12 +92,22 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 // Run connects (auth.test), resumes the rendering of runs a previous process
 // left unfinished and serves Slack until ctx ends: over Socket Mode, or, in
 // http mode, through Handler (which must be mounted by the caller).
+//
+// It returns nil when ctx ends, and an error wrapping ErrBotTokenRefused or
+// ErrAppTokenRefused when Slack refuses a token; Socket Mode retries an
+// unreachable or busy Slack with backoff, logging each attempt. Every
+// goroutine of the bot has ended when Run returns.
 func (b *Bot) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
 	defer func() {
+		stop() // the pruner and Socket Mode
 		b.cancel()
 		b.wg.Wait()
 	}()
 	auth, err := b.api.AuthTestContext(ctx)
+	if refused, why := Refused(err); refused {
+		return fmt.Errorf("%w: auth.test: %s", ErrBotTokenRefused, why)
+	}
 	if err != nil {
 		return fmt.Errorf("slack: auth.test: %w", err)
 	}
@@ -156,28 +169,68 @@ func (b *Bot) identity() (botUser, team string) {
 	return b.botUser, b.team
 }
 
-// runSocket reads Socket Mode events until ctx ends. The client reconnects by
-// itself; envelopes are acked before they are acted on.
+// runSocket reads Socket Mode events until ctx ends or the app token is
+// refused. The client reconnects by itself, with backoff while Slack cannot
+// be reached; envelopes are acked before they are acted on. The client has
+// stopped when runSocket returns.
 func (b *Bot) runSocket(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
 	sm := socketmode.New(b.api)
 	errc := make(chan error, 1)
 	go func() { errc <- sm.RunContext(ctx) }()
+	defer func() {
+		cancel()
+		<-errc // its every send watches ctx
+		b.socketUp.Store(false)
+	}()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case err := <-errc:
+			errc <- err // for the deferred wait
 			if ctx.Err() != nil {
 				return nil
+			}
+			if refused, why := Refused(err); refused {
+				return fmt.Errorf("%w: apps.connections.open: %s", ErrAppTokenRefused, why)
 			}
 			return fmt.Errorf("slack: socket mode: %w", err)
 		case ev, ok := <-sm.Events:
 			if !ok {
 				return nil
 			}
+			if err := b.socketState(ctx, ev); err != nil {
+				return err
+			}
 			b.onSocketEvent(ctx, sm, ev)
 		}
 	}
+}
+
+// socketState follows the connection's state for Healthy, logs each failed
+// attempt to connect, and returns an error when the attempt failed because
+// Slack refused the app token (the client itself gives up only on some
+// refusals, and retries not_allowed_token_type forever).
+func (b *Bot) socketState(ctx context.Context, ev socketmode.Event) error {
+	switch ev.Type {
+	case socketmode.EventTypeConnected:
+		b.socketUp.Store(true)
+	case socketmode.EventTypeConnecting, socketmode.EventTypeDisconnect:
+		b.socketUp.Store(false)
+	case socketmode.EventTypeConnectionError:
+		b.socketUp.Store(false)
+		ce, ok := ev.Data.(*slack.ConnectionErrorEvent)
+		if !ok {
+			return nil
+		}
+		if refused, why := Refused(ce.ErrorObj); refused {
+			return fmt.Errorf("%w: apps.connections.open: %s", ErrAppTokenRefused, why)
+		}
+		b.log.WarnContext(ctx, "socket mode: cannot connect, retrying", logkey.Err, ce.ErrorObj,
+			logkey.Attempt, ce.Attempt, logkey.RetryIn, ce.Backoff)
+	}
+	return nil
 }
 
 // onSocketEvent handles one Socket Mode event under the safety net. Requests
@@ -189,7 +242,7 @@ func (b *Bot) onSocketEvent(ctx context.Context, sm *socketmode.Client, ev socke
 	switch ev.Type {
 	case socketmode.EventTypeConnected:
 		b.log.InfoContext(ctx, "socket mode connected")
-	case socketmode.EventTypeConnectionError, socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage:
+	case socketmode.EventTypeIncomingError, socketmode.EventTypeErrorBadMessage:
 		b.log.WarnContext(ctx, "socket mode trouble", "type", ev.Type, "err", fmt.Sprint(ev.Data))
 	case socketmode.EventTypeInvalidAuth:
 		b.log.ErrorContext(ctx, "socket mode: invalid app token")
@@ -313,13 +366,16 @@ func (b *Bot) report(ctx context.Context, what string, err error) {
 	}
 }
 
-// Healthy reports whether the bot is connected and its token still works
-// (auth.test).
+// Healthy reports whether the bot is connected (in socket mode: its Socket
+// Mode connection is open) and its token still works (auth.test).
 func (b *Bot) Healthy(ctx context.Context) error {
 	select {
 	case <-b.ready:
 	default:
 		return errors.New("not connected yet")
+	}
+	if b.cfg.Mode != ModeHTTP && !b.socketUp.Load() {
+		return errors.New("socket mode not connected")
 	}
 	if _, err := b.api.AuthTestContext(ctx); err != nil {
 		return fmt.Errorf("auth.test: %w", err)

@@ -47,3 +47,11 @@ func (d SetAgents) Default() string {
 	}
 	return d.Set.First(agentset.DefaultOrder)
 }
+
+// IDs lists the known agent ids, sorted; nil when the set did not load.
+func (d SetAgents) IDs() []string {
+	if d.Set == nil {
+		return nil
+	}
+	return d.Set.IDs()
+}

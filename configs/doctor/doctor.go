@@ -13,9 +13,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os/exec"
 	"os/user"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,6 +42,8 @@ type Agents interface {
 	Definition(id string) (registry.Definition, bool)
 	// Default is the agent chat and run start with, "" when none can run.
 	Default() string
+	// IDs lists the known agent ids, sorted (nil: the table did not load).
+	IDs() []string
 }
 
 // finding is the outcome of one check.
@@ -69,7 +73,7 @@ func Run(ctx context.Context, cfg *configs.Config, agents Agents, tools, problem
 		where = "none found: built-in defaults (" + strings.Join(configs.Paths(), ", ") + ")"
 	}
 	findings := []finding{{name: "config", ok: true, detail: where}}
-	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkLXD, checkProjects, checkSlack, checkMatrix} {
+	for _, c := range []func(context.Context, *configs.Config, Agents) []finding{checkDatabase, checkIsolation, checkAgents, checkAgentIDs, checkLXD, checkProjects, checkSlack, checkMatrix} {
 		findings = append(findings, c(ctx, cfg, agents)...)
 	}
 	findings = append(findings, threadTools(tools, problem))
@@ -262,7 +266,9 @@ func checkProjects(ctx context.Context, cfg *configs.Config, _ Agents) []finding
 	return out
 }
 
-// checkSlack calls auth.test with the bot token.
+// checkSlack calls auth.test with the bot token and, in socket mode,
+// apps.connections.open with the app token, and reports each: ok, refused
+// (Slack's error), or not checked because Slack could not be reached.
 func checkSlack(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
 	if cfg.Slack == nil {
 		return nil
@@ -273,21 +279,79 @@ func checkSlack(ctx context.Context, cfg *configs.Config, _ Agents) []finding {
 	if apiURL == "" {
 		apiURL = slackbot.DefaultAPIURL
 	}
+	var out []finding
 	res, err := slack.New(cfg.Slack.BotToken, slack.OptionAPIURL(apiURL)).AuthTestContext(ctx)
 	if err != nil {
-		if rejected, why := SlackRejected(err); rejected {
-			return []finding{{name: "slack", detail: "rejected: auth.test: " + why,
-				fix: "Check slack.bot_token (xoxb-..., from the app's OAuth page after installing it) and that the app is installed in the workspace."}}
-		}
-		var sc slack.StatusCodeError
-		if errors.As(err, &sc) {
-			return []finding{{name: "slack", detail: "auth.test at " + apiURL + " answered " + sc.Status,
-				fix: "Check slack.api_url, or try again later if Slack reports an outage."}}
-		}
-		return []finding{{name: "slack", detail: "unreachable: auth.test at " + apiURL + ": " + err.Error(),
-			fix: "Check this host's network, proxy (HTTPS_PROXY) and CA bundle, and slack.api_url; the token was not checked."}}
+		out = append(out, slackFailure("slack", "auth.test", apiURL, err,
+			"Check slack.bot_token (xoxb-..., from the app's OAuth page after installing it) and that the app is installed in the workspace."))
+	} else {
+		out = append(out, finding{name: "slack", ok: true, detail: fmt.Sprintf("team %s (%s) as %s", res.Team, res.TeamID, res.User)})
 	}
-	return []finding{{name: "slack", ok: true, detail: fmt.Sprintf("team %s (%s) as %s", res.Team, res.TeamID, res.User)}}
+	if cfg.Slack.Mode == slackbot.ModeHTTP {
+		return out
+	}
+	const appFix = "Check slack.app_token (xapp-..., an app-level token with the connections:write scope, from the app's Basic Information page) and that Socket Mode is enabled for the app."
+	if cfg.Slack.AppToken == "" {
+		return append(out, finding{name: "slack app token", detail: "slack.app_token is not set (socket mode needs it)", fix: appFix})
+	}
+	// The URL it hands out is not dialled: it expires unused.
+	if _, _, err := slack.New("", slack.OptionAppLevelToken(cfg.Slack.AppToken), slack.OptionAPIURL(apiURL)).StartSocketModeContext(ctx); err != nil {
+		return append(out, slackFailure("slack app token", "apps.connections.open", apiURL, err, appFix))
+	}
+	return append(out, finding{name: "slack app token", ok: true, detail: "apps.connections.open: socket mode can connect"})
+}
+
+// slackFailure is the finding of Slack call method failing with err: Slack
+// refusing the token (fix says what to check), Slack answering with an
+// error of its own, or Slack unreachable.
+func slackFailure(name, method, apiURL string, err error, fix string) finding {
+	if rejected, why := SlackRejected(err); rejected {
+		return finding{name: name, detail: "rejected: " + method + ": " + why, fix: fix}
+	}
+	var se slack.SlackErrorResponse
+	var sc slack.StatusCodeError
+	switch {
+	case errors.As(err, &se):
+		return finding{name: name, detail: method + " at " + apiURL + " answered " + se.Err + "; the token was not checked",
+			fix: "Try again later if Slack reports an outage."}
+	case errors.As(err, &sc):
+		return finding{name: name, detail: method + " at " + apiURL + " answered " + sc.Status,
+			fix: "Check slack.api_url, or try again later if Slack reports an outage."}
+	}
+	return finding{name: name, detail: "unreachable: " + method + " at " + apiURL + ": " + err.Error(),
+		fix: "Check this host's network, proxy (HTTPS_PROXY) and CA bundle, and slack.api_url; the token was not checked."}
+}
+
+// checkAgentIDs checks that defaults.agent and the agent of every Slack
+// channel (and the workspace) and Matrix room name a known agent: chat
+// refuses an unknown one.
+func checkAgentIDs(_ context.Context, cfg *configs.Config, set Agents) []finding {
+	ids := set.IDs()
+	if len(ids) == 0 {
+		return nil // the agents check says why the table did not load
+	}
+	type use struct{ key, id string }
+	uses := []use{{"defaults.agent", cfg.Defaults.Agent}}
+	if cfg.Slack != nil {
+		uses = append(uses, use{"slack.workspace.agent", cfg.Slack.Workspace.Agent})
+		for _, ch := range slices.Sorted(maps.Keys(cfg.Slack.Channels)) {
+			uses = append(uses, use{"slack.channels." + ch + ".agent", cfg.Slack.Channels[ch].Agent})
+		}
+	}
+	if cfg.Matrix != nil {
+		for _, room := range slices.Sorted(maps.Keys(cfg.Matrix.Rooms)) {
+			uses = append(uses, use{"matrix.rooms." + room + ".agent", cfg.Matrix.Rooms[room].Agent})
+		}
+	}
+	var out []finding
+	for _, u := range uses {
+		if u.id == "" || slices.Contains(ids, u.id) {
+			continue
+		}
+		out = append(out, finding{name: u.key, detail: fmt.Sprintf("unknown agent %q; known: %s", u.id, strings.Join(ids, ", ")),
+			fix: "Set " + u.key + " to one of the known ids (`threadline agents --all` lists them), or define it under agents."})
+	}
+	return out
 }
 
 // checkMatrix asks the homeserver who the configured token belongs to.
@@ -413,18 +477,9 @@ func lxdNeeded(ctx context.Context, cfg *configs.Config) string {
 
 // SlackRejected reports whether err is Slack's answer refusing the call (an
 // error such as invalid_auth, or HTTP 401/403) rather than a failure to
-// reach it, and the reason to show.
-func SlackRejected(err error) (bool, string) {
-	var se slack.SlackErrorResponse
-	if errors.As(err, &se) {
-		return true, se.Err
-	}
-	var sc slack.StatusCodeError
-	if errors.As(err, &sc) && (sc.Code == http.StatusUnauthorized || sc.Code == http.StatusForbidden) {
-		return true, sc.Status
-	}
-	return false, ""
-}
+// reach it or Slack's own trouble (internal_error, 5xx, a rate limit), and
+// the reason to show: the bot's own rule (slackbot.Refused).
+func SlackRejected(err error) (bool, string) { return slackbot.Refused(err) }
 
 // matrixAnswered reports whether err carries an HTTP answer of the server.
 func matrixAnswered(err error) bool {

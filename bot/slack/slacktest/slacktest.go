@@ -124,6 +124,7 @@ type Server struct {
 	limits     map[string]Rate
 	buckets    map[string]*bucket
 	faults     map[string][]fault
+	refused    map[string]string // token: the error Slack refuses it with
 	delays     map[string]time.Duration
 	noStream   string
 	views      []json.RawMessage
@@ -166,7 +167,7 @@ func New(t testing.TB) *Server {
 		t: t, ln: ln, base: "http://" + ln.Addr().String() + "/",
 		now:      time.Now,
 		messages: map[string]*Message{}, files: map[string]*File{}, triggers: map[string]time.Time{},
-		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, delays: map[string]time.Duration{},
+		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, refused: map[string]string{}, delays: map[string]time.Duration{},
 		acks: map[string]json.RawMessage{}, ackWaiters: map[string]chan json.RawMessage{},
 		statuses: map[string][]StatusChange{}, titles: map[string]string{}, prompts: map[string]SuggestedPrompts{}, homes: map[string][]json.RawMessage{},
 		bots:         map[string]string{},
@@ -243,6 +244,21 @@ func (s *Server) FailNext(method string, n int, err string) {
 	for range n {
 		s.faults[method] = append(s.faults[method], fault{err: err})
 	}
+}
+
+// Refuse makes the fake refuse token from now on, as Slack refuses a revoked
+// or wrong token: every call made with it (the bot token's Web API calls, the
+// app token's apps.connections.open) is answered HTTP 200
+// {"ok":false,"error":err}, e.g. "token_revoked", "invalid_auth" or
+// "not_allowed_token_type". An empty err accepts it again.
+func (s *Server) Refuse(token, err string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == "" {
+		delete(s.refused, token)
+		return
+	}
+	s.refused[token] = err
 }
 
 // FailNextStatus answers the next n calls of method ("" for any method)
@@ -553,6 +569,8 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 	switch {
 	case token == "":
 		return fail("not_authed")
+	case s.refused[token] != "":
+		return fail(s.refused[token])
 	case method == "apps.connections.open" && token != AppToken:
 		return fail("invalid_auth")
 	case method != "apps.connections.open" && token != BotToken:
