@@ -1,7 +1,8 @@
 // files.go: a thread's attachment for the run's thread tools
 // (chatops.ThreadFileOpener): the message read again from its thread
 // (conversations.replies), its file's url_private_download fetched with the
-// bot token, never sent to another host.
+// bot token, never sent to another host; and a message's file read whole
+// within a limit applied while reading (fetch).
 
 package slack
 
@@ -85,6 +86,37 @@ func (s *surface) download(ctx context.Context, f slack.File) (io.ReadCloser, ch
 		size = resp.ContentLength
 	}
 	return resp.Body, chatops.FileInfo{Size: size, MIMEType: f.Mimetype}, nil
+}
+
+// ErrFileTooLarge is returned by fetch for a file over its limit, whatever
+// size it declared.
+var ErrFileTooLarge = errors.New("slack: file too large")
+
+// fetch reads f's content (download: with the bot token, on Slack's host
+// only), at most limit bytes: a file that declares more is refused before
+// it is asked for, and one that turns out to be larger is refused as soon
+// as limit+1 bytes were read, whatever it declared, so that a file lying
+// about its size costs no more memory than the limit.
+func (s *surface) fetch(ctx context.Context, f slack.File, limit int64) ([]byte, error) {
+	if int64(f.Size) > limit {
+		return nil, fmt.Errorf("%w: %s declares %d bytes, over %d", ErrFileTooLarge, f.Name, f.Size, limit)
+	}
+	rc, info, err := s.download(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	if info.Size > limit {
+		return nil, fmt.Errorf("%w: %s is served as %d bytes, over %d", ErrFileTooLarge, f.Name, info.Size, limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(rc, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("download %s: %w", f.Name, err)
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: %s is more than %d bytes (it declared %d)", ErrFileTooLarge, f.Name, limit, f.Size)
+	}
+	return data, nil
 }
 
 var _ chatops.ThreadFileOpener = (*surface)(nil)

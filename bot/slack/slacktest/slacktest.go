@@ -103,6 +103,9 @@ type File struct {
 	ID, Name, Title, MimeType string
 	Content                   []byte
 	Channel, ThreadTS         string
+	// serve, when set, is how many bytes a download serves (ServeSize);
+	// served counts the bytes downloads wrote.
+	serve, served int64
 }
 
 // Server is the fake.
@@ -309,6 +312,27 @@ func (s *Server) AddFile(name, mimeType string, content []byte) (id, downloadURL
 	id = fmt.Sprintf("F%08d", s.seq)
 	s.files[id] = &File{ID: id, Name: name, MimeType: mimeType, Content: content}
 	return id, s.base + "files/" + id + "/" + url.PathEscape(name)
+}
+
+// ServeSize makes the download of file id serve n bytes (its content
+// repeated, or "x"s) whatever size the file declares, as a file that lies
+// about its size; Served says how many of them were written.
+func (s *Server) ServeSize(id string, n int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[id]; f != nil {
+		f.serve = n
+	}
+}
+
+// Served returns how many bytes the downloads of file id wrote so far.
+func (s *Server) Served(id string) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.files[id]; f != nil {
+		return f.served
+	}
+	return 0
 }
 
 // Calls returns the recorded calls of method ("" for all).
@@ -1060,7 +1084,37 @@ func (s *Server) download(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", f.MimeType)
-	_, _ = w.Write(f.Content)
+	s.mu.Lock()
+	content, serve := f.Content, f.serve
+	s.mu.Unlock()
+	if serve == 0 {
+		n, _ := w.Write(content)
+		s.count(f, n)
+		return
+	}
+	// A lying file: serve bytes until serve or the client hangs up, in
+	// pieces, with no Content-Length (chunked, as a stream would be).
+	piece := make([]byte, 32<<10)
+	if len(content) == 0 {
+		content = []byte("x")
+	}
+	for i := range piece {
+		piece[i] = content[i%len(content)]
+	}
+	for left := serve; left > 0; {
+		n, err := w.Write(piece[:min(left, int64(len(piece)))])
+		s.count(f, n)
+		left -= int64(n)
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *Server) count(f *File, n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.served += int64(n)
 }
 
 func cmpOr(a, b string) string {
