@@ -49,6 +49,8 @@ type Config struct {
 	Files FilesConfig `yaml:"files"`
 	// Limits bounds what one run may produce.
 	Limits LimitsConfig `yaml:"limits"`
+	// Storage is the free-space floor below which runs are refused.
+	Storage StorageConfig `yaml:"storage"`
 
 	// path is the file the config came from ("" for the built-in defaults).
 	path string
@@ -211,6 +213,28 @@ func (c *Config) ContextBytes() int {
 		return c.Context.MaxBytes
 	}
 	return DefaultContextBytes
+}
+
+// StorageConfig is the storage section.
+type StorageConfig struct {
+	// MinFree is the free space, in bytes, below which new runs are
+	// refused on the file systems of the SQLite database and of the chats'
+	// working directories; 0 or unset: DefaultMinFree; -1: no floor.
+	MinFree int64 `yaml:"min_free"`
+}
+
+// DefaultMinFree is storage.min_free when the file does not set it (256 MB).
+const DefaultMinFree = 256 << 20
+
+// MinFree is storage.min_free: the floor in bytes, 0 for none.
+func (c *Config) MinFree() int64 {
+	switch {
+	case c.Storage.MinFree < 0:
+		return 0
+	case c.Storage.MinFree == 0:
+		return DefaultMinFree
+	}
+	return c.Storage.MinFree
 }
 
 // LimitsConfig is the limits section.
@@ -705,6 +729,9 @@ func (c *Config) validate() error {
 	}
 	if c.Context.MaxBytes < 0 {
 		return fmt.Errorf("context.max_bytes: %d must not be negative (0 or unset: %d)", c.Context.MaxBytes, DefaultContextBytes)
+	}
+	if c.Storage.MinFree < -1 {
+		return fmt.Errorf("storage.min_free: %d is neither a size in bytes nor -1 (no floor)", c.Storage.MinFree)
 	}
 	if c.Limits.RunOutputBytes < 0 {
 		return fmt.Errorf("limits.run_output_bytes: %d must not be negative (0 or unset: 20 MB)", c.Limits.RunOutputBytes)

@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -323,6 +324,9 @@ func translate(err error) error {
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
+	if isDiskFull(err) {
+		return fmt.Errorf("%w: %w", ErrDiskFull, err)
+	}
 	if _, ok := constraintOf(err); ok {
 		return fmt.Errorf("%w: %w", ErrConflict, err)
 	}
@@ -350,6 +354,24 @@ func constraintOf(err error) (string, bool) {
 }
 
 // isFKViolation reports a foreign-key violation (the referenced chat is missing).
+// ErrDiskFull wraps a write the database refused for want of disk space
+// (SQLite SQLITE_FULL, Postgres 53100): the run hub stops the run at once
+// instead of holding its events.
+var ErrDiskFull = runhub.ErrStoreFull
+
+// isDiskFull reports whether err is the database's disk being full.
+func isDiskFull(err error) bool {
+	var pqErr *pq.Error
+	if errors.As(err, &pqErr) {
+		return pqErr.Code == "53100"
+	}
+	var sqErr *sqlite.Error
+	if errors.As(err, &sqErr) {
+		return sqErr.Code()&0xff == sqlite3.SQLITE_FULL
+	}
+	return errors.Is(err, syscall.ENOSPC)
+}
+
 func isFKViolation(err error) bool {
 	var pqErr *pq.Error
 	if errors.As(err, &pqErr) {

@@ -219,9 +219,24 @@ func (s *Service) persist(ctx context.Context, run *Run, ev agent.Event) {
 // held its events that long).
 func (s *Service) lost(ctx context.Context, run *Run, typ agent.EventType, err error) {
 	s.log.ErrorContext(ctx, "persist event", logkey.ChatID, run.ChatID, logkey.RunID, run.ID, "type", typ, "err", err)
-	if errors.Is(err, runhub.ErrStoreUnavailable) && run.cancel != nil {
-		run.cancel()
+	var why string
+	switch {
+	case errors.Is(err, runhub.ErrStoreFull):
+		why = "This run was stopped: the database's disk is full, so nothing more of it could be recorded. An operator must free space on it; until then new runs are refused."
+	case errors.Is(err, runhub.ErrStoreUnavailable):
+		why = "This run was stopped: the database stayed unreachable, so nothing more of it could be recorded."
+	default:
+		return
 	}
+	run.lostOnce.Do(func() {
+		if run.cancel != nil {
+			run.cancel()
+		}
+		if s.opts.Trouble != nil {
+			// Not here: an Enqueue's callback runs on the hub's writer.
+			go s.opts.Trouble(context.WithoutCancel(ctx), run.ChatID, run.ID, why)
+		}
+	})
 }
 
 // transcriptPage is how many events the transcript reads per query.

@@ -57,6 +57,8 @@ var (
 	ErrInteractionResolved = errors.New("interaction already answered")
 	// ErrRunNotActive is returned for an answer to a run that has ended.
 	ErrRunNotActive = errors.New("run is not active")
+	// ErrNotAdmitted wraps Options.Admit's refusal of a run.
+	ErrNotAdmitted = errors.New("the run was not started")
 	// ErrAnswerKind is returned for a response that does not fit the request:
 	// a free-text answer to an approval (which some agents would read as
 	// "allow"), an approval of a question, or no decision at all. The request

@@ -102,6 +102,15 @@ type Options struct {
 	// Agents maps an agent id to its configuration. An id without an entry uses
 	// the provider of the same id with no overrides.
 	Agents map[string]AgentConfig
+	// Trouble, when set, tells a run's chat, outside its events, why the
+	// run was stopped when its events could not be stored (a full disk, a
+	// database away past the hub's outage limit): the chat's surfaces
+	// follow the store and would show nothing. Once per run.
+	Trouble func(ctx context.Context, chatID agent.ChatID, runID agent.RunID, text string)
+	// Admit, when set, is asked before a run starts; its error refuses the
+	// run (storage.min_free: the disk the database and the workspaces are
+	// on is nearly full).
+	Admit func(ctx context.Context) error
 	// Approval applies to runs started without an interactive front-end.
 	Approval agent.ApprovalPolicy
 	// Owner names this replica in run rows.
@@ -224,6 +233,7 @@ type Run struct {
 	Agent  string
 
 	cancel    context.CancelFunc
+	lostOnce  sync.Once // the run's events stopped being stored
 	responses chan agent.InteractionResponse
 	done      chan struct{}
 	// ending is closed once the run's terminal event is persisted; the lease is
@@ -330,6 +340,11 @@ func (s *Service) Start(ctx context.Context, req StartRequest) (*Run, error) {
 	prov, cfg, err := s.Provider(chat.Agent)
 	if err != nil {
 		return nil, err
+	}
+	if s.opts.Admit != nil {
+		if err := s.opts.Admit(ctx); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNotAdmitted, err)
+		}
 	}
 	model := chat.Model
 	if model == "" {

@@ -52,6 +52,10 @@ import (
 // ErrClosed is returned by Append after Close.
 var ErrClosed = errors.New("runhub: hub closed")
 
+// ErrStoreFull is wrapped by the store's error when its disk is full: the
+// batch fails at once (no wait would free the space) and the run is stopped.
+var ErrStoreFull = errors.New("the database's disk is full")
+
 // ErrStoreUnavailable is the error of the appends of a batch the store
 // could not take for Options.OutageLimit: their events are not stored and
 // were never broadcast.
@@ -74,6 +78,10 @@ const (
 	// retryFirst and retryMax bound the wait between two attempts.
 	retryFirst = 100 * time.Millisecond
 	retryMax   = 2 * time.Second
+	// finishRetry and finishFor pace and bound the background retries of a
+	// run's end (Lease.Release).
+	finishRetry = 5 * time.Second
+	finishFor   = time.Hour
 	// conflictAttempts is how many times a commit the store refuses while
 	// it answers (a conflict, a constraint) is tried before it fails.
 	conflictAttempts = 3
@@ -282,9 +290,36 @@ func (l *Lease) Release(ctx context.Context, status RunStatus, usage json.RawMes
 		_ = l.hub.Sync(ctx)
 		if ferr := l.hub.st.FinishRun(ctx, l.run.ID, status, usage, errText); ferr != nil {
 			err = fmt.Errorf("runhub: finish run %s: %w", l.run.ID, ferr)
+			l.hub.finishLater(l.run, status, usage, errText)
 		}
 	})
 	return err
+}
+
+// finishLater retries FinishRun in the background (every finishRetry, for
+// finishFor, until Close): a run whose end could not be recorded (a full
+// disk, an outage) would otherwise keep its chat's run lock in the
+// database, and the chat could take no prompt until a restart.
+func (h *Hub) finishLater(run RunRecord, status RunStatus, usage json.RawMessage, errText string) {
+	h.subWG.Go(func() {
+		t := time.NewTicker(finishRetry)
+		defer t.Stop()
+		for end := time.Now().Add(finishFor); time.Now().Before(end); {
+			select {
+			case <-h.baseCtx.Done():
+				return
+			case <-t.C:
+			}
+			ctx, cancel := context.WithTimeout(h.baseCtx, commitTimeout)
+			err := h.st.FinishRun(ctx, run.ID, status, usage, errText)
+			cancel()
+			if err == nil {
+				h.logger.Info("runhub: a run's end recorded late", logkey.RunID, run.ID, logkey.ChatID, run.ChatID)
+				return
+			}
+		}
+		h.logger.Error("runhub: a run's end could not be recorded; its chat stays locked until a restart", logkey.RunID, run.ID, logkey.ChatID, run.ChatID)
+	})
 }
 
 // Append stores one event of the chat with the chat's next seq and returns it once
@@ -497,6 +532,10 @@ func (h *Hub) store(events []Event) error {
 				h.logger.Info("runhub: the database answers again; held events stored", logkey.Events, len(events), logkey.Attempt, attempt, logkey.Took, time.Since(start).Round(time.Millisecond))
 			}
 			return nil
+		}
+		if errors.Is(err, ErrStoreFull) {
+			cancel()
+			return err
 		}
 		landed, rerr := h.landed(ctx, events)
 		cancel()

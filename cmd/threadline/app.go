@@ -12,6 +12,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/execution"
 	"github.com/threadline-bot/threadline/agentcore/lifecycle"
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/agentcore/metrics"
 	"github.com/threadline-bot/threadline/agentcore/outputcap"
 	"github.com/threadline-bot/threadline/agentcore/prompt"
@@ -101,6 +102,7 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	popts := prompt.Options{Reclaimer: life, Versions: versions,
 		Agents: agents.Configs, Approval: approval, Owner: owner, Ledger: chats, Observer: m,
 		Preparer: newPreparer(cfg, st, log, red), Skills: cfg.Skills(), Relay: o.relay, Scrubber: red,
+		Admit: admitStorage(cfg),
 	}
 	if router != nil {
 		popts.Router = router
@@ -113,6 +115,15 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	// The thread tools sit inside the isolation: they see the run's own
 	// TMPDIR, where its socket goes.
 	threads := &toolThreads{}
+	popts.Trouble = func(ctx context.Context, chatID agent.ChatID, runID agent.RunID, text string) {
+		th, ok := threads.thread(ctx, chatID)
+		if !ok {
+			return
+		}
+		if err := th.Say(ctx, text); err != nil {
+			log.Warn("tell a chat why its run stopped", logkey.ChatID, chatID, logkey.RunID, runID, logkey.Err, err)
+		}
+	}
 	mcp, problem := runnableThreadTools(o.isolation)
 	if problem != "" {
 		log.Warn("runs go on without the thread tools (send_file, fetch_thread_file, the agent's images): " + problem)
