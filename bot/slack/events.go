@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"github.com/slack-go/slack"
 	"github.com/slack-go/slack/slackevents"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 )
 
@@ -202,7 +204,15 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 			b.surface.asked(m.Place, m.User.ID)
 			b.home.prompted(ctx, m.Place, b.threads.Scrub(m.Text))
 		}
-		return b.download(ctx, d.files)
+		files, skipped := b.download(ctx, d.files)
+		if len(skipped) > 0 {
+			// Said, not only logged: the person expects the agent to see them.
+			text := "Not read, so the agent does not get them: " + strings.Join(skipped, "; ") + "."
+			if _, err := b.surface.Post(ctx, m.Place, chatops.View{Body: text}); err != nil {
+				b.log.WarnContext(ctx, "tell the thread of files not read", logkey.Err, err)
+			}
+		}
+		return files
 	}
 	return b.put(ctx, chatops.Inbound{Message: &m, EventID: d.eventID})
 }
@@ -279,32 +289,33 @@ const (
 )
 
 // download fetches a message's files with the bot token.
-func (b *Bot) download(ctx context.Context, files []slack.File) []chatops.File {
-	var out []chatops.File
+func (b *Bot) download(ctx context.Context, files []slack.File) (out []chatops.File, skipped []string) {
 	for _, f := range files {
-		u := f.URLPrivateDownload
-		if u == "" {
-			u = f.URLPrivate
-		}
-		if u == "" || f.Size > maxFileBytes {
-			b.log.WarnContext(ctx, "skipped a file", "file", f.ID, "size", f.Size)
-			continue
-		}
-		var buf bytes.Buffer
-		dctx, cancel := context.WithTimeout(ctx, downloadLimit)
-		err := b.api.GetFileContext(dctx, u, &buf)
-		cancel()
-		if err != nil {
-			b.log.WarnContext(ctx, "download a file", "file", f.ID, "err", err)
-			continue
-		}
 		name := f.Name
 		if name == "" {
 			name = f.ID
 		}
-		out = append(out, chatops.File{Name: name, MediaType: f.Mimetype, Data: buf.Bytes()})
+		if f.URLPrivateDownload == "" && f.URLPrivate == "" {
+			b.log.WarnContext(ctx, "skipped a file without a download URL", logkey.File, f.ID, logkey.Size, f.Size)
+			skipped = append(skipped, name+" (no download link)")
+			continue
+		}
+		// Read within the limit while it downloads, whatever size it declares.
+		dctx, cancel := context.WithTimeout(ctx, downloadLimit)
+		data, err := b.surface.fetch(dctx, f, maxFileBytes)
+		cancel()
+		if err != nil {
+			b.log.WarnContext(ctx, "download a file", logkey.File, f.ID, logkey.Size, f.Size, logkey.Err, err)
+			why := "it could not be downloaded"
+			if errors.Is(err, ErrFileTooLarge) {
+				why = fmt.Sprintf("over the %d MB limit", maxFileBytes>>20)
+			}
+			skipped = append(skipped, name+" ("+why+")")
+			continue
+		}
+		out = append(out, chatops.File{Name: name, MediaType: f.Mimetype, Data: data})
 	}
-	return out
+	return out, skipped
 }
 
 // tsTime returns the time a Slack message ts ("1700000000.123456", seconds

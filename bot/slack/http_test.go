@@ -175,6 +175,30 @@ func TestHTTPEvents(t *testing.T) {
 			if !strings.Contains(req.Prompt, "notes.txt") || len(req.Images) != 1 || string(req.Images[0].Data) != "\x89PNG fake" {
 				t.Fatalf("request prompt %q images %d", req.Prompt, len(req.Images))
 			}
+
+			// A file that declares 10 B and serves 200 MiB is cut off at the
+			// limit while it downloads, said in the thread, and the prompt
+			// still goes to the agent.
+			h.stack.Prov.Add(chatopstest.Answer("without it"))
+			bigID, bigURL := h.fake.AddFile("dump.bin", "application/octet-stream", []byte("tiny"))
+			h.fake.ServeSize(bigID, 200<<20)
+			reply = h.fake.PostUserMessage("C1", root, "and this one")
+			ev = mention("UALLOWED", "C1", reply, root, "and this one")
+			ev["files"] = []map[string]any{{"id": bigID, "name": "dump.bin", "mimetype": "application/octet-stream", "size": 10, "url_private_download": bigURL}}
+			body, _ = json.Marshal(callback(eventID(), ev))
+			h.post(t, "/slack/events", jsonCT, body, sign(body, time.Now()))
+			chatopstest.WaitFor(t, "the third run", func() bool { return len(h.stack.Prov.Requests()) == before+3 })
+			chatopstest.WaitFor(t, "the note of the file not read", func() bool {
+				for _, m := range h.fake.Thread("C1", root) {
+					if strings.Contains(m.Text+string(m.Blocks), "Not read, so the agent does not get them: dump.bin (over the 20 MB limit)") {
+						return true
+					}
+				}
+				return false
+			})
+			if served := h.fake.Served(bigID); served > 40<<20 {
+				t.Errorf("the download went on for %d bytes past a 20 MB limit", served)
+			}
 		})
 	})
 }
