@@ -39,6 +39,7 @@ Usage:
   threadline project secret set|list|unset PROJECT [KEY]   (values from stdin, never printed)
   threadline workspace list|diff|push|pr|merge|remove|gc [--chat ID] [--json]   (a chat's own branch)
   threadline workspaces [--json]
+  threadline completion bash|zsh|fish   (the shell completion script)
   threadline version
 
 Config: --config F, else ./threadline.yaml, else $XDG_CONFIG_HOME/threadline/config.yaml.
@@ -117,6 +118,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdWorkspace(ctx, args[1:], stdout, stderr)
 	case "workspaces":
 		err = cmdWorkspace(ctx, append([]string{"list"}, args[1:]...), stdout, stderr)
+	case "completion":
+		err = cmdCompletion(ctx, args[1:], stdout, stderr)
 	case "relay": // hidden: started by threadline itself
 		err = cmdRelay(ctx, args[1:], stdin, stdout, stderr)
 	case "version", "--version", "-v":
