@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -125,5 +126,84 @@ func TestPostgresRestartEndToEnd(t *testing.T) {
 		if !strings.Contains(s.logs.String(), want) {
 			t.Errorf("serve's log lacks %q", want)
 		}
+	}
+}
+
+// TestSlackOutageAcrossRestartEndToEnd: serve, the Slack fake and the real
+// Claude CLI. Slack answers 500 to every stream call from the answer's
+// fifth word on, until well after the run ended; serve is stopped then and
+// started again once Slack answers: the restarted serve completes the same
+// message from the stored events, every word, its footer, the stream
+// stopped.
+func TestSlackOutageAcrossRestartEndToEnd(t *testing.T) {
+	if !providertest.InNetns(t) {
+		return
+	}
+	bin := fakeapi.FindClaude(t)
+	dir := isolate(t)
+	words := fakehttp.Words(40)
+	api := fakeapi.New(t, fakeapi.When("WORDS", fakeapi.Slow(len(words), 50*time.Millisecond)))
+	fake := slacktest.New(t)
+	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
+		"agents": map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(dir + "/claude-home")}},
+		"slack": map[string]any{"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
+			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}}}},
+	})
+	s := startServe(t, fake, cfgPath)
+	root := fake.Say(slacktest.Said{User: "UDEV", Channel: "C1", Text: "<@" + slacktest.BotUserID + "> WORDS please"})
+	s.mention("EvW", root, "", "WORDS please")
+	shown := func() string {
+		var b strings.Builder
+		for _, m := range fake.Thread("C1", root) {
+			b.WriteString(m.Text + m.Markdown + string(m.Blocks))
+		}
+		return b.String()
+	}
+	chatopstest.WaitFor(t, "the answer's fifth word", func() bool { return strings.Contains(shown(), "word04") })
+	for _, m := range []string{"chat.appendStream", "chat.stopStream", "chat.update", "chat.postMessage"} {
+		fake.FailNextStatus(m, 100000, 500)
+	}
+	db := filepath.Join(dir, "tl.db")
+	chatopstest.WaitFor(t, "the run's end in the database", func() bool {
+		st, err := store.Open(context.Background(), db, nil)
+		if err != nil {
+			return false
+		}
+		defer st.Close()
+		chats, err := st.ListChats(context.Background(), 10)
+		if err != nil || len(chats) != 1 {
+			return false
+		}
+		evs, err := st.EventsAfter(context.Background(), agent.ChatID(chats[0].ID), 0, 10000)
+		return err == nil && len(evs) > 0 && evs[len(evs)-1].Type == string(agent.EventRunCompleted)
+	})
+	if strings.Contains(shown(), "Done in") {
+		t.Fatal("the answer was finished although Slack failed every call")
+	}
+	s.stop()
+	fake.ClearFaults()
+	s2 := startServe(t, fake, cfgPath)
+	defer s2.stop()
+	msg := s2.answer(root, 1)
+	var blocks []struct {
+		ID   string `json:"block_id"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(msg.Blocks, &blocks); err != nil {
+		t.Fatal(err)
+	}
+	body := ""
+	for _, b := range blocks {
+		if b.ID == "tl_body" {
+			body = b.Text
+		}
+	}
+	for _, w := range words {
+		if strings.Count(body, strings.TrimSpace(w)) != 1 {
+			t.Errorf("the completed answer holds %s %d times:\n%s", w, strings.Count(body, strings.TrimSpace(w)), body)
+		}
+	}
+	if len(fake.Calls("chat.stopStream")) == 0 {
+		t.Error("the stream was never stopped")
 	}
 }

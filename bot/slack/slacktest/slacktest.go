@@ -276,6 +276,13 @@ func (s *Server) FailNextStatus(method string, n, status int) {
 	}
 }
 
+// ClearFaults drops the failures FailNextStatus queued and not served yet.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.faults)
+}
+
 // DisableStreaming makes chat.startStream fail with err (e.g. "not_allowed"),
 // as in a workspace or surface where streaming is not available.
 func (s *Server) DisableStreaming(err string) {
