@@ -229,6 +229,28 @@ func sendFileTurns(t *testing.T, dir, id string, cfg map[string]any, secret stri
 	}
 }
 
+// codexSendFile readies the codex send_file tests: the CLI, threadline-mcp,
+// the test's directory (isolate), the PNG and the Responses fake scripted
+// for the WRITE, PNG, NOTES and LINK turns, and codex's environment.
+func codexSendFile(t *testing.T) (bin, dir string, png []byte, api *fakeresponses.Server, env map[string]string) {
+	t.Helper()
+	bin = providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
+	buildThreadlineMCP(t)
+	dir = isolate(t)
+	png = providertest.PNG(t)
+	api = fakeresponses.New(t,
+		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
+		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
+		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
+		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
+	home, env, err := api.CodexHome(dir, "fake-model")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env["CODEX_HOME"] = home
+	return bin, dir, png, api, env
+}
+
 // TestSendFileCodexEndToEnd: the same through the real codex app-server
 // (against the scripted Responses fake), the server given in thread/start's
 // config: the model writes the files with a command (approved on its card),
@@ -241,20 +263,7 @@ func TestSendFileCodexEndToEnd(t *testing.T) {
 	if !providertest.InNetns(t) {
 		return
 	}
-	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
-	buildThreadlineMCP(t)
-	d := isolate(t)
-	png := providertest.PNG(t)
-	api := fakeresponses.New(t,
-		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
-		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
-		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
-		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
-	home, env, err := api.CodexHome(d, "fake-model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env["CODEX_HOME"] = home
+	bin, d, png, api, env := codexSendFile(t)
 	sendFileTurns(t, d, "codex", map[string]any{"bin": bin, "env": env}, "sk-codex-9Tb3Hn6Rw2Kx5Qv8", png, true,
 		func() []string { return providertest.Transcripts(api.Requests()) })
 	var outputs []string
@@ -304,20 +313,7 @@ func TestSendFileSandboxedEndToEnd(t *testing.T) {
 		return
 	}
 	agentU := agentUser(t)
-	bin := providertest.FindCLI(t, "codex", "THREADLINE_CODEX_BIN")
-	buildThreadlineMCP(t)
-	d := isolate(t)
-	png := providertest.PNG(t)
-	api := fakeresponses.New(t,
-		fakeresponses.WhenLast("WRITE", fakeresponses.Shell(writeFilesCommand(png))),
-		fakeresponses.WhenLast("PNG", fakeresponses.MCPCall("send_file", map[string]any{"path": "chart.png"})),
-		fakeresponses.WhenLast("NOTES", fakeresponses.MCPCall("send_file", map[string]any{"path": "notes.txt"})),
-		fakeresponses.WhenLast("LINK", fakeresponses.MCPCall("send_file", map[string]any{"path": "link.png"})))
-	home, env, err := api.CodexHome(d, "fake-model")
-	if err != nil {
-		t.Fatal(err)
-	}
-	env["CODEX_HOME"] = home
+	bin, d, png, api, env := codexSendFile(t)
 	port, _ := strconv.Atoi(api.URL()[strings.LastIndex(api.URL(), ":")+1:])
 	sendFileTurns(t, d, "codex", map[string]any{"bin": bin, "env": env, "sandbox": map[string]any{"connect": []int{port}}},
 		"sk-codex-2Wm7Qz4Lp9Xc1Vb6", png, true,
