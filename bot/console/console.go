@@ -57,6 +57,12 @@ type Console struct {
 	// keeps it (the config's redactor: a token pasted into the chat does
 	// not land in the history file).
 	Scrub func(string) string
+	// Agents, when set, is the agent registry's detection: /agent takes only
+	// an agent it reports ready, /model only a model the agent lists when it
+	// lists its models.
+	Agents AgentCatalog
+	// Sessions, when set, reads the agents' native sessions /status shows.
+	Sessions ChatSessions
 }
 
 // queued is a line typed while a turn ran, to run when it is over; echo
@@ -76,7 +82,7 @@ type pendingInteraction struct {
 
 // immediate commands run at once while a turn runs; the others wait in the
 // queue with the messages, in the order typed.
-var immediate = []string{"stop", "status", "help", "agents"}
+var immediate = []string{"stop", "status", "help", "agents", "queue"}
 
 // session is one Run of the console.
 type session struct {
@@ -408,15 +414,27 @@ func (s *session) command(ctx context.Context, cmd chatops.Command) error {
 			return nil
 		}
 	}
+	handled, note := s.consoleCommand(ctx, cmd)
+	if handled {
+		s.prompt()
+		return nil
+	}
 	res, err := s.Bot.Execute(ctx, s.chat.ID, cmd)
 	if err != nil {
 		s.r.line("error: " + err.Error())
 		s.prompt()
 		return nil
 	}
-	if cmd.Name == "help" {
+	switch cmd.Name {
+	case "help":
 		res.Text += "\nAn unknown /command is refused, not sent; start a message with // to send one that begins with / (//help sends /help)." +
-			"\nA message typed while a turn runs is queued and sent when it ends; /stop or Ctrl-C stops the turn and drops the queue."
+			"\nA message typed while a turn runs is queued and sent when it ends (/queue lists them); /stop or Ctrl-C stops the turn and drops the queue."
+	case "status":
+		res.Text += s.statusDetail(ctx)
+	case "model":
+		if note != "" && strings.HasPrefix(res.Text, "model set to") {
+			res.Text += " " + note
+		}
 	}
 	if cmd.Name == "stop" && len(s.queue) > 0 {
 		res.Text += fmt.Sprintf(" Dropped %d queued message(s).", len(s.queue))

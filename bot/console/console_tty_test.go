@@ -251,3 +251,37 @@ func TestConsoleHistoryScrubbed(t *testing.T) {
 		t.Errorf("history %q", b)
 	}
 }
+
+// TestConsoleTerminalQueue: /queue, typed while a turn runs, lists the
+// messages waiting for it at once (not queued itself); /queue clear drops
+// them and the turn goes on.
+func TestConsoleTerminalQueue(t *testing.T) {
+	s, chat := stack(t)
+	release := make(chan struct{})
+	s.Prov.Add(chatopstest.Gated(release, "working"), chatopstest.Answer("never"))
+	p := consoletest.Open(t)
+	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
+	wait := runConsole(t, con, chat)
+	p.Screen.Wait(t, "> ")
+	p.Type(t, "go", consoletest.Enter)
+	p.Screen.Wait(t, "working")
+	p.Type(t, "first later", consoletest.Enter)
+	p.Screen.Wait(t, "queued (1): first later")
+	p.Type(t, "second later", consoletest.Enter)
+	p.Screen.Wait(t, "queued (2): second later")
+	p.Type(t, "/queue", consoletest.Enter)
+	p.Screen.Wait(t, "Queued (2), sent in this order when the turn ends:")
+	p.Screen.Wait(t, "1. first later")
+	p.Screen.Wait(t, "2. second later")
+	p.Type(t, "/queue clear", consoletest.Enter)
+	p.Screen.Wait(t, "Dropped 2 queued message(s); the running turn goes on")
+	close(release)
+	p.Screen.Wait(t, "— done")
+	p.Type(t, consoletest.CtrlD)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(s.Prov); !slices.Equal(got, []string{"go"}) {
+		t.Errorf("prompts %q", got)
+	}
+}

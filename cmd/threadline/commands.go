@@ -108,7 +108,8 @@ func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return err
 	}
 	defer done()
-	con := &console.Console{Bot: t.bot, In: stdin, Out: stdout, Interrupts: t.presses, By: "console:" + console.UserName(), Log: t.log, Projects: t.store, Scrub: t.redactor.String}
+	con := &console.Console{Bot: t.bot, In: stdin, Out: stdout, Interrupts: t.presses, By: "console:" + console.UserName(), Log: t.log, Projects: t.store, Scrub: t.redactor.String,
+		Agents: t.agentTable(), Sessions: t.store}
 	return con.Start(ctx, t.chat, t.created)
 }
 
