@@ -48,6 +48,20 @@ func fill(t *testing.T, dir string, leave int64) string {
 	return p
 }
 
+// floodAPI is the scripted model of the flood tests: a prompt with FLOOD
+// gets kb lines of about 1 KB, each word repeated; one with CALM gets "All
+// quiet.".
+func floodAPI(t *testing.T, word string, kb int) *fakeapi.Server {
+	t.Helper()
+	chunk := strings.Repeat(word+" ", 1024/(len(word)+1)) + "\n"
+	flood := make([]string, kb)
+	for i := range flood {
+		flood[i] = chunk
+	}
+	return fakeapi.New(t, fakeapi.When("FLOOD", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply(flood...) }),
+		fakeapi.When("CALM", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply("All ", "quiet.") }))
+}
+
 // TestDiskFullEndToEnd: serve with its SQLite database on a small tmpfs,
 // the Slack fake and the real Claude CLI. The disk fills while an answer
 // streams: the run is stopped, the thread is told why in one line, and
@@ -60,13 +74,7 @@ func TestDiskFullEndToEnd(t *testing.T) {
 	bin := fakeapi.FindClaude(t)
 	dir := isolate(t)
 	disk := smallDisk(t, "16m")
-	chunk := strings.Repeat("bytes ", 170) + "\n"
-	flood := make([]string, 4096) // about 4 MB, more than the disk has left
-	for i := range flood {
-		flood[i] = chunk
-	}
-	api := fakeapi.New(t, fakeapi.When("FLOOD", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply(flood...) }),
-		fakeapi.When("CALM", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply("All ", "quiet.") }))
+	api := floodAPI(t, "bytes", 4096) // about 4 MB, more than the disk has left
 	fake := slacktest.New(t)
 	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
 		"database": map[string]any{"url": filepath.Join(disk, "tl.db")},

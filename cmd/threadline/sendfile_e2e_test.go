@@ -451,13 +451,7 @@ func TestOutputLimitEndToEnd(t *testing.T) {
 	}
 	bin := fakeapi.FindClaude(t)
 	dir := isolate(t)
-	chunk := strings.Repeat("flood ", 170) + "\n" // about 1 KB
-	flood := make([]string, 2048)
-	for i := range flood {
-		flood[i] = chunk
-	}
-	api := fakeapi.New(t, fakeapi.When("FLOOD", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply(flood...) }),
-		fakeapi.When("CALM", func(*fakeapi.Request) *fakeapi.Reply { return fakeapi.TextReply("All ", "quiet.") }))
+	api := floodAPI(t, "flood", 2048)
 	fake := slacktest.New(t)
 	cfgPath := slackConfigFile(t, fake, dir, "", map[string]any{"listen": freePort(t)}, map[string]any{
 		"limits": map[string]any{"run_output_bytes": 256 << 10},
