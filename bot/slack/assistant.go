@@ -337,8 +337,10 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// onAssistantEvent handles assistant_thread_started and app_home_opened;
-// false for other events.
+// onAssistantEvent handles assistant_thread_started (the split view of
+// apps installed with assistant_view), app_home_opened (the Home tab, and
+// the Messages tab where agent messaging starts chats), app_context_changed
+// and assistant_thread_context_changed; false for other events.
 func (b *Bot) onAssistantEvent(ev slackevents.EventsAPIEvent) bool {
 	team := ev.TeamID
 	switch e := ev.InnerEvent.Data.(type) {
@@ -354,26 +356,46 @@ func (b *Bot) onAssistantEvent(ev slackevents.EventsAPIEvent) bool {
 		}
 		b.home.threads[p] = true
 		b.home.mu.Unlock()
-		if len(b.cfg.Assistant.Prompts) == 0 {
-			return true
-		}
-		w := who{place: p, user: chatops.User{Platform: Platform, ID: t.UserID}}
-		b.goSafely("suggested prompts", w, func(ctx context.Context) {
-			params := slack.AssistantThreadsSetSuggestedPromptsParameters{Title: b.cfg.Assistant.PromptsTitle, ChannelID: p.Channel, ThreadTS: p.Thread}
-			for _, sp := range b.cfg.Assistant.Prompts {
-				params.AddPrompt(clip(sp.Title, 75), clip(sp.Message, 2000))
-			}
-			if err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params); err != nil {
-				b.log.WarnContext(ctx, "set suggested prompts", logkey.Channel, p.Channel, "err", err)
-			}
-		})
+		b.suggestPrompts(team, p.Channel, p.Thread, t.UserID)
 		return true
 	case *slackevents.AppHomeOpenedEvent:
-		if e == nil || e.User == "" || e.Tab != "home" || !b.home.enabled {
+		if e == nil || e.User == "" {
 			return true
 		}
-		b.home.scheduleIn(homeKey{team: team, user: e.User}, 0, 0)
+		switch {
+		case e.Tab == "messages" && e.Channel != "":
+			// Agent messaging: the Messages tab is where chats start, as
+			// assistant_thread_started was in the split view.
+			b.suggestPrompts(team, e.Channel, "", e.User)
+		case e.Tab == "home" && b.home.enabled:
+			b.home.scheduleIn(homeKey{team: team, user: e.User}, 0, 0)
+		}
+		return true
+	case *slackevents.AppContextChangedEvent, *slackevents.AssistantThreadContextChangedEvent:
+		// What the person looks at while the app is open (a channel, a
+		// canvas): a chat reads its own thread when it runs, so the
+		// context is only noted.
+		b.log.Debug("slack app context changed", logkey.Type, ev.InnerEvent.Type)
 		return true
 	}
 	return false
+}
+
+// suggestPrompts offers the configured suggested prompts in channel (and
+// thread, "" for the Messages tab of agent messaging).
+func (b *Bot) suggestPrompts(team, channel, thread, user string) {
+	if len(b.cfg.Assistant.Prompts) == 0 {
+		return
+	}
+	p := chatops.Place{Platform: Platform, Workspace: team, Channel: channel, Thread: thread}
+	w := who{place: p, user: chatops.User{Platform: Platform, ID: user}}
+	b.goSafely("suggested prompts", w, func(ctx context.Context) {
+		params := slack.AssistantThreadsSetSuggestedPromptsParameters{Title: b.cfg.Assistant.PromptsTitle, ChannelID: p.Channel, ThreadTS: p.Thread}
+		for _, sp := range b.cfg.Assistant.Prompts {
+			params.AddPrompt(clip(sp.Title, 75), clip(sp.Message, 2000))
+		}
+		if err := b.api.SetAssistantThreadsSuggestedPromptsContext(ctx, params); err != nil {
+			b.log.WarnContext(ctx, "set suggested prompts", logkey.Channel, p.Channel, logkey.Err, err)
+		}
+	})
 }

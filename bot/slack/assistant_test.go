@@ -195,3 +195,26 @@ func TestAppHomeAfterRestart(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentMessagingPrompts: with agent messaging, opening the Messages tab
+// (app_home_opened, tab "messages") offers the suggested prompts there;
+// app_context_changed is taken without a reply.
+func TestAgentMessagingPrompts(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	prompts := slackbot.AssistantConfig{PromptsTitle: "Try", Prompts: []slackbot.SuggestedPrompt{{Title: "Explain", Message: "Explain this repository"}}}
+	h := start(t, st, options{assistant: prompts})
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_context_changed", "user": "UADMIN", "channel": "D1",
+		"context": map[string]any{"entities": []map[string]any{{"type": "slack#/types/channel_id", "value": "C1"}}}, "event_ts": "1.1"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.fake.Envelope("events_api", callback(eventID(), map[string]any{"type": "app_home_opened", "user": "UADMIN", "channel": "D1", "tab": "messages"}), 0); err != nil {
+		t.Fatal(err)
+	}
+	chatopstest.WaitFor(t, "the suggested prompts", func() bool { return len(h.fake.Prompts("D1", "").Prompts) == 1 })
+	if sp := h.fake.Prompts("D1", ""); sp.Title != "Try" || sp.Prompts[0].Message != "Explain this repository" {
+		t.Fatalf("prompts %+v", sp)
+	}
+	if n := len(h.fake.Calls("chat.postMessage")); n != 0 {
+		t.Errorf("%d posts", n)
+	}
+}

@@ -16,6 +16,14 @@ func TestManifest(t *testing.T) {
 	}
 	var m struct {
 		Features struct {
+			AgentView *struct {
+				Description string `yaml:"agent_description"`
+				Prompts     []struct {
+					Title   string `yaml:"title"`
+					Message string `yaml:"message"`
+				} `yaml:"suggested_prompts"`
+			} `yaml:"agent_view"`
+			AssistantView any `yaml:"assistant_view"`
 			SlashCommands []struct {
 				Command string `yaml:"command"`
 				URL     string `yaml:"url"`
@@ -46,10 +54,25 @@ func TestManifest(t *testing.T) {
 			t.Errorf("scope %s missing", s)
 		}
 	}
-	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im", "app_home_opened", "assistant_thread_started", "reaction_added"} {
+	for _, e := range []string{"app_mention", "message.channels", "message.groups", "message.im", "app_home_opened", "reaction_added",
+		"app_context_changed", "agent_session_stopped", "agent_session_title_changed"} {
 		if !slices.Contains(m.Settings.Events.BotEvents, e) {
 			t.Errorf("event %s missing", e)
 		}
+	}
+	// Agent messaging (agent_view) replaces the assistant split view: new
+	// apps can only declare agent_view.
+	if av := m.Features.AgentView; av == nil || av.Description == "" || len(av.Prompts) == 0 || len(av.Prompts) > 4 {
+		t.Errorf("agent_view %+v", m.Features.AgentView)
+	} else {
+		for _, p := range av.Prompts {
+			if p.Title == "" || p.Message == "" {
+				t.Errorf("suggested prompt %+v", p)
+			}
+		}
+	}
+	if m.Features.AssistantView != nil {
+		t.Error("assistant_view is declared: agent_view replaces it")
 	}
 	if len(m.Features.SlashCommands) != 1 || m.Features.SlashCommands[0].Command != "/threadline" {
 		t.Errorf("slash commands %+v", m.Features.SlashCommands)

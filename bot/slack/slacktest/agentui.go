@@ -156,7 +156,8 @@ func (s *Server) handleAgentUI(method string, c *Call) (int, response, bool) {
 			Title   string `json:"title"`
 			Message string `json:"message"`
 		}
-		if ch == "" || th == "" || json.Unmarshal([]byte(f.Get("prompts")), &prompts) != nil || len(prompts) == 0 || len(prompts) > 4 {
+		// Without thread_ts: the Messages tab of agent messaging.
+		if ch == "" || json.Unmarshal([]byte(f.Get("prompts")), &prompts) != nil || len(prompts) == 0 || len(prompts) > 4 {
 			return st(fail("invalid_arguments"))
 		}
 		var out []Prompt
@@ -234,7 +235,8 @@ func (s *Server) Title(channel, thread string) string {
 	return s.titles[channel+"/"+thread]
 }
 
-// Prompts returns an assistant thread's suggested prompts.
+// Prompts returns an assistant thread's suggested prompts (thread "": the
+// channel's Messages tab).
 func (s *Server) Prompts(channel, thread string) SuggestedPrompts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
