@@ -4,8 +4,8 @@
 // and approvals are answered at the prompt.
 //
 // On a terminal the input line is edited with github.com/chzyer/readline
-// (arrow keys, Ctrl-A/E/K/W, history with up/down and Ctrl-R, kept per user
-// in HistoryFile), and a spinner with the time elapsed stands between Enter
+// (arrow keys, Home/End, Ctrl-A/E/K/W, history with up/down and Ctrl-R, kept
+// per user in HistoryFile), and a spinner with the time elapsed stands between Enter
 // and the answer's first token. A message typed while a turn runs is queued
 // and sent when the turn ends. From a pipe, lines are read one at a time, each
 // once the previous turn has ended (or an approval waits for an answer), so

@@ -4,6 +4,7 @@ package console_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -283,5 +284,45 @@ func TestConsoleTerminalQueue(t *testing.T) {
 	}
 	if got := prompts(s.Prov); !slices.Equal(got, []string{"go"}) {
 		t.Errorf("prompts %q", got)
+	}
+}
+
+// TestConsoleTerminalHomeEnd: Home and End move to the line's start and end
+// as tmux, screen, the Linux console and PuTTY (ESC [ 1 ~, ESC [ 4 ~), rxvt
+// (ESC [ 7 ~, ESC [ 8 ~), xterm in application mode (ESC O H, ESC O F) and
+// in normal mode (ESC [ H, ESC [ F) send them: "b", Home, "a", End, "c" is
+// "abc" with each.
+func TestConsoleTerminalHomeEnd(t *testing.T) {
+	keys := []struct{ name, home, end string }{
+		{"tmux, screen, Linux console, PuTTY", "\x1b[1~", "\x1b[4~"},
+		{"rxvt", "\x1b[7~", "\x1b[8~"},
+		{"xterm application mode", "\x1bOH", "\x1bOF"},
+		{"xterm", "\x1b[H", "\x1b[F"},
+	}
+	s, chat := stack(t)
+	for range keys {
+		s.Prov.Add(chatopstest.Answer("ok"))
+	}
+	p := consoletest.Open(t)
+	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
+	wait := runConsole(t, con, chat)
+	var want []string
+	for i, k := range keys {
+		p.Screen.Wait(t, "> ")
+		// Typed one key at a time, as a person types: a sequence is one read.
+		for _, key := range []string{"b", k.home, "a", k.end, fmt.Sprintf("c%d", i)} {
+			p.Type(t, key)
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.Type(t, consoletest.Enter)
+		p.Screen.Wait(t, "— done")
+		want = append(want, fmt.Sprintf("abc%d", i))
+	}
+	p.Type(t, consoletest.CtrlD)
+	if err := wait(); err != nil {
+		t.Fatal(err)
+	}
+	if got := prompts(s.Prov); !slices.Equal(got, want) {
+		t.Errorf("prompts %q, want %q", got, want)
 	}
 }

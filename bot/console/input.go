@@ -92,7 +92,7 @@ func newEditor(in, out *os.File, history string, newLine func()) (*editor, error
 		HistorySearchFold:      true,
 		InterruptPrompt:        "^C",
 		EOFPrompt:              "\n",
-		Stdin:                  e.stdin,
+		Stdin:                  newKeyReader(e.stdin), // Home and End as every terminal sends them (keys.go)
 		Painter:                maskPainter{&e.masked},
 		Stdout:                 out,
 		Stderr:                 out,
