@@ -256,7 +256,8 @@ func (s *Server) Home(user string) []json.RawMessage {
 // second. chat.startStream, the assistant.threads.* methods ("special") and
 // setTitle/setSuggestedPrompts have no number in Slack's docs: the fake
 // gives them Tier 3 (startStream, setTitle, setSuggestedPrompts) and Tier 4
-// (setStatus).
+// (setStatus); agents.sessions.setStatus is Tier 3, and so is
+// agents.sessions.rename here.
 var Tiers = map[string]Rate{
 	"chat.postMessage":                      {PerMinute: 60, Burst: 10},
 	"chat.update":                           Tier3,
@@ -267,6 +268,8 @@ var Tiers = map[string]Rate{
 	"assistant.threads.setStatus":           Tier4,
 	"assistant.threads.setTitle":            Tier3,
 	"assistant.threads.setSuggestedPrompts": Tier3,
+	"agents.sessions.setStatus":             Tier3,
+	"agents.sessions.rename":                Tier3,
 	"views.publish":                         Tier4,
 	"views.open":                            Tier4,
 }

@@ -115,32 +115,37 @@ type Server struct {
 	ln   net.Listener
 	base string // http://127.0.0.1:port/
 
-	mu         sync.Mutex
-	now        func() time.Time
-	seq        int64
-	lastTS     int64 // microseconds of the newest ts
-	calls      []Call
-	messages   map[string]*Message // by channel + "/" + ts
-	order      []string
-	files      map[string]*File
-	triggers   map[string]time.Time
-	limits     map[string]Rate
-	buckets    map[string]*bucket
-	faults     map[string][]fault
-	refused    map[string]string // token: the error Slack refuses it with
-	delays     map[string]time.Duration
-	noStream   string
-	views      []json.RawMessage
-	statuses   map[string][]StatusChange // by channel + "/" + thread ts
-	titles     map[string]string
-	prompts    map[string]SuggestedPrompts
-	homes      map[string][]json.RawMessage // by user
-	users      map[string]User
-	bots       map[string]string // other apps' bot ids: their names
-	listeners  []chan Call
-	wsConns    []*wsConn
-	acks       map[string]json.RawMessage
-	ackWaiters map[string]chan json.RawMessage
+	mu       sync.Mutex
+	now      func() time.Time
+	seq      int64
+	lastTS   int64 // microseconds of the newest ts
+	calls    []Call
+	messages map[string]*Message // by channel + "/" + ts
+	order    []string
+	files    map[string]*File
+	triggers map[string]time.Time
+	limits   map[string]Rate
+	buckets  map[string]*bucket
+	faults   map[string][]fault
+	refused  map[string]string // token: the error Slack refuses it with
+	delays   map[string]time.Duration
+	noStream string
+	views    []json.RawMessage
+	statuses map[string][]StatusChange // by channel + "/" + thread ts
+	titles   map[string]string
+	prompts  map[string]SuggestedPrompts
+	sessions map[string]*session // agent sessions, by channel + "/" + thread ts
+	// noSessions is the error agents.sessions.* answer once sessionsSet
+	// (AgentSessions); before, not_authorized.
+	noSessions  string
+	sessionsSet bool
+	homes       map[string][]json.RawMessage // by user
+	users       map[string]User
+	bots        map[string]string // other apps' bot ids: their names
+	listeners   []chan Call
+	wsConns     []*wsConn
+	acks        map[string]json.RawMessage
+	ackWaiters  map[string]chan json.RawMessage
 	// PingInterval is how often the Socket Mode side pings (default 5 s).
 	PingInterval time.Duration
 	// Spread sends each envelope to one connected client, in turn (replicas
@@ -172,7 +177,7 @@ func New(t testing.TB) *Server {
 		messages: map[string]*Message{}, files: map[string]*File{}, triggers: map[string]time.Time{},
 		limits: map[string]Rate{}, buckets: map[string]*bucket{}, faults: map[string][]fault{}, refused: map[string]string{}, delays: map[string]time.Duration{},
 		acks: map[string]json.RawMessage{}, ackWaiters: map[string]chan json.RawMessage{},
-		statuses: map[string][]StatusChange{}, titles: map[string]string{}, prompts: map[string]SuggestedPrompts{}, homes: map[string][]json.RawMessage{},
+		statuses: map[string][]StatusChange{}, titles: map[string]string{}, prompts: map[string]SuggestedPrompts{}, sessions: map[string]*session{}, homes: map[string][]json.RawMessage{},
 		bots:         map[string]string{},
 		users:        map[string]User{BotUserID: {ID: BotUserID, Name: "threadline", RealName: "Threadline", IsBot: true}},
 		PingInterval: 5 * time.Second,
@@ -632,6 +637,9 @@ func (s *Server) handle(method string, c *Call) (int, response) {
 		return http.StatusTooManyRequests, response{"retry_after": strconv.Itoa(wait)}
 	}
 	if code, r, ok := s.handleAgentUI(method, c); ok {
+		return code, r
+	}
+	if code, r, ok := s.handleSessions(method, c); ok {
 		return code, r
 	}
 	f := c.Form

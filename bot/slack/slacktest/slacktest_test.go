@@ -174,3 +174,61 @@ func TestFake(t *testing.T) {
 		}
 	})
 }
+
+// TestAgentSessions checks agents.sessions.* against slack-go's own calls:
+// refused with not_authorized until the app declares agent_view, then the
+// session is created by setStatus with its title, takes only the four
+// statuses, is renamed, and is limited to Tier 3.
+func TestAgentSessions(t *testing.T) {
+	s := slacktest.New(t)
+	api := client(s, slacktest.BotToken)
+	ctx := t.Context()
+	root := s.PostUserMessage("C1", "", "hello")
+	set := func(status, title string) error {
+		_, err := api.SetAgentSessionStatusContext(ctx, slack.AgentSessionSetStatusParameters{Status: status, ChannelID: "C1", ThreadTS: root, Title: title, InitiatorUserID: "U1"})
+		return err
+	}
+	if err := set(slack.AgentSessionStatusProcessing, "t"); slackErr(err) != "not_authorized" {
+		t.Fatalf("before agent_view: %v", err)
+	}
+	s.AgentSessions("")
+	if err := set(slack.AgentSessionStatusProcessing, "Fix the build"); err != nil {
+		t.Fatal(err)
+	}
+	if err := set("is thinking…", ""); slackErr(err) != "invalid_status" {
+		t.Fatalf("free text status: %v", err)
+	}
+	if err := set(slack.AgentSessionStatusActive, "ignored"); err != nil {
+		t.Fatal(err)
+	}
+	if s.SessionStatus("C1", root) != "active" || s.SessionTitle("C1", root) != "Fix the build" {
+		t.Fatalf("session %q %q", s.SessionStatus("C1", root), s.SessionTitle("C1", root))
+	}
+	r, err := api.RenameAgentSessionContext(ctx, slack.AgentSessionRenameParameters{Title: "Renamed", ChannelID: "C1", ThreadTS: root})
+	if err != nil || r.Title != "Renamed" || s.SessionTitle("C1", root) != "Renamed" {
+		t.Fatalf("rename %+v %v", r, err)
+	}
+	if got := s.SessionStatuses("C1", root); strings.Join(got, ",") != "processing,active" {
+		t.Fatalf("statuses %q", got)
+	}
+	if calls := s.SessionCalls("C1", root); calls[0].Initiator != "U1" {
+		t.Fatalf("calls %+v", calls)
+	}
+	s.AgentSessions("missing_scope")
+	if err := set(slack.AgentSessionStatusActive, ""); slackErr(err) != "missing_scope" {
+		t.Fatalf("refused: %v", err)
+	}
+	s.AgentSessions("")
+	s.SetTiers(1)
+	var limited bool
+	for range 10 {
+		var rl *slack.RateLimitedError
+		if err := set(slack.AgentSessionStatusActive, ""); errors.As(err, &rl) {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("setStatus not limited to its tier")
+	}
+}
