@@ -67,6 +67,10 @@ type Config struct {
 	// "sqlite". The bot never closes it.
 	CryptoDB      *sql.DB
 	CryptoDialect string
+	// RecoveryKeyFile keeps the recovery key of the account's cross-signing
+	// keys and key backup (mode 0600, created on the first start). Empty:
+	// no cross-signing and no key backup.
+	RecoveryKeyFile string
 	// Workspace is the Place.Workspace of this bot's rooms (default: the
 	// server name of UserID).
 	Workspace string
@@ -134,6 +138,8 @@ type Bot struct {
 	cards  *cardBook
 	polls  *pollBook
 	typing *typing
+	// threads remembers which thread relation each thread's people write.
+	threads threadRels
 
 	wg sync.WaitGroup
 
@@ -500,8 +506,8 @@ func (b *Bot) tellFailure(ctx context.Context, evt *event.Event) {
 		return
 	}
 	thread := evt.ID
-	if rel := relatesTo(evt.Content.Raw); rel != nil && rel.GetThreadParent() != "" {
-		thread = rel.GetThreadParent()
+	if root, _ := threadParent(relatesTo(evt.Content.Raw)); root != "" {
+		thread = root
 	}
 	if err := b.Ephemeral(ctx, b.place(evt.RoomID, thread), user(evt.Sender), failureNote); err != nil {
 		b.log.WarnContext(ctx, "tell a sender their event failed", logkey.EventID, evt.ID, "err", err)

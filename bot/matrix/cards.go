@@ -194,8 +194,8 @@ func (b *Bot) lookupCard(ctx context.Context, room id.RoomID, evt id.EventID) (*
 		return nil, fmt.Errorf("%w: %s was sent by %s", ErrNoCard, evt, orig.Sender)
 	}
 	thread := evt
-	if rel := relatesTo(orig.Content.Raw); rel != nil && rel.GetThreadParent() != "" {
-		thread = rel.GetThreadParent()
+	if root, _ := threadParent(relatesTo(orig.Content.Raw)); root != "" {
+		thread = root
 	}
 	buttons, ok := buttonsOf(orig.Content.Raw)
 	if !ok {
@@ -236,13 +236,13 @@ func (b *Bot) readCards(ctx context.Context, room id.RoomID, p chatops.Place) {
 	if p.Thread == "" || !b.cards.toRead(p) {
 		return
 	}
-	rels, err := b.cli.GetRelations(ctx, room, id.EventID(p.Thread), &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: 50})
+	rels, _, err := b.threadRelations(ctx, room, id.EventID(p.Thread), 50, 1)
 	if err != nil {
 		b.log.InfoContext(ctx, "read the cards of a thread", logkey.RoomID, room, logkey.ThreadID, p.Thread, "err", err)
 		return
 	}
-	for i := len(rels.Chunk) - 1; i >= 0; i-- { // oldest first: the newest card ends up newest
-		e := rels.Chunk[i]
+	for i := len(rels) - 1; i >= 0; i-- { // oldest first: the newest card ends up newest
+		e := rels[i]
 		if e.Sender != b.me {
 			continue
 		}

@@ -7,8 +7,11 @@
 //   - Invite the bot: it joins when the inviter may use it (chatops policy,
 //     the room's allow list or an admin) and declines other invites.
 //   - Mention it (m.mentions, its display name or user id) or write
-//     "!threadline <command or request>". Each Matrix thread (m.thread) is a
-//     chat; a mention outside a thread starts a thread on that message.
+//     "!threadline <command or request>". Each Matrix thread is a chat
+//     (m.thread, or io.element.thread, which Element writes where the
+//     homeserver does not advertise threads; the bot answers in the relation
+//     the thread's people write: threadrel.go); a mention outside a thread
+//     starts a thread on that message.
 //   - The answer is one m.notice in the thread, edited in place (m.replace,
 //     always relative to the original event) with m.new_content carrying a
 //     plain body and an HTML formatted_body rendered from Markdown by

@@ -39,7 +39,7 @@ func (b *Bot) OpenThreadFile(ctx context.Context, p chatops.Place, msgID, name s
 	if c == nil || !c.MsgType.IsMedia() || c.GetFileName() != name {
 		return nil, chatops.FileInfo{}, fmt.Errorf("%s is no longer in the thread", name)
 	}
-	if e.ID != id.EventID(p.Thread) && c.RelatesTo.GetThreadParent() != id.EventID(p.Thread) {
+	if root, _ := threadParent(c.RelatesTo); e.ID != id.EventID(p.Thread) && root != id.EventID(p.Thread) {
 		return nil, chatops.FileInfo{}, fmt.Errorf("%s is not in this thread", name)
 	}
 	info := chatops.FileInfo{}

@@ -275,13 +275,15 @@ type outgoing struct {
 	// thread is the thread a new message goes to; edit the message an edit
 	// replaces (always the original event).
 	thread, edit id.EventID
+	// threadRel is the thread's relation (m.thread when empty).
+	threadRel event.RelationType
 }
 
 // build turns the content into what is sent: the relation and the buttons
 // (in m.new_content too, for an edit).
 func (o outgoing) build(c *event.MessageEventContent) (any, error) {
 	if o.thread != "" {
-		c.GetRelatesTo().SetThread(o.thread, o.thread)
+		setThread(c.GetRelatesTo(), o.thread, o.thread, o.threadRel)
 	}
 	if o.edit != "" {
 		c.SetEdit(o.edit)

@@ -1,8 +1,9 @@
 // history.go: a thread's messages for the agent's context
-// (chatops.ThreadReader): the thread's root and its m.thread relations, or,
-// for a message that starts its thread, the chain of replies it answers;
-// each in its latest edit, decrypted where the bot holds the keys, with its
-// sender's display name in the room.
+// (chatops.ThreadReader): the thread's root and its thread relations
+// (m.thread and io.element.thread), or, for a message that starts its
+// thread, the chain of replies it answers; each in its latest edit,
+// decrypted where the bot holds the keys, with its sender's display name in
+// the room.
 
 package matrix
 
@@ -37,7 +38,7 @@ var _ chatops.ThreadReader = (*Bot)(nil)
 // ThreadHistory returns the thread's messages (chatops.ThreadReader),
 // oldest first. A message that started its thread (q.Before is the thread's
 // root) gets the chain of messages it replies to; any other gets the
-// thread's root and its replies (m.thread), those after q.Since. Events the
+// thread's root and its replies (m.thread or io.element.thread), those after q.Since. Events the
 // bot cannot decrypt are left out (and logged).
 func (b *Bot) ThreadHistory(ctx context.Context, p chatops.Place, q chatops.HistoryQuery) ([]chatops.ThreadMessage, error) {
 	room, err := b.room(p)
@@ -102,35 +103,26 @@ func replyTo(e *event.Event) id.EventID {
 	return c.RelatesTo.GetNonFallbackReplyTo()
 }
 
-// threadEvents returns the thread's root and its m.thread relations newer
-// than q.Since, page by page (the whole thread is paged: a server need not
-// honour dir).
+// threadEvents returns the thread's root and its thread relations (m.thread
+// and io.element.thread) newer than q.Since, page by page (the whole thread
+// is paged: a server need not honour dir).
 func (b *Bot) threadEvents(ctx context.Context, room id.RoomID, root id.EventID, q chatops.HistoryQuery) ([]*event.Event, error) {
 	r, err := b.fetch(ctx, room, root)
 	if err != nil {
 		return nil, err
 	}
 	out := []*event.Event{r}
-	req := &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: relationsPage}
-	for page := 0; ; page++ {
-		if page == relationsPages {
-			b.log.WarnContext(ctx, "thread longer than the context read; the rest is left out", logkey.RoomID, room, logkey.ThreadID, root, logkey.Count, len(out))
-			break
+	rels, truncated, err := b.threadRelations(ctx, room, root, relationsPage, relationsPages)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range rels {
+		if q.Since.IsZero() || e.Timestamp > q.Since.UnixMilli() {
+			out = append(out, e)
 		}
-		resp, err := b.cli.GetRelations(ctx, room, root, req)
-		if err != nil {
-			return nil, err
-		}
-		for _, e := range resp.Chunk {
-			e.RoomID = room
-			if q.Since.IsZero() || e.Timestamp > q.Since.UnixMilli() {
-				out = append(out, e)
-			}
-		}
-		if resp.NextBatch == "" {
-			break
-		}
-		req.From = resp.NextBatch
+	}
+	if truncated {
+		b.log.WarnContext(ctx, "thread longer than the context read; the rest is left out", logkey.RoomID, room, logkey.ThreadID, root, logkey.Count, len(out))
 	}
 	return out, nil
 }

@@ -120,7 +120,11 @@ func (b *Bot) onMessage(ctx context.Context, evt *event.Event) {
 	}
 	c.RemoveReplyFallback()
 	mentioned, text := b.addressed(c)
+	// Element writes io.element.thread where the homeserver does not
+	// advertise threads: the same thread, answered in the same relation.
+	rt := asStableThread(c.RelatesTo)
 	thread := c.RelatesTo.GetThreadParent()
+	b.threads.note(evt.RoomID, thread, rt)
 	if thread != "" && b.answerCard(ctx, evt, b.place(evt.RoomID, thread), text, mentioned) {
 		return
 	}
@@ -367,9 +371,8 @@ func (b *Bot) notifyUnreadable(ctx context.Context, evt *event.Event, why string
 	b.noticeMu.Unlock()
 	text := fmt.Sprintf("%s: I could not decrypt your message, so I did not act on it. %s", b.Mention(user(evt.Sender).Qualified()), why)
 	c := content(chatops.View{Body: text}, []id.UserID{evt.Sender})
-	rel := relatesTo(evt.Content.Raw)
-	if rel != nil && rel.GetThreadParent() != "" {
-		c.GetRelatesTo().SetThread(rel.GetThreadParent(), evt.ID)
+	if root, rt := threadParent(relatesTo(evt.Content.Raw)); root != "" {
+		setThread(c.GetRelatesTo(), root, evt.ID, rt)
 	} else {
 		c.GetRelatesTo().SetReplyTo(evt.ID)
 	}

@@ -153,8 +153,9 @@ func clipText(s string, n int) string {
 }
 
 // pollContent is the poll.start of a card's options: the poll itself, a text
-// fallback for clients without polls, the thread and the card it stands for.
-func pollContent(v chatops.View, thread, card id.EventID) map[string]any {
+// fallback for clients without polls, the thread (in relation rt) and the
+// card it stands for.
+func pollContent(v chatops.View, thread id.EventID, rt event.RelationType, card id.EventID) map[string]any {
 	q := pollQuestion(v)
 	opts := pollOptions(v)
 	answers := make([]map[string]any, 0, len(opts))
@@ -174,8 +175,7 @@ func pollContent(v chatops.View, thread, card id.EventID) map[string]any {
 		cardField: string(card),
 	}
 	if thread != "" {
-		rel := (&event.RelatesTo{}).SetThread(thread, thread)
-		c["m.relates_to"] = rel
+		c["m.relates_to"] = setThread(&event.RelatesTo{}, thread, thread, rt)
 	}
 	return c
 }
@@ -197,7 +197,7 @@ func (b *Bot) startPoll(ctx context.Context, room id.RoomID, p chatops.Place, ca
 	if v.Key != "" {
 		extra = append(extra, mautrix.ReqSendEvent{TransactionID: txnFor(v.Key + "/poll")})
 	}
-	resp, err := b.cli.SendMessageEvent(ctx, room, event.EventUnstablePollStart, pollContent(v, id.EventID(p.Thread), card), extra...)
+	resp, err := b.cli.SendMessageEvent(ctx, room, event.EventUnstablePollStart, pollContent(v, id.EventID(p.Thread), b.threads.of(room, id.EventID(p.Thread)), card), extra...)
 	if err != nil {
 		b.log.WarnContext(ctx, "start a poll for a question", logkey.RoomID, room, logkey.EventID, card, "err", err)
 		return
@@ -240,15 +240,14 @@ func (b *Bot) findPoll(ctx context.Context, room id.RoomID, thread, card id.Even
 	if thread == "" {
 		return "", ErrNoPoll
 	}
-	rels, err := b.cli.GetRelations(ctx, room, thread, &mautrix.ReqGetRelations{RelationType: event.RelThread, Dir: mautrix.DirectionBackward, Limit: 100})
+	rels, _, err := b.threadRelations(ctx, room, thread, 100, 1)
 	if err != nil {
 		return "", err
 	}
-	for _, e := range rels.Chunk {
+	for _, e := range rels {
 		if e.Sender != b.me {
 			continue
 		}
-		e.RoomID = room
 		dec, err := b.decrypted(ctx, e)
 		if err != nil || dec.Type != event.EventUnstablePollStart {
 			continue

@@ -1,5 +1,6 @@
 // surface.go: chatops.Surface on Matrix. A run's answer is one m.notice in the
-// thread (m.thread), edited in place with m.replace relative to that original
+// thread (m.thread, or io.element.thread where its people write that:
+// threadrel.go), edited in place with m.replace relative to that original
 // event; cards are notices whose reactions the bot seeds; uploads are m.file or
 // m.image (encrypted attachments in encrypted rooms); "ephemeral" replies are notices
 // that mention the user, since Matrix has no private messages in a room.
@@ -79,7 +80,7 @@ func (b *Bot) Post(ctx context.Context, p chatops.Place, v chatops.View) (string
 	if err != nil {
 		return "", err
 	}
-	body, err := b.fitted(ctx, room, outgoing{v: v, thread: id.EventID(p.Thread), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil, secret: b.secretQuestion(ctx, v.Buttons)})
+	body, err := b.fitted(ctx, room, outgoing{v: v, thread: id.EventID(p.Thread), threadRel: b.threads.of(room, id.EventID(p.Thread)), onlyOptions: b.onlyOptions(ctx, v.Buttons) != nil, secret: b.secretQuestion(ctx, v.Buttons)})
 	if err != nil {
 		return "", err
 	}
@@ -209,7 +210,7 @@ func (b *Bot) UploadFile(ctx context.Context, p chatops.Place, f chatops.OutFile
 		msg.URL = up.ContentURI.CUString()
 	}
 	if p.Thread != "" {
-		msg.GetRelatesTo().SetThread(id.EventID(p.Thread), id.EventID(p.Thread))
+		setThread(msg.GetRelatesTo(), id.EventID(p.Thread), id.EventID(p.Thread), b.threads.of(room, id.EventID(p.Thread)))
 	}
 	evt, err := b.send(ctx, room, "file", msg)
 	return string(evt), err
@@ -250,7 +251,7 @@ func (b *Bot) Ephemeral(ctx context.Context, p chatops.Place, u chatops.User, te
 	uid := id.UserID(u.ID)
 	c := content(chatops.View{Body: b.Mention(u.Qualified()) + ": " + text}, []id.UserID{uid})
 	if p.Thread != "" {
-		c.GetRelatesTo().SetThread(id.EventID(p.Thread), id.EventID(p.Thread))
+		setThread(c.GetRelatesTo(), id.EventID(p.Thread), id.EventID(p.Thread), b.threads.of(room, id.EventID(p.Thread)))
 	}
 	_, err = b.send(ctx, room, "notice", c)
 	return err

@@ -411,7 +411,7 @@ func TestPollContent(t *testing.T) {
 	v := chatops.View{Body: "**Colors**\n**Pick** Which color?\n1. red\n2. green", Fallback: "Colors",
 		Buttons: []chatops.Button{{ID: "tl_option_0", Label: "red", Value: ref}, {ID: "tl_option_1", Label: "green", Value: ref},
 			{ID: chatops.ButtonAnswer, Value: ref}, {ID: chatops.ButtonDecline, Value: ref}}}
-	raw, _ := json.Marshal(pollContent(v, "$root", "$card"))
+	raw, _ := json.Marshal(pollContent(v, "$root", event.RelThread, "$card"))
 	want := `{"m.relates_to":{"rel_type":"m.thread","event_id":"$root","m.in_reply_to":{"event_id":"$root"},"is_falling_back":true},` +
 		`"org.matrix.msc1767.text":"Pick Which color?\n1. red\n2. green",` +
 		`"org.matrix.msc3381.poll.start":{"answers":[{"id":"tl_option_0","org.matrix.msc1767.text":"red"},{"id":"tl_option_1","org.matrix.msc1767.text":"green"}],` +
