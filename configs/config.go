@@ -348,7 +348,8 @@ type MatrixConfig struct {
 	Password        string                   `yaml:"password"`
 	PasswordFile    string                   `yaml:"password_file"`
 	Encryption      bool                     `yaml:"encryption"`
-	MaxEventBytes   int                      `yaml:"max_event_bytes"` // bot/matrix.Config.MaxEventBytes (0: 48 KiB)
+	RecoveryKeyFile string                   `yaml:"recovery_key_file"` // cross-signing and key backup; default <state dir>/matrix-recovery-key with encryption
+	MaxEventBytes   int                      `yaml:"max_event_bytes"`   // bot/matrix.Config.MaxEventBytes (0: 48 KiB)
 	Rooms           map[string]ChannelConfig `yaml:"rooms"`
 }
 
@@ -559,6 +560,7 @@ func (c *Config) BotPaths() []string {
 	if c.Matrix != nil {
 		add(c.Matrix.AccessTokenFile)
 		add(c.Matrix.PasswordFile)
+		add(c.Matrix.RecoveryKeyFile)
 	}
 	return out
 }
@@ -799,6 +801,20 @@ func (c *Config) applyDefaults() error {
 	}
 	if c.HTTP.Listen == "" {
 		c.HTTP.Listen = "127.0.0.1:8780"
+	}
+	if m := c.Matrix; m != nil && m.Encryption {
+		if m.RecoveryKeyFile == "" {
+			dir, err := StateDir()
+			if err != nil {
+				return err
+			}
+			m.RecoveryKeyFile = filepath.Join(dir, "matrix-recovery-key")
+		}
+		p, err := expandHome(m.RecoveryKeyFile)
+		if err != nil {
+			return err
+		}
+		m.RecoveryKeyFile = p
 	}
 	if c.Workdir != "" {
 		w, err := expandHome(c.Workdir)

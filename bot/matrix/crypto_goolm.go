@@ -50,5 +50,9 @@ func (b *Bot) initCrypto(ctx context.Context, pickleKey []byte) error {
 	}
 	b.cli.Crypto = h
 	b.crypto = h
-	return nil
+	if b.cfg.RecoveryKeyFile == "" {
+		return nil
+	}
+	_, err = b.setupCrossSigning(ctx, h.Machine())
+	return err
 }

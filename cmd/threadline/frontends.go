@@ -142,7 +142,8 @@ func buildMatrix(_ context.Context, a *app) (frontEnd, error) {
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: c.Homeserver, UserID: c.UserID, AccessToken: c.AccessToken, Password: c.Password,
 		Encryption: c.Encryption, CryptoDB: a.store.DB().DB, CryptoDialect: a.store.Dialect(), MaxEventBytes: c.MaxEventBytes,
-		HTTPClient: &http.Client{Transport: platformTransport(a.metrics, "matrix", nil)},
+		RecoveryKeyFile: c.RecoveryKeyFile,
+		HTTPClient:      &http.Client{Transport: platformTransport(a.metrics, "matrix", nil)},
 	}, a.desk(), a.store, a.store, a.log.With("platform", "matrix"))
 	if err != nil {
 		return nil, fmt.Errorf("matrix: %w", err)
