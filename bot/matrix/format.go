@@ -287,6 +287,7 @@ func (o outgoing) build(c *event.MessageEventContent) (any, error) {
 	}
 	if o.edit != "" {
 		c.SetEdit(o.edit)
+		c.Body = editFallback(c.NewContent.Body)
 	}
 	if len(o.v.Buttons) > 0 {
 		return withButtons(c, o.v.Buttons)
@@ -344,3 +345,26 @@ func fitWire(o outgoing, limit int, encrypted bool) (wire any, shrunk string, er
 }
 
 func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// Bounds of an edit's fallback body, as mautrix's SetEdit has them: a body
+// over editFallbackMax bytes is cut to editFallbackCut.
+const (
+	editFallbackMax = 100
+	editFallbackCut = 50
+)
+
+// editFallback is the body of an m.replace for clients without edits: "* "
+// and the new body, cut within editFallbackCut bytes on a character boundary
+// when long. (mautrix's SetEdit cuts at byte 50, which can fall inside a
+// UTF-8 character and leave invalid text.)
+func editFallback(body string) string {
+	s := "* " + body
+	if len(s) <= editFallbackMax {
+		return s
+	}
+	n := editFallbackCut
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "[edit fallback cut…]"
+}
