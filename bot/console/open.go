@@ -1,7 +1,8 @@
 // Opening a chat from the command line (`threadline chat`, `threadline run`):
 // the chat --chat names with the settings given applied, or a new one; the
 // banner a terminal chat starts with; the approval policy of --interactions;
-// and the exit status a one-shot run ends with.
+// the exit status a one-shot run ends with; and what a new chat says when no
+// agent CLI is installed.
 
 package console
 
@@ -13,6 +14,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/logkey"
@@ -148,4 +151,44 @@ func ExitCode(run *prompt.Run) (int, error) {
 		return 130, errors.New("interrupted")
 	}
 	return 1, fmt.Errorf("run %s %s", run.ID, run.Status())
+}
+
+// MissingAgent is an agent CLI that is not installed, with the command that
+// installs it; Bin is the path the config gives it, when it gives one.
+type MissingAgent struct {
+	ID, Install, Bin string
+}
+
+// NoAgentError says that no agent a new chat could default to is installed:
+// one line per missing CLI with its install command, the default agents
+// (in the order they are tried) apart from the others; installed, when not
+// empty, are the agents that can run here all the same (not among the
+// defaults), which --agent picks.
+func NoAgentError(defaults, others []MissingAgent, installed []string) error {
+	var sb strings.Builder
+	if len(installed) > 0 {
+		fmt.Fprintf(&sb, "none of the default agents is installed (not found on PATH); %s can run here: pick one with --agent (or defaults.agent in the config), or install one of these.\n", strings.Join(installed, ", "))
+	} else {
+		sb.WriteString("no agent CLI is installed (not found on PATH). Install one of these, then run this again.\n")
+	}
+	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', 0)
+	for _, g := range []struct {
+		title string
+		ms    []MissingAgent
+	}{{"The default agents, tried in this order:", defaults}, {"Others:", others}} {
+		if len(g.ms) == 0 {
+			continue
+		}
+		fmt.Fprintln(tw, g.title)
+		for _, m := range g.ms {
+			line := cmp.Or(m.Install, "(see `threadline agents --all`)")
+			if m.Bin != "" {
+				line += " (the config's bin " + m.Bin + " was not found)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\n", m.ID, line)
+		}
+	}
+	_ = tw.Flush()
+	sb.WriteString("(`threadline agents --all` shows each agent's state: path, version, sign-in)")
+	return errors.New(sb.String())
 }

@@ -69,3 +69,25 @@ func TestPolicy(t *testing.T) {
 		t.Errorf("Policy(yes) = %v", err)
 	}
 }
+
+// TestNoAgentError: one line per missing CLI with its install command, the
+// defaults apart from the others; installed agents are named for --agent.
+func TestNoAgentError(t *testing.T) {
+	defaults := []console.MissingAgent{{ID: "claude", Install: "npm install -g @anthropic-ai/claude-code", Bin: "/opt/claude"}, {ID: "codex", Install: "npm install -g @openai/codex"}}
+	others := []console.MissingAgent{{ID: "claude-agent-acp", Install: "npm install -g @zed-industries/claude-agent-acp"}, {ID: "x"}}
+	got := console.NoAgentError(defaults, others, nil).Error()
+	want := "no agent CLI is installed (not found on PATH). Install one of these, then run this again.\n" +
+		"The default agents, tried in this order:\n" +
+		"  claude  npm install -g @anthropic-ai/claude-code (the config's bin /opt/claude was not found)\n" +
+		"  codex   npm install -g @openai/codex\n" +
+		"Others:\n" +
+		"  claude-agent-acp  npm install -g @zed-industries/claude-agent-acp\n" +
+		"  x                 (see `threadline agents --all`)\n" +
+		"(`threadline agents --all` shows each agent's state: path, version, sign-in)"
+	if got != want {
+		t.Errorf("got:\n%s\nwant:\n%s", got, want)
+	}
+	if got := console.NoAgentError(defaults, nil, []string{"aider"}).Error(); !strings.HasPrefix(got, "none of the default agents is installed (not found on PATH); aider can run here: pick one with --agent") {
+		t.Errorf("with aider: %s", got)
+	}
+}

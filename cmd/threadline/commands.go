@@ -3,12 +3,15 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
+	"strings"
 
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/bot/console"
@@ -74,7 +77,7 @@ func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, for
 		fmt.Fprintf(stderr, "threadline: forked chat %s into %s\n", f.ID, n.ID)
 		f.ID = n.ID
 	}
-	o := console.Opener{Bot: a.bot, Updates: chatstore.Store{St: a.store}, DefaultAgent: a.defaultAgent, Where: cfg.Database.URL}
+	o := console.Opener{Bot: a.bot, Updates: chatstore.Store{St: a.store}, DefaultAgent: a.chatDefaultAgent, Where: cfg.Database.URL}
 	if t.chat, t.created, err = o.Open(ctx, f.Target); err == nil {
 		if _, _, err = a.launch(t.chat.Agent); err != nil && t.chat.Project != "" {
 			err = nil // the agent runs in the project's container
@@ -94,6 +97,38 @@ func (f *chatFlags) open(ctx context.Context, approval agent.ApprovalPolicy, for
 	}
 	a.warnSignIn(t.chat.Agent, t.chat.Project, stderr)
 	return ctx, t, done, nil
+}
+
+// chatDefaultAgent is the agent of a new chat that names none; when no
+// default agent is installed, the error has one line per missing agent CLI
+// with its install command (the defaults first) and names the agents that
+// can run here all the same.
+func (a *app) chatDefaultAgent() (string, error) {
+	id, err := a.defaultAgent()
+	if err == nil {
+		return id, nil
+	}
+	set := a.agentTable()
+	var defaults, others []console.MissingAgent
+	for _, d := range set.Defs {
+		if _, _, lerr := set.Launch(d.ID); d.Base != "" || !errors.Is(lerr, agent.ErrNotInstalled) {
+			continue
+		}
+		m := console.MissingAgent{ID: d.ID, Install: d.InstallHint, Bin: d.Bin}
+		if slices.Contains(defaultAgents, d.ID) {
+			defaults = append(defaults, m)
+		} else {
+			others = append(others, m)
+		}
+	}
+	if len(defaults)+len(others) == 0 {
+		return "", err
+	}
+	slices.SortStableFunc(defaults, func(x, y console.MissingAgent) int {
+		return cmp.Compare(slices.Index(defaultAgents, x.ID), slices.Index(defaultAgents, y.ID))
+	})
+	slices.SortStableFunc(others, func(x, y console.MissingAgent) int { return strings.Compare(x.ID, y.ID) })
+	return "", console.NoAgentError(defaults, others, set.Runnable())
 }
 
 func cmdChat(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
