@@ -9,6 +9,7 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -26,16 +28,61 @@ const version = "v0.0.0-releasetest"
 
 var commands = []string{"threadline", "threadline-sandbox", "threadline-mcp"}
 
+// shared is the release the tests share, built by the first that needs it
+// into a directory TestMain removes.
+var shared struct {
+	once sync.Once
+	dir  string
+	err  string
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// sharedRelease is the release of the work tree the tests share.
+func sharedRelease(t *testing.T) string {
+	t.Helper()
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "releasetest")
+		if err != nil {
+			shared.err = err.Error()
+			return
+		}
+		shared.dir = dir
+		start := time.Now()
+		shared.err = runRelease(dir)
+		t.Logf("release.sh: %v", time.Since(start).Round(time.Second))
+	})
+	if shared.err != "" {
+		t.Fatal(shared.err)
+	}
+	return shared.dir
+}
+
 // release runs scripts/release.sh for linux/amd64 into a new directory.
 func release(t *testing.T) string {
 	t.Helper()
 	out := t.TempDir()
+	if err := runRelease(out); err != "" {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runRelease runs scripts/release.sh for linux/amd64 into out; it returns
+// what went wrong, if anything.
+func runRelease(out string) string {
 	cmd := exec.Command("bash", "../release.sh", version, out)
 	cmd.Env = append(os.Environ(), "THREADLINE_RELEASE_PLATFORMS=linux/amd64")
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("release.sh: %v\n%s", err, b)
+		return fmt.Sprintf("release.sh: %v\n%s", err, b)
 	}
-	return out
+	return ""
 }
 
 // treeState is HEAD and the work tree's changes: a release is reproducible
@@ -53,9 +100,7 @@ func TestRelease(t *testing.T) {
 		t.Skip("release.sh runs on Linux")
 	}
 	before := treeState(t)
-	start := time.Now()
-	out := release(t)
-	t.Logf("release.sh: %v", time.Since(start).Round(time.Second))
+	out := sharedRelease(t)
 	name := "threadline_" + version + "_linux_amd64"
 	archive, sbom := name+".tar.gz", name+".sbom.cdx.json"
 
@@ -300,4 +345,35 @@ func goModRequires(t *testing.T) map[string]string {
 		t.Fatalf("read only %d requirements from go.mod", len(req))
 	}
 	return req
+}
+
+// TestImage builds the container image of the release with
+// scripts/build-image.sh (which checks threadline version inside it); it
+// needs buildah (apt-get install buildah) and is skipped without it.
+func TestImage(t *testing.T) {
+	if runtime.GOOS != "linux" || runtime.GOARCH != "amd64" {
+		t.Skip("the test's release is linux/amd64")
+	}
+	if _, err := exec.LookPath("buildah"); err != nil {
+		t.Skip("buildah is not installed (apt-get install buildah): the image is not built")
+	}
+	rel := sharedRelease(t)
+	image := "localhost/threadline-releasetest:" + version
+	cmd := exec.Command("bash", "../build-image.sh", version, rel)
+	cmd.Env = append(os.Environ(), "THREADLINE_IMAGE="+image)
+	out, err := cmd.CombinedOutput()
+	t.Cleanup(func() { _ = exec.Command("buildah", "rmi", image).Run() })
+	if err != nil {
+		t.Fatalf("build-image.sh: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "threadline "+version+" ") {
+		t.Errorf("build-image.sh: %s", out)
+	}
+	cfg, err := exec.Command("buildah", "inspect", "--format", "{{.OCIv1.Config.User}} {{.OCIv1.Config.Cmd}}", image).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.TrimSpace(string(cfg)), "10001:10001 [serve --config /etc/threadline/config.yaml]"; got != want {
+		t.Errorf("image config %q, want %q", got, want)
+	}
 }
