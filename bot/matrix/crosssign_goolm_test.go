@@ -151,3 +151,122 @@ func TestCrossSigningKeptAcrossRestarts(t *testing.T) {
 		t.Errorf("the missing key file was written again: %v", err)
 	}
 }
+
+// TestKeyBackupAfterLostCryptoStore: the bot uploads the room keys it gets
+// and makes to the key backup; after its crypto database is lost (and with
+// it the device: a new password login), the recovery key alone gives it
+// back the keys of earlier messages, alice's and its own.
+func TestKeyBackupAfterLostCryptoStore(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	keyFile := filepath.Join(t.TempDir(), "matrix-recovery-key")
+	w.startCrossSigned(keyFile)
+	alice := w.human(w.alice, true)
+	bob := w.human(w.bob, true)
+	room := w.room(alice, bob, true)
+	w.prov.add(script{before: []string{"Before the loss."}}.turn)
+	root := alice.say(room, "", w.botUser.Name+": the earlier question", w.botUser.ID)
+	evs := alice.wait("the answer", waitLong, func(evs []*event.Event) bool {
+		p := postWith(evs, w.botUser.ID, room, root, "Before the")
+		return p != nil && strings.Contains(current(evs, p).Body, "Done")
+	})
+	answer := postWith(evs, w.botUser.ID, room, root, "Before the").ID
+
+	// Both sessions reach the backup.
+	sessionOf := func(cli *mautrix.Client, evID id.EventID) *event.Event {
+		t.Helper()
+		evt, err := cli.GetEvent(t.Context(), room, evID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := evt.Content.ParseRaw(evt.Type); err != nil {
+			t.Fatal(err)
+		}
+		return evt
+	}
+	bcli := w.bot.Client()
+	want := []id.SessionID{
+		sessionOf(bcli, root).Content.AsEncrypted().SessionID,
+		sessionOf(bcli, answer).Content.AsEncrypted().SessionID,
+	}
+	deadline := time.Now().Add(waitLong)
+	for {
+		v, err := bcli.GetKeyBackupLatestVersion(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys, err := bcli.GetKeyBackup(t.Context(), v.Version)
+		if err != nil {
+			t.Fatal(err)
+		}
+		have := keys.Rooms[room].Sessions
+		if _, a := have[want[0]]; a {
+			if _, b := have[want[1]]; b {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backup %s has %d sessions of the room, want %v", v.Version, len(have), want)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	oldDevice := bcli.DeviceID
+	w.stopBot()
+
+	// The crypto database is lost, and the login with it.
+	loseCryptoStore(t, w)
+	w.startCrossSigned(keyFile)
+	bcli = w.bot.Client()
+	if bcli.DeviceID == oldDevice {
+		t.Fatalf("still device %s", oldDevice)
+	}
+	if _, signed := crossSigning(t, bcli, w.botUser.ID, bcli.DeviceID); !signed {
+		t.Error("the new device is not cross-signed")
+	}
+	for evID, text := range map[id.EventID]string{root: "the earlier question", answer: "fake"} {
+		dec, err := machineOf(bcli).Decrypt(t.Context(), sessionOf(bcli, evID))
+		if err != nil {
+			t.Fatalf("decrypt %s after the loss: %v", evID, err)
+		}
+		if body, _ := dec.Content.Raw["body"].(string); !strings.Contains(body, text) {
+			t.Errorf("decrypted %s: %q, want %q in it", evID, body, text)
+		}
+	}
+}
+
+// loseCryptoStore empties the bot's crypto tables and forgets its login, as
+// a bot whose database was rebuilt would start.
+func loseCryptoStore(t *testing.T, w *world) {
+	t.Helper()
+	db := w.st.DB()
+	rows, err := db.QueryContext(t.Context(), `SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'crypto%' AND name <> 'crypto_version'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		tables = append(tables, n)
+	}
+	if err := rows.Close(); err != nil || len(tables) == 0 {
+		t.Fatalf("crypto tables %v: %v", tables, err)
+	}
+	// Children before parents: retry the ones a foreign key still holds.
+	for pass := 0; len(tables) > 0; pass++ {
+		var left []string
+		for _, tb := range tables {
+			if _, err := db.ExecContext(t.Context(), "DELETE FROM "+tb); err != nil {
+				if pass > len(tables) {
+					t.Fatalf("empty %s: %v", tb, err)
+				}
+				left = append(left, tb)
+			}
+		}
+		tables = left
+	}
+	if err := w.st.SaveMatrixLogin(t.Context(), string(w.botUser.ID), []byte("{}")); err != nil {
+		t.Fatal(err)
+	}
+}

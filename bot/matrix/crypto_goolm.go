@@ -53,6 +53,9 @@ func (b *Bot) initCrypto(ctx context.Context, pickleKey []byte) error {
 	if b.cfg.RecoveryKeyFile == "" {
 		return nil
 	}
-	_, err = b.setupCrossSigning(ctx, h.Machine())
-	return err
+	key, err := b.setupCrossSigning(ctx, h.Machine())
+	if key == nil || err != nil {
+		return err
+	}
+	return b.startKeyBackup(ctx, h.Machine(), key)
 }
