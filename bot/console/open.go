@@ -172,23 +172,23 @@ func NoAgentError(defaults, others []MissingAgent, installed []string) error {
 		sb.WriteString("no agent CLI is installed (not found on PATH). Install one of these, then run this again.\n")
 	}
 	tw := tabwriter.NewWriter(&sb, 0, 4, 2, ' ', 0)
-	for _, g := range []struct {
-		title string
-		ms    []MissingAgent
-	}{{"The default agents, tried in this order:", defaults}, {"Others:", others}} {
-		if len(g.ms) == 0 {
-			continue
+	// The defaults one per line; the others, dozens, only counted: a first
+	// screen is for the likely choices.
+	if len(defaults) > 0 {
+		fmt.Fprintln(tw, "The default agents, tried in this order:")
+	}
+	for _, m := range defaults {
+		line := cmp.Or(m.Install, "(see `threadline agents --all`)")
+		if m.Bin != "" {
+			line += " (the config's bin " + m.Bin + " was not found)"
 		}
-		fmt.Fprintln(tw, g.title)
-		for _, m := range g.ms {
-			line := cmp.Or(m.Install, "(see `threadline agents --all`)")
-			if m.Bin != "" {
-				line += " (the config's bin " + m.Bin + " was not found)"
-			}
-			fmt.Fprintf(tw, "  %s\t%s\n", m.ID, line)
-		}
+		fmt.Fprintf(tw, "  %s\t%s\n", m.ID, line)
 	}
 	_ = tw.Flush()
-	sb.WriteString("(`threadline agents --all` shows each agent's state: path, version, sign-in)")
+	if len(others) > 0 {
+		fmt.Fprintf(&sb, "%d other agents are known: `threadline agents --all` lists each with its install command, path, version and sign-in.", len(others))
+	} else {
+		sb.WriteString("(`threadline agents --all` shows each agent's state: path, version, sign-in)")
+	}
 	return errors.New(sb.String())
 }

@@ -70,8 +70,8 @@ func TestPolicy(t *testing.T) {
 	}
 }
 
-// TestNoAgentError: one line per missing CLI with its install command, the
-// defaults apart from the others; installed agents are named for --agent.
+// TestNoAgentError: one line per missing default CLI with its install
+// command, the others counted; installed agents are named for --agent.
 func TestNoAgentError(t *testing.T) {
 	defaults := []console.MissingAgent{{ID: "claude", Install: "npm install -g @anthropic-ai/claude-code", Bin: "/opt/claude"}, {ID: "codex", Install: "npm install -g @openai/codex"}}
 	others := []console.MissingAgent{{ID: "claude-agent-acp", Install: "npm install -g @zed-industries/claude-agent-acp"}, {ID: "x"}}
@@ -80,10 +80,7 @@ func TestNoAgentError(t *testing.T) {
 		"The default agents, tried in this order:\n" +
 		"  claude  npm install -g @anthropic-ai/claude-code (the config's bin /opt/claude was not found)\n" +
 		"  codex   npm install -g @openai/codex\n" +
-		"Others:\n" +
-		"  claude-agent-acp  npm install -g @zed-industries/claude-agent-acp\n" +
-		"  x                 (see `threadline agents --all`)\n" +
-		"(`threadline agents --all` shows each agent's state: path, version, sign-in)"
+		"2 other agents are known: `threadline agents --all` lists each with its install command, path, version and sign-in."
 	if got != want {
 		t.Errorf("got:\n%s\nwant:\n%s", got, want)
 	}

@@ -9,9 +9,9 @@ import (
 )
 
 // TestChatNoAgentInstalled: with no agent CLI on PATH, chat (and run) say
-// so with one line per missing CLI and its install command, the default
-// agents first in the order they are tried; with a CLI outside the defaults
-// installed, they name it for --agent.
+// so with one line per missing default CLI and its install command, in the
+// order they are tried, the others counted; with a CLI outside the
+// defaults installed, they name it for --agent.
 func TestChatNoAgentInstalled(t *testing.T) {
 	dir := isolate(t)
 	bin := filepath.Join(dir, "bin")
@@ -32,7 +32,6 @@ func TestChatNoAgentInstalled(t *testing.T) {
 		"claude": "npm install -g @anthropic-ai/claude-code",
 		"codex":  "npm install -g @openai/codex",
 		"gemini": "npm install -g @google/gemini-cli",
-		"aider":  "python -m pip install aider-install && aider-install",
 	}
 	for i, id := range defaultAgents {
 		if !regexp.MustCompile(`^  ` + regexp.QuoteMeta(id) + `  +\S`).MatchString(lines[2+i]) {
@@ -43,6 +42,11 @@ func TestChatNoAgentInstalled(t *testing.T) {
 		if !regexp.MustCompile(`(?m)^  ` + regexp.QuoteMeta(id) + `  +` + regexp.QuoteMeta(hint) + `$`).MatchString(msg) {
 			t.Errorf("no line for %s with %q:\n%s", id, hint, msg)
 		}
+	}
+	// The other agents are counted, not listed: the first screen is for the
+	// likely choices.
+	if strings.Contains(msg, "  aider ") || !strings.Contains(msg, "other agents are known: `threadline agents --all` lists each with its install command") {
+		t.Errorf("the other agents:\n%s", msg)
 	}
 	if strings.Contains(msg, "exec:") || strings.Contains(msg, "$PATH") {
 		t.Errorf("lookup errors in the message:\n%s", msg)
