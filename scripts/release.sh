@@ -11,11 +11,13 @@
 # byte-identical archives (entries sorted, mtimes the commit's time, owner
 # 0:0, gzip without name or time). A dirty tree is stamped so (vcs.modified).
 #
-# The SBOM (CycloneDX 1.6 JSON) is made by cyclonedx-gomod (run with
-# `go run module@version`, go.mod untouched) from each binary's embedded build
-# information (`bin` mode: the modules actually linked, not all of go.mod);
-# the three binaries' SBOMs are merged into one per archive: threadline is
-# its main component, the other two binaries are components of it.
+# The SBOM (CycloneDX 1.6 JSON) is made by cyclonedx-gomod v1.10.0
+# (installed into a temporary GOBIN with `go install module@version`, go.mod
+# untouched, and run with the platform's GOOS and GOARCH, which its package
+# URLs name) from each binary's embedded build information (`bin` mode: the
+# modules actually linked, not all of go.mod); the three binaries' SBOMs are
+# merged into one per archive: threadline is its main component, the other
+# two binaries are components of it.
 #
 # THREADLINE_RELEASE_PLATFORMS limits the platforms (default "linux/amd64
 # linux/arm64"), e.g. for a quick check: scripts/releasetest.
@@ -130,6 +132,8 @@ func sorted(m map[string]any) []any {
 }
 EOF
 
+GOBIN=$work/bin go install "$cyclonedx"
+
 files=()
 for platform in $platforms; do
 	goos=${platform%/*} goarch=${platform#*/}
@@ -140,7 +144,7 @@ for platform in $platforms; do
 		ldflags="-s -w"
 		[[ $cmd == threadline ]] && ldflags+=" -X main.version=$version"
 		GOOS=$goos GOARCH=$goarch go build -trimpath -tags goolm -ldflags "$ldflags" -o "$stage/$cmd" "./cmd/$cmd"
-		(cd "$work" && go run "$cyclonedx" bin -json -noserial -notimestamp -version "$version" \
+		(cd "$work" && GOOS=$goos GOARCH=$goarch "$work/bin/cyclonedx-gomod" bin -json -noserial -notimestamp -version "$version" \
 			-output "$work/$name.$cmd.cdx.json" "$stage/$cmd")
 	done
 	cp README.md LICENSE "$stage/"
