@@ -32,6 +32,14 @@ if [[ "${CI:-}" == "true" || "${THREADLINE_E2E:-}" == "1" ]]; then
 	# build stops the script.
 	GITEA_BIN="$(scripts/install-gitea.sh)"
 	export GITEA_BIN
+	# The shells the completion scripts are checked with, and buildah for
+	# the image the release test builds (Debian packages, once).
+	missing=()
+	for tool in zsh fish buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
+	if [[ ${#missing[@]} -gt 0 && $(id -u) -eq 0 ]]; then
+		echo "test: installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
 	export THREADLINE_E2E=1
 else
 	[[ -x node_modules/.bin/claude ]] || echo "test: the agent CLIs are not installed (scripts/install-agents.sh); their end-to-end tests will skip"
