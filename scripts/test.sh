@@ -38,7 +38,8 @@ if [[ "${CI:-}" == "true" || "${THREADLINE_E2E:-}" == "1" ]]; then
 	for tool in zsh fish buildah; do command -v "$tool" >/dev/null || missing+=("$tool"); done
 	if [[ ${#missing[@]} -gt 0 && $(id -u) -eq 0 ]]; then
 		echo "test: installing ${missing[*]}"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null ||
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; }
 	fi
 	export THREADLINE_E2E=1
 else
