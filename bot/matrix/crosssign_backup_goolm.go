@@ -44,9 +44,14 @@ func (b *Bot) startKeyBackup(ctx context.Context, mach *crypto.OlmMachine, key *
 	if err != nil {
 		return err
 	}
-	version, err := b.backupVersion(ctx, mach, bk)
+	version, created, err := b.backupVersion(ctx, mach, bk)
 	if err != nil {
 		return err
+	}
+	if created {
+		if err := mach.SetKeyBackupVersion(ctx, version); err != nil {
+			return fmt.Errorf("%w: %w", ErrCrossSigning, err)
+		}
 	}
 	if mach.KeyBackupVersion() != version {
 		// A crypto store that has not used this backup: a new device, a
@@ -91,31 +96,31 @@ func (b *Bot) backupKey(ctx context.Context, mach *crypto.OlmMachine, key *ssss.
 }
 
 // backupVersion is the account's current backup when it is made for bk,
-// else a new backup version for bk, signed with the master key.
-func (b *Bot) backupVersion(ctx context.Context, mach *crypto.OlmMachine, bk *backup.MegolmBackupKey) (id.KeyBackupVersion, error) {
+// else a new backup version for bk (created), signed with the master key.
+func (b *Bot) backupVersion(ctx context.Context, mach *crypto.OlmMachine, bk *backup.MegolmBackupKey) (version id.KeyBackupVersion, created bool, err error) {
 	pub := id.Ed25519(base64.RawStdEncoding.EncodeToString(bk.PublicKey().Bytes()))
 	latest, err := b.cli.GetKeyBackupLatestVersion(ctx)
 	switch {
 	case err == nil && latest.Algorithm == id.KeyBackupAlgorithmMegolmBackupV1 && latest.AuthData.PublicKey == pub:
-		return latest.Version, nil
+		return latest.Version, false, nil
 	case err != nil && !errors.Is(err, mautrix.MNotFound):
-		return "", fmt.Errorf("%w: the account's key backup: %w", ErrCrossSigning, err)
+		return "", false, fmt.Errorf("%w: the account's key backup: %w", ErrCrossSigning, err)
 	}
 	auth := backup.MegolmAuthData{PublicKey: pub}
 	master := mach.CrossSigningKeys.MasterKey
 	sig, err := master.SignJSON(auth)
 	if err != nil {
-		return "", fmt.Errorf("%w: sign the key backup: %w", ErrCrossSigning, err)
+		return "", false, fmt.Errorf("%w: sign the key backup: %w", ErrCrossSigning, err)
 	}
 	auth.Signatures = signatures.NewSingleSignature(b.me, id.KeyAlgorithmEd25519, master.PublicKey().String(), sig)
 	resp, err := b.cli.CreateKeyBackupVersion(ctx, &mautrix.ReqRoomKeysVersionCreate[backup.MegolmAuthData]{
 		Algorithm: id.KeyBackupAlgorithmMegolmBackupV1, AuthData: auth,
 	})
 	if err != nil {
-		return "", fmt.Errorf("%w: create the key backup: %w", ErrCrossSigning, err)
+		return "", false, fmt.Errorf("%w: create the key backup: %w", ErrCrossSigning, err)
 	}
 	b.log.InfoContext(ctx, "created the account's key backup", logkey.Version, resp.Version)
-	return resp.Version, nil
+	return resp.Version, true, nil
 }
 
 // backupStore is the crypto store that tells the uploader of each Megolm

@@ -4,6 +4,7 @@ package matrix_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"maunium.net/go/mautrix"
 	"maunium.net/go/mautrix/crypto/cryptohelper"
+	"maunium.net/go/mautrix/crypto/ssss"
 	"maunium.net/go/mautrix/event"
 	"maunium.net/go/mautrix/id"
 
@@ -25,17 +27,7 @@ import (
 func (w *world) startCrossSigned(keyFile string) {
 	t := w.t
 	t.Helper()
-	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
-		DefaultAgent: "fake", Workdir: t.TempDir(), Budget: chatops.Budget{MinInterval: minInterval},
-	}, w.log)
-	bot, err := matrix.New(matrix.Config{
-		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
-		Encryption: true, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect, RecoveryKeyFile: keyFile,
-		TypingTimeout: 3 * time.Second,
-	}, w.threads, w.st, w.st, w.log)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bot := w.newCrossSigned(keyFile)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- bot.Run(ctx) }()
@@ -50,6 +42,25 @@ func (w *world) startCrossSigned(keyFile string) {
 	}
 	w.bot, w.stop, w.done = bot, cancel, done
 	t.Cleanup(w.stopBot)
+}
+
+// newCrossSigned is a bot (and its desk, w.threads) with encryption and its
+// recovery key in keyFile.
+func (w *world) newCrossSigned(keyFile string) *matrix.Bot {
+	t := w.t
+	t.Helper()
+	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
+		DefaultAgent: "fake", Workdir: t.TempDir(), Budget: chatops.Budget{MinInterval: minInterval},
+	}, w.log)
+	bot, err := matrix.New(matrix.Config{
+		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
+		Encryption: true, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect, RecoveryKeyFile: keyFile,
+		TypingTimeout: 3 * time.Second,
+	}, w.threads, w.st, w.st, w.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bot
 }
 
 // crossSigning is what the homeserver publishes of u's cross-signing: the
@@ -115,6 +126,27 @@ func TestCrossSignedOnlyClient(t *testing.T) {
 	})
 }
 
+// TestUnsignedBotExcluded is the control of TestCrossSignedOnlyClient: a bot
+// without cross-signing (no recovery key file) gets no keys from a client in
+// that mode, so it cannot read alice's mention, and says so.
+func TestUnsignedBotExcluded(t *testing.T) {
+	w := newWorld(t, "sqlite")
+	w.startBot(true)
+	alice := w.human(w.alice, true)
+	bob := w.human(w.bob, true)
+	machineOf(alice.cli).Machine().SendKeysMinTrust = id.TrustStateCrossSignedTOFU
+	room := w.room(alice, bob, true)
+	root := alice.say(room, "", w.botUser.Name+": hi", w.botUser.ID)
+	alice.wait("the bot's could-not-decrypt notice", waitLong, func(evs []*event.Event) bool {
+		for _, e := range evs {
+			if c := msgContent(e); c != nil && e.Sender == w.botUser.ID && c.RelatesTo.GetReplyTo() == root {
+				return strings.Contains(c.Body, "could not decrypt")
+			}
+		}
+		return false
+	})
+}
+
 // TestCrossSigningKeptAcrossRestarts: a restart loads the cross-signing keys
 // from secret storage with the recovery key (same master key, same file);
 // without the file the bot says so and starts, unsigned, leaving the
@@ -150,6 +182,34 @@ func TestCrossSigningKeptAcrossRestarts(t *testing.T) {
 	if _, err := os.Stat(keyFile); !os.IsNotExist(err) {
 		t.Errorf("the missing key file was written again: %v", err)
 	}
+	w.stopBot()
+
+	// Another recovery key than the account's stops the start, and changes
+	// nothing.
+	other, err := ssss.NewKey("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, []byte(other.RecoveryKey()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bot := w.newCrossSigned(keyFile)
+	err = bot.Run(t.Context())
+	_ = w.threads.Close()
+	if !errors.Is(err, matrix.ErrCrossSigning) {
+		t.Fatalf("Run with another recovery key: %v, want ErrCrossSigning", err)
+	}
+	if strings.Contains(err.Error(), other.RecoveryKey()) {
+		t.Error("the error shows the recovery key")
+	}
+	if again, _ := crossSigning(t, alice(t, w), w.botUser.ID, ""); again != master {
+		t.Errorf("after a wrong recovery key: master %q, want %q kept", again, master)
+	}
+}
+
+// alice is a plain client of alice's, for queries.
+func alice(t *testing.T, w *world) *mautrix.Client {
+	return w.hs.Login(t, w.alice, "ALIQUERY")
 }
 
 // TestKeyBackupAfterLostCryptoStore: the bot uploads the room keys it gets
