@@ -145,8 +145,10 @@ func hasStop(v chatops.View) bool {
 	return false
 }
 
-// hint tells how to press the view's buttons in Matrix; onlyOptions is set
-// when the view's question takes only its options (Bot.onlyOptions).
+// hint tells how to answer the view's buttons in Matrix, which shows none:
+// by a reaction or a reply (a queued prompt's Run now gets none: its text
+// names the command). onlyOptions is set when the view's question takes only
+// its options (Bot.onlyOptions).
 func hint(v chatops.View, onlyOptions bool) string {
 	if len(v.Buttons) == 0 {
 		return ""
@@ -175,22 +177,33 @@ func hint(v chatops.View, onlyOptions bool) string {
 	if options > 0 {
 		parts = append([]string{optionKeys[0] + "… an option"}, parts...)
 	}
-	s := "React " + strings.Join(parts, " · ")
-	if options > 0 {
-		s = "Vote in the poll below, or react " + strings.Join(parts, " · ")
+	s := ""
+	if len(parts) > 0 {
+		s = "React " + strings.Join(parts, " · ")
+		if options > 0 {
+			s = "Vote in the poll below, or react " + strings.Join(parts, " · ")
+		}
 	}
 	if !isCard(v) {
 		return s
 	}
+	var reply string
 	switch free := hasButton(v, chatops.ButtonAnswer) && !onlyOptions; {
 	case options > 0 && free:
-		return s + ", or reply in this thread with an option's number or with your own answer (free text is accepted)."
+		reply = "reply in this thread with an option's number or with your own answer (free text is accepted)."
 	case options > 0:
-		return s + ", or reply in this thread with an option's number."
+		reply = "reply in this thread with an option's number."
 	case free:
-		return s + ", or reply in this thread with your answer."
+		reply = "reply in this thread with your answer."
+	case len(parts) > 0:
+		reply = "reply in this thread: approve, approve session, deny or stop."
+	default:
+		return "" // a queued prompt's Run now: its text names the command (`now N`)
 	}
-	return s + ", or reply in this thread: approve, approve session, deny or stop."
+	if s == "" {
+		return "R" + reply[1:]
+	}
+	return s + ", or " + reply
 }
 
 func hasButton(v chatops.View, id string) bool {
@@ -201,6 +214,23 @@ func hasButton(v chatops.View, id string) bool {
 	}
 	return false
 }
+
+// buttonWords are chatops' platform-neutral phrases that send people to a
+// card's buttons, and what Element's users do instead: Element shows no
+// buttons, so a card on Matrix is answered by a reaction or a reply.
+var buttonWords = strings.NewReplacer(
+	"press Approve, Approve for session or Decline on the card, or reply to it with",
+	"react "+KeyApprove+", "+KeyApproveSession+" or "+KeyDecline+" on the card, or reply to it with",
+	"use the buttons on its card", "react on its card or reply to it",
+	"press the card's button, or reply", "react on the card, or reply",
+	"press the button on the one you mean", "react on the one you mean, or reply to it",
+	"press a button, or reply", "react on this message, or reply",
+	"That button belongs to another chat.", "That card belongs to another chat.",
+)
+
+// elementWords is s with chatops' words about buttons put as Element's users
+// answer a card: with a reaction or a reply.
+func elementWords(s string) string { return buttonWords.Replace(s) }
 
 // content is the message content of a view: the plain body and the HTML body.
 func content(v chatops.View, mentions []id.UserID) *event.MessageEventContent {
@@ -217,6 +247,10 @@ const secretHint = "This question asks for a secret: do not reply with it in thi
 // cardContent is content with the hint of a question that takes only its
 // options when onlyOptions is set, and with secretHint when secret is set.
 func cardContent(v chatops.View, mentions []id.UserID, onlyOptions, secret bool) *event.MessageEventContent {
+	if len(v.Tasks) == 0 { // the steps' places are offsets into the body
+		v.Body = elementWords(v.Body)
+	}
+	v.Footer = elementWords(v.Footer)
 	var plain, htmlParts []string
 	if v.Status != "" {
 		plain = append(plain, v.Status)

@@ -249,7 +249,7 @@ func (b *Bot) Ephemeral(ctx context.Context, p chatops.Place, u chatops.User, te
 		return err
 	}
 	uid := id.UserID(u.ID)
-	c := content(chatops.View{Body: b.Mention(u.Qualified()) + ": " + text}, []id.UserID{uid})
+	c := content(chatops.View{Body: b.Mention(u.Qualified()) + ": " + elementWords(text)}, []id.UserID{uid})
 	if p.Thread != "" {
 		setThread(c.GetRelatesTo(), id.EventID(p.Thread), id.EventID(p.Thread), b.threads.of(room, id.EventID(p.Thread)))
 	}
