@@ -85,7 +85,7 @@ func New(cfg Config, threads *chatops.Desk, logger *slog.Logger, opts ...slack.O
 	}
 	b.home = newHome(api, threads, b.log, cfg.AppHome, &b.wg, ctx)
 	b.surface = &surface{api: api, token: cfg.BotToken, stream: cfg.Streaming != "off", requester: map[chatops.Place]string{}, home: b.home,
-		logger: b.log, self: b.self}
+		sessions: newSessions(api, b.log, &b.wg, ctx), logger: b.log, self: b.self}
 	return b, nil
 }
 

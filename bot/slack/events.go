@@ -163,6 +163,15 @@ func (b *Bot) decodeEvent(ev slackevents.EventsAPIEvent) (delivery, bool) {
 		d.msg = chatops.Message{Place: p, ID: e.EventTimestamp, Sent: tsTime(e.EventTimestamp),
 			User: chatops.User{Platform: Platform, ID: e.User}, Text: "stop", Mentioned: true}
 		d.reaction = true
+	case *slackevents.AgentSessionStoppedEvent:
+		// Slack's own Stop on the thread's agent session: `stop` there,
+		// checked like the command, as the Stop button and ⏹ are.
+		if e == nil || e.ThreadTimestamp == "" {
+			return delivery{}, false
+		}
+		d.msg = chatops.Message{Place: place(team, e.Channel, e.ThreadTimestamp, ""), ID: e.EventTimestamp, Sent: tsTime(e.EventTimestamp),
+			User: chatops.User{Platform: Platform, ID: e.User}, Text: "stop", Mentioned: true}
+		d.reaction = true
 	case *slackevents.MessageEvent:
 		if e == nil {
 			return delivery{}, false
@@ -189,7 +198,7 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 		b.log.WarnContext(ctx, "slack is rate limiting the events sent to this app")
 		return true
 	}
-	if ev.Type == slackevents.CallbackEvent && b.onAssistantEvent(ev) {
+	if ev.Type == slackevents.CallbackEvent && (b.onAssistantEvent(ev) || b.onSessionEvent(ctx, ev)) {
 		return true
 	}
 	d, ok := b.decodeEvent(ev)
@@ -202,7 +211,9 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 	m.Fetch = func(ctx context.Context) []chatops.File {
 		if (m.Mentioned || m.Direct) && !d.reaction {
 			b.surface.asked(m.Place, m.User.ID)
-			b.home.prompted(ctx, m.Place, b.threads.Scrub(m.Text))
+			scrubbed := b.threads.Scrub(m.Text)
+			b.home.prompted(ctx, m.Place, scrubbed)
+			b.surface.sessions.prompted(m.Place, m.User.ID, scrubbed)
 		}
 		files, skipped := b.download(ctx, d.files)
 		if len(skipped) > 0 {
@@ -215,6 +226,32 @@ func (b *Bot) onEventsAPI(ctx context.Context, ev slackevents.EventsAPIEvent) bo
 		return files
 	}
 	return b.put(ctx, chatops.Inbound{Message: &m, EventID: d.eventID})
+}
+
+// onSessionEvent takes what Slack says of an agent session: the streams its
+// Stop halted (agent_session_stopped, which then goes on as `stop` in the
+// thread) and a person's rename (agent_session_title_changed). It returns
+// true when the event was taken whole.
+func (b *Bot) onSessionEvent(ctx context.Context, ev slackevents.EventsAPIEvent) bool {
+	switch e := ev.InnerEvent.Data.(type) {
+	case *slackevents.AgentSessionStoppedEvent:
+		if e != nil {
+			b.surface.sessions.halt(e.Channel, e.StreamingMessageTimestamps)
+		}
+	case *slackevents.AgentSessionTitleChangedEvent:
+		if e == nil || e.Channel == "" || e.ThreadTimestamp == "" {
+			return true
+		}
+		team := cmpOr(e.TeamID, ev.TeamID)
+		p := chatops.Place{Platform: Platform, Workspace: team, Channel: e.Channel, Thread: e.ThreadTimestamp}
+		// chatops has no chat title to change: the session's title is kept
+		// (not set again from a prompt) and logged.
+		b.surface.sessions.renamed(p, e.Title)
+		b.log.InfoContext(ctx, "slack agent session renamed", logkey.Channel, p.Channel, logkey.ThreadID, p.Thread,
+			logkey.User, e.User, logkey.Changed, b.threads.Scrub(e.Title))
+		return true
+	}
+	return false
 }
 
 // put hands an event to the desk; false when ctx ended (or the desk closed)

@@ -135,7 +135,9 @@ func TestRendering(t *testing.T) {
 				mine[m.TS] = true
 			}
 			for _, c := range h.fake.Calls("") {
-				if c.Error != "" && (c.Form.Get("thread_ts") == root || mine[c.Form.Get("ts")]) {
+				// (agents.sessions.setStatus is refused once: the fake's app
+				// has no agent sessions, and the bot finds that out.)
+				if c.Error != "" && c.Method != "agents.sessions.setStatus" && (c.Form.Get("thread_ts") == root || mine[c.Form.Get("ts")]) {
 					t.Fatalf("%s failed: %s", c.Method, c.Error)
 				}
 			}

@@ -39,6 +39,8 @@ type surface struct {
 	requester map[chatops.Place]string
 	// home, when set, follows the runs the messages show (App Home).
 	home *home
+	// sessions, when set, keeps each thread's agent session (sessions.go).
+	sessions *sessions
 	// sent maps the bot's messages (channel + "/" + ts) to their threads,
 	// so that a ⏹ reaction on one stops its thread's run.
 	sent map[string]chatops.Place
@@ -179,7 +181,26 @@ func (s *surface) Post(ctx context.Context, p chatops.Place, v chatops.View) (st
 		return "", translate("chat.postMessage", err)
 	}
 	s.posted(p, ts)
+	s.observeSession(p, ts, v)
 	return ts, nil
+}
+
+// observeSession follows what the bot's message id shows for the thread's
+// agent session.
+func (s *surface) observeSession(p chatops.Place, id string, v chatops.View) {
+	if s.sessions != nil && s.sessions.view(p, id, v) {
+		s.sessions.kick(p)
+	}
+}
+
+// halted returns an error wrapping chatops.ErrNotStreaming when Slack halted
+// the stream id (Slack's Stop on the agent session): nothing more is
+// appended to it, the caller edits it instead.
+func (s *surface) halted(method string, p chatops.Place, id string) error {
+	if s.sessions != nil && s.sessions.isHalted(p.Channel, id) {
+		return fmt.Errorf("%s: %w: halted by the agent session's Stop", method, chatops.ErrNotStreaming)
+	}
+	return nil
 }
 
 // postKeyEvent is the metadata event type that carries a post's key.
@@ -212,6 +233,9 @@ func transportError(err error) bool {
 func (s *surface) Update(ctx context.Context, p chatops.Place, id string, v chatops.View) error {
 	s.home.observe(p, v)
 	_, _, _, err := s.api.UpdateMessageContext(ctx, p.Channel, id, s.msgOptions(v)...)
+	if err == nil {
+		s.observeSession(p, id, v)
+	}
 	return translate("chat.update", err)
 }
 
@@ -331,6 +355,9 @@ func (s *surface) StartStream(ctx context.Context, p chatops.Place, cs []outbox.
 }
 
 func (s *surface) AppendStream(ctx context.Context, p chatops.Place, id string, cs []outbox.Chunk) error {
+	if err := s.halted("chat.appendStream", p, id); err != nil {
+		return err
+	}
 	for _, c := range streamChunks(cs) {
 		if _, _, err := s.api.AppendStreamContext(ctx, p.Channel, id, slack.MsgOptionChunks(c...)); err != nil {
 			return translate("chat.appendStream", err)
@@ -341,6 +368,9 @@ func (s *surface) AppendStream(ctx context.Context, p chatops.Place, id string, 
 
 func (s *surface) StopStream(ctx context.Context, p chatops.Place, id string, cs []outbox.Chunk, v chatops.View) error {
 	s.home.observe(p, v)
+	if err := s.halted("chat.stopStream", p, id); err != nil {
+		return err
+	}
 	calls := streamChunks(cs)
 	var last []slack.StreamChunk
 	if len(calls) > 0 {
@@ -362,6 +392,9 @@ func (s *surface) StopStream(ctx context.Context, p chatops.Place, id string, cs
 		opts = append(opts, slack.MsgOptionBlocks(b...))
 	}
 	_, _, err := s.api.StopStreamContext(ctx, p.Channel, id, opts...)
+	if err == nil {
+		s.observeSession(p, id, v)
+	}
 	return translate("chat.stopStream", err)
 }
 
@@ -432,9 +465,24 @@ func plainText(s string) string {
 	}, s)
 }
 
-// SetStatus sets the thread's assistant status ("is thinking…"; "" clears
-// it): assistant.threads.setStatus, in channels and DMs.
+// SetStatus shows that a turn runs in the thread (status, "is thinking…")
+// or that it ended (""): where the workspace has agent sessions, as the
+// thread's session status (processing, then active; tried on the
+// workspace's first status, sessions.go), else as its assistant status
+// (assistant.threads.setStatus, in channels and DMs).
 func (s *surface) SetStatus(ctx context.Context, p chatops.Place, status string) error {
+	if s.sessions != nil && s.sessions.mode(p.Workspace) != sessionsRefused {
+		s.sessions.activity(p, status != "")
+		s.sessions.sync(ctx, p)
+		if s.sessions.mode(p.Workspace) == sessionsOn {
+			return nil
+		}
+	}
+	return s.assistantStatus(ctx, p, status)
+}
+
+// assistantStatus sets the thread's assistant status ("" clears it).
+func (s *surface) assistantStatus(ctx context.Context, p chatops.Place, status string) error {
 	err := s.api.SetAssistantThreadsStatusContext(ctx, slack.AssistantThreadsSetStatusParameters{
 		ChannelID: p.Channel, ThreadTS: p.Thread, Status: clip(plainText(status), 100),
 	})
@@ -455,6 +503,9 @@ var statusUnavailable = map[string]bool{
 // Delete deletes one of the bot's messages (chat.delete).
 func (s *surface) Delete(ctx context.Context, p chatops.Place, id string) error {
 	_, _, err := s.api.DeleteMessageContext(ctx, p.Channel, id)
+	if err == nil && s.sessions != nil && s.sessions.gone(p, id) {
+		s.sessions.kick(p)
+	}
 	return translate("chat.delete", err)
 }
 
