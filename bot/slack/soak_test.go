@@ -76,20 +76,33 @@ func TestSoakWithFaults(t *testing.T) {
 			}
 		}
 	}()
-	deadline := time.Now().Add(2 * time.Minute)
+	// Waits on progress, not on a clock: it fails only once nothing moved
+	// (no answer finished, no call reached the fake) for a minute.
+	lastDone, lastCalls, moved := -1, -1, time.Now()
 	for {
 		done := 0
+		var stuck []thread
 		for _, th := range threads {
 			if _, _, ok := finalAnswer(t, fake, th.channel, th.root); ok {
 				done++
+			} else {
+				stuck = append(stuck, th)
 			}
 		}
 		if done == runs {
 			break
 		}
-		if time.Now().After(deadline) {
+		if calls := len(fake.Calls("")); done != lastDone || calls != lastCalls {
+			lastDone, lastCalls, moved = done, calls, time.Now()
+		}
+		if time.Since(moved) > time.Minute {
 			close(stopFaults)
-			t.Fatalf("%d of %d answers finished", done, runs)
+			for _, th := range stuck {
+				for _, m := range fake.Thread(th.channel, th.root) {
+					t.Logf("unfinished %s/%s: message %s: %.300s %.300s", th.channel, th.root, m.TS, m.Text, m.Blocks)
+				}
+			}
+			t.Fatalf("%d of %d answers finished; nothing moved for a minute", done, runs)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
