@@ -49,10 +49,11 @@ type Schedule struct {
 	// Cron is a five-field cron expression read in TZ ("" is UTC).
 	Cron string
 	TZ   string
-	// Platform and Channel are where its threads start: a Slack channel id
-	// or a Matrix room id.
-	Platform string
-	Channel  string
+	// Platform, Workspace and Channel are where its threads start: a Slack
+	// team and channel id, or a Matrix server name and room id.
+	Platform  string
+	Workspace string
+	Channel   string
 	// Project and Agent are the new chats' ("": the channel's defaults).
 	Project string
 	Agent   string
@@ -88,6 +89,7 @@ type scheduleRow struct {
 	Cron      string    `db:"cron"`
 	TZ        string    `db:"tz"`
 	Platform  string    `db:"platform"`
+	Workspace string    `db:"workspace"`
 	Channel   string    `db:"channel"`
 	Project   string    `db:"project"`
 	Agent     string    `db:"agent"`
@@ -98,7 +100,7 @@ type scheduleRow struct {
 }
 
 func (r scheduleRow) schedule() Schedule {
-	return Schedule{Name: r.Name, Cron: r.Cron, TZ: r.TZ, Platform: r.Platform, Channel: r.Channel, Project: r.Project,
+	return Schedule{Name: r.Name, Cron: r.Cron, TZ: r.TZ, Platform: r.Platform, Workspace: r.Workspace, Channel: r.Channel, Project: r.Project,
 		Agent: r.Agent, Prompt: r.Prompt, Catchup: r.Catchup, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt.UTC()}
 }
 
@@ -121,11 +123,11 @@ func (r firingRow) firing() ScheduleFiring {
 }
 
 const (
-	scheduleColumns = `name, cron, tz, platform, channel, project, agent, prompt, catchup, created_by, created_at`
+	scheduleColumns = `name, cron, tz, platform, workspace, channel, project, agent, prompt, catchup, created_by, created_at`
 	firingColumns   = `schedule, occurrence, kind, state, owner, chat_id, note, by_user, created_at, updated_at`
 
 	queryAddSchedule = `INSERT INTO schedules (` + scheduleColumns + `)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`
 	queryGetSchedule    = `SELECT ` + scheduleColumns + ` FROM schedules WHERE name = $1`
 	queryListSchedules  = `SELECT ` + scheduleColumns + ` FROM schedules ORDER BY name`
 	queryRemoveSchedule = `DELETE FROM schedules WHERE name = $1`
@@ -161,7 +163,7 @@ func (s *Store) AddSchedule(ctx context.Context, sc Schedule) error {
 	if sc.CreatedAt.IsZero() {
 		sc.CreatedAt = now()
 	}
-	_, err := s.db.ExecContext(ctx, queryAddSchedule, sc.Name, sc.Cron, sc.TZ, sc.Platform, sc.Channel, sc.Project, sc.Agent,
+	_, err := s.db.ExecContext(ctx, queryAddSchedule, sc.Name, sc.Cron, sc.TZ, sc.Platform, sc.Workspace, sc.Channel, sc.Project, sc.Agent,
 		sc.Prompt, sc.Catchup, sc.CreatedBy, sc.CreatedAt.UTC())
 	if err != nil {
 		return fmt.Errorf("store: add schedule %s: %w", sc.Name, translate(err))

@@ -13,7 +13,7 @@ import (
 func TestSchedules(t *testing.T) {
 	storetest.Each(t, func(t *testing.T, s *store.Store) {
 		ctx := t.Context()
-		sc := store.Schedule{Name: "standup", Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Platform: "slack", Channel: "C1",
+		sc := store.Schedule{Name: "standup", Cron: "0 9 * * 1-5", TZ: "Europe/Berlin", Platform: "slack", Workspace: "T1", Channel: "C1",
 			Project: "web", Agent: "claude", Prompt: "Summarise yesterday's commits", CreatedBy: "cli"}
 		if err := s.AddSchedule(ctx, sc); err != nil {
 			t.Fatal(err)
@@ -28,7 +28,7 @@ func TestSchedules(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Catchup != store.CatchupSkip || got.Prompt != sc.Prompt || got.TZ != sc.TZ || got.CreatedAt.IsZero() {
+		if got.Catchup != store.CatchupSkip || got.Prompt != sc.Prompt || got.TZ != sc.TZ || got.Workspace != "T1" || got.CreatedAt.IsZero() {
 			t.Errorf("Schedule = %+v", got)
 		}
 		if _, err := s.Schedule(ctx, "nope"); !errors.Is(err, store.ErrNotFound) {

@@ -1,6 +1,6 @@
 -- 0013_schedules: prompts that run on a cron schedule, each firing in a new
--- thread of its channel (platform, channel: a Slack channel id or a Matrix
--- room id). cron is a five-field expression read in tz ('' is UTC); catchup
+-- thread of its channel (platform, workspace, channel: a Slack team and
+-- channel id, or a Matrix server name and room id). cron is a five-field expression read in tz ('' is UTC); catchup
 -- says what happens to occurrences missed while no replica ran: 'once' runs
 -- the latest of them once at start, 'skip' runs none.
 --
@@ -19,6 +19,7 @@ CREATE TABLE schedules (
     cron       TEXT NOT NULL,
     tz         TEXT NOT NULL DEFAULT '',
     platform   TEXT NOT NULL,
+    workspace  TEXT NOT NULL DEFAULT '',
     channel    TEXT NOT NULL,
     project    TEXT NOT NULL DEFAULT '',
     agent      TEXT NOT NULL DEFAULT '',
