@@ -255,14 +255,14 @@ func (s *sessions) kick(p chatops.Place) {
 	s.wg.Go(func() {
 		ctx, cancel := context.WithTimeout(s.base, 30*time.Second)
 		defer cancel()
-		s.sync(ctx, p)
+		_ = s.sync(ctx, p)
 	})
 }
 
 // sync sends the thread's status while it differs from what Slack shows,
-// one call at a time. A rate limit puts the call off; a refusal marks the
-// workspace as without agent sessions.
-func (s *sessions) sync(ctx context.Context, p chatops.Place) {
+// one call at a time. A rate limit puts the call off (limited is true); a
+// refusal marks the workspace as without agent sessions.
+func (s *sessions) sync(ctx context.Context, p chatops.Place) (limited bool) {
 	s.mu.Lock()
 	t := s.thread(p)
 	s.mu.Unlock()
@@ -276,7 +276,7 @@ func (s *sessions) sync(ctx context.Context, p chatops.Place) {
 				t.stale = false
 			}
 			s.mu.Unlock()
-			return
+			return false
 		}
 		params := slack.AgentSessionSetStatusParameters{Status: want, ChannelID: p.Channel, ThreadTS: p.Thread}
 		if !t.titled {
@@ -316,7 +316,7 @@ func (s *sessions) sync(ctx context.Context, p chatops.Place) {
 				s.log.InfoContext(ctx, "slack agent sessions refused in this workspace: the assistant thread status instead",
 					logkey.Team, p.Workspace, logkey.Err, err)
 			}
-			return
+			return false
 		case errors.As(err, &rl):
 			found()
 			// Tier 3: try again when Slack says, off this caller.
@@ -328,15 +328,15 @@ func (s *sessions) sync(ctx context.Context, p chatops.Place) {
 				}
 				ctx, cancel := context.WithTimeout(s.base, 30*time.Second)
 				defer cancel()
-				s.sync(ctx, p)
+				_ = s.sync(ctx, p)
 			})
-			return
+			return true
 		default:
 			found()
 			if ctx.Err() == nil {
 				s.log.WarnContext(ctx, "set the agent session status", logkey.Channel, p.Channel, logkey.Status, want, logkey.Err, err)
 			}
-			return
+			return false
 		}
 	}
 }

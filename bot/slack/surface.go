@@ -21,6 +21,7 @@ import (
 
 	"github.com/slack-go/slack"
 
+	"github.com/threadline-bot/threadline/agentcore/logkey"
 	"github.com/threadline-bot/threadline/chatops"
 	"github.com/threadline-bot/threadline/chatops/outbox"
 	"github.com/threadline-bot/threadline/chatops/render"
@@ -470,15 +471,32 @@ func plainText(s string) string {
 // thread's session status (processing, then active; tried on the
 // workspace's first status, sessions.go), else as its assistant status
 // (assistant.threads.setStatus, in channels and DMs).
+//
+// A session status Slack puts off (Tier 3, a 429: sessions.go tries again
+// when Slack says) is shown meanwhile as the assistant status, whose budget
+// is apart, so that the thread shows a sign at once: the thread's first
+// reply clears it, and a failure of it is left to the session's retry.
 func (s *surface) SetStatus(ctx context.Context, p chatops.Place, status string) error {
 	if s.sessions != nil && s.sessions.mode(p.Workspace) != sessionsRefused {
 		s.sessions.activity(p, status != "")
-		s.sessions.sync(ctx, p)
+		limited := s.sessions.sync(ctx, p)
 		if s.sessions.mode(p.Workspace) == sessionsOn {
+			if limited && status != "" {
+				if err := s.assistantStatus(ctx, p, status); err != nil {
+					s.log().DebugContext(ctx, "assistant status in place of the session's", logkey.Channel, p.Channel, logkey.Err, err)
+				}
+			}
 			return nil
 		}
 	}
 	return s.assistantStatus(ctx, p, status)
+}
+
+// OwnStop reports whether Slack shows its own Stop button on the thread's
+// streamed answer (the workspace has agent sessions): the outbox then posts
+// no companion message for Threadline's.
+func (s *surface) OwnStop(p chatops.Place) bool {
+	return s.sessions != nil && s.sessions.mode(p.Workspace) == sessionsOn
 }
 
 // assistantStatus sets the thread's assistant status ("" clears it).

@@ -231,7 +231,12 @@ type oslot struct {
 	// real text does not wait for MinInterval.
 	placeholder bool
 	// shown is a status slot's last sent status.
-	shown   *render.SlotView
+	shown *render.SlotView
+	// quiet is set on a status slot once its run's answer streams natively:
+	// the reply cleared the status and the stream's text and task cards
+	// show the work from then on, so nothing more is sent (not even a
+	// clear, which would change nothing).
+	quiet   bool
 	waiters []chan struct{}
 }
 
@@ -379,7 +384,7 @@ func (o *Outbox) status(chatID agent.ChatID, runID agent.RunID, place Place, fir
 		s = &oslot{rm: Message{RunID: runID, Slot: slotStatus, ChatID: chatID, Place: place, FirstSeq: firstSeq}, kind: kindStatus}
 		o.slots[k] = s
 	}
-	if s.rm.Final {
+	if s.rm.Final || (s.quiet && !final) {
 		return
 	}
 	if final {
@@ -402,6 +407,10 @@ func (o *Outbox) status(chatID agent.ChatID, runID agent.RunID, place Place, fir
 // companion goes). o.mu is held.
 func (o *Outbox) controls(rm Message, buttons []render.Button) {
 	if _, ok := o.surface.(Deleter); !ok {
+		return
+	}
+	if own, ok := o.surface.(OwnStopper); ok && buttons != nil && own.OwnStop(rm.Place) {
+		// The platform shows its own Stop on the stream: no companion.
 		return
 	}
 	k := slotKey{rm.RunID, slotControls}
@@ -568,6 +577,18 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 			}
 		}
 	}
+	// postsWait says more answers wait for their first message than the
+	// post budget has tokens now: their statuses go first, so that every
+	// thread shows a sign at once.
+	waitingFirst := 0
+	for run, k := range firstUnposted {
+		if k == 0 {
+			if a := o.slots[slotKey{run, "answer/0"}]; a != nil && a.want != nil {
+				waitingFirst++
+			}
+		}
+	}
+	postsWait := waitingFirst > 0 && (o.readyAt(opPost, now).After(now) || float64(waitingFirst) > o.buckets[opPost].tokens)
 	for _, s := range o.slots {
 		if s.want == nil && s.kind == kindStatus && s.shown != nil && !s.rm.Final {
 			// Slack drops a status after two minutes without a message:
@@ -586,16 +607,18 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 				continue
 			}
 		}
-		if first, waiting := firstUnposted[s.rm.RunID]; waiting && first == 0 && s.kind == kindStatus {
-			// The status goes up once the answer's first message is there
-			// (a platform may clear it when the bot posts).
-			continue
-		}
 		if s.want.View.Hash() == s.rm.Hash && s.rm.MessageID != "" && (s.rm.Final || !s.want.Final) && !(s.streaming && o.frozen(s)) {
 			// Already shows exactly this (a replay after a restart; a part
 			// whose stream is still to end is not done).
 			s.want = nil
 			s.resolve()
+			continue
+		}
+		if first, waiting := firstUnposted[s.rm.RunID]; waiting && first == 0 && s.kind == kindStatus && !postsWait {
+			// The answer's first message can go now: it is the sign, and
+			// the status goes up after it (a platform may clear it when
+			// the bot posts). When posts must wait, the status goes
+			// first, on its own budget.
 			continue
 		}
 		ready := s.retryAt
@@ -625,8 +648,7 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 				op = opAppend
 			}
 		}
-		if best == nil || s.want.Priority > best.want.Priority ||
-			(s.want.Priority == best.want.Priority && s.since.Before(best.since)) {
+		if best == nil || rank(s) > rank(best) || (rank(s) == rank(best) && s.since.Before(best.since)) {
 			best, bestOp = s, op
 		}
 	}
@@ -634,6 +656,18 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		return nil, earliest.Sub(now)
 	}
 	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: bestOp, hash: best.want.View.Hash(), at: now}, 0
+}
+
+// rank orders the pending updates: by priority, save that a companion's
+// Stop button goes after every other post (another thread's first text
+// is never held up by it; its stream shows Slack's own working state
+// meanwhile). The status goes first: it is the cheapest sign of work, on a
+// budget of its own.
+func rank(s *oslot) render.Priority {
+	if s.kind == kindControls && !s.want.Final {
+		return render.PriorityProgress - 1
+	}
+	return s.want.Priority
 }
 
 // commit spends the budget of the job next chose: a token of its kind and,
@@ -828,7 +862,19 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			sv := j.sv
 			s.shown = &sv
 		}
-		if j.op == opPost && s.kind != kindStatus {
+		if ss := o.slots[slotKey{rm.RunID, slotStatus}]; j.op == opPost && s.kind != kindStatus && isAnswer && streaming && ss != nil && ss.shown != nil {
+			// A stream started where the status was the sign while it
+			// waited: the reply cleared the status (Slack does when the
+			// app replies) and the stream shows the work from now on (its
+			// text, its task cards).
+			if !ss.rm.Final {
+				ss.quiet, ss.shown = true, nil
+				if ss.want != nil && !ss.want.Final {
+					ss.want = nil
+					ss.resolve()
+				}
+			}
+		} else if j.op == opPost && s.kind != kindStatus {
 			// A post in the thread clears its status (Slack does when the
 			// app replies): show it again.
 			if ss := o.slots[slotKey{rm.RunID, slotStatus}]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.shown.View.Status != "" {

@@ -95,6 +95,14 @@ type Deleter interface {
 	Delete(ctx context.Context, p Place, id string) error
 }
 
+// OwnStopper is a Streamer whose platform shows its own Stop button on a
+// thread's streamed answer (Slack's agent sessions). Optional: where
+// OwnStop is true the outbox posts no companion message for the Stop
+// button.
+type OwnStopper interface {
+	OwnStop(p Place) bool
+}
+
 // Saver persists what was sent, so that a restart edits the same messages and
 // sends nothing twice.
 type Saver interface {

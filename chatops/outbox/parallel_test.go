@@ -1,0 +1,115 @@
+// Tests of many answers at once (issue 31): every thread shows a sign first
+// (its status, on its own budget, while the posts wait), the Stop companion
+// goes after other threads' first messages, and none is posted where the
+// platform has its own Stop.
+
+package outbox_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/threadline-bot/threadline/agentcore/agent"
+	"github.com/threadline-bot/threadline/chatops/outbox"
+	"github.com/threadline-bot/threadline/chatops/render"
+)
+
+// threads is a streaming platform that records each call's thread in key
+// (posts keep their idempotency key), and may show its own Stop.
+type threads struct {
+	streaming
+	own bool
+}
+
+func (s *threads) StartStream(_ context.Context, p outbox.Place, cs []outbox.Chunk) (string, error) {
+	return s.do(call{op: "start", key: p.Thread, rest: chunkText(cs)})
+}
+
+func (s *threads) SetStatus(_ context.Context, p outbox.Place, status string) error {
+	_, err := s.do(call{op: "status", id: "-", key: p.Thread, body: status})
+	return err
+}
+
+func (s *threads) OwnStop(outbox.Place) bool { return s.own }
+
+func inThread(n int) outbox.Place {
+	p := place
+	p.Thread = fmt.Sprintf("%d.1", n)
+	return p
+}
+
+// Three answers begin at once with a post budget of one at a time: each
+// thread's status goes up before any stream starts, a stream that started
+// is the sign from then on (no status call follows, not even the clear),
+// and the Stop companions are posted after every thread's stream started.
+func TestSignFirst(t *testing.T) {
+	s := &threads{}
+	o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Millisecond, Post: outbox.Rate{PerMinute: 1200, Burst: 1}}, true, nil)
+	runs := []agent.RunID{"r1", "r2", "r3"}
+	for i, run := range runs {
+		o.Put("c1", run, inThread(i+1), 1, 1, live(0, render.View{Body: "_Working…_", Working: true, Activity: render.ActivityThinking, Buttons: stopButton()}))
+	}
+	start(t, o)
+	for _, run := range runs {
+		flush(t, o, run)
+	}
+	for i, run := range runs {
+		o.Put("c1", run, inThread(i+1), 1, 2, live(0, render.View{Body: "Hello", Activity: "is running Bash…", Buttons: stopButton()}))
+		o.Put("c1", run, inThread(i+1), 1, 3, render.SlotView{Slot: "answer/0", View: render.View{Body: "Hello.", Footer: "Done"}, Final: true, Priority: render.PriorityFinal})
+	}
+	for _, run := range runs {
+		flush(t, o, run)
+	}
+	cs := s.log()
+	firstStart, lastStart, firstCompanion := -1, -1, -1
+	statuses := map[string][]string{}
+	for i, c := range cs {
+		switch c.op {
+		case "status":
+			statuses[c.key] = append(statuses[c.key], c.body)
+			if firstStart >= 0 {
+				t.Errorf("status %q in %s after a stream started: %s", c.body, c.key, opsOf(cs, "status", "start", "post"))
+			}
+		case "start":
+			if firstStart < 0 {
+				firstStart = i
+			}
+			lastStart = i
+		case "post":
+			if strings.HasSuffix(c.key, "/controls") && firstCompanion < 0 {
+				firstCompanion = i
+			}
+		}
+	}
+	for i := range runs {
+		if got := strings.Join(statuses[fmt.Sprintf("%d.1", i+1)], ","); got != render.ActivityThinking {
+			t.Errorf("thread %d statuses %q, want the one before its stream", i+1, got)
+		}
+	}
+	if firstCompanion < lastStart {
+		t.Errorf("a companion before another thread's stream start: %s", opsOf(cs, "status", "start", "post"))
+	}
+	if n := strings.Count(opsOf(cs, "delete"), "delete:"); n != 3 {
+		t.Errorf("%d companions deleted, want 3", n)
+	}
+}
+
+// Where the platform shows its own Stop on a stream, no companion is posted
+// (nor deleted).
+func TestOwnStopNoCompanion(t *testing.T) {
+	s := &threads{own: true}
+	o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Millisecond}, true, nil)
+	start(t, o)
+	o.Put("c1", "r1", place, 1, 1, live(0, render.View{Body: "_Working…_", Working: true, Buttons: stopButton()}))
+	flush(t, o, "r1")
+	o.Put("c1", "r1", place, 1, 2, live(0, render.View{Body: "Hello", Buttons: stopButton()}))
+	flush(t, o, "r1")
+	o.Put("c1", "r1", place, 1, 3, render.SlotView{Slot: "answer/0", View: render.View{Body: "Hello.", Footer: "Done"}, Final: true, Priority: render.PriorityFinal})
+	flush(t, o, "r1")
+	if got, want := opsOf(s.log(), "start", "post", "append", "stop", "delete"), "start: append:Hello stop:.Done"; got != want {
+		t.Fatalf("calls %q, want %q", got, want)
+	}
+}
