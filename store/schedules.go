@@ -145,7 +145,9 @@ WHERE schedule = $1 AND occurrence = $2`
 ORDER BY occurrence DESC LIMIT 1`
 	queryFirings = `SELECT ` + firingColumns + ` FROM schedule_firings WHERE schedule = $1
 ORDER BY occurrence DESC LIMIT $2`
-	queryChatRunning = `SELECT COUNT(*) FROM runs WHERE chat_id = $1 AND status = 'running'`
+	queryChatRunning      = `SELECT COUNT(*) FROM runs WHERE chat_id = $1 AND status = 'running'`
+	queryChannelWorkspace = `SELECT workspace FROM thread_bindings WHERE platform = $1 AND channel = $2
+ORDER BY created_at DESC LIMIT 1`
 )
 
 // AddSchedule stores a new schedule; CreatedAt is set when zero. A name in
@@ -308,6 +310,20 @@ func (s *Store) ChatRunning(ctx context.Context, chatID string) (bool, error) {
 		return false, fmt.Errorf("store: running runs of chat %s: %w", chatID, translate(err))
 	}
 	return n > 0, nil
+}
+
+// ChannelWorkspace returns the workspace (Slack team, Matrix server) of the
+// channel's latest bound thread; "" when it has none.
+func (s *Store) ChannelWorkspace(ctx context.Context, platform, channel string) (string, error) {
+	var w string
+	err := s.db.GetContext(ctx, &w, queryChannelWorkspace, platform, channel)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("store: workspace of channel %s: %w", channel, translate(err))
+	}
+	return w, nil
 }
 
 func firings(rows []firingRow) []ScheduleFiring {

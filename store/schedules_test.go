@@ -118,6 +118,17 @@ func TestSchedules(t *testing.T) {
 			t.Errorf("ChatRunning = %v, %v", running, err)
 		}
 
+		if w, err := s.ChannelWorkspace(ctx, "slack", "C1"); err != nil || w != "" {
+			t.Errorf("ChannelWorkspace before any binding = %q, %v", w, err)
+		}
+		newChats(t, s, "bound")
+		if _, _, err := s.Bind(ctx, store.Binding{ThreadRef: store.ThreadRef{Platform: "slack", Workspace: "T9", Channel: "C1", Thread: "1.2"}, ChatID: "bound"}); err != nil {
+			t.Fatal(err)
+		}
+		if w, err := s.ChannelWorkspace(ctx, "slack", "C1"); err != nil || w != "T9" {
+			t.Errorf("ChannelWorkspace = %q, %v; want T9", w, err)
+		}
+
 		if err := s.RemoveSchedule(ctx, "standup"); err != nil {
 			t.Fatal(err)
 		}

@@ -44,6 +44,7 @@ type Store interface {
 	FinishScheduleFiring(ctx context.Context, name string, occurrence time.Time, state, chatID, note string) error
 	ScheduleFirings(ctx context.Context, name string, limit int) ([]store.ScheduleFiring, error)
 	ChatRunning(ctx context.Context, chatID string) (bool, error)
+	ChannelWorkspace(ctx context.Context, platform, channel string) (string, error)
 }
 
 // Starter starts threads and posts notes (*chatops.Desk).
@@ -321,8 +322,7 @@ func (s *Scheduler) fire(ctx context.Context, sc store.Schedule, occ time.Time, 
 		if by != "" {
 			label += " (run by " + by + ")"
 		}
-		place := chatops.Place{Platform: sc.Platform, Workspace: sc.Workspace, Channel: sc.Channel}
-		chat, err := s.starter.StartThread(ctx, place, label, sc.Agent, sc.Project, sc.Prompt)
+		chat, err := s.starter.StartThread(ctx, s.place(ctx, sc), label, sc.Agent, sc.Project, sc.Prompt)
 		if err != nil {
 			s.log.WarnContext(ctx, "start scheduled thread", logkey.Key, sc.Name, logkey.Slot, occ, logkey.Err, err)
 			s.finish(ctx, sc.Name, occ, store.FiringFailed, string(chat), err.Error())
@@ -368,11 +368,26 @@ func (s *Scheduler) skip(ctx context.Context, sc store.Schedule, occ time.Time) 
 	if _, loc, err := Parse(sc.Cron, sc.TZ); err == nil {
 		when = occ.In(loc).Format("2006-01-02 15:04 MST")
 	}
-	place := chatops.Place{Platform: sc.Platform, Workspace: sc.Workspace, Channel: sc.Channel}
+	place := s.place(ctx, sc)
 	text := fmt.Sprintf("Schedule %s: skipped the run of %s: %s.", sc.Name, when, note)
 	if err := s.starter.Notice(ctx, place, text); err != nil {
 		s.log.WarnContext(ctx, "post skipped schedule note", logkey.Key, sc.Name, logkey.Err, err)
 	}
+}
+
+// place is where the schedule's threads start. A schedule without a
+// workspace (a Slack team id the operator did not give) takes the one of the
+// channel's latest bound thread, so replies in its threads find their chat.
+func (s *Scheduler) place(ctx context.Context, sc store.Schedule) chatops.Place {
+	p := chatops.Place{Platform: sc.Platform, Workspace: sc.Workspace, Channel: sc.Channel}
+	if p.Workspace == "" {
+		w, err := s.store.ChannelWorkspace(ctx, sc.Platform, sc.Channel)
+		if err != nil {
+			s.log.WarnContext(ctx, "read the channel's workspace", logkey.Key, sc.Name, logkey.Err, err)
+		}
+		p.Workspace = w
+	}
+	return p
 }
 
 func (s *Scheduler) finish(ctx context.Context, name string, occ time.Time, state, chatID, note string) {

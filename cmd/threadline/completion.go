@@ -36,6 +36,7 @@ var completionCommands = []cmdWord{
 		{name: "list"}, {name: "diff"}, {name: "push"}, {name: "pr"}, {name: "merge"}, {name: "remove"}, {name: "gc"},
 	}},
 	{name: "workspaces"},
+	{name: "schedule"}, // its words: threadline schedule --help
 	{name: "completion", subs: []cmdWord{{name: "bash"}, {name: "zsh"}, {name: "fish"}}},
 	{name: "version"}, {name: "help"},
 }

@@ -39,6 +39,7 @@ Usage:
   threadline project secret set|list|unset PROJECT [KEY]   (values from stdin, never printed)
   threadline workspace list|diff|push|pr|merge|remove|gc [--chat ID] [--json]   (a chat's own branch)
   threadline workspaces [--json]
+  threadline schedule add NAME --cron EXPR [--tz Z] --channel C [--project P] [--agent A] "prompt" | list | remove NAME | run NAME
   threadline completion bash|zsh|fish   (the shell completion script)
   threadline version
 
@@ -116,6 +117,8 @@ func mainImpl(args []string, stdin io.Reader, stdout, stderr io.Writer) (int, er
 		err = cmdProject(ctx, args[1:], stdin, stdout, stderr)
 	case "workspace":
 		err = cmdWorkspace(ctx, args[1:], stdout, stderr)
+	case "schedule", "schedules":
+		err = cmdSchedule(ctx, args[1:], stdout, stderr)
 	case "workspaces":
 		err = cmdWorkspace(ctx, append([]string{"list"}, args[1:]...), stdout, stderr)
 	case "completion":

@@ -161,6 +161,8 @@ func serve(ctx context.Context, a *app, fronts []frontEnd) error {
 			}
 		})
 	})
+	// Schedules start new threads in their channels (schedule.go).
+	wg.Go(func() { runSchedules(intake, a, log) })
 	var runErr error
 	select {
 	case <-ctx.Done():
