@@ -296,7 +296,6 @@ func (s *Scheduler) fire(ctx context.Context, sc store.Schedule, occ time.Time, 
 		s.inflight[sc.Name] = true
 	}
 	s.mu.Unlock()
-	ctx = context.WithoutCancel(ctx)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -390,7 +389,11 @@ func (s *Scheduler) place(ctx context.Context, sc store.Schedule) chatops.Place 
 	return p
 }
 
+// finish records the firing's end, also when ctx ended meanwhile (serve
+// stopping while a thread was being started).
 func (s *Scheduler) finish(ctx context.Context, name string, occ time.Time, state, chatID, note string) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
 	if err := s.store.FinishScheduleFiring(ctx, name, occ, state, chatID, note); err != nil {
 		s.log.WarnContext(ctx, "record schedule firing", logkey.Key, name, logkey.Slot, occ, logkey.Err, err)
 	}
