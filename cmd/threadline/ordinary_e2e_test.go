@@ -101,7 +101,9 @@ func TestOrdinaryUserRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	probed := string(b)
-	if strings.Contains(probed, "PRIVATE-KEY-OF-THE-USER") || strings.Count(probed, "Permission denied") != 2 {
+	// bash says "Permission denied", zsh (Claude's Bash tool prefers it when
+	// installed) "permission denied".
+	if strings.Contains(probed, "PRIVATE-KEY-OF-THE-USER") || strings.Count(strings.ToLower(probed), "permission denied") != 2 {
 		t.Errorf("the sandboxed tool, as the user, reached the user's key or home:\n%s", probed)
 	}
 	if b, err := os.ReadFile(filepath.Join(home, ".profile")); err == nil {

@@ -2,6 +2,7 @@ package fakeresponses
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -21,6 +22,7 @@ func TestServeMCP(t *testing.T) {
 		`{"jsonrpc":"2.0","id":"elicit-1","result":{"action":"accept","content":{"replicas":2}}}`,
 		`{"jsonrpc":"2.0","id":"c2","method":"tools/call","params":{"name":"deploy"}}`,
 		`{"jsonrpc":"2.0","id":"elicit-2","error":{"code":-1,"message":"no"}}`,
+		`{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"chart","arguments":{"title":"load"}}}`,
 		`{"jsonrpc":"2.0","id":7,"method":"resources/list"}`,
 	}, "\n")
 	var out bytes.Buffer
@@ -30,11 +32,13 @@ func TestServeMCP(t *testing.T) {
 	// Each answer: id, then the method of a request or the result / error.
 	want := []string{
 		`0 {"capabilities":{"tools":{}},"protocolVersion":"2025-06-18","serverInfo":{"name":"fakemcp","version":"0.0.1"}}`,
-		`1 {"tools":[{"description":"Deploy the service.","inputSchema":{"properties":{"service":{"type":"string"}},"type":"object"},"name":"deploy"}]}`,
+		`1 {"tools":[{"description":"Deploy the service.","inputSchema":{"properties":{"service":{"type":"string"}},"type":"object"},"name":"deploy"},` +
+			`{"description":"Draw a chart.","inputSchema":{"properties":{"title":{"type":"string"}},"type":"object"},"name":"chart"}]}`,
 		`"elicit-1" elicitation/create {"mode":"form","message":"Deploy settings","requestedSchema":` + MCPForm + `}`,
 		`"c1" {"content":[{"text":"elicitation answer: {\"action\":\"accept\",\"content\":{\"replicas\":2}}","type":"text"}],"isError":false}`,
 		`"elicit-2" elicitation/create {"mode":"form","message":"Deploy settings","requestedSchema":` + MCPForm + `}`,
 		`"c2" {"content":[{"text":"elicitation answer: error {\"code\":-1,\"message\":\"no\"}","type":"text"}],"isError":false}`,
+		`8 {"content":[{"data":"` + base64.StdEncoding.EncodeToString(MCPImage) + `","mimeType":"image/png","type":"image"},{"text":"a chart","type":"text"}],"isError":false}`,
 		`7 error -32601 method not found`,
 	}
 	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
