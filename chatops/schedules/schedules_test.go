@@ -12,6 +12,7 @@ import (
 	"github.com/threadline-bot/threadline/agentcore/agent"
 	"github.com/threadline-bot/threadline/agentcore/runhub"
 	"github.com/threadline-bot/threadline/chatops"
+	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/chatops/schedules"
 	"github.com/threadline-bot/threadline/store"
 	"github.com/threadline-bot/threadline/store/storetest"
@@ -259,5 +260,28 @@ func TestCatchup(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// Run ticks at start and then each time its injected After fires, and ends
+// with its context.
+func TestRunTicksOnItsClock(t *testing.T) {
+	st := storetest.Open(t, store.DialectSQLite)
+	addSchedule(t, st, "build", "")
+	f, c := &starter{}, &clock{}
+	c.set(at("10s"))
+	wake := make(chan time.Time)
+	s := schedules.New(st, f, schedules.Options{Owner: "h:1", Interval: 15 * time.Second, Now: c.Now,
+		After: func(time.Duration) <-chan time.Time { return wake }}, nil)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	c.set(at("5m1s"))
+	wake <- at("5m1s") // taken once the first tick is over
+	chatopstest.WaitFor(t, "the 10:05 firing", func() bool { n, _ := f.counts(); return n == 1 })
+	cancel()
+	<-done
+	if n, _ := f.counts(); n != 1 {
+		t.Errorf("started %d threads, want 1", n)
 	}
 }
