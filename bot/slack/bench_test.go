@@ -38,7 +38,7 @@ func scaledBudget(scale int) chatops.Budget {
 	scaled := func(r chatops.Rate) chatops.Rate { return chatops.Rate{PerMinute: r.PerMinute * f, Burst: r.Burst} }
 	return chatops.Budget{
 		MinInterval: time.Second / time.Duration(scale),
-		Post:        scaled(d.Post), Update: scaled(d.Update), Append: scaled(d.Append),
+		Post:        scaled(d.Post), Start: scaled(d.Start), Update: scaled(d.Update), Append: scaled(d.Append),
 		Stop: scaled(d.Stop), Delete: scaled(d.Delete), Status: scaled(d.Status),
 	}
 }

@@ -18,12 +18,8 @@ import (
 	"github.com/threadline-bot/threadline/store/storetest"
 )
 
-// toolTurn streams ds evenly over d with a Bash call and a plan update
-// halfway.
-func toolTurn(ds []string, d time.Duration) chatopstest.Turn { return timedTurn(ds, d, nil) }
-
-// timedTurn is toolTurn calling last (when not nil) just before the last
-// delta goes out.
+// timedTurn streams ds evenly over d with a Bash call and a plan update
+// halfway, calling last (when not nil) just before the last delta goes out.
 func timedTurn(ds []string, d time.Duration, last func()) chatopstest.Turn {
 	return func(ctx context.Context, _ agent.RunRequest, emit func(agent.Event)) error {
 		emit(agent.Event{Type: agent.EventSessionUpdated, SessionID: "s", Model: "fake-model"})

@@ -64,6 +64,9 @@ type threadSession struct {
 	title     string // the title to create the session with
 	titled    bool   // the session has its title (sent, or renamed by a person)
 	initiator string
+	// assistant says the assistant status was set in place of a session
+	// status Slack put off: it is cleared with the turn's end.
+	assistant bool
 	// prompted says someone prompted in the thread since this process
 	// started; a turn running in a thread that was not (resumed after a
 	// restart) keeps the processing the earlier process set.
@@ -127,6 +130,18 @@ func (s *sessions) prompted(p chatops.Place, user, scrubbed string) {
 	if t.initiator == "" {
 		t.initiator = user
 	}
+}
+
+// standIn notes whether the thread's assistant status stands in for its
+// session status (set in place of a status Slack put off) and reports
+// whether it did before.
+func (s *sessions) standIn(p chatops.Place, on bool) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.thread(p)
+	was := t.assistant
+	t.assistant = on
+	return was
 }
 
 // renamed notes that a person renamed the session (agent_session_title_changed).

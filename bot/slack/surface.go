@@ -475,16 +475,21 @@ func plainText(s string) string {
 // A session status Slack puts off (Tier 3, a 429: sessions.go tries again
 // when Slack says) is shown meanwhile as the assistant status, whose budget
 // is apart, so that the thread shows a sign at once: the thread's first
-// reply clears it, and a failure of it is left to the session's retry.
+// reply or the turn's end clears it, and a failure of it is left to the
+// session's retry.
 func (s *surface) SetStatus(ctx context.Context, p chatops.Place, status string) error {
 	if s.sessions != nil && s.sessions.mode(p.Workspace) != sessionsRefused {
 		s.sessions.activity(p, status != "")
 		limited := s.sessions.sync(ctx, p)
 		if s.sessions.mode(p.Workspace) == sessionsOn {
-			if limited && status != "" {
-				if err := s.assistantStatus(ctx, p, status); err != nil {
-					s.log().DebugContext(ctx, "assistant status in place of the session's", logkey.Channel, p.Channel, logkey.Err, err)
-				}
+			switch {
+			case limited && status != "":
+				s.sessions.standIn(p, true)
+			case status != "" || !s.sessions.standIn(p, false):
+				return nil
+			}
+			if err := s.assistantStatus(ctx, p, status); err != nil {
+				s.log().DebugContext(ctx, "assistant status in place of the session's", logkey.Channel, p.Channel, logkey.Err, err)
 			}
 			return nil
 		}

@@ -29,6 +29,7 @@ type Limiter interface {
 // Kind names of the calls a Limiter counts, one bucket each (Budget's fields).
 const (
 	KindPost   = "post"
+	KindStart  = "start"
 	KindUpdate = "update"
 	KindAppend = "append"
 	KindStop   = "stop"
@@ -40,6 +41,8 @@ func (k opKind) name() string {
 	switch k {
 	case opPost:
 		return KindPost
+	case opStart:
+		return KindStart
 	case opUpdate:
 		return KindUpdate
 	case opAppend:

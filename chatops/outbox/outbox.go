@@ -37,9 +37,12 @@ type Rate struct {
 // Budget is a workspace's rate budget: one bucket per kind of call, each
 // matching the documented limit of the platform method it stands for.
 type Budget struct {
-	// Post covers new messages and stream starts (Slack chat.postMessage,
-	// chat.startStream, files). Default 60/min, burst 5.
+	// Post covers new messages (Slack chat.postMessage, files). Default
+	// 60/min, burst 5.
 	Post Rate
+	// Start covers stream starts (chat.startStream, Tier 3 for Slack's
+	// agents). Default 50/min, burst 5; Post when only Post is set.
+	Start Rate
 	// Update covers edits (chat.update is Slack Tier 3). Default 50/min,
 	// burst 5.
 	Update Rate
@@ -47,7 +50,10 @@ type Budget struct {
 	// 100/min, burst 5.
 	Append Rate
 	// Stop covers stream stops (chat.stopStream is Tier 2). Default 20/min,
-	// burst 5.
+	// burst 5. Its burst also bounds the answers streamed at once: a
+	// stream needs a stop to end, and more streams ending together than
+	// the burst would wait long for their stops, so the answers beyond it
+	// are posted and edited instead.
 	Stop Rate
 	// Delete covers deletions (chat.delete is Tier 3). Default 50/min, burst 5.
 	Delete Rate
@@ -86,7 +92,13 @@ func (b Budget) WithDefaults() Budget {
 			r.Burst = burst
 		}
 	}
+	if b.Start == (Rate{}) && b.Post.PerMinute > 0 {
+		// A budget that sets Post alone meant stream starts too, as they
+		// once shared it.
+		b.Start = b.Post
+	}
 	def(&b.Post, 60, 5)
+	def(&b.Start, 50, 5)
 	def(&b.Update, 50, 5)
 	def(&b.Append, 100, 5)
 	def(&b.Stop, 20, 5)
@@ -137,12 +149,15 @@ func (b *bucket) refill(now time.Time) {
 
 // ready returns when a token is available (now or later; at most idleWait
 // ahead, for a rate so low that the wait would not fit a time.Duration).
-func (b *bucket) ready(now time.Time) time.Time {
+func (b *bucket) ready(now time.Time) time.Time { return b.readyKeeping(now, 0) }
+
+// readyKeeping returns when a token is available with keep more left over.
+func (b *bucket) readyKeeping(now time.Time, keep float64) time.Time {
 	b.refill(now)
-	if b.tokens >= 1 {
+	if b.tokens >= 1+keep {
 		return now
 	}
-	if mins := (1 - b.tokens) / b.rate.PerMinute; mins < idleWait.Minutes() {
+	if mins := (1 + keep - b.tokens) / b.rate.PerMinute; mins < idleWait.Minutes() {
 		return now.Add(time.Duration(mins * float64(time.Minute)))
 	}
 	return now.Add(idleWait)
@@ -157,6 +172,7 @@ type opKind int
 
 const (
 	opPost opKind = iota
+	opStart
 	opUpdate
 	opAppend
 	opStop
@@ -232,10 +248,10 @@ type oslot struct {
 	placeholder bool
 	// shown is a status slot's last sent status.
 	shown *render.SlotView
-	// quiet is set on a status slot once its run's answer streams natively:
-	// the reply cleared the status and the stream's text and task cards
-	// show the work from then on, so nothing more is sent (not even a
-	// clear, which would change nothing).
+	// quiet is set on a status slot whose run's answer message came after
+	// the status showed (posts had to wait): the reply cleared the status
+	// and the message's text and steps show the work from then on, so
+	// nothing more is sent (not even a clear, which would change nothing).
 	quiet   bool
 	waiters []chan struct{}
 }
@@ -286,6 +302,8 @@ type Outbox struct {
 	// asking is the answer to come of a take the worker stopped waiting
 	// for (Run's goroutine only).
 	asking chan sharedReply
+	// streams counts the messages streaming now (as of next's last look).
+	streams int
 }
 
 // New returns the outbox of a workspace sending through s. st, when not nil,
@@ -302,7 +320,7 @@ func New(s Sender, st Saver, b Budget, stream bool, log *slog.Logger, opts ...Op
 		surface: s, store: st, budget: b, log: log, stream: stream && canStream,
 		slots: map[slotKey]*oslot{}, runSent: map[agent.RunID]time.Time{},
 		buckets: map[opKind]*bucket{
-			opPost: newBucket(b.Post, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
+			opPost: newBucket(b.Post, now), opStart: newBucket(b.Start, now), opUpdate: newBucket(b.Update, now), opAppend: newBucket(b.Append, now),
 			opStop: newBucket(b.Stop, now), opDelete: newBucket(b.Delete, now), opStatus: newBucket(b.Status, now),
 		},
 		wake: make(chan struct{}, 1), sharedReady: map[opKind]time.Time{},
@@ -588,7 +606,17 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 			}
 		}
 	}
-	postsWait := waitingFirst > 0 && (o.readyAt(opPost, now).After(now) || float64(waitingFirst) > o.buckets[opPost].tokens)
+	o.streams = 0
+	for _, s := range o.slots {
+		if s.streaming {
+			o.streams++
+		}
+	}
+	firstOp := opPost
+	if o.stream && o.streams < o.budget.Stop.Burst {
+		firstOp = opStart
+	}
+	postsWait := waitingFirst > 0 && (o.readyAt(firstOp, now).After(now) || float64(waitingFirst) > o.buckets[firstOp].tokens)
 	for _, s := range o.slots {
 		if s.want == nil && s.kind == kindStatus && s.shown != nil && !s.rm.Final {
 			// Slack drops a status after two minutes without a message:
@@ -638,7 +666,13 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		if op != opNone {
 			// A call whose kind has no token now does not hold up the
 			// calls of other kinds.
-			if at := o.readyAt(op, now); at.After(now) {
+			at := o.readyAt(op, now)
+			if s.kind == kindMessage && s.want.Priority == render.PriorityProgress && op != opStart && op != opPost {
+				// Progress leaves part of the burst to the answers' ends:
+				// many answers ending together each close at once.
+				at = later(at, o.buckets[op].readyKeeping(now, float64(o.buckets[op].rate.Burst/2)))
+			}
+			if at.After(now) {
 				earliest = earlier(earliest, at)
 				if !o.appendFirst(s, op, now) {
 					continue
@@ -700,6 +734,10 @@ func (o *Outbox) opFor(s *oslot) opKind {
 		return opStatus
 	case s.kind == kindControls && s.want.Final:
 		return opDelete
+	case s.rm.MessageID == "" && o.stream && render.IsAnswer(s.want.Slot) && !s.want.Final && o.streams < o.budget.Stop.Burst:
+		// Streamed natively, while the streams open can all be stopped
+		// within the stop budget's burst.
+		return opStart
 	case s.rm.MessageID == "" || s.want.Slot == render.SlotFile:
 		return opPost
 	case s.streaming && (s.want.Final || o.frozen(s)):
@@ -784,7 +822,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		if id == "" {
 			id, err = o.surface.Upload(ctx, rm.Place, "answer.md", j.sv.Upload)
 		}
-	case id == "" && o.stream && isAnswer && !j.sv.Final:
+	case j.op == opStart:
 		chunks, ns, _ := streamed{}.diff(j.sv.View)
 		id, err = o.surface.(Streamer).StartStream(ctx, rm.Place, chunks)
 		if err == nil {
@@ -862,11 +900,11 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 			sv := j.sv
 			s.shown = &sv
 		}
-		if ss := o.slots[slotKey{rm.RunID, slotStatus}]; j.op == opPost && s.kind != kindStatus && isAnswer && streaming && ss != nil && ss.shown != nil {
-			// A stream started where the status was the sign while it
-			// waited: the reply cleared the status (Slack does when the
-			// app replies) and the stream shows the work from now on (its
-			// text, its task cards).
+		if ss := o.slots[slotKey{rm.RunID, slotStatus}]; (j.op == opStart || j.op == opPost) && rm.MessageID == "" && isAnswer && ss != nil && ss.shown != nil {
+			// The answer's message came where the status was the sign
+			// while it waited: the reply cleared the status (Slack does
+			// when the app replies) and the message shows the work from
+			// now on (its text, its steps).
 			if !ss.rm.Final {
 				ss.quiet, ss.shown = true, nil
 				if ss.want != nil && !ss.want.Final {
@@ -874,7 +912,7 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 					ss.resolve()
 				}
 			}
-		} else if j.op == opPost && s.kind != kindStatus {
+		} else if (j.op == opPost || j.op == opStart) && s.kind != kindStatus {
 			// A post in the thread clears its status (Slack does when the
 			// app replies): show it again.
 			if ss := o.slots[slotKey{rm.RunID, slotStatus}]; ss != nil && ss.shown != nil && !ss.rm.Final && ss.shown.View.Status != "" {
