@@ -642,6 +642,12 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 			s.resolve()
 			continue
 		}
+		if first, waiting := firstUnposted[s.rm.RunID]; waiting && first == 0 && s.kind == kindStatus && s.want.Final && s.shown != nil {
+			// The answer ended before its first message went: the status
+			// stays the thread's sign until it goes, and that reply
+			// clears it.
+			continue
+		}
 		if first, waiting := firstUnposted[s.rm.RunID]; waiting && first == 0 && s.kind == kindStatus && !postsWait {
 			// The answer's first message can go now: it is the sign, and
 			// the status goes up after it (a platform may clear it when

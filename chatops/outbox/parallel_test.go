@@ -111,3 +111,41 @@ func TestOwnStopNoCompanion(t *testing.T) {
 		t.Fatalf("calls %q, want %q", got, want)
 	}
 }
+
+// An answer that ends before its first message could go keeps its status
+// as the thread's sign until that message goes (the reply clears it): no
+// clear is sent before it, nor after.
+func TestSignKeptUntilPosted(t *testing.T) {
+	s := &threads{}
+	o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Millisecond, Start: outbox.Rate{PerMinute: 1, Burst: 1},
+		Post: outbox.Rate{PerMinute: 120, Burst: 1}}, true, nil)
+	for i, run := range []agent.RunID{"r1", "r2"} {
+		o.Put("c1", run, inThread(i+1), 1, 1, live(0, render.View{Body: "_Working…_", Working: true, Activity: render.ActivityThinking}))
+	}
+	start(t, o)
+	waitCalls := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(s.log()) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("calls %s", opsOf(s.log(), "status", "start", "post"))
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	waitCalls(3) // two statuses, one start
+	// Another thread's post takes the post budget's token: r2's post waits.
+	o.Put("c1", "r3", inThread(3), 1, 1, render.SlotView{Slot: "answer/0", View: render.View{Body: "Yo."}, Final: true, Priority: render.PriorityFinal})
+	flush(t, o, "r3")
+	o.Put("c1", "r2", inThread(2), 1, 2, render.SlotView{Slot: "answer/0", View: render.View{Body: "Hi.", Footer: "Done"}, Final: true, Priority: render.PriorityFinal})
+	flush(t, o, "r2")
+	var r2 []string
+	for _, c := range s.log() {
+		if c.key == "2.1" || c.key == "r2/answer/0" {
+			r2 = append(r2, c.op+":"+c.body)
+		}
+	}
+	if got, want := strings.Join(r2, " "), "status:"+render.ActivityThinking+" post:Hi."; got != want {
+		t.Fatalf("thread 2 calls %q, want %q", got, want)
+	}
+}
