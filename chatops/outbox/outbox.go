@@ -302,8 +302,9 @@ type Outbox struct {
 	// asking is the answer to come of a take the worker stopped waiting
 	// for (Run's goroutine only).
 	asking chan sharedReply
-	// streams counts the messages streaming now (as of next's last look).
-	streams int
+	// streams counts the messages streaming now, edited the answers'
+	// messages edited as they grow (as of next's last look).
+	streams, edited int
 }
 
 // New returns the outbox of a workspace sending through s. st, when not nil,
@@ -606,10 +607,13 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 			}
 		}
 	}
-	o.streams = 0
+	o.streams, o.edited = 0, 0
 	for _, s := range o.slots {
-		if s.streaming {
+		switch {
+		case s.streaming:
 			o.streams++
+		case s.kind == kindMessage && render.IsAnswer(s.rm.Slot) && s.rm.MessageID != "" && !s.rm.Final:
+			o.edited++
 		}
 	}
 	firstOp := opPost
@@ -662,7 +666,7 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 				ready = later(ready, s.lastSent.Add(o.budget.MinInterval))
 			}
 		case s.want.Priority == render.PriorityProgress && !(s.placeholder && !s.want.View.Working):
-			ready = later(ready, o.runSent[s.rm.RunID].Add(o.budget.MinInterval))
+			ready = later(ready, o.runSent[s.rm.RunID].Add(o.pace(s)))
 		}
 		if ready.After(now) {
 			earliest = earlier(earliest, ready)
@@ -696,6 +700,23 @@ func (o *Outbox) next(now time.Time) (*job, time.Duration) {
 		return nil, earliest.Sub(now)
 	}
 	return &job{s: best, sv: *best.want, seq: best.wantSeq, gen: best.gen, op: bestOp, hash: best.want.View.Hash(), at: now}, 0
+}
+
+// pace is the least time between two progress calls of s's run: the
+// budget's MinInterval, or, while several answers grow on the same kind of
+// call, each one's fair share of that kind's rate, so that each answer
+// costs a few calls spread over its text rather than a burst of them and
+// the budget's tokens are left for the answers' ends. o.mu is held.
+func (o *Outbox) pace(s *oslot) time.Duration {
+	n, op := o.edited, opUpdate
+	if s.streaming {
+		n, op = o.streams, opAppend
+	}
+	if n < 2 {
+		return o.budget.MinInterval
+	}
+	share := time.Duration(2 * float64(n) / o.buckets[op].rate.PerMinute * float64(time.Minute))
+	return max(o.budget.MinInterval, share)
 }
 
 // rank orders the pending updates: by priority, save that a companion's
