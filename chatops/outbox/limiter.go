@@ -238,8 +238,13 @@ func (o *Outbox) sendPauses(ctx context.Context) {
 	}
 }
 
-// readyAt is when a call of op may go: its own bucket has a token and the
-// shared limiter's last wait for its kind is over. o.mu is held.
+// readyAt is when a call of op may go: its own bucket has a token, the
+// shared limiter's last wait for its kind is over and, for a status, a
+// 429 on one is over. o.mu is held.
 func (o *Outbox) readyAt(op opKind, now time.Time) time.Time {
-	return later(o.buckets[op].ready(now), o.sharedReady[op])
+	at := later(o.buckets[op].ready(now), o.sharedReady[op])
+	if op == opStatus {
+		at = later(at, o.statusPaused)
+	}
+	return at
 }

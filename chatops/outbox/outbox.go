@@ -302,6 +302,8 @@ type Outbox struct {
 	// asking is the answer to come of a take the worker stopped waiting
 	// for (Run's goroutine only).
 	asking chan sharedReply
+	// statusPaused is when statuses may go again after a 429 on one.
+	statusPaused time.Time
 	// streams counts the messages streaming now, edited the answers'
 	// messages edited as they grow (as of next's last look).
 	streams, edited int
@@ -964,6 +966,12 @@ func (o *Outbox) send(ctx context.Context, j *job) {
 		wait := time.Second
 		if rle != nil && rle.RetryAfter > 0 {
 			wait = rle.RetryAfter
+		}
+		if s.kind == kindStatus {
+			// A status has a limit of its own (Slack's setStatus
+			// methods): only statuses wait, the answers go on.
+			o.statusPaused = later(o.statusPaused, now.Add(wait))
+			break
 		}
 		o.paused = later(o.paused, now.Add(wait))
 		pauseUntil = o.paused

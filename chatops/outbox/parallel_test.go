@@ -149,3 +149,25 @@ func TestSignKeptUntilPosted(t *testing.T) {
 		t.Fatalf("thread 2 calls %q, want %q", got, want)
 	}
 }
+
+// A 429 on a status holds up statuses only: the answer goes on (Slack's
+// status methods have limits of their own).
+func TestStatusLimitAlone(t *testing.T) {
+	s := &threads{}
+	s.fail = func(c call, n int) error {
+		if c.op == "status" {
+			return &outbox.RateLimitError{RetryAfter: time.Hour, Method: "assistant.threads.setStatus"}
+		}
+		return nil
+	}
+	o := outbox.New(s, nil, outbox.Budget{MinInterval: time.Millisecond, Start: outbox.Rate{PerMinute: 1, Burst: 1}}, true, nil)
+	for i, run := range []agent.RunID{"r1", "r2"} {
+		o.Put("c1", run, inThread(i+1), 1, 1, live(0, render.View{Body: "_Working…_", Working: true, Activity: render.ActivityThinking}))
+	}
+	start(t, o)
+	o.Put("c1", "r1", inThread(1), 1, 2, render.SlotView{Slot: "answer/0", View: render.View{Body: "Hi.", Footer: "Done"}, Final: true, Priority: render.PriorityFinal})
+	flush(t, o, "r1")
+	if got := opsOf(s.log(), "status", "start", "stop", "post"); !(strings.Contains(got, "stop:") || strings.Contains(got, "post:Hi.")) || strings.Count(got, "status:") != 1 {
+		t.Fatalf("calls %q, want one status (limited) and the answer's end", got)
+	}
+}
