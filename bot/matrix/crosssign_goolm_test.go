@@ -3,7 +3,6 @@
 package matrix_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -18,49 +17,21 @@ import (
 	"maunium.net/go/mautrix/id"
 
 	"github.com/threadline-bot/threadline/bot/matrix"
-	"github.com/threadline-bot/threadline/chatops"
-	"github.com/threadline-bot/threadline/chatops/chatstore"
 )
 
 // startCrossSigned starts the bot with encryption and its recovery key in
 // keyFile (the harness's startBot with Config.RecoveryKeyFile).
 func (w *world) startCrossSigned(keyFile string) {
-	t := w.t
-	t.Helper()
-	bot := w.newCrossSigned(keyFile)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- bot.Run(ctx) }()
-	select {
-	case <-bot.Ready():
-	case err := <-done:
-		cancel()
-		t.Fatalf("bot did not start: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("bot not ready after 60 s")
-	}
-	w.bot, w.stop, w.done = bot, cancel, done
-	t.Cleanup(w.stopBot)
+	w.t.Helper()
+	w.runBot(w.newCrossSigned(keyFile))
 }
 
 // newCrossSigned is a bot (and its desk, w.threads) with encryption and its
 // recovery key in keyFile.
 func (w *world) newCrossSigned(keyFile string) *matrix.Bot {
-	t := w.t
-	t.Helper()
-	w.threads = chatops.NewDesk(w.core, chatstore.Store{St: w.st}, w.policy, chatops.DeskOptions{
-		DefaultAgent: "fake", Workdir: t.TempDir(), Budget: chatops.Budget{MinInterval: minInterval},
-	}, w.log)
-	bot, err := matrix.New(matrix.Config{
-		Homeserver: w.hs.URL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
-		Encryption: true, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect, RecoveryKeyFile: keyFile,
-		TypingTimeout: 3 * time.Second,
-	}, w.threads, w.st, w.st, w.log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bot
+	w.t.Helper()
+	w.recoveryKeyFile = keyFile
+	return w.newBot(true)
 }
 
 // crossSigning is what the homeserver publishes of u's cross-signing: the

@@ -206,6 +206,8 @@ type world struct {
 	budget *chatops.Budget
 	// redact is the desk's redactor (chatops.DeskOptions.Redact).
 	redact chatops.Redactor
+	// recoveryKeyFile is the bot's Config.RecoveryKeyFile (cross-signing).
+	recoveryKeyFile string
 
 	botUser    dendritetest.User
 	alice, bob dendritetest.User
@@ -245,6 +247,13 @@ func newWorld(t *testing.T, dialect string) *world {
 
 // startBot starts a bot process (Threads + Bot) over the world's store.
 func (w *world) startBot(encryption bool) {
+	w.t.Helper()
+	w.runBot(w.newBot(encryption))
+}
+
+// newBot is a bot (and its desk, w.threads) over the world's store, not
+// yet running.
+func (w *world) newBot(encryption bool) *matrix.Bot {
 	t := w.t
 	t.Helper()
 	// The desk serves Matrix alone here, so its answer parts take the
@@ -266,11 +275,19 @@ func (w *world) startBot(encryption bool) {
 	bot, err := matrix.New(matrix.Config{
 		Homeserver: hsURL, UserID: string(w.botUser.ID), Password: w.botUser.Password,
 		Encryption: encryption, CryptoDB: w.st.DB().DB, CryptoDialect: w.dialect,
-		TypingTimeout: 3 * time.Second, MaxEventBytes: w.maxEventBytes,
+		RecoveryKeyFile: w.recoveryKeyFile,
+		TypingTimeout:   3 * time.Second, MaxEventBytes: w.maxEventBytes,
 	}, w.threads, w.st, w.st, w.log)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return bot
+}
+
+// runBot runs bot until it is ready, and stops it at the test's end.
+func (w *world) runBot(bot *matrix.Bot) {
+	t := w.t
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- bot.Run(ctx) }()
