@@ -1,17 +1,12 @@
 package main
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
-	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // TestAgentSessionEndToEnd drives `threadline serve` with the REAL Claude
@@ -22,13 +17,10 @@ import (
 // active when the answer is done; it is created once, titled after the
 // prompt; no assistant.threads.setStatus is sent besides.
 func TestAgentSessionEndToEnd(t *testing.T) {
-	if !providertest.InNetns(t) {
+	bin, dir, ok := realClaudeDir(t)
+	if !ok {
 		return
 	}
-	bin := fakeapi.FindClaude(t)
-	dir := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	api := fakeapi.New(t,
 		fakeapi.When("SESSION", bash("touch session-marker.txt && echo made-it")),
 		fakeapi.Text("Done with it."),
@@ -36,22 +28,7 @@ func TestAgentSessionEndToEnd(t *testing.T) {
 	fake := slacktest.New(t)
 	fake.SetTiers(1)
 	fake.AgentSessions("") // the app declared agent_view
-	cfg := map[string]any{
-		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
-		"host":     map[string]any{"isolation": "off"},
-		"http":     map[string]any{"listen": freePort(t)},
-		"workdir":  filepath.Join(dir, "work"),
-		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
-		"slack": map[string]any{
-			"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
-			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}},
-		},
-	}
-	raw, _ := yaml.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "threadline.yaml")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := slackServeConfig(t, dir, bin, api, fake, "UDEV")
 	s := startServe(t, fake, cfgPath)
 	defer s.stop()
 	t.Cleanup(func() {

@@ -5,18 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
-	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // planThenBash is a turn of the scripted API: a plan of three items made
@@ -66,13 +62,10 @@ func planThenBash(req *fakeapi.Request) *fakeapi.Reply {
 // reported; while the answer streams its Stop button is in a companion
 // message, which is deleted at the end; and that Stop stops a slow stream.
 func TestSlackAgentUIEndToEnd(t *testing.T) {
-	if !providertest.InNetns(t) {
+	bin, dir, ok := realClaudeDir(t)
+	if !ok {
 		return
 	}
-	bin := fakeapi.FindClaude(t)
-	dir := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	work := filepath.Join(dir, "work")
 	api := fakeapi.New(t, planThenBash,
 		fakeapi.When("SLOW", fakeapi.Slow(200, 50*time.Millisecond)),
@@ -82,22 +75,7 @@ func TestSlackAgentUIEndToEnd(t *testing.T) {
 	defer cancel()
 	fake := slacktest.New(t)
 	fake.SetTiers(1)
-	cfg := map[string]any{
-		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
-		"host":     map[string]any{"isolation": "off"},
-		"http":     map[string]any{"listen": freePort(t)},
-		"workdir":  work,
-		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
-		"slack": map[string]any{
-			"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
-			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"UDEV"}}},
-		},
-	}
-	raw, _ := yaml.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "threadline.yaml")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := slackServeConfig(t, dir, bin, api, fake, "UDEV")
 	var logs lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()

@@ -3,18 +3,14 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/threadline-bot/threadline/bot/slack/slacktest"
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 	"github.com/threadline-bot/threadline/providers/claude/fakeapi"
-	"github.com/threadline-bot/threadline/providers/providertest"
 )
 
 // TestSlackEndToEnd drives the Slack front-end with the REAL Claude Code CLI
@@ -24,13 +20,10 @@ import (
 // Approve button's answer reaches the CLI, the tool runs, and the final
 // message shows the result.
 func TestSlackEndToEnd(t *testing.T) {
-	if !providertest.InNetns(t) {
+	bin, dir, ok := realClaudeDir(t)
+	if !ok {
 		return
 	}
-	bin := fakeapi.FindClaude(t)
-	dir := t.TempDir()
-	t.Setenv("XDG_DATA_HOME", filepath.Join(dir, "data"))
-	t.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	work := filepath.Join(dir, "work")
 	api := fakeapi.New(t,
 		fakeapi.When("TOOL", fakeapi.ToolUse("Bash", map[string]any{"command": "touch approved.txt && echo approved-run", "description": "Create approved.txt"})),
@@ -42,22 +35,7 @@ func TestSlackEndToEnd(t *testing.T) {
 
 	// The bot as a user runs it: `threadline serve` with a config file.
 	fake := slacktest.New(t)
-	cfg := map[string]any{
-		"database": map[string]any{"url": filepath.Join(dir, "tl.db")},
-		"host":     map[string]any{"isolation": "off"}, // isolation is TestRunIsolatedEndToEnd's subject
-		"http":     map[string]any{"listen": freePort(t)},
-		"workdir":  work,
-		"agents":   map[string]any{"claude": map[string]any{"bin": bin, "env": api.ClaudeEnv(filepath.Join(dir, "claude-home"))}},
-		"slack": map[string]any{
-			"app_token": slacktest.AppToken, "bot_token": slacktest.BotToken, "api_url": fake.APIURL(),
-			"channels": map[string]any{"C1": map[string]any{"agent": "claude", "allow": []string{"UDEV"}, "approvers": []string{"ULEAD"}}},
-		},
-	}
-	raw, _ := yaml.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "threadline.yaml")
-	if err := os.WriteFile(cfgPath, raw, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	cfgPath := slackServeConfig(t, dir, bin, api, fake, "ULEAD")
 	var logs lockedBuffer
 	done := make(chan error, 1)
 	go func() { done <- cmdServe(ctx, []string{"--config", cfgPath}, io.Discard, &logs) }()
