@@ -21,6 +21,33 @@ import (
 	"github.com/threadline-bot/threadline/chatops/chatopstest"
 )
 
+// terminal is a console running on a pseudo-terminal.
+type terminal struct {
+	*consoletest.PTY
+	wait func() error // runConsole's
+}
+
+// onTerminal runs con over chat on a new pseudo-terminal (con's In and Out)
+// and waits for its first prompt ("> ").
+func onTerminal(t *testing.T, con *console.Console, chat agent.ChatID) *terminal {
+	t.Helper()
+	p := consoletest.Open(t)
+	con.In, con.Out = p.Tty, p.Tty
+	term := &terminal{PTY: p, wait: runConsole(t, con, chat)}
+	p.Screen.Wait(t, "> ")
+	return term
+}
+
+// quit types key (Ctrl-D or Ctrl-C) and waits for the console to end
+// without an error.
+func (p *terminal) quit(t *testing.T, key string) {
+	t.Helper()
+	p.Type(t, key)
+	if err := p.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestConsoleTerminal drives the chat on a pseudo-terminal: the line is
 // edited with the arrow keys, a message typed during a turn is queued
 // ("queued") and runs when the turn ends, Up recalls the history, which is
@@ -38,11 +65,8 @@ func TestConsoleTerminal(t *testing.T) {
 		}
 		return chatopstest.Gated(release, "partial answer")(ctx, req, emit)
 	}, chatopstest.Answer("second done"), chatopstest.Answer("again done"))
-	p := consoletest.Open(t)
 	hist := filepath.Join(t.TempDir(), "state", "chat_history")
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: hist}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: hist}, chat)
 	p.Type(t, "helo", consoletest.Left, "l", consoletest.Enter) // helo, ←, l: hello
 	p.Screen.Wait(t, "thinking…")
 	close(first)
@@ -55,10 +79,7 @@ func TestConsoleTerminal(t *testing.T) {
 	p.Type(t, consoletest.Up, consoletest.Up, consoletest.Enter) // the line before the last: hello
 	p.Screen.Wait(t, "again done")
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	if got := prompts(s.Prov); !slices.Equal(got, []string{"hello", "second", "hello"}) {
 		t.Errorf("prompts %q", got)
 	}
@@ -91,10 +112,7 @@ func TestConsoleTerminalCtrlC(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
 	s.Prov.Add(chatopstest.Gated(release, "working"))
-	p := consoletest.Open(t)
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: "-"}, chat)
 	p.Type(t, "go", consoletest.Enter)
 	p.Screen.Wait(t, "working")
 	p.Type(t, "later", consoletest.Enter)
@@ -104,10 +122,7 @@ func TestConsoleTerminalCtrlC(t *testing.T) {
 	p.Screen.Wait(t, "[stopped]")
 	p.Type(t, consoletest.CtrlC)
 	p.Screen.Wait(t, "press Ctrl-C again")
-	p.Type(t, consoletest.CtrlC)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlC)
 	if got := prompts(s.Prov); !slices.Equal(got, []string{"go"}) {
 		t.Errorf("prompts %q", got)
 	}
@@ -120,16 +135,10 @@ func TestConsoleTerminalCtrlC(t *testing.T) {
 func TestConsoleTerminalStreamsAboveThePrompt(t *testing.T) {
 	s, chat := stack(t)
 	s.Prov.Add(chatopstest.Slow([]string{"Hel", "lo ", "wor", "ld"}, 10*time.Millisecond))
-	p := consoletest.Open(t)
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: "-"}, chat)
 	p.Type(t, "hi", consoletest.Enter)
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	rows := p.Screen.Rows(80)
 	i := slices.Index(rows, "Hello world")
 	if i < 0 || i+1 >= len(rows) || !strings.HasPrefix(rows[i+1], "— done") {
@@ -162,21 +171,15 @@ func TestConsoleTerminalSecretAnswer(t *testing.T) {
 		emit(agent.Event{Type: agent.EventRunCompleted})
 		return nil
 	})
-	p := consoletest.Open(t)
 	hist := filepath.Join(t.TempDir(), "chat_history")
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: hist}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: hist}, chat)
 	p.Type(t, "log in", consoletest.Enter)
 	p.Screen.Wait(t, "Your token?")
 	p.Screen.Wait(t, "? ")
 	p.Type(t, "hunter2", consoletest.Enter)
 	p.Screen.Wait(t, "thanks")
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	if r := <-got; r.Answers["token"] != "hunter2" || !r.Secret {
 		t.Errorf("answer %+v", r)
 	}
@@ -201,10 +204,7 @@ func TestConsoleTerminalAfterTheEnd(t *testing.T) {
 		<-hold // the run ends after its terminal event, as a CLI's exit does
 		return nil
 	}, chatopstest.Answer("second"))
-	p := consoletest.Open(t)
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: "-"}, chat)
 	p.Type(t, "one", consoletest.Enter)
 	p.Screen.Wait(t, "— done")
 	p.Screen.Wait(t, "> ")
@@ -213,10 +213,7 @@ func TestConsoleTerminalAfterTheEnd(t *testing.T) {
 	close(hold)
 	p.Screen.Wait(t, "second")
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	if got := prompts(s.Prov); !slices.Equal(got, []string{"one", "two"}) {
 		t.Errorf("prompts %q", got)
 	}
@@ -231,19 +228,13 @@ func TestConsoleTerminalAfterTheEnd(t *testing.T) {
 func TestConsoleHistoryScrubbed(t *testing.T) {
 	s, chat := stack(t)
 	s.Prov.Add(chatopstest.Answer("noted"))
-	p := consoletest.Open(t)
 	hist := filepath.Join(t.TempDir(), "state", "chat_history")
 	const secret = "xoxb-1111-2222-secretvalue"
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: hist, Scrub: redact.New(secret).String}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: hist, Scrub: redact.New(secret).String}, chat)
 	p.Type(t, "the token is "+secret, consoletest.Enter)
 	p.Screen.Wait(t, "noted")
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	b, err := os.ReadFile(hist)
 	if err != nil {
 		t.Fatal(err)
@@ -260,10 +251,7 @@ func TestConsoleTerminalQueue(t *testing.T) {
 	s, chat := stack(t)
 	release := make(chan struct{})
 	s.Prov.Add(chatopstest.Gated(release, "working"), chatopstest.Answer("never"))
-	p := consoletest.Open(t)
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
-	wait := runConsole(t, con, chat)
-	p.Screen.Wait(t, "> ")
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: "-"}, chat)
 	p.Type(t, "go", consoletest.Enter)
 	p.Screen.Wait(t, "working")
 	p.Type(t, "first later", consoletest.Enter)
@@ -278,10 +266,7 @@ func TestConsoleTerminalQueue(t *testing.T) {
 	p.Screen.Wait(t, "Dropped 2 queued message(s); the running turn goes on")
 	close(release)
 	p.Screen.Wait(t, "— done")
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	if got := prompts(s.Prov); !slices.Equal(got, []string{"go"}) {
 		t.Errorf("prompts %q", got)
 	}
@@ -303,12 +288,12 @@ func TestConsoleTerminalHomeEnd(t *testing.T) {
 	for range keys {
 		s.Prov.Add(chatopstest.Answer("ok"))
 	}
-	p := consoletest.Open(t)
-	con := &console.Console{Bot: s.Bot, In: p.Tty, Out: p.Tty, By: "console:t", History: "-"}
-	wait := runConsole(t, con, chat)
+	p := onTerminal(t, &console.Console{Bot: s.Bot, By: "console:t", History: "-"}, chat)
 	var want []string
 	for i, k := range keys {
-		p.Screen.Wait(t, "> ")
+		if i > 0 { // the first prompt onTerminal waited for
+			p.Screen.Wait(t, "> ")
+		}
 		// Typed one key at a time, as a person types: a sequence is one read.
 		for _, key := range []string{"b", k.home, "a", k.end, fmt.Sprintf("c%d", i)} {
 			p.Type(t, key)
@@ -318,10 +303,7 @@ func TestConsoleTerminalHomeEnd(t *testing.T) {
 		p.Screen.Wait(t, "— done")
 		want = append(want, fmt.Sprintf("abc%d", i))
 	}
-	p.Type(t, consoletest.CtrlD)
-	if err := wait(); err != nil {
-		t.Fatal(err)
-	}
+	p.quit(t, consoletest.CtrlD)
 	if got := prompts(s.Prov); !slices.Equal(got, want) {
 		t.Errorf("prompts %q, want %q", got, want)
 	}
