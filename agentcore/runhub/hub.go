@@ -551,8 +551,7 @@ func (h *Hub) store(events []Event) error {
 		if attempt == 1 {
 			h.logger.Warn("runhub commit failed; holding the events and retrying", logkey.Events, len(events), logkey.Err, err)
 		}
-		if rerr != nil {
-			h.outage.Store(true)
+		if rerr != nil && !h.outage.Swap(true) {
 			defer h.outage.Store(false)
 		}
 		h.opts.Sleep(wait)

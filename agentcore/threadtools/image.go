@@ -51,19 +51,11 @@ func (s *Server) PostImage(ctx context.Context, img *agent.MadeImage) (Sent, err
 		s.log.Debug("thread tools: image posted already", logkey.File, name, logkey.Size, len(img.Data))
 		return Sent{}, nil
 	}
-	f := File{Name: name, Content: img.Data, Size: int64(len(img.Data)), SHA256: digest, MIMEType: sniffed}
-	posted, err := s.cfg.Thread.SendFile(ctx, f)
+	sent, err := s.post(ctx, File{Name: name, Content: img.Data, Size: int64(len(img.Data)), SHA256: digest, MIMEType: sniffed})
 	if err != nil {
-		s.forget(digest)
-		s.log.Warn("thread tools: posting the agent's image failed", logkey.File, name, logkey.Size, f.Size, logkey.Err, err)
-		return Sent{}, fmt.Errorf("not sent: %w", err)
+		s.forget(digest) // a later report of the same image may post it
 	}
-	sent := Sent{Name: f.Name, Size: f.Size, SHA256: f.SHA256, MIMEType: f.MIMEType, Posted: posted}
-	s.log.Info("thread tools: image sent", logkey.File, sent.Name, logkey.Size, sent.Size)
-	if s.cfg.OnSent != nil {
-		s.cfg.OnSent(sent)
-	}
-	return sent, nil
+	return sent, err
 }
 
 // imageName is the name an image is posted under: the CLI's (cleaned, with
@@ -86,10 +78,10 @@ func (s *Server) imageName(given, ext string) string {
 	return name
 }
 
-// refused reports a refusal of the file called name and returns it as the
-// error.
+// refused reports a refusal of the file called name (the log, OnRefused)
+// and returns it as the error.
 func (s *Server) refused(name, reason string) error {
-	s.log.Info("thread tools: refused", logkey.File, name, logkey.Err, reason)
+	s.log.Info("thread tools: file refused", logkey.File, name, logkey.Err, reason)
 	if s.cfg.OnRefused != nil {
 		s.cfg.OnRefused(name, reason)
 	}

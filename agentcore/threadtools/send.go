@@ -34,19 +34,21 @@ func (s *Server) sendFile(ctx context.Context, path, title string) (Sent, error)
 	if err != nil {
 		var r *refusal
 		if errors.As(err, &r) {
-			s.log.Info("thread tools: send_file refused", logkey.File, name, logkey.Err, r.reason)
-			if s.cfg.OnRefused != nil {
-				s.cfg.OnRefused(name, r.reason)
-			}
+			s.refused(name, r.reason)
 		} else {
 			s.log.Warn("thread tools: send_file", logkey.File, name, logkey.Err, err)
 		}
 		return Sent{}, err
 	}
 	f.Title = title
+	return s.post(ctx, f)
+}
+
+// post posts f to the thread and reports it to OnSent.
+func (s *Server) post(ctx context.Context, f File) (Sent, error) {
 	posted, err := s.cfg.Thread.SendFile(ctx, f)
 	if err != nil {
-		s.log.Warn("thread tools: send_file: posting failed", logkey.File, f.Name, logkey.Size, f.Size, logkey.Err, err)
+		s.log.Warn("thread tools: posting failed", logkey.File, f.Name, logkey.Size, f.Size, logkey.Err, err)
 		return Sent{}, fmt.Errorf("not sent: %w", err)
 	}
 	sent := Sent{Name: f.Name, Title: f.Title, Size: f.Size, SHA256: f.SHA256, MIMEType: f.MIMEType, Posted: posted}
