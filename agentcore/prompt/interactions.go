@@ -73,7 +73,7 @@ var (
 	// ErrNotRecorded is returned for an answer given while the database
 	// does not answer: a decision is recorded before it reaches the agent,
 	// so nothing was sent and the request stays pending.
-	ErrNotRecorded = errors.New("your answer could not be recorded (the database is unreachable), so nothing was sent to the agent; answer again in a moment")
+	ErrNotRecorded = errors.New("the answer could not be recorded and was not sent to the agent")
 )
 
 // recordCheckTimeout bounds asking the database whether it answers before

@@ -116,11 +116,11 @@ func openApp(ctx context.Context, cfg *configs.Config, log *slog.Logger, approva
 	// TMPDIR, where its socket goes.
 	threads := &toolThreads{}
 	popts.Trouble = func(ctx context.Context, chatID agent.ChatID, runID agent.RunID, text string) {
-		th, ok := threads.thread(ctx, chatID)
-		if !ok {
+		a := threads.app.Load()
+		if a == nil {
 			return
 		}
-		if err := th.Say(ctx, text); err != nil {
+		if err := a.desk().TellChat(ctx, chatID, text); err != nil {
 			log.Warn("tell a chat why its run stopped", logkey.ChatID, chatID, logkey.RunID, runID, logkey.Err, err)
 		}
 	}
