@@ -74,10 +74,11 @@ func TestRequesterOnlyTurnControl(t *testing.T) {
 			if !errors.Is(err, chatops.ErrForbidden) || len(f.surf.ephemerals) != n+1 || !strings.Contains(f.surf.ephemerals[n], "only <@UAPPROVER2> or an admin may run it now") {
 				t.Fatalf("another's Run-now press = %v, ephemerals %q", err, f.surf.ephemerals[n:])
 			}
-			stop := f.find(thread, func(m *message) bool { return len(m.view.Buttons) == 1 && m.view.Buttons[0].ID == chatops.ButtonStop })
-			if stop == nil {
-				t.Fatal("no Stop button")
-			}
+			var stop *message
+			waitFor(t, "the Stop button", func() bool {
+				stop = f.find(thread, func(m *message) bool { return len(m.view.Buttons) == 1 && m.view.Buttons[0].ID == chatops.ButtonStop })
+				return stop != nil
+			})
 			ref, err := chatops.DecodeRef(stop.view.Buttons[0].Value)
 			if err != nil {
 				t.Fatal(err)
